@@ -1,0 +1,220 @@
+"""Controllers: named groups of workers that take keys from a priority queue and call a
+Reconciler, with controller-runtime's retry rules and metrics.
+
+Retry rules (controller-runtime's `reconcileHandler`):
+- success → the key's backoff is forgotten;
+- `Result(requeue_after=s)` → forgotten, re-added after `s`;
+- `Result(requeue=True)` or a raised error → re-added rate-limited (per-key exponential backoff);
+- `TerminalError` → counted, logged, *not* retried: the object must change first (its next watch
+  event enqueues it again);
+- any other exception is a bug in the reconciler: logged with its traceback, counted in
+  `controller_runtime_reconcile_panics_total`, and retried with backoff like an error.
+Requeues keep the priority the item had when it was taken, unless the Result names one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from runtime import metrics
+from runtime.clock import Clock, RealClock
+from runtime.handlers import Request
+from runtime.workqueue import NORMAL, PriorityQueue, ShutDown
+
+RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
+                     0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
+                     6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
+RESULTS = ("success", "error", "requeue", "requeue_after")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    requeue: bool = False
+    requeue_after: float = 0.0
+    priority: int | None = None
+
+
+class ReconcileError(Exception):
+    """An expected failure (an AWS error, a conflict): retried with backoff, no traceback."""
+
+
+class TerminalError(Exception):
+    """Bad input that retrying cannot fix; the reconciler has already reported it on the object
+    (Warning Event, status condition). Not retried until the object changes."""
+
+
+class Reconciler(Protocol):
+    async def reconcile(self, request: Request) -> Result: ...
+
+
+class _Metrics:
+    def __init__(self, name: str, registry: CollectorRegistry | None, workers: int) -> None:
+        reg = registry if registry is not None else metrics.default_registry()
+        label = {"controller": name}
+        total = metrics.counter(reg, "controller_runtime_reconcile_total",
+                                "Total number of reconciliations per controller",
+                                ("controller", "result"))
+        self.results = {r: total.labels(controller=name, result=r) for r in RESULTS}
+        self.errors = metrics.counter(
+            reg, "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller", ("controller",)).labels(**label)
+        self.terminal = metrics.counter(
+            reg, "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            ("controller",)).labels(**label)
+        self.panics = metrics.counter(
+            reg, "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller", ("controller",)).labels(**label)
+        self.time = metrics.histogram(
+            reg, "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller", ("controller",),
+            buckets=RECONCILE_BUCKETS).labels(**label)
+        metrics.gauge(reg, "controller_runtime_max_concurrent_reconciles",
+                      "Maximum number of concurrent reconciles per controller",
+                      ("controller",)).labels(**label).set(workers)
+        self.active = metrics.gauge(
+            reg, "controller_runtime_active_workers",
+            "Number of currently used workers per controller", ("controller",)).labels(**label)
+
+
+class Controller:
+    """`max_concurrent_reconciles` workers on one priority queue. Start with `start()`; stop
+    gracefully with `stop(timeout)` (in-flight reconciles finish, nothing new starts) or at
+    once with `abort()` (leadership lost: in-flight reconciles are cancelled)."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        max_concurrent_reconciles: int = 1,
+        queue: PriorityQueue[Request] | None = None,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be >= 1")
+        self.name = name
+        self._reconciler = reconciler
+        self._clock = clock or RealClock()
+        self.queue: PriorityQueue[Request] = queue or PriorityQueue(
+            name, clock=self._clock, registry=registry)
+        self._workers_n = max_concurrent_reconciles
+        self._metrics = _Metrics(name, registry, max_concurrent_reconciles)
+        self._workers: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._log = structlog.get_logger("controller").bind(controller=name)
+        self._busy: set[asyncio.Task[None]] = set()
+
+    # Enqueuer protocol, used by the event handlers.
+    def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
+        self.queue.add(request, priority=priority)
+
+    def enqueue_after(self, request: Request, after: float, *, priority: int = NORMAL) -> None:
+        self.queue.add(request, priority=priority, after=after)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._workers) and not self._stopping
+
+    def start(self) -> None:
+        if self._workers:
+            return
+        self._stopping = False
+        self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                         for i in range(self._workers_n)]
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking work; give in-flight reconciles `timeout` seconds, then cancel them."""
+        self._stopping = True
+        for task in self._workers:
+            if task not in self._busy:
+                task.cancel()
+        if self._workers:
+            _, pending = await asyncio.wait(self._workers, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+        await self.queue.shutdown()
+
+    async def abort(self) -> None:
+        """Cancel everything now: used when leadership is lost, where finishing a write could
+        race the new leader."""
+        self._stopping = True
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers = []
+        await self.queue.shutdown()
+
+    async def _worker(self) -> None:
+        me = asyncio.current_task()
+        assert me is not None
+        while not self._stopping:
+            try:
+                request, priority = await self.queue.get()
+            except ShutDown:
+                return
+            self._busy.add(me)  # stop() lets busy workers finish their item
+            try:
+                await self._process(request, priority)
+            finally:
+                self._busy.discard(me)
+                self.queue.done(request)
+
+    async def _process(self, request: Request, priority: int) -> None:
+        reconcile_id = uuid.uuid4().hex[:12]
+        log = self._log.bind(key=request.key, reconcile_id=reconcile_id)
+        self._metrics.active.inc()
+        started = time.perf_counter()
+        try:
+            with structlog.contextvars.bound_contextvars(
+                    controller=self.name, key=request.key, reconcile_id=reconcile_id):
+                result = await self._reconciler.reconcile(request)
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as exc:
+            self._metrics.errors.inc()
+            self._metrics.terminal.inc()
+            self._metrics.results["error"].inc()
+            self.queue.forget(request)
+            log.warning("reconcile failed; not retrying until the object changes",
+                        error=str(exc))
+            return
+        except ReconcileError as exc:
+            self._metrics.errors.inc()
+            self._metrics.results["error"].inc()
+            self.queue.add(request, priority=priority, rate_limited=True)
+            log.info("reconcile failed; will retry", error=str(exc),
+                     retries=self.queue.num_requeues(request))
+            return
+        except Exception:
+            self._metrics.errors.inc()
+            self._metrics.panics.inc()
+            self._metrics.results["error"].inc()
+            self.queue.add(request, priority=priority, rate_limited=True)
+            log.exception("reconciler raised an unexpected exception; will retry")
+            return
+        finally:
+            self._metrics.active.dec()
+            self._metrics.time.observe(time.perf_counter() - started)
+
+        next_priority = result.priority if result.priority is not None else priority
+        if result.requeue_after > 0:
+            self.queue.forget(request)
+            self.queue.add(request, priority=next_priority, after=result.requeue_after)
+            self._metrics.results["requeue_after"].inc()
+        elif result.requeue:
+            self.queue.add(request, priority=next_priority, rate_limited=True)
+            self._metrics.results["requeue"].inc()
+        else:
+            self.queue.forget(request)
+            self._metrics.results["success"].inc()
