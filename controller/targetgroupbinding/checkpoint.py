@@ -1,0 +1,41 @@
+"""TargetGroupBinding checkpoints, in upstream's format (v2.9.1+) so that upstream and aiolbc
+read each other's annotations: `<sha256(sorted endpoint ids, comma-joined)>/<sha256(spec json)>`,
+each base64url without padding. "" is never a valid value, which is why it is the reset marker
+written before any register/deregister: a crash between the two leaves no false match behind."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from controller.targetgroupbinding.targets import Endpoint
+
+CHECKPOINT_ANNOTATION = "elbv2.k8s.aws/checkpoint"
+CHECKPOINT_TIMESTAMP_ANNOTATION = "elbv2.k8s.aws/checkpoint-timestamp"
+
+
+def sha256_b64(data: str) -> str:
+    digest = hashlib.sha256(data.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def compute(endpoints: Iterable[Endpoint], spec: dict[str, Any]) -> str:
+    ids = ",".join(sorted(e.checkpoint_id for e in endpoints))
+    spec_json = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return f"{sha256_b64(ids)}/{sha256_b64(spec_json)}"
+
+
+def stored(obj: dict[str, Any]) -> str:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(CHECKPOINT_ANNOTATION) or "")
+
+
+def patch(value: str, timestamp: float) -> dict[str, Any]:
+    """Merge patch writing the checkpoint and its Unix-seconds timestamp."""
+    return {"metadata": {"annotations": {
+        CHECKPOINT_ANNOTATION: value,
+        CHECKPOINT_TIMESTAMP_ANNOTATION: str(int(timestamp)),
+    }}}
