@@ -15,6 +15,7 @@ Requeues keep the priority the item had when it was taken, unless the Result nam
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,6 +33,15 @@ RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 
                      0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
                      6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
 RESULTS = ("success", "error", "requeue", "requeue_after")
+
+_PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("reconcile_priority",
+                                                               default=NORMAL)
+
+
+def reconcile_priority() -> int:
+    """The queue priority of the reconcile running in this task. A reconciler uses it to tell a
+    paced LOW-lane verification from a real change (checkpoints skip work only for the latter)."""
+    return _PRIORITY.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +188,11 @@ class Controller:
         try:
             with structlog.contextvars.bound_contextvars(
                     controller=self.name, key=request.key, reconcile_id=reconcile_id):
-                result = await self._reconciler.reconcile(request)
+                token = _PRIORITY.set(priority)
+                try:
+                    result = await self._reconciler.reconcile(request)
+                finally:
+                    _PRIORITY.reset(token)
         except asyncio.CancelledError:
             raise
         except TerminalError as exc:
