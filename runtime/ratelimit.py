@@ -99,11 +99,14 @@ class ItemExponentialFailureRateLimiter(Generic[K]):
     (5 ms doubling to 1000 s, reached on the 19th consecutive failure)."""
 
     def __init__(self, *, base: float = 0.005, max_delay: float = 1000.0) -> None:
-        if not (math.isfinite(base) and base > 0):
+        if not (isinstance(base, int | float) and math.isfinite(base) and base > 0):
             raise ValueError(f"exponential backoff base must be a positive number, got {base!r}")
-        if not (math.isfinite(max_delay) and max_delay >= base):
+        if not (
+            isinstance(max_delay, int | float) and math.isfinite(max_delay) and max_delay >= base
+        ):
             raise ValueError(
-                f"exponential backoff max_delay must be a number >= base ({base}), got {max_delay!r}"
+                f"exponential backoff max_delay must be a number >= base ({base}), "
+                f"got {max_delay!r}"
             )
         self._base = base
         self._max = max_delay

@@ -98,8 +98,8 @@ class QueueMetrics:
     def ready(self, priority: int) -> None:
         """An item entered the ready set."""
 
-    def unready(self, priority: int) -> None:
-        """An item left the ready set without being handed out (priority change, shutdown)."""
+    def reprioritized(self, old: int, new: int) -> None:
+        """A ready item's priority rose: its depth moves to the new label."""
 
     def handed_out(self, priority: int, queued_for: float) -> None: ...
 
@@ -143,8 +143,9 @@ class PrometheusQueueMetrics(QueueMetrics):
         self._adds.inc()
         self._depth.labels(self._name, self._name, self._priority_label(priority)).inc()
 
-    def unready(self, priority: int) -> None:
-        self._depth.labels(self._name, self._name, self._priority_label(priority)).dec()
+    def reprioritized(self, old: int, new: int) -> None:
+        self._depth.labels(self._name, self._name, self._priority_label(old)).dec()
+        self._depth.labels(self._name, self._name, self._priority_label(new)).inc()
 
     def handed_out(self, priority: int, queued_for: float) -> None:
         self._depth.labels(self._name, self._name, self._priority_label(priority)).dec()

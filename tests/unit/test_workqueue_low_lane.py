@@ -1,0 +1,211 @@
+"""The LOW lane: paced by a token bucket, never delaying normal items, never starved."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from runtime.clock import FakeClock
+from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
+
+
+async def settle(rounds: int = 20) -> None:
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+def take_all(queue: PriorityQueue[str]) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    while True:
+        try:
+            out.append(queue.get_nowait())
+        except asyncio.QueueEmpty:
+            return out
+
+
+async def test_lane_boundary_is_below_normal() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(
+        "q", clock=clock, low_priority_qps=1.0, low_priority_burst=1, low_priority_max_wait=None
+    )
+    queue.add("zero", priority=NORMAL)
+    queue.add("minus-one", priority=-1)
+    queue.add("low", priority=LOW)
+    # NORMAL is unpaced; -1 is in the lane and takes the only token; LOW waits for the next.
+    assert take_all(queue) == [("zero", 0), ("minus-one", -1)]
+    await clock.advance(1.0)
+    assert take_all(queue) == [("low", LOW)]
+
+
+async def test_low_handouts_never_exceed_burst_plus_rate() -> None:
+    clock = FakeClock()
+    qps, burst = 4.0, 3
+    queue: PriorityQueue[str] = PriorityQueue(
+        "q", clock=clock, low_priority_qps=qps, low_priority_burst=burst
+    )
+    start = clock.now()
+    for i in range(25):
+        queue.add(f"low{i}", priority=LOW)
+    handed: list[float] = []
+
+    async def worker() -> None:
+        while True:
+            try:
+                key, _ = await queue.get()
+            except ShutDown:
+                return
+            handed.append(clock.now() - start)
+            queue.done(key)
+
+    workers = [asyncio.create_task(worker()) for _ in range(3)]
+    await settle()
+    for _ in range(160):
+        await clock.advance(0.05)
+        elapsed = clock.now() - start
+        assert len(handed) <= burst + qps * elapsed + 1e-6
+    assert len(handed) == 25
+    # Paced, but not slower than the bucket allows: item i leaves as soon as its token is due.
+    for i, t in enumerate(handed):
+        due = max(0.0, (i - burst + 1) / qps)
+        assert due - 1e-6 <= t <= due + 0.05 + 1e-6
+    await queue.shutdown()
+    await asyncio.gather(*workers)
+
+
+async def test_parked_getter_wakes_when_the_next_token_is_due_without_spinning() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(
+        "q", clock=clock, low_priority_qps=0.5, low_priority_burst=1
+    )
+    queue.add("a", priority=LOW)
+    queue.add("b", priority=LOW)
+    assert take_all(queue) == [("a", LOW)]
+    getter = asyncio.create_task(queue.get())
+    await settle()
+    # One timer sleeping until the token, nothing polling.
+    assert clock.sleepers == 1
+    await clock.advance(1.9)
+    assert not getter.done()
+    await clock.advance(0.1)
+    await settle()
+    assert getter.result() == ("b", LOW)
+
+
+async def test_normal_items_reach_a_getter_parked_on_the_bucket() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(
+        "q", clock=clock, low_priority_qps=0.01, low_priority_burst=1
+    )
+    queue.add("l1", priority=LOW)
+    queue.add("l2", priority=LOW)
+    take_all(queue)
+    getter = asyncio.create_task(queue.get())
+    await settle()
+    assert not getter.done()
+    queue.add("n", priority=NORMAL)
+    await settle()
+    assert getter.result() == ("n", NORMAL)
+    await queue.shutdown()
+
+
+async def test_normal_items_are_never_delayed_by_the_low_bucket() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue(
+        "q", clock=clock, low_priority_qps=0.1, low_priority_burst=1, low_priority_max_wait=5.0
+    )
+    for i in range(10):
+        queue.add(f"low{i}", priority=LOW)
+    for i in range(200):
+        queue.add(f"n{i}", priority=NORMAL if i % 2 else 10)
+    got = take_all(queue)
+    # All normal items at once (no time passed); the LOW lane got exactly its one token.
+    assert len([k for k, p in got if p >= NORMAL]) == 200
+    assert len([k for k, p in got if p == LOW]) == 1
+    # Even with aged LOW items waiting, an empty bucket never holds normal items back.
+    await clock.advance(10.0)
+    for i in range(50):
+        queue.add(f"m{i}")
+    got = take_all(queue)
+    assert [k for k, _ in got if k.startswith("m")] == [f"m{i}" for i in range(50)]
+    assert len([k for k, p in got if p == LOW]) == 1  # the one token refilled in 10 s
+    await queue.shutdown()
+
+
+async def saturate(
+    queue: PriorityQueue[str], clock: FakeClock, *, seconds: float, dt: float
+) -> dict[str, float]:
+    """Normal traffic always ready, workers taking everything: when did each LOW item leave?"""
+    start = clock.now()
+    low_out: dict[str, float] = {}
+    n = 0
+    for _ in range(round(seconds / dt)):
+        for _ in range(4):
+            queue.add(f"n{n}")
+            n += 1
+        for _ in range(3):  # fewer gets than adds: normal items are always waiting
+            key, priority = queue.get_nowait()
+            if priority < NORMAL:
+                low_out[key] = clock.now() - start
+            queue.done(key)
+        assert len(queue) >= 1
+        await clock.advance(dt)
+    return low_out
+
+
+async def test_low_items_are_not_starved_by_saturating_normal_traffic() -> None:
+    clock = FakeClock()
+    qps, burst, max_wait, dt = 5.0, 5, 2.0, 0.01
+    queue: PriorityQueue[str] = PriorityQueue(
+        "q",
+        clock=clock,
+        low_priority_qps=qps,
+        low_priority_burst=burst,
+        low_priority_max_wait=max_wait,
+    )
+    lows = [f"low{i}" for i in range(15)]
+    for key in lows:
+        queue.add(key, priority=LOW)
+    out = await saturate(queue, clock, seconds=6.0, dt=dt)
+    assert sorted(out) == sorted(lows)
+    for i, key in enumerate(lows):
+        # The bucket is full when the items age: the first `burst` leave at max_wait, the rest
+        # one token period apart after that.
+        due = max_wait + max(0, i - burst + 1) / qps
+        # Held back while normal traffic runs, then out within about max_wait (+ one period).
+        assert max_wait - dt <= out[key] <= due + 1 / qps + dt
+    assert max(out.values()) >= max_wait + (len(lows) - burst) / qps - dt  # still paced
+
+
+async def test_without_promotion_low_items_starve() -> None:
+    """The controller-runtime behaviour the promotion fixes (#3496)."""
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_wait=None)
+    for i in range(5):
+        queue.add(f"low{i}", priority=LOW)
+    out = await saturate(queue, clock, seconds=3.0, dt=0.01)
+    assert out == {}
+
+
+async def test_promoted_items_keep_their_priority_and_go_oldest_first() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_wait=1.0)
+    queue.add("older", priority=-200)
+    await clock.advance(0.5)
+    queue.add("newer", priority=LOW)
+    queue.add("high", priority=50)
+    await clock.advance(0.6)
+    # older is aged (1.1 s), newer not yet (0.6 s): older jumps even the priority-50 item.
+    assert take_all(queue) == [("older", -200), ("high", 50), ("newer", LOW)]
+
+
+@pytest.mark.parametrize("max_wait", [0.5, None])
+async def test_unpaced_lane_only_orders(max_wait: float | None) -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_wait=max_wait)
+    for i in range(100):
+        queue.add(f"l{i}", priority=LOW)
+    queue.add("n")
+    got = take_all(queue)
+    assert got[0] == ("n", NORMAL)
+    assert len(got) == 101
