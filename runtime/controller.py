@@ -19,7 +19,7 @@ import contextvars
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -62,6 +62,14 @@ class TerminalError(Exception):
 
 class Reconciler(Protocol):
     async def reconcile(self, request: Request) -> Result: ...
+
+
+class Source(Protocol):
+    """What a controller watches: a SharedInformer, seen through the two calls it needs."""
+
+    def add_handler(self, handler: Any) -> Any: ...
+
+    def remove_handler(self, registration: Any) -> None: ...
 
 
 class _Metrics:
@@ -122,6 +130,8 @@ class Controller:
         self._stopping = False
         self._log = structlog.get_logger("controller").bind(controller=name)
         self._busy: set[asyncio.Task[None]] = set()
+        self._watches: list[tuple[Source, Any]] = []
+        self._registrations: list[tuple[Source, Any]] = []
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
@@ -129,6 +139,15 @@ class Controller:
 
     def enqueue_after(self, request: Request, after: float, *, priority: int = NORMAL) -> None:
         self.queue.add(request, priority=priority, after=after)
+
+    def watch(self, source: Source, handler: Any) -> None:
+        """Feed `handler` (runtime.handlers) from `source` while the controller runs.
+
+        Handlers are registered at `start()`, not here: a standby replica keeps its informers
+        warm but queues nothing, and on becoming leader every cached object is replayed as an
+        initial-list add, so priorities (checkpoints) are judged at takeover time, not from
+        events the previous leader already handled."""
+        self._watches.append((source, handler))
 
     @property
     def running(self) -> bool:
@@ -138,12 +157,20 @@ class Controller:
         if self._workers:
             return
         self._stopping = False
+        self._registrations = [(source, source.add_handler(handler))
+                               for source, handler in self._watches]
         self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
                          for i in range(self._workers_n)]
+
+    def _unwatch(self) -> None:
+        for source, registration in self._registrations:
+            source.remove_handler(registration)
+        self._registrations = []
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop taking work; give in-flight reconciles `timeout` seconds, then cancel them."""
         self._stopping = True
+        self._unwatch()
         for task in self._workers:
             if task not in self._busy:
                 task.cancel()
@@ -159,6 +186,7 @@ class Controller:
         """Cancel everything now: used when leadership is lost, where finishing a write could
         race the new leader."""
         self._stopping = True
+        self._unwatch()
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
