@@ -1,0 +1,409 @@
+"""The verbs on stored objects (get, list, create, update, patch, delete) with the real server's
+metadata rules, finalizers, status subresource, namespace termination and CRD serving.
+
+No HTTP here: `server.py` decodes requests and calls these; every refusal is a `StatusError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import uuid
+from typing import Any
+
+from runtime.clock import Clock, RealClock
+from runtime.envtest import objectmeta, patch
+from runtime.envtest.crds import CRDServing
+from runtime.envtest.registry import CRD_GROUP, CRD_PLURAL, Registry, ResourceType
+from runtime.envtest.status import (
+    StatusError,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden_terminating,
+    invalid,
+    namespace_not_found,
+    not_found,
+)
+from runtime.envtest.store import Entry, Obj, Store, dumps
+
+NAMESPACES_KEY = "/namespaces"
+_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                  "generation")
+_GENERATE_NAME_TRIES = 8
+
+
+def encode_for(entry: Entry, rt: ResourceType) -> bytes:
+    """The object as served at `rt`'s version (CRD versions share storage, no conversion)."""
+    if entry.obj.get("apiVersion") == rt.api_version:
+        return entry.raw
+    return dumps({**entry.obj, "apiVersion": rt.api_version})
+
+
+class ObjectAPI:
+    """Verb implementations over one `Store` and `Registry`."""
+
+    def __init__(self, store: Store, registry: Registry, *, clock: Clock | None = None,
+                 rng: random.Random | None = None) -> None:
+        self.store = store
+        self.registry = registry
+        self._clock = clock or RealClock()
+        self._rng = rng or random.Random()
+        self._services_created = 0
+        self.crds = CRDServing(store, registry, clock=self._clock)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Entry:
+        entry = self.store.get(rt.store_key, namespace, name)
+        if entry is None:
+            raise not_found(rt, name)
+        return entry
+
+    def entries(self, rt: ResourceType, namespace: str | None) -> list[Entry]:
+        return self.store.entries(rt.store_key, namespace if rt.namespaced else None)
+
+    # -- create ----------------------------------------------------------------------------
+
+    def create(self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
+               ) -> Entry:
+        obj = self._decode(rt, body)
+        meta = obj["metadata"]
+        self._check_namespace_field(rt, meta, namespace)
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        name = meta.get("name") or ""
+        generate = meta.get("generateName") or ""
+        if not name and not generate:
+            raise invalid(rt, "", [("metadata.name", "FieldValueRequired",
+                                    "Required value: name or generateName is required")])
+        if meta.get("resourceVersion"):
+            raise StatusError(500, "resourceVersion should not be set on objects to be created")
+        for fld in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields",
+                    "selfLink"):
+            meta.pop(fld, None)
+        if rt.namespaced:
+            self._check_namespace_usable(rt, namespace, name or generate)
+        if not name:
+            name = self._free_name(rt, namespace, generate)
+            meta["name"] = name
+        problems = objectmeta.name_problems(rt, name)
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+            problems += self.crds.problems(obj)
+        if problems:
+            raise invalid(rt, name, problems)
+        if self.store.get(rt.store_key, namespace if rt.namespaced else "", name) is not None:
+            raise already_exists(rt, name)
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = objectmeta.timestamp(self._clock.wall())
+        meta["generation"] = 1
+        if rt.has_status:
+            obj.pop("status", None)
+        if rt.plural == "services" and not rt.group:
+            self._services_created += 1
+        objectmeta.apply_create_defaults(rt, obj, ip_counter=self._services_created)
+        if dry_run:
+            return Entry(obj)
+        event = self.store.commit(rt.store_key, "ADDED", obj, None)
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+            return self.crds.establish(event.entry)
+        return event.entry
+
+    def _free_name(self, rt: ResourceType, namespace: str, prefix: str) -> str:
+        # The real server retries a generated name that is taken before giving up.
+        for _ in range(_GENERATE_NAME_TRIES):
+            name = objectmeta.generate_name(prefix, self._rng)
+            if self.store.get(rt.store_key, namespace, name) is None:
+                return name
+        raise already_exists(rt, name)
+
+    # -- update ----------------------------------------------------------------------------
+
+    def update(self, rt: ResourceType, namespace: str, name: str, body: Any, *,
+               subresource: str | None = None, dry_run: bool = False) -> Entry:
+        obj = self._decode(rt, body)
+        meta = obj["metadata"]
+        self._check_namespace_field(rt, meta, namespace)
+        body_name = meta.get("name") or ""
+        if body_name and body_name != name:
+            raise bad_request(f"the name of the object ({body_name}) does not match the name on "
+                              f"the URL ({name})")
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        key_ns = namespace if rt.namespaced else ""
+        current = self.store.get(rt.store_key, key_ns, name)
+        if current is None:
+            if rt.create_on_update and subresource is None:
+                meta.pop("resourceVersion", None)
+                return self.create(rt, namespace, obj, dry_run=dry_run)
+            raise not_found(rt, name)
+        return self._replace(rt, current, obj, subresource=subresource, dry_run=dry_run)
+
+    def _replace(self, rt: ResourceType, current: Entry, obj: Obj, *, subresource: str | None,
+                 dry_run: bool) -> Entry:
+        name = current.name
+        meta = obj["metadata"]
+        old = current.obj
+        old_meta = old["metadata"]
+        sent_rv = meta.get("resourceVersion") or ""
+        if sent_rv:
+            if sent_rv != old_meta["resourceVersion"]:
+                raise conflict(rt, name)
+        elif not rt.unconditional_update:
+            raise invalid(rt, name, [("metadata.resourceVersion", "FieldValueInvalid",
+                                      "Invalid value: 0x0: must be specified for an update")])
+        sent_uid = meta.get("uid")
+        if sent_uid and sent_uid != old_meta["uid"]:
+            raise conflict(rt, name, f"Precondition failed: UID in precondition: {sent_uid}, "
+                           f"UID in object meta: {old_meta['uid']}")
+        if subresource == "status":
+            new = copy.copy(old)
+            new["metadata"] = dict(old_meta)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = obj
+            for fld in _SERVER_FIELDS:
+                if fld in old_meta:
+                    meta[fld] = old_meta[fld]
+                else:
+                    meta.pop(fld, None)
+            for fld in ("managedFields", "selfLink"):
+                meta.pop(fld, None)
+            if rt.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            if rt.plural == "namespaces" and not rt.group:
+                new["spec"] = old.get("spec", {})
+            if objectmeta.spec_part(new) != objectmeta.spec_part(old):
+                meta["generation"] = int(old_meta.get("generation", 1)) + 1
+            if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+                problems = self.crds.problems(new)
+                if problems:
+                    raise invalid(rt, name, problems)
+        new_meta = new["metadata"]
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in new_meta.get("finalizers") or []
+                     if f not in (old_meta.get("finalizers") or [])]
+            if added:
+                listed = ", ".join(f'"{f}"' for f in added)
+                raise invalid(rt, name, [(
+                    "metadata.finalizers", "FieldValueForbidden",
+                    "Forbidden: no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers []string{{{listed}}}")])
+        new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        if new == old:
+            return current  # a no-op write neither bumps the revision nor emits an event
+        if dry_run:
+            return Entry(new)
+        event = self.store.commit(rt.store_key, "MODIFIED", new, current)
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL and subresource is None:
+            self.crds.serve(event.entry)
+        if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+            self._remove(rt, event.entry)
+        return event.entry
+
+    # -- patch -----------------------------------------------------------------------------
+
+    def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body: Any,
+              *, subresource: str | None = None, dry_run: bool = False) -> Entry:
+        current = self.get(rt, namespace if rt.namespaced else "", name)
+        target = copy.deepcopy(current.obj)
+        if content_type == patch.MERGE_PATCH:
+            if not isinstance(body, dict):
+                raise bad_request("json: cannot unmarshal array into Go value of type "
+                                  "map[string]interface {}")
+            result = patch.merge_patch(target, body)
+        elif content_type == patch.JSON_PATCH:
+            result = patch.json_patch(target, body)
+        elif content_type == patch.STRATEGIC_MERGE_PATCH and rt.strategic_merge:
+            if not isinstance(body, dict):
+                raise bad_request("json: cannot unmarshal array into Go value of type "
+                                  "map[string]interface {}")
+            result = patch.strategic_merge(target, body)
+        else:
+            accepted = [patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_PATCH]
+            if rt.strategic_merge:
+                accepted.insert(2, patch.STRATEGIC_MERGE_PATCH)
+            raise StatusError(415, "the body of the request was in an unknown format - accepted "
+                              f"media types include: {', '.join(accepted)}")
+        if not isinstance(result, dict):
+            raise bad_request("the patch did not produce an object")
+        meta = result.get("metadata")
+        if isinstance(meta, dict) and meta.get("name", name) != name:
+            raise bad_request(f"the name of the object ({meta.get('name')}) does not match the "
+                              f"name on the URL ({name})")
+        obj = self._decode(rt, result)
+        # A resourceVersion inside the patch survives into the result and acts as precondition.
+        return self._replace(rt, current, obj, subresource=subresource, dry_run=dry_run)
+
+    # -- delete ----------------------------------------------------------------------------
+
+    def delete(self, rt: ResourceType, namespace: str, name: str,
+               options: dict[str, Any] | None = None, *, dry_run: bool = False
+               ) -> tuple[Entry, bool]:
+        """Returns the object and whether it is gone (False: waiting on finalizers)."""
+        current = self.get(rt, namespace if rt.namespaced else "", name)
+        pre = (options or {}).get("preconditions") or {}
+        meta = current.obj["metadata"]
+        if pre.get("uid") and pre["uid"] != meta["uid"]:
+            raise conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                           f"UID in object meta: {meta['uid']}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
+                           f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                           f"{meta['resourceVersion']}")
+        if dry_run:
+            return current, not meta.get("finalizers")
+        if rt.plural == "namespaces" and not rt.group:
+            return self._terminate_namespace(rt, current)
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return current, False
+            new = copy.copy(current.obj)
+            new["metadata"] = {**meta, "deletionTimestamp":
+                               objectmeta.timestamp(self._clock.wall()),
+                               "deletionGracePeriodSeconds": 0}
+            return self.store.commit(rt.store_key, "MODIFIED", new, current).entry, False
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+            self.crds.withdraw(name)
+        return self._remove(rt, current, orphan=_orphans(options)), True
+
+    def _remove(self, rt: ResourceType, current: Entry, *, orphan: bool = False) -> Entry:
+        gone = copy.copy(current.obj)
+        gone["metadata"] = dict(current.obj["metadata"])
+        event = self.store.commit(rt.store_key, "DELETED", gone, current)
+        uid = gone["metadata"].get("uid")
+        if uid:
+            self._collect_dependents(str(uid), orphan=orphan)
+        if rt.namespaced:
+            self._maybe_finalize_namespace(current.namespace)
+        return event.entry
+
+    def _collect_dependents(self, uid: str, *, orphan: bool) -> None:
+        """The garbage collector, run at once: dependents left with no existing owner are
+        deleted (background propagation), or lose the reference (orphan propagation)."""
+        for store_key, namespace, name in self.store.dependents(uid):
+            entry = self.store.get(store_key, namespace, name)
+            kind = self._type_for(store_key)
+            if entry is None or kind is None:
+                continue
+            refs = entry.obj["metadata"].get("ownerReferences") or []
+            if orphan:
+                kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") == uid)]
+                new = copy.copy(entry.obj)
+                new["metadata"] = {**entry.obj["metadata"], "ownerReferences": kept}
+                if not kept:
+                    del new["metadata"]["ownerReferences"]
+                self.store.commit(store_key, "MODIFIED", new, entry)
+            elif not any(isinstance(r, dict) and self.store.exists(str(r.get("uid")))
+                         for r in refs):
+                self.delete(kind, namespace, name)
+
+    # -- namespaces ------------------------------------------------------------------------
+
+    def _check_namespace_field(self, rt: ResourceType, meta: dict[str, Any],
+                               namespace: str) -> None:
+        sent = meta.get("namespace")
+        if rt.namespaced and sent and sent != namespace:
+            raise bad_request("the namespace of the provided object does not match the namespace "
+                              "sent on the request")
+
+    def _check_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
+        ns = self.store.get(NAMESPACES_KEY, "", namespace)
+        if ns is None:
+            raise namespace_not_found(namespace)
+        if ns.obj["metadata"].get("deletionTimestamp"):
+            raise forbidden_terminating(rt, name, namespace)
+
+    def _terminate_namespace(self, rt: ResourceType, current: Entry) -> tuple[Entry, bool]:
+        """Mark Terminating, delete everything inside, remove once nothing is left."""
+        name = current.name
+        if not current.obj["metadata"].get("deletionTimestamp"):
+            new = copy.copy(current.obj)
+            new["metadata"] = {**current.obj["metadata"], "deletionTimestamp":
+                               objectmeta.timestamp(self._clock.wall())}
+            new["status"] = {**(current.obj.get("status") or {}), "phase": "Terminating"}
+            current = self.store.commit(rt.store_key, "MODIFIED", new, current).entry
+            for store_key, entries in list(self.store.namespaced_store_keys(name)):
+                if store_key == NAMESPACES_KEY:
+                    continue
+                kind = self._type_for(store_key)
+                if kind is None:
+                    continue
+                for entry in entries:
+                    self.delete(kind, name, entry.name)
+        gone = self._maybe_finalize_namespace(name)
+        if gone is not None:
+            return gone, True
+        latest = self.store.get(NAMESPACES_KEY, "", name)
+        return (latest or current), latest is None
+
+    def _type_for(self, store_key: str) -> ResourceType | None:
+        for rt in self.registry:
+            if rt.store_key == store_key:
+                return rt
+        return None
+
+    def _maybe_finalize_namespace(self, namespace: str) -> Entry | None:
+        ns = self.store.get(NAMESPACES_KEY, "", namespace)
+        if ns is None or not ns.obj["metadata"].get("deletionTimestamp"):
+            return None
+        for store_key, _ in self.store.namespaced_store_keys(namespace):
+            if store_key != NAMESPACES_KEY:
+                return None
+        gone = copy.copy(ns.obj)
+        gone["spec"] = {"finalizers": []}
+        return self.store.commit(NAMESPACES_KEY, "DELETED", gone, ns).entry
+
+    # -- decoding --------------------------------------------------------------------------
+
+    def _decode(self, rt: ResourceType, body: Any) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request("Object 'Kind' is missing in the request body" if body is None
+                              else "the body of the request is not a JSON object")
+        api_version = body.get("apiVersion")
+        if api_version is not None and api_version != rt.api_version:
+            raise bad_request(f"the API version in the data ({api_version}) does not match the "
+                              f"expected API version ({rt.api_version})")
+        kind = body.get("kind")
+        if kind is not None and kind != rt.kind:
+            raise bad_request(f"the kind in the data ({kind}) does not match the expected kind "
+                              f"({rt.kind})")
+        meta = body.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise bad_request("json: cannot unmarshal into Go struct field .metadata of type "
+                              "v1.ObjectMeta")
+        for fld in ("labels", "annotations"):
+            value = meta.get(fld)
+            if value is None:
+                continue
+            if not isinstance(value, dict) or not all(isinstance(v, str)
+                                                      for v in value.values()):
+                raise bad_request(f"json: cannot unmarshal into Go struct field "
+                                  f"ObjectMeta.metadata.{fld} of type string")
+        finalizers = meta.get("finalizers")
+        if finalizers is not None and (not isinstance(finalizers, list) or not all(
+                isinstance(f, str) for f in finalizers)):
+            raise bad_request("json: cannot unmarshal into Go struct field "
+                              "ObjectMeta.metadata.finalizers of type string")
+        obj = objectmeta.normalized(rt, copy.deepcopy(body))
+        obj["metadata"] = {k: v for k, v in obj["metadata"].items()
+                           if k != "managedFields" and v is not None}
+        return obj
+
+
+def _orphans(options: dict[str, Any] | None) -> bool:
+    options = options or {}
+    return options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents") is True
