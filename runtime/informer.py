@@ -1,0 +1,423 @@
+"""SharedInformer: one Reflector feeding one Store, fanned out to event handlers.
+
+There is one informer per (resource, namespace, label selector, field selector) per process;
+`SharedInformerFactory` hands out the same instance for the same scope.
+
+Delivery contract (client-go's processorListener, simplified for one event loop):
+- The store is updated before any handler hears of the change, so a handler that reads the
+  cache sees at least the state it was told about.
+- Each handler has its own unbounded buffer and task: notifications reach it one at a time,
+  in the order the informer saw them; a slow handler delays only itself.
+- `on_add(obj, is_initial_list)` is True for the initial list and for the replay a handler
+  registered after start receives; `on_update(old, new)`; `on_delete(obj)` receives a
+  `DeletedFinalStateUnknown` tombstone when the object vanished during a watch outage.
+- A relist (after 410 Gone) reports only differences: adds, updates for objects whose
+  resourceVersion changed, tombstones for vanished ones. Replaying unchanged objects is the
+  resync's job: every `resync_period` (jittered) each cached object is replayed as
+  `on_update(obj, obj)` with an unchanged resourceVersion, without any API call.
+- Handlers are plain callables (coroutine functions are awaited). An exception is logged and
+  the informer carries on. Objects handed to handlers are the cache's own: read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime.client import KubeClient, strip_managed_fields
+from runtime.clock import Clock, RealClock
+from runtime.reflector import Reflector, ReflectorSettings
+from runtime.resources import Resource
+from runtime.store import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    IndexFunc,
+    Obj,
+    Store,
+    key_of,
+)
+
+__all__ = [
+    "NAMESPACE_INDEX", "DeletedFinalStateUnknown", "EventHandler", "HandlerRegistration",
+    "InformerScope", "InformerSettings", "ReflectorSettings", "SharedInformer",
+    "SharedInformerFactory", "Store",
+]
+
+log = logging.getLogger(__name__)
+
+Transform = Callable[[Obj], Obj]
+AddFunc = Callable[[Obj, bool], object]
+UpdateFunc = Callable[[Obj, Obj], object]
+DeleteFunc = Callable[["Obj | DeletedFinalStateUnknown"], object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InformerSettings:
+    resync_period: float | None = None  # None: no resync (controller-runtime uses 10 h)
+    resync_jitter: float = 0.1  # each period is stretched by up to this fraction
+    reflector: ReflectorSettings = field(default_factory=ReflectorSettings)
+
+    def __post_init__(self) -> None:
+        if self.resync_period is not None and self.resync_period < 1:
+            raise ValueError(f"resync_period must be >= 1 s or None, got {self.resync_period!r}")
+        if not 0 <= self.resync_jitter <= 1:
+            raise ValueError(f"resync_jitter must be within [0, 1], got {self.resync_jitter!r}")
+
+
+class EventHandler(Protocol):
+    def on_add(self, obj: Obj, is_initial_list: bool) -> object: ...
+
+    def on_update(self, old: Obj, new: Obj) -> object: ...
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> object: ...
+
+
+class _Synced:
+    """Marker queued after a handler's initial adds; popping it makes the handler synced."""
+
+
+_SYNCED = _Synced()
+Notification = tuple[str, Any, Any] | _Synced
+
+
+class HandlerRegistration:
+    """One handler's buffer and delivery task."""
+
+    def __init__(self, informer: SharedInformer, *, on_add: AddFunc | None,
+                 on_update: UpdateFunc | None, on_delete: DeleteFunc | None) -> None:
+        self._informer = informer
+        self._on_add = on_add
+        self._on_update = on_update
+        self._on_delete = on_delete
+        self._pending: deque[Notification] = deque()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._synced = False
+
+    @property
+    def has_synced(self) -> bool:
+        """The informer is synced and this handler has been given every initial add."""
+        return self._synced
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def remove(self) -> None:
+        self._informer.remove_handler(self)
+
+    def _push(self, notification: Notification) -> None:
+        self._pending.append(notification)
+        self._wakeup.set()
+
+    def _start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"informer-handler {self._informer.name}")
+
+    async def _stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            while not self._pending:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            notification = self._pending.popleft()
+            if isinstance(notification, _Synced):
+                self._synced = True
+                self._informer._sync_changed.set()
+                continue
+            kind, first, second = notification
+            try:
+                if kind == "add":
+                    result = self._on_add(first, second) if self._on_add else None
+                elif kind == "update":
+                    result = self._on_update(first, second) if self._on_update else None
+                else:
+                    result = self._on_delete(first) if self._on_delete else None
+                if inspect.isawaitable(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: %s handler failed for %s", self._informer.name, kind,
+                              _describe(first))
+
+
+def _describe(obj: Any) -> str:
+    try:
+        return key_of(obj)
+    except (ValueError, AttributeError, TypeError):
+        return "<unknown object>"
+
+
+class SharedInformer:
+    """A cache of one resource scope, kept current by a Reflector, with event handlers.
+
+    Prefer `SharedInformerFactory.informer(...)` to constructing one directly, so that every
+    controller in the process shares it.
+    """
+
+    def __init__(self, client: KubeClient, resource: Resource, *, namespace: str | None = None,
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 settings: InformerSettings | None = None,
+                 transform: Transform | None = strip_managed_fields,
+                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.settings = settings or InformerSettings()
+        self._clock: Clock = clock or RealClock()
+        self._rng = rng or random.Random()
+        self.store = Store()
+        self.reflector = Reflector(
+            client, resource, self, namespace=namespace, label_selector=label_selector,
+            field_selector=field_selector, settings=self.settings.reflector,
+            transform=transform, clock=self._clock, rng=self._rng)
+        self.name = self.reflector.name
+        self._handlers: list[HandlerRegistration] = []
+        self._populated = False
+        self._sync_changed = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    # ---- handlers and indexes -----------------------------------------------------------
+
+    def add_handler(self, handler: EventHandler | None = None, *,
+                    on_add: AddFunc | None = None, on_update: UpdateFunc | None = None,
+                    on_delete: DeleteFunc | None = None) -> HandlerRegistration:
+        """Register an object with on_add/on_update/on_delete methods, or callables. A handler
+        added after the informer synced first receives the cache as initial adds."""
+        if handler is not None:
+            on_add = on_add or getattr(handler, "on_add", None)
+            on_update = on_update or getattr(handler, "on_update", None)
+            on_delete = on_delete or getattr(handler, "on_delete", None)
+        registration = HandlerRegistration(self, on_add=on_add, on_update=on_update,
+                                           on_delete=on_delete)
+        self._handlers.append(registration)
+        if self._populated:
+            for obj in self.store.list():
+                registration._push(("add", obj, True))
+            registration._push(_SYNCED)
+        if self._started:
+            registration._start()
+        return registration
+
+    def remove_handler(self, registration: HandlerRegistration) -> None:
+        if registration in self._handlers:
+            self._handlers.remove(registration)
+            task = registration._task
+            registration._task = None
+            if task is not None:
+                task.cancel()
+            self._sync_changed.set()
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        self.store.add_indexer(name, func)
+
+    # ---- sync state -----------------------------------------------------------------------
+
+    @property
+    def has_synced(self) -> bool:
+        """The initial list is in the store and every handler has been given its adds."""
+        return self._populated and all(h.has_synced for h in self._handlers)
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """True once synced; False if `timeout` (seconds) passes first."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not self.has_synced:
+                    self._sync_changed.clear()
+                    await self._sync_changed.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        return self.reflector.last_sync_resource_version
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def start(self) -> None:
+        """Start listing, watching and delivering (idempotent; needs a running loop)."""
+        if self._started:
+            return
+        self._started = True
+        loop = asyncio.get_running_loop()
+        for registration in self._handlers:
+            registration._start()
+        self._tasks.append(loop.create_task(self.reflector.run(),
+                                            name=f"reflector {self.name}"))
+        if self.settings.resync_period is not None:
+            self._tasks.append(loop.create_task(self._resync_loop(),
+                                                name=f"resync {self.name}"))
+
+    async def stop(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for registration in list(self._handlers):
+            await registration._stop()
+        self._started = False
+
+    async def _resync_loop(self) -> None:
+        period = self.settings.resync_period
+        assert period is not None
+        while True:
+            await self._clock.sleep(
+                period * (1.0 + self.settings.resync_jitter * self._rng.random()))
+            if self._populated:
+                self.resync()
+
+    def resync(self) -> None:
+        """Replay the cache to every handler as updates with an unchanged resourceVersion."""
+        objects = self.store.list()
+        for registration in self._handlers:
+            for obj in objects:
+                registration._push(("update", obj, obj))
+
+    # ---- ReflectorSink ------------------------------------------------------------------
+
+    def _notify(self, notification: Notification) -> None:
+        for registration in self._handlers:
+            registration._push(notification)
+
+    def on_replace(self, items: list[Obj], resource_version: str) -> None:
+        store = self.store
+        if not self._populated:
+            store.replace(items, resource_version)
+            self._populated = True
+            for obj in items:
+                self._notify(("add", obj, True))
+            self._notify(_SYNCED)
+            self._sync_changed.set()
+            return
+        previous = set(store.keys())
+        notifications: list[Notification] = []
+        for obj in items:
+            old = store.upsert(obj)
+            key = key_of(obj)
+            previous.discard(key)
+            if old is None:
+                notifications.append(("add", obj, False))
+            elif _rv(old) != _rv(obj):
+                notifications.append(("update", old, obj))
+        for key in previous:
+            old = store.delete(key)
+            if old is not None:
+                notifications.append(("delete", DeletedFinalStateUnknown(key, old), None))
+        store.resource_version = resource_version
+        for notification in notifications:
+            self._notify(notification)
+
+    def on_event(self, event_type: str, obj: Obj) -> None:
+        store = self.store
+        if event_type == "DELETED":
+            old = store.delete(key_of(obj))
+            if old is not None:
+                self._notify(("delete", obj, None))
+        else:
+            old = store.upsert(obj)
+            if old is None:
+                self._notify(("add", obj, False))
+            else:
+                self._notify(("update", old, obj))
+        rv = _rv(obj)
+        if rv:
+            store.resource_version = rv
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class InformerScope:
+    resource: Resource
+    namespace: str | None
+    label_selector: str | None
+    field_selector: str | None
+
+
+class SharedInformerFactory:
+    """Hands out one SharedInformer per scope and starts them together."""
+
+    def __init__(self, client: KubeClient, *, settings: InformerSettings | None = None,
+                 transform: Transform | None = strip_managed_fields,
+                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+        self._client = client
+        self._settings = settings or InformerSettings()
+        self._transform = transform
+        self._clock = clock
+        self._rng = rng
+        self._informers: dict[InformerScope, SharedInformer] = {}
+        self._started = False
+
+    def informer(self, resource: Resource, *, namespace: str | None = None,
+                 label_selector: str | None = None,
+                 field_selector: str | None = None) -> SharedInformer:
+        """The informer for this scope, created on first request. Once the factory runs, new
+        informers start at once."""
+        if namespace is not None and not resource.namespaced:
+            raise ValueError(f"{resource.kind} is cluster-scoped; it has no namespace scope")
+        scope = InformerScope(resource, namespace or None, label_selector or None,
+                              field_selector or None)
+        informer = self._informers.get(scope)
+        if informer is None:
+            informer = SharedInformer(
+                self._client, resource, namespace=scope.namespace,
+                label_selector=scope.label_selector, field_selector=scope.field_selector,
+                settings=self._settings, transform=self._transform, clock=self._clock,
+                rng=self._rng)
+            self._informers[scope] = informer
+            if self._started:
+                informer.start()
+        return informer
+
+    @property
+    def informers(self) -> list[SharedInformer]:
+        return list(self._informers.values())
+
+    def start(self) -> None:
+        self._started = True
+        for informer in self._informers.values():
+            informer.start()
+
+    @property
+    def has_synced(self) -> bool:
+        return all(informer.has_synced for informer in self._informers.values())
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                for informer in list(self._informers.values()):
+                    await informer.wait_for_sync()
+        except TimeoutError:
+            return False
+        return self.has_synced
+
+    async def stop(self) -> None:
+        self._started = False
+        for informer in self._informers.values():
+            await informer.stop()

@@ -1,0 +1,175 @@
+"""Where the API server is and how to authenticate to it.
+
+kubernetes_asyncio's loaders already understand every kubeconfig corner (exec plugins, OIDC,
+GCP, token files, in-cluster service-account tokens); we run them only to fill a
+`Configuration`, then read host, TLS material and the Authorization header out of it. The HTTP
+itself is ours (runtime/client.py), so none of the generated model machinery is on the hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config import ConfigException
+from kubernetes_asyncio.config import kube_config as _kube_config
+from kubernetes_asyncio.config.incluster_config import (
+    SERVICE_CERT_FILENAME,
+    SERVICE_HOST_ENV_NAME,
+    SERVICE_PORT_ENV_NAME,
+    SERVICE_TOKEN_FILENAME,
+    InClusterConfigLoader,
+)
+
+log = logging.getLogger(__name__)
+
+# How often short-lived credentials (exec plugins, GCP) are re-checked; the loader only runs the
+# plugin again when the cached credential has expired, so polling is cheap.
+_TOKEN_REFRESH_INTERVAL = 60.0
+
+
+class KubeConfigError(Exception):
+    """The kubeconfig (or in-cluster environment) cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEndpoint:
+    """Everything about the server that does not change while the process runs."""
+
+    host: str  # scheme://host:port, no trailing slash
+    ssl: ssl.SSLContext | None  # None for plain http
+    server_hostname: str | None  # TLS SNI override (tls-server-name)
+    proxy: str | None
+
+    @property
+    def netloc(self) -> str:
+        """`host:port` as client-go's metrics label it."""
+        return urlsplit(self.host).netloc
+
+
+class Credentials:
+    """A live view of the Authorization header; refreshed tokens show up on the next request."""
+
+    def __init__(self, configuration: Configuration, loader: Any | None = None) -> None:
+        self._configuration = configuration
+        self._loader = loader
+        self._refresher: asyncio.Task[None] | None = None
+
+    async def headers(self) -> dict[str, str]:
+        auth = await self._configuration.auth_settings()
+        bearer = auth.get("BearerToken")
+        if bearer and bearer.get("value"):
+            return {"Authorization": str(bearer["value"])}
+        return {}
+
+    def start_refresh(self) -> None:
+        """Keep exec-plugin and GCP tokens fresh in the background (in-cluster tokens refresh
+        through the configuration's own hook on every request)."""
+        loader = self._loader
+        if loader is None or self._refresher is not None:
+            return
+        user = getattr(loader, "_user", None)
+        if getattr(loader, "provider", None) != "gcp" and not (user and "exec" in user):
+            return
+        self._refresher = asyncio.get_running_loop().create_task(
+            self._refresh_forever(loader), name="kube-token-refresh")
+
+    async def _refresh_forever(self, loader: Any) -> None:
+        try:
+            await _kube_config.refresh_token(loader, self._configuration,
+                                             interval=_TOKEN_REFRESH_INTERVAL)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a failed refresh leaves the old token; requests will say 401
+            log.exception("kubeconfig token refresh stopped")
+
+    async def close(self) -> None:
+        task, self._refresher = self._refresher, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _ssl_context(configuration: Configuration) -> ssl.SSLContext | None:
+    if not str(configuration.host).startswith("https"):
+        return None
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _endpoint(configuration: Configuration) -> ServerEndpoint:
+    host = str(configuration.host or "").rstrip("/")
+    parts = urlsplit(host)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise KubeConfigError(f"the API server address {host!r} is not an http(s) URL")
+    try:
+        context = _ssl_context(configuration)
+    except (OSError, ssl.SSLError) as exc:
+        raise KubeConfigError(f"cannot load TLS material for {host}: {exc}") from exc
+    return ServerEndpoint(host=host, ssl=context,
+                          server_hostname=configuration.tls_server_name or None,
+                          proxy=configuration.proxy or None)
+
+
+def _new_configuration() -> Configuration:
+    # `type.__call__` skips the generated class's default-copying metaclass, as the library's
+    # own loaders do, so we never touch its process-wide default configuration.
+    configuration: Configuration = type.__call__(Configuration)
+    return configuration
+
+
+def _default_kubeconfig() -> Path:
+    env = os.environ.get("KUBECONFIG", "")
+    first = next((p for p in env.split(os.pathsep) if p), "")
+    return Path(first or os.path.expanduser("~/.kube/config"))
+
+
+async def load_kubeconfig(path: str | Path | None = None, *, context: str | None = None,
+                          ) -> tuple[ServerEndpoint, Credentials]:
+    """Read a kubeconfig file (default: $KUBECONFIG's first entry, else ~/.kube/config)."""
+    path = _default_kubeconfig() if path is None else Path(path)
+    if not path.is_file():
+        raise KubeConfigError(f"kubeconfig {str(path)!r} does not exist")
+    configuration = _new_configuration()
+    try:
+        loader = await _kube_config.load_kube_config(
+            config_file=str(path), context=context, client_configuration=configuration,
+            persist_config=False)
+    except ConfigException as exc:
+        raise KubeConfigError(f"kubeconfig {str(path)!r}: {exc}") from exc
+    except Exception as exc:  # malformed YAML or structure: one message, not a traceback
+        raise KubeConfigError(f"kubeconfig {str(path)!r} cannot be read: {exc}") from exc
+    return _endpoint(configuration), Credentials(configuration, loader)
+
+
+def in_cluster_available() -> bool:
+    return bool(os.environ.get(SERVICE_HOST_ENV_NAME) and os.environ.get(SERVICE_PORT_ENV_NAME)
+                and os.path.isfile(SERVICE_TOKEN_FILENAME))
+
+
+def load_in_cluster(*, token_file: str = SERVICE_TOKEN_FILENAME,
+                    ca_file: str = SERVICE_CERT_FILENAME,
+                    environ: dict[str, str] | None = None) -> tuple[ServerEndpoint, Credentials]:
+    """The pod's service-account token and CA; the token file is re-read as it rotates."""
+    configuration = _new_configuration()
+    try:
+        InClusterConfigLoader(token_filename=token_file, cert_filename=ca_file,
+                              environ=dict(os.environ) if environ is None else environ,
+                              ).load_and_set(configuration)
+    except ConfigException as exc:
+        raise KubeConfigError(f"in-cluster configuration: {exc}") from exc
+    return _endpoint(configuration), Credentials(configuration)

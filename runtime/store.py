@@ -1,0 +1,152 @@
+"""The informer cache: objects keyed `namespace/name`, with secondary indexes.
+
+Objects in a Store are shared, not copied: whatever a handler or a reconciler reads from it is
+the very dict the cache holds. Treat them as read-only (copy before modifying); a mutation
+would silently change the cache and every other reader's view. There are no locks: the store
+lives on one event loop and every method completes without awaiting.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.resources import object_key
+
+Obj = dict[str, Any]
+IndexFunc = Callable[[Obj], "list[str]"]
+
+NAMESPACE_INDEX = "namespace"
+
+
+def namespace_index(obj: Obj) -> list[str]:
+    """client-go's MetaNamespaceIndexFunc: the object's namespace ("" for cluster-scoped)."""
+    meta = obj.get("metadata") or {}
+    return [str(meta.get("namespace") or "")]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """Handed to `on_delete` when an object vanished while the watch was broken: the delete
+    itself was never seen, so `obj` is the last state the cache knew, possibly stale."""
+
+    key: str
+    obj: Obj
+
+
+def key_of(obj: Obj | DeletedFinalStateUnknown) -> str:
+    """client-go's DeletionHandlingMetaNamespaceKeyFunc: tombstones carry their key."""
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return object_key(obj)
+
+
+class Store:
+    """A dict of objects by key plus `name -> value -> keys` indexes (an Indexer).
+
+    The built-in `namespace` index is always present.
+    """
+
+    def __init__(self, *, key_func: Callable[[Obj], str] = object_key) -> None:
+        self._key_func = key_func
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {}
+        self.resource_version = ""
+        self.add_indexer(NAMESPACE_INDEX, namespace_index)
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def get(self, key: str) -> Obj | None:
+        return self._items.get(key)
+
+    def get_by_name(self, name: str, namespace: str | None = None) -> Obj | None:
+        return self._items.get(f"{namespace}/{name}" if namespace else name)
+
+    def list(self) -> list[Obj]:
+        return list(self._items.values())
+
+    def keys(self) -> builtins.list[str]:
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[Obj]:
+        return iter(list(self._items.values()))
+
+    def by_index(self, index_name: str, value: str) -> builtins.list[Obj]:
+        return [self._items[key] for key in self._index(index_name).get(value, ())]
+
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
+        return sorted(self._index(index_name).get(value, ()))
+
+    def list_index_values(self, index_name: str) -> builtins.list[str]:
+        return sorted(self._index(index_name))
+
+    def _index(self, index_name: str) -> dict[str, set[str]]:
+        try:
+            return self._indices[index_name]
+        except KeyError:
+            raise KeyError(f"no index named {index_name!r}") from None
+
+    # ---- indexers ------------------------------------------------------------------------
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        """Register an index; existing objects are indexed at once, so it may be added late."""
+        if name in self._indexers:
+            raise ValueError(f"index {name!r} already exists")
+        self._indexers[name] = func
+        index: dict[str, set[str]] = {}
+        self._indices[name] = index
+        for key, obj in self._items.items():
+            for value in func(obj):
+                index.setdefault(value, set()).add(key)
+
+    # ---- writes (the informer's, not handlers') -------------------------------------------
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Insert or replace; returns the previous object under the same key."""
+        key = self._key_func(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        self._index_obj(key, obj)
+        return old
+
+    def delete(self, key: str) -> Obj | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def replace(self, items: Iterable[Obj], resource_version: str) -> None:
+        """Make the store hold exactly `items` (a list result), rebuilding the indexes."""
+        self._items = {self._key_func(obj): obj for obj in items}
+        for name in self._indices:
+            self._indices[name] = {}
+        for key, obj in self._items.items():
+            self._index_obj(key, obj)
+        self.resource_version = resource_version
+
+    def _index_obj(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]

@@ -1,0 +1,349 @@
+"""Informers against the local API server: sync paths, scopes, relists, resync."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from runtime.client import ClientSettings, KubeClient
+from runtime.clock import FakeClock
+from runtime.envtest import EnvTestServer
+from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory
+from runtime.reflector import ReflectorSettings
+from runtime.resources import CONFIGMAPS, NAMESPACES
+from runtime.store import DeletedFinalStateUnknown, key_of
+
+FAST_CLIENT = ClientSettings(retry_initial_delay=0.005, retry_max_delay=0.02,
+                             max_retry_after=0.02)
+FAST_REFLECTOR = ReflectorSettings(min_watch_timeout=1, backoff_initial=0.02, backoff_max=0.2,
+                                   initial_events_timeout=2.0)
+
+
+class View:
+    """A handler that mirrors the cache from events alone and records every inconsistency."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, str] = {}  # key -> resourceVersion
+        self.violations: list[str] = []
+        self.initial_adds = 0
+        self.tombstones = 0
+        self.deletes = 0
+        self.updates = 0
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        key = key_of(obj)
+        if key in self.objects:
+            self.violations.append(f"add of present {key}")
+        self.objects[key] = obj["metadata"]["resourceVersion"]
+        self.initial_adds += is_initial_list
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        key = key_of(new)
+        if self.objects.get(key) != old["metadata"]["resourceVersion"]:
+            self.violations.append(f"update of {key} from unseen version")
+        self.objects[key] = new["metadata"]["resourceVersion"]
+        self.updates += 1
+
+    def on_delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        key = key_of(obj)
+        if key not in self.objects:
+            self.violations.append(f"delete of absent {key}")
+        self.objects.pop(key, None)
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self.tombstones += 1
+        else:
+            self.deletes += 1
+
+
+def configmap(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "data": {"v": "0"}}
+
+
+def versions(informer: SharedInformer) -> dict[str, str]:
+    return {key_of(o): o["metadata"]["resourceVersion"] for o in informer.store.list()}
+
+
+async def listed_versions(client: KubeClient, informer: SharedInformer) -> dict[str, str]:
+    body = await client.list(informer.resource, informer.namespace,
+                             label_selector=informer.label_selector,
+                             field_selector=informer.field_selector)
+    return {key_of(o): o["metadata"]["resourceVersion"] for o in body["items"]}
+
+
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+async def converged(client: KubeClient, informer: SharedInformer, view: View | None = None,
+                    timeout: float = 10.0) -> None:
+    """Wait until the cache equals a fresh list (and the handler's view equals the cache)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        fresh = await listed_versions(client, informer)
+        handlers_idle = all(h.pending == 0 for h in informer._handlers)
+        if versions(informer) == fresh and (view is None or (handlers_idle
+                                                              and view.objects == fresh)):
+            return
+        if time.monotonic() > deadline:
+            assert versions(informer) == fresh
+            assert view is None or view.objects == fresh
+            raise AssertionError("handlers did not drain")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def client(envtest_kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig, settings=FAST_CLIENT,
+                                                registry=CollectorRegistry()) as c:
+        yield c
+
+
+@pytest.fixture
+async def writer(envtest_kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig, settings=FAST_CLIENT,
+                                                registry=CollectorRegistry()) as c:
+        yield c
+
+
+@pytest.fixture
+async def factory(client: KubeClient) -> AsyncIterator[SharedInformerFactory]:
+    f = SharedInformerFactory(client, settings=InformerSettings(reflector=FAST_REFLECTOR))
+    yield f
+    await f.stop()
+
+
+async def test_streaming_list_syncs_and_keeps_the_watch(
+        factory: SharedInformerFactory, writer: KubeClient, envtest: EnvTestServer) -> None:
+    for i in range(3):
+        await writer.create(CONFIGMAPS, configmap(f"s{i}"))
+    informer = factory.informer(CONFIGMAPS, namespace="default")
+    view = View()
+    informer.add_handler(view)
+    envtest.clear_request_log()
+    factory.start()
+    assert await factory.wait_for_sync(timeout=5)
+    assert informer.reflector.streamed_lists == 1
+    assert informer.reflector.lists == 0
+    assert informer.reflector.streaming_supported is True
+    assert view.initial_adds == 3
+    assert not any(r.verb == "list" for r in envtest.request_log)
+    watch = next(r for r in envtest.request_log if r.verb == "watch")
+    assert watch.query.get("sendInitialEvents") == "true"
+    assert watch.query.get("resourceVersionMatch") == "NotOlderThan"
+    assert watch.query.get("allowWatchBookmarks") == "true"
+
+    await writer.create(CONFIGMAPS, configmap("s9"))
+    await writer.delete(CONFIGMAPS, "s0", "default")
+    await converged(writer, informer, view)
+    assert view.violations == []
+    assert view.deletes == 1
+
+
+async def test_rejected_streaming_list_falls_back_to_list_and_watch(
+        factory: SharedInformerFactory, writer: KubeClient, envtest: EnvTestServer) -> None:
+    await writer.create(CONFIGMAPS, configmap("f1"))
+    envtest.faults.fail_next(1, verb="watch", status=400)
+    informer = factory.informer(CONFIGMAPS)
+    view = View()
+    informer.add_handler(view)
+    envtest.clear_request_log()
+    factory.start()
+    assert await informer.wait_for_sync(timeout=5)
+    assert informer.reflector.streaming_supported is False
+    assert informer.reflector.lists == 1
+    first_list = next(r for r in envtest.request_log if r.verb == "list")
+    assert first_list.query.get("resourceVersion") == "0"
+    assert first_list.query.get("limit") == "500"
+    await writer.create(CONFIGMAPS, configmap("f2"))
+    await converged(writer, informer, view)
+    assert view.violations == []
+
+
+async def test_streaming_list_without_end_bookmark_in_time_falls_back(
+        client: KubeClient, writer: KubeClient, envtest: EnvTestServer) -> None:
+    await writer.create(CONFIGMAPS, configmap("slow"))
+    settings = InformerSettings(reflector=ReflectorSettings(
+        min_watch_timeout=1, backoff_initial=0.02, backoff_max=0.2,
+        initial_events_timeout=0.1))
+    informer = SharedInformer(client, CONFIGMAPS, settings=settings)
+    envtest.faults.set_latency(0.3)  # the stream stays silent past initial_events_timeout
+    informer.start()
+    try:
+        assert await informer.wait_for_sync(timeout=5)
+        assert informer.reflector.streaming_supported is False
+        assert informer.reflector.lists >= 1
+        envtest.faults.set_latency(0.0)
+        await converged(writer, informer)
+    finally:
+        envtest.faults.set_latency(0.0)
+        await informer.stop()
+
+
+async def test_paginated_list_and_expired_continue_token(
+        envtest: EnvTestServer, envtest_kubeconfig: Path, writer: KubeClient) -> None:
+    for i in range(5):
+        await writer.create(CONFIGMAPS, configmap(f"p{i}"))
+
+    class CompactingClient(KubeClient):
+        """Compacts the server's history right after the first page, so the continue token
+        the reflector holds has expired when it asks for the next page."""
+
+        pages = 0
+
+        async def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            result = await super().list(*args, **kwargs)
+            self.pages += 1
+            if self.pages == 1:
+                await writer.create(CONFIGMAPS, configmap("p-late"))
+                envtest.compact()
+            return result
+
+    plain = await KubeClient.from_kubeconfig(envtest_kubeconfig, settings=FAST_CLIENT,
+                                             registry=CollectorRegistry())
+    compacting = CompactingClient(plain.endpoint, plain._credentials, settings=FAST_CLIENT,
+                                  registry=CollectorRegistry())
+    settings = InformerSettings(reflector=ReflectorSettings(
+        page_size=2, streaming_list=False, min_watch_timeout=1, backoff_initial=0.02))
+    informer = SharedInformer(compacting, CONFIGMAPS, namespace="default", settings=settings)
+    envtest.clear_request_log()
+    informer.start()
+    try:
+        assert await informer.wait_for_sync(timeout=5)
+        lists = [r for r in envtest.request_log if r.verb == "list"]
+        assert lists[0].query.get("limit") == "2"
+        assert lists[1].query.get("continue")
+        assert lists[1].status == 410
+        assert "limit" not in lists[2].query
+        assert "continue" not in lists[2].query
+        assert "default/p-late" in informer.store
+        assert len(informer.store) == 6
+    finally:
+        await informer.stop()
+        await compacting.close()
+        await plain.close()
+
+
+async def test_scopes_namespace_label_and_field_selectors(
+        factory: SharedInformerFactory, writer: KubeClient) -> None:
+    await writer.create(NAMESPACES, {"metadata": {"name": "scope-a"}})
+    await writer.create(CONFIGMAPS, configmap("web", "scope-a", tier="gold"))
+    await writer.create(CONFIGMAPS, configmap("db", "scope-a", tier="silver"))
+    await writer.create(CONFIGMAPS, configmap("web", "default", tier="gold"))
+
+    by_ns = factory.informer(CONFIGMAPS, namespace="scope-a")
+    by_label = factory.informer(CONFIGMAPS, label_selector="tier=gold")
+    by_field = factory.informer(CONFIGMAPS, field_selector="metadata.name=db")
+    label_view = View()
+    by_label.add_handler(label_view)
+    factory.start()
+    assert await factory.wait_for_sync(timeout=5)
+    assert sorted(by_ns.store.keys()) == ["scope-a/db", "scope-a/web"]
+    assert sorted(by_label.store.keys()) == ["default/web", "scope-a/web"]
+    assert by_field.store.keys() == ["scope-a/db"]
+    assert by_ns.store.index_keys("namespace", "scope-a") == ["scope-a/db", "scope-a/web"]
+
+    # Leaving the selection arrives as a delete, entering it as an add.
+    await writer.patch(CONFIGMAPS, "web", {"metadata": {"labels": {"tier": "bronze"}}},
+                       "scope-a")
+    await writer.patch(CONFIGMAPS, "db", {"metadata": {"labels": {"tier": "gold"}}},
+                       "scope-a")
+    await converged(writer, by_label, label_view)
+    assert sorted(by_label.store.keys()) == ["default/web", "scope-a/db"]
+    assert label_view.deletes == 1
+    assert label_view.violations == []
+
+
+async def test_relist_after_compaction_delivers_tombstones(
+        factory: SharedInformerFactory, writer: KubeClient, envtest: EnvTestServer) -> None:
+    for name in ("keep", "drop", "change"):
+        await writer.create(CONFIGMAPS, configmap(name))
+    informer = factory.informer(CONFIGMAPS, namespace="default")
+    view = View()
+    informer.add_handler(view)
+    factory.start()
+    assert await informer.wait_for_sync(timeout=5)
+    lists_before = informer.reflector.lists + informer.reflector.streamed_lists
+
+    # Keep the informer from watching while objects change, then forget the history.
+    envtest.faults.fail_next(10_000, verb="watch", status=429)
+    await envtest.close_watches()
+    await writer.delete(CONFIGMAPS, "drop", "default")
+    await writer.patch(CONFIGMAPS, "change", {"data": {"v": "1"}}, "default")
+    await writer.create(CONFIGMAPS, configmap("new"))
+    envtest.compact()
+    envtest.faults.clear()
+
+    await converged(writer, informer, view)
+    assert view.tombstones == 1
+    assert view.violations == []
+    assert informer.reflector.lists + informer.reflector.streamed_lists > lists_before
+
+
+async def test_watch_429_rewatches_without_relist(
+        factory: SharedInformerFactory, writer: KubeClient, envtest: EnvTestServer) -> None:
+    informer = factory.informer(CONFIGMAPS, namespace="default")
+    view = View()
+    informer.add_handler(view)
+    factory.start()
+    assert await informer.wait_for_sync(timeout=5)
+    syncs = informer.reflector.lists + informer.reflector.streamed_lists
+    envtest.faults.fail_next(6, verb="watch", status=429)
+    await envtest.close_watches()
+    await writer.create(CONFIGMAPS, configmap("after-429"))
+    await converged(writer, informer, view)
+    assert envtest.faults.pending == 0
+    assert informer.reflector.lists + informer.reflector.streamed_lists == syncs
+    assert view.violations == []
+
+
+async def test_resync_replays_cache_without_api_calls(
+        client: KubeClient, writer: KubeClient, envtest: EnvTestServer) -> None:
+    await writer.create(CONFIGMAPS, configmap("r1"))
+    await writer.create(CONFIGMAPS, configmap("r2"))
+    clock = FakeClock()
+    updates: list[tuple[str, str]] = []
+    informer = SharedInformer(
+        client, CONFIGMAPS, namespace="default", clock=clock,
+        settings=InformerSettings(resync_period=600.0, reflector=FAST_REFLECTOR))
+    informer.add_handler(on_update=lambda old, new: updates.append(
+        (old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])))
+    informer.start()
+    try:
+        assert await informer.wait_for_sync(timeout=5)
+        requests_before = len(envtest.request_log)
+        await clock.advance(700.0)
+        await until(lambda: len(updates) == 2)
+        assert all(old == new for old, new in updates)
+        writes = [r for r in list(envtest.request_log)[requests_before:] if r.verb != "watch"]
+        assert writes == []
+    finally:
+        await informer.stop()
+
+
+async def test_wait_for_sync_times_out_when_server_is_unreachable(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    async with await KubeClient.from_kubeconfig(kubeconfig, settings=FAST_CLIENT,
+                                                registry=CollectorRegistry()) as c:
+        informer = SharedInformer(c, CONFIGMAPS, settings=InformerSettings(
+            reflector=FAST_REFLECTOR))
+        informer.start()
+        assert not await informer.wait_for_sync(timeout=0.3)
+        assert not informer.has_synced
+        await informer.stop()
