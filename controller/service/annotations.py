@@ -1,0 +1,440 @@
+"""Which Services get a Network Load Balancer, and their `service.beta.kubernetes.io/...`
+annotations parsed into one frozen `ServiceLBConfig` with upstream's names and defaults.
+
+Both functions are pure (a plain-dict Service in, a value out), so the event handler can compute
+a checkpoint from the informer cache and the reconciler can build the model from the same value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from controller.annotations import (
+    TRAFFIC_PORT,
+    AnnotationError,
+    AnnotationReader,
+    annotations_of,
+    parse_bool,
+    parse_port,
+    parse_string_list,
+    quote,
+)
+from controller.config import DEFAULT_SSL_POLICY
+from controller.model.listener import AlpnPolicy
+from controller.model.loadbalancer import Scheme
+from controller.model.targetgroup import TargetType
+
+if TYPE_CHECKING:
+    from controller.config import ControllerConfig
+
+PREFIX: Final = "service.beta.kubernetes.io/"
+
+LOAD_BALANCER_TYPE: Final = "aws-load-balancer-type"
+TARGET_TYPE: Final = "aws-load-balancer-nlb-target-type"
+NAME: Final = "aws-load-balancer-name"
+SCHEME: Final = "aws-load-balancer-scheme"
+INTERNAL: Final = "aws-load-balancer-internal"  # deprecated in favour of SCHEME
+IP_ADDRESS_TYPE: Final = "aws-load-balancer-ip-address-type"
+SUBNETS: Final = "aws-load-balancer-subnets"
+SSL_CERT: Final = "aws-load-balancer-ssl-cert"
+SSL_PORTS: Final = "aws-load-balancer-ssl-ports"
+SSL_NEGOTIATION_POLICY: Final = "aws-load-balancer-ssl-negotiation-policy"
+BACKEND_PROTOCOL: Final = "aws-load-balancer-backend-protocol"
+ALPN_POLICY: Final = "aws-load-balancer-alpn-policy"
+HC_PROTOCOL: Final = "aws-load-balancer-healthcheck-protocol"
+HC_PORT: Final = "aws-load-balancer-healthcheck-port"
+HC_PATH: Final = "aws-load-balancer-healthcheck-path"
+HC_HEALTHY_THRESHOLD: Final = "aws-load-balancer-healthcheck-healthy-threshold"
+HC_UNHEALTHY_THRESHOLD: Final = "aws-load-balancer-healthcheck-unhealthy-threshold"
+HC_TIMEOUT: Final = "aws-load-balancer-healthcheck-timeout"
+HC_INTERVAL: Final = "aws-load-balancer-healthcheck-interval"
+HC_SUCCESS_CODES: Final = "aws-load-balancer-healthcheck-success-codes"
+TARGET_GROUP_ATTRIBUTES: Final = "aws-load-balancer-target-group-attributes"
+TARGET_NODE_LABELS: Final = "aws-load-balancer-target-node-labels"
+LOAD_BALANCER_ATTRIBUTES: Final = "aws-load-balancer-attributes"
+ADDITIONAL_RESOURCE_TAGS: Final = "aws-load-balancer-additional-resource-tags"
+PROXY_PROTOCOL: Final = "aws-load-balancer-proxy-protocol"
+MULTI_CLUSTER_TARGET_GROUP: Final = "aws-load-balancer-multi-cluster-target-group"
+# Deprecated since upstream v2.3 in favour of LOAD_BALANCER_ATTRIBUTES, still honoured there.
+ACCESS_LOG_ENABLED: Final = "aws-load-balancer-access-log-enabled"
+ACCESS_LOG_BUCKET: Final = "aws-load-balancer-access-log-s3-bucket-name"
+ACCESS_LOG_PREFIX: Final = "aws-load-balancer-access-log-s3-bucket-prefix"
+CROSS_ZONE: Final = "aws-load-balancer-cross-zone-load-balancing-enabled"
+
+# Every key `parse_service_config` reads: the checkpoint digests these and ignores the rest.
+SERVICE_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for suffix in (
+    LOAD_BALANCER_TYPE, TARGET_TYPE, NAME, SCHEME, INTERNAL, IP_ADDRESS_TYPE, SUBNETS, SSL_CERT,
+    SSL_PORTS, SSL_NEGOTIATION_POLICY, BACKEND_PROTOCOL, ALPN_POLICY, HC_PROTOCOL, HC_PORT,
+    HC_PATH, HC_HEALTHY_THRESHOLD, HC_UNHEALTHY_THRESHOLD, HC_TIMEOUT, HC_INTERVAL,
+    HC_SUCCESS_CODES, TARGET_GROUP_ATTRIBUTES, TARGET_NODE_LABELS, LOAD_BALANCER_ATTRIBUTES,
+    ADDITIONAL_RESOURCE_TAGS, PROXY_PROTOCOL, MULTI_CLUSTER_TARGET_GROUP, ACCESS_LOG_ENABLED,
+    ACCESS_LOG_BUCKET, ACCESS_LOG_PREFIX, CROSS_ZONE,
+))
+
+TYPE_EXTERNAL: Final = "external"
+TYPE_NLB_IP: Final = "nlb-ip"  # deprecated: an NLB with IP targets
+
+TARGET_TYPES: Final[tuple[TargetType, ...]] = ("instance", "ip")
+SCHEMES: Final[tuple[Scheme, ...]] = ("internal", "internet-facing")
+NlbIpAddressType = Literal["ipv4", "dualstack"]
+IP_ADDRESS_TYPES: Final[tuple[NlbIpAddressType, ...]] = ("ipv4", "dualstack")
+HealthCheckProtocol = Literal["TCP", "HTTP", "HTTPS"]
+HC_PROTOCOLS: Final[tuple[HealthCheckProtocol, ...]] = ("TCP", "HTTP", "HTTPS")
+BackendProtocol = Literal["tcp", "ssl"]
+BACKEND_PROTOCOLS: Final[tuple[BackendProtocol, ...]] = ("tcp", "ssl")
+ALPN_POLICIES: Final[tuple[AlpnPolicy, ...]] = (
+    "HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None")
+
+ATTR_PROXY_PROTOCOL_V2: Final = "proxy_protocol_v2.enabled"
+ATTR_PRESERVE_CLIENT_IP: Final = "preserve_client_ip.enabled"
+ATTR_DELETION_PROTECTION: Final = "deletion_protection.enabled"
+ATTR_ACCESS_LOGS_ENABLED: Final = "access_logs.s3.enabled"
+ATTR_ACCESS_LOGS_BUCKET: Final = "access_logs.s3.bucket"
+ATTR_ACCESS_LOGS_PREFIX: Final = "access_logs.s3.prefix"
+ATTR_CROSS_ZONE: Final = "load_balancing.cross_zone.enabled"
+
+DEFAULT_SUCCESS_CODES: Final = "200-399"
+
+_ELB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_SUCCESS_CODE = re.compile(r"([0-9]{3})(?:-([0-9]{3}))?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceDefaults:
+    """Controller-wide settings that fill in what a Service's annotations leave out."""
+
+    scheme: Scheme = "internal"
+    target_type: TargetType = "instance"
+    ssl_policy: str = DEFAULT_SSL_POLICY
+    tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tags", MappingProxyType(dict(self.tags)))
+
+    def __hash__(self) -> int:
+        return hash((self.scheme, self.target_type, self.ssl_policy,
+                     frozenset(self.tags.items()), self.external_managed_tags))
+
+    @classmethod
+    def from_config(cls, config: ControllerConfig) -> ServiceDefaults:
+        return cls(scheme=config.default_load_balancer_scheme,
+                   target_type=config.default_target_type,
+                   ssl_policy=config.default_ssl_policy, tags=config.default_tags)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HealthCheckSettings(_Frozen):
+    protocol: HealthCheckProtocol
+    # "traffic-port", a port number, or the name of one of the Service's ports (resolved to
+    # its node port or target port by the model builder, as upstream does).
+    port: int | str
+    path: str | None  # HTTP(S) only
+    success_codes: str | None  # HTTP(S) only
+    interval_seconds: int
+    timeout_seconds: int
+    healthy_threshold: int
+    unhealthy_threshold: int
+
+
+class ServiceLBConfig(_Frozen):
+    """Everything the NLB model builder takes from a Service's annotations, defaults applied."""
+
+    load_balancer_type: str | None
+    target_type: TargetType
+    name: str | None  # None: the builder derives `k8s-<ns>-<name>-<hash>`
+    scheme: Scheme
+    ip_address_type: NlbIpAddressType
+    subnets: tuple[str, ...] | None  # IDs or Name tags; None: discover by role tags
+    ssl_certificates: tuple[str, ...]  # the first is the listener's default certificate
+    ssl_ports: tuple[str, ...]  # port names or numbers; empty: every port when certs are set
+    ssl_policy: str
+    backend_protocol: BackendProtocol
+    alpn_policy: AlpnPolicy | None
+    health_check: HealthCheckSettings
+    target_group_attributes: dict[str, str]
+    load_balancer_attributes: dict[str, str]
+    tags: dict[str, str]
+    target_node_labels: dict[str, str]
+    multi_cluster_target_group: bool
+
+    def is_tls_port(self, *, port: int, name: str | None = None, protocol: str = "TCP") -> bool:
+        """Whether a Service port gets a TLS listener. As upstream, `*` is an ordinary token
+        and matches no port; UDP ports never do."""
+        if not self.ssl_certificates or protocol.upper() == "UDP":
+            return False
+        if not self.ssl_ports:
+            return True
+        return str(port) in self.ssl_ports or (name is not None and name in self.ssl_ports)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
+    """Whether this controller provisions an NLB for `service`: a LoadBalancer Service whose
+    `spec.loadBalancerClass` is ours, or, with no class, `aws-load-balancer-type: external`
+    plus an `ip`/`instance` target type, or the deprecated `aws-load-balancer-type: nlb-ip`.
+
+    Deletion is not considered: a deleted Service still qualifies, so that the reconciler
+    cleans up what it provisioned (it decides by its finalizer)."""
+    spec = _mapping(service.get("spec"))
+    if spec.get("type") != "LoadBalancer":
+        return False
+    cls = spec.get("loadBalancerClass")
+    if cls is not None:
+        return bool(cls == load_balancer_class)
+    annotations = annotations_of(service)
+    lb_type = annotations.get(PREFIX + LOAD_BALANCER_TYPE)
+    if lb_type == TYPE_NLB_IP:
+        return True
+    return lb_type == TYPE_EXTERNAL and annotations.get(PREFIX + TARGET_TYPE) in TARGET_TYPES
+
+
+def relevant_annotations(service: Mapping[str, Any]) -> dict[str, str]:
+    """The Service's annotations that `parse_service_config` reads, and only those."""
+    return {key: value for key, value in annotations_of(service).items()
+            if key in SERVICE_ANNOTATION_KEYS and isinstance(value, str)}
+
+
+def _check_name(key: str, raw: str) -> str:
+    # Upstream only checks the length; AWS rejects the rest at CreateLoadBalancer, which would
+    # make a failed AWS call out of a typo.
+    if len(raw) > 32:
+        raise AnnotationError(key, raw, "is longer than 32 characters")
+    if _ELB_NAME.fullmatch(raw) is None:
+        raise AnnotationError(key, raw, "must be letters, digits and '-', "
+                              "not starting or ending with '-'")
+    if raw.startswith("internal-"):
+        raise AnnotationError(key, raw, 'must not start with "internal-"')
+    return raw
+
+
+def _check_success_codes(key: str, raw: str) -> str:
+    # AWS accepts 200..599 for NLB HTTP(S) health checks, as "200", "200,202" or "200-399";
+    # upstream passes the string through and leaves the check to ModifyTargetGroup.
+    items = raw.split(",")
+    for item in items:
+        m = _SUCCESS_CODE.fullmatch(item)
+        low = int(m.group(1)) if m else 0
+        high = int(m.group(2)) if m and m.group(2) else low
+        if not 200 <= low <= high <= 599:
+            raise AnnotationError(key, raw, "is not a list of HTTP codes or ranges within "
+                                  "200..599 (e.g. 200-399 or 200,202)")
+    return raw
+
+
+def _check_path(key: str, raw: str) -> str:
+    # AWS's limits for HealthCheckPath; upstream leaves them to AWS.
+    if not raw.startswith("/") or len(raw) > 1024:
+        raise AnnotationError(key, raw, 'must start with "/" and be at most 1024 characters')
+    return raw
+
+
+def _check_bool_attribute(key: str, raw: str, attributes: Mapping[str, str], name: str) -> None:
+    value = attributes.get(name)
+    if value is None:
+        return
+    try:
+        parse_bool(key, value)
+    except AnnotationError:
+        raise AnnotationError(key, raw, f"sets {name}={quote(value)}, which is not true or "
+                              "false") from None
+
+
+def _check_not_empty(key: str, raw: str) -> str:
+    if not raw:
+        raise AnnotationError(key, raw, "is empty")
+    return raw
+
+
+def _health_check_port(spec: Mapping[str, Any]) -> Callable[[str, str], int | str]:
+    ports = spec.get("ports")
+    names = {p["name"] for p in ports if isinstance(p, Mapping) and isinstance(p.get("name"), str)
+             } if isinstance(ports, list) else set()
+
+    def parse(key: str, raw: str) -> int | str:
+        if raw == TRAFFIC_PORT or raw in names:
+            return raw
+        if _INTEGER.fullmatch(raw):
+            return parse_port(key, raw)
+        raise AnnotationError(key, raw, f'is not "{TRAFFIC_PORT}", a port number or the name '
+                              "of one of the Service's ports")
+
+    return parse
+
+
+def _health_check(reader: AnnotationReader, spec: Mapping[str, Any],
+                  target_type: TargetType) -> HealthCheckSettings:
+    # Instance targets with externalTrafficPolicy Local ask kube-proxy's health check node port
+    # whether a node has a local endpoint; upstream uses different defaults for that case.
+    local = (target_type == "instance" and spec.get("externalTrafficPolicy") == "Local"
+             and spec.get("type") == "LoadBalancer")
+    node_port = spec.get("healthCheckNodePort")
+    default_port: int | str = TRAFFIC_PORT
+    if local and type(node_port) is int and 1 <= node_port <= 65535:
+        default_port = node_port
+    protocol = reader.get_enum(HC_PROTOCOL, HC_PROTOCOLS, ignore_case=True) or (
+        "HTTP" if local else "TCP")
+    port = reader.get(HC_PORT, _health_check_port(spec))
+    http = protocol != "TCP"
+    path = reader.get(HC_PATH, _check_path) if http else None
+    codes = reader.get(HC_SUCCESS_CODES, _check_success_codes) if http else None
+    # The ranges are AWS's for NLB target groups; upstream parses integers only and leaves the
+    # ranges to CreateTargetGroup.
+    interval = reader.get_int(HC_INTERVAL, minimum=5, maximum=300)
+    timeout = reader.get_int(HC_TIMEOUT, minimum=2, maximum=120)
+    healthy = reader.get_int(HC_HEALTHY_THRESHOLD, minimum=2, maximum=10)
+    unhealthy = reader.get_int(HC_UNHEALTHY_THRESHOLD, minimum=2, maximum=10)
+    return HealthCheckSettings(
+        protocol=protocol,
+        port=default_port if port is None else port,
+        path=(path or ("/healthz" if local else "/")) if http else None,
+        success_codes=(codes or DEFAULT_SUCCESS_CODES) if http else None,
+        interval_seconds=10 if interval is None else interval,
+        timeout_seconds=(6 if local else 10) if timeout is None else timeout,
+        healthy_threshold=(2 if local else 3) if healthy is None else healthy,
+        unhealthy_threshold=(2 if local else 3) if unhealthy is None else unhealthy,
+    )
+
+
+def _target_type(reader: AnnotationReader, spec: Mapping[str, Any], lb_type: str | None,
+                 defaults: ServiceDefaults) -> TargetType:
+    if lb_type == TYPE_NLB_IP:
+        return "ip"  # upstream: nlb-ip wins over (and never reads) the target-type annotation
+    explicit = reader.get_enum(TARGET_TYPE, TARGET_TYPES)
+    if explicit is not None:
+        return explicit
+    if lb_type == TYPE_EXTERNAL and spec.get("loadBalancerClass") is None:
+        raise AnnotationError(reader.key(TARGET_TYPE), None,
+                              'is required with aws-load-balancer-type "external" '
+                              "(use ip or instance)")
+    return defaults.target_type
+
+
+def _scheme(reader: AnnotationReader, defaults: ServiceDefaults) -> Scheme:
+    explicit = reader.get_enum(SCHEME, SCHEMES)
+    if explicit is not None:
+        return explicit  # upstream then ignores the deprecated annotation entirely
+    internal = reader.get_bool(INTERNAL)
+    if internal is not None:
+        return "internal" if internal else "internet-facing"
+    # Upstream keeps an existing load balancer's scheme here (an AWS lookup); the pure stage
+    # cannot, so a Service without either annotation always gets the configured default.
+    return defaults.scheme
+
+
+def _target_group_attributes(reader: AnnotationReader) -> dict[str, str]:
+    attributes = {ATTR_PROXY_PROTOCOL_V2: "false"}
+    found = reader.lookup(TARGET_GROUP_ATTRIBUTES)
+    if found is not None:
+        custom = reader.get_string_map(TARGET_GROUP_ATTRIBUTES) or {}
+        _check_bool_attribute(*found, custom, ATTR_PRESERVE_CLIENT_IP)
+        attributes.update(custom)
+    if reader.get_enum(PROXY_PROTOCOL, ("*",)) is not None:
+        attributes[ATTR_PROXY_PROTOCOL_V2] = "true"  # wins over the attributes annotation
+    if attributes[ATTR_PROXY_PROTOCOL_V2] == "":
+        del attributes[ATTR_PROXY_PROTOCOL_V2]  # upstream: an empty value means AWS's default
+    return attributes
+
+
+def _load_balancer_attributes(reader: AnnotationReader) -> dict[str, str]:
+    attributes: dict[str, str] = {}
+    found = reader.lookup(LOAD_BALANCER_ATTRIBUTES)
+    if found is not None:
+        attributes = reader.get_string_map(LOAD_BALANCER_ATTRIBUTES) or {}
+        # Upstream parses it only when deleting; a bad value then blocks the deletion.
+        _check_bool_attribute(*found, attributes, ATTR_DELETION_PROTECTION)
+    # The deprecated single-attribute annotations win ties, as upstream documents.
+    if reader.get_bool(ACCESS_LOG_ENABLED):
+        attributes[ATTR_ACCESS_LOGS_ENABLED] = "true"
+        bucket = reader.get_str(ACCESS_LOG_BUCKET)
+        if bucket is not None:
+            attributes[ATTR_ACCESS_LOGS_BUCKET] = bucket
+        prefix = reader.get_str(ACCESS_LOG_PREFIX)
+        if prefix is not None:
+            attributes[ATTR_ACCESS_LOGS_PREFIX] = prefix
+    cross_zone = reader.get_bool(CROSS_ZONE)
+    if cross_zone is not None:
+        attributes[ATTR_CROSS_ZONE] = "true" if cross_zone else "false"
+    return attributes
+
+
+def _tags(reader: AnnotationReader, defaults: ServiceDefaults) -> dict[str, str]:
+    found = reader.lookup(ADDITIONAL_RESOURCE_TAGS)
+    tags = reader.get_string_map(ADDITIONAL_RESOURCE_TAGS) or {}
+    if found is not None:
+        for name in sorted(tags):
+            if name in defaults.external_managed_tags:
+                raise AnnotationError(*found, f"sets tag {quote(name)}, which is managed outside "
+                                      "the controller (--external-managed-tags)")
+    # --default-tags win over the annotation, as upstream documents.
+    return {**tags, **defaults.tags}
+
+
+def _certificates(key: str, raw: str) -> tuple[str, ...]:
+    arns = parse_string_list(key, raw)
+    for arn in arns:
+        if not arn.startswith("arn:"):
+            raise AnnotationError(key, raw, f"has {quote(arn)}, which is not a certificate ARN")
+    return arns
+
+
+def _subnets(key: str, raw: str) -> tuple[str, ...]:
+    subnets = parse_string_list(key, raw)
+    if not subnets:
+        raise AnnotationError(key, raw, "lists no subnet ID or name")
+    return subnets
+
+
+def parse_service_config(service: Mapping[str, Any], *,
+                         defaults: ServiceDefaults) -> ServiceLBConfig:
+    """Parse a Service's NLB annotations. Raises the first AnnotationError met, in the order of
+    `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
+    checks `qualifies` first; this only enforces what the annotations themselves require."""
+    reader = AnnotationReader.of(service, PREFIX)
+    spec = _mapping(service.get("spec"))
+    lb_type = reader.get_str(LOAD_BALANCER_TYPE)
+    target_type = _target_type(reader, spec, lb_type, defaults)
+    return ServiceLBConfig(
+        load_balancer_type=lb_type,
+        target_type=target_type,
+        name=reader.get(NAME, _check_name),
+        scheme=_scheme(reader, defaults),
+        ip_address_type=reader.get_enum(IP_ADDRESS_TYPE, IP_ADDRESS_TYPES) or "ipv4",
+        subnets=reader.get(SUBNETS, _subnets),
+        ssl_certificates=reader.get(SSL_CERT, _certificates) or (),
+        ssl_ports=reader.get_string_list(SSL_PORTS) or (),
+        ssl_policy=reader.get(SSL_NEGOTIATION_POLICY, _check_not_empty) or defaults.ssl_policy,
+        backend_protocol=reader.get_enum(BACKEND_PROTOCOL, BACKEND_PROTOCOLS) or "tcp",
+        alpn_policy=reader.get_enum(ALPN_POLICY, ALPN_POLICIES),
+        health_check=_health_check(reader, spec, target_type),
+        target_group_attributes=_target_group_attributes(reader),
+        load_balancer_attributes=_load_balancer_attributes(reader),
+        tags=_tags(reader, defaults),
+        target_node_labels=reader.get_string_map(TARGET_NODE_LABELS) or {},
+        multi_cluster_target_group=bool(reader.get_bool(MULTI_CLUSTER_TARGET_GROUP)),
+    )
+
+
+__all__ = [
+    "PREFIX",
+    "SERVICE_ANNOTATION_KEYS",
+    "HealthCheckSettings",
+    "ServiceDefaults",
+    "ServiceLBConfig",
+    "parse_service_config",
+    "qualifies",
+    "relevant_annotations",
+]
