@@ -81,6 +81,10 @@ BUILTINS: tuple[ResourceType, ...] = (
     ResourceType("events.k8s.io", "v1", "events", "Event", "event", short_names=("ev",),
                  create_on_update=True),
     ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "endpointslice"),
+    # Served only so that manifests holding workloads apply; nothing runs them.
+    ResourceType("apps", "v1", "deployments", "Deployment", "deployment",
+                 short_names=("deploy",), has_status=True, returns_deleted_object=True,
+                 categories=("all",)),
     ResourceType("networking.k8s.io", "v1", "ingresses", "Ingress", "ingress",
                  short_names=("ing",), has_status=True),
     ResourceType("networking.k8s.io", "v1", "ingressclasses", "IngressClass", "ingressclass",

@@ -152,7 +152,7 @@ _KIND_COLUMNS: dict[tuple[str, str], list[_Column]] = {
 _PATH_STEP = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\d+)\]")
 
 
-def _json_path(expr: str) -> Callable[[Obj, float], Any]:
+def _json_path(expr: str, kind: str) -> Callable[[Obj, float], Any]:
     steps: list[str | int] = []
     for match in _PATH_STEP.finditer(expr):
         steps.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
@@ -161,6 +161,9 @@ def _json_path(expr: str) -> Callable[[Obj, float], Any]:
         value = _get(obj, *steps)
         if isinstance(value, (dict, list)):
             return dumps(value).decode()
+        if kind == "date" and isinstance(value, str):
+            # The real server's CRD table convertor renders dates as ages ("5m").
+            return human_age(value, now)
         return value
 
     return cell
@@ -174,8 +177,9 @@ def _columns(rt: ResourceType) -> list[_Column]:
             path = str(col.get("jsonPath", ""))
             if path == ".metadata.creationTimestamp":
                 has_age = True
-            extra.append((str(col.get("name", "")), str(col.get("type", "string")),
-                          int(col.get("priority", 0)), _json_path(path)))
+            kind = str(col.get("type", "string"))
+            extra.append((str(col.get("name", "")), kind, int(col.get("priority", 0)),
+                          _json_path(path, kind)))
         return extra if has_age else [*extra, ("Age", "date", 0, _age)]
     return _KIND_COLUMNS.get((rt.group, rt.plural), [("Age", "string", 0, _age)])
 

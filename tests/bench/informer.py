@@ -15,15 +15,8 @@ typed_list_10k_s, rss_mb, n, and extras.
 
 from __future__ import annotations
 
-import os
-import sys
-
-# Run as a script, this directory is sys.path[0], where a sibling benchmark named like a stdlib
-# module (queue.py) would shadow that module for every library imported below.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
 import argparse
+import sys
 import asyncio
 import json
 import logging

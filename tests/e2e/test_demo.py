@@ -1,0 +1,37 @@
+"""`aiolbc demo` end to end: a fresh process starts the local API server, applies the CRDs and
+examples with the real kubectl, shows them and exits cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_applies_and_shows_the_examples() -> None:
+    aiolbc = Path(sys.executable).parent / "aiolbc"
+    proc = subprocess.run([str(aiolbc), "demo", "--no-hold"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "customresourcedefinition.apiextensions.k8s.io/targetgroupbindings.elbv2.k8s.aws" \
+        " created" in out
+    for created in ("ingressclass.networking.k8s.io/alb created", "service/web-nlb created",
+                    "ingress.networking.k8s.io/web created",
+                    "targetgroupbinding.elbv2.k8s.aws/web-shared created"):
+        assert created in out
+    # The listing shows the TargetGroupBinding with the CRD's printer columns.
+    assert "SERVICE-NAME" in out
+    assert "web-shared" in out
+    assert "Traceback" not in proc.stderr
+
+
+def test_demo_reports_a_missing_manifests_directory(tmp_path: Path) -> None:
+    aiolbc = Path(sys.executable).parent / "aiolbc"
+    proc = subprocess.run([str(aiolbc), "demo", "--no-hold", "--manifests", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0
+    assert "no manifests directory with crds/ found" in proc.stderr
+    assert "Traceback" not in proc.stderr
