@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from runtime import metrics
 from runtime.clock import Clock, RealClock
+from runtime.errors import ApiError
 from runtime.handlers import Request
 from runtime.workqueue import NORMAL, PriorityQueue, ShutDown
 
@@ -52,7 +53,8 @@ class Result:
 
 
 class ReconcileError(Exception):
-    """An expected failure (an AWS error, a conflict): retried with backoff, no traceback."""
+    """An expected failure (an AWS error, a conflict): retried with backoff, no traceback.
+    API errors from the Kubernetes client are treated the same way."""
 
 
 class TerminalError(Exception):
@@ -231,7 +233,7 @@ class Controller:
             log.warning("reconcile failed; not retrying until the object changes",
                         error=str(exc))
             return
-        except ReconcileError as exc:
+        except (ReconcileError, ApiError) as exc:
             self._metrics.errors.inc()
             self._metrics.results["error"].inc()
             self.queue.add(request, priority=priority, rate_limited=True)

@@ -16,11 +16,11 @@ typed_list_10k_s, rss_mb, n, and extras.
 from __future__ import annotations
 
 import argparse
-import sys
 import asyncio
 import json
 import logging
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path

@@ -1,0 +1,290 @@
+"""The stack deployer: make AWS equal the model, in the order target groups → load balancer →
+listeners → rules, then delete what the model no longer has (in reverse)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.aws import AWSClientPool, AWSError
+from controller.deploy.calls import AfterMutation, BeforeMutation, CallCounts, Calls
+from controller.deploy.concurrency import run_all
+from controller.deploy.describe import (
+    load_balancers_by,
+    target_groups_by,
+    target_groups_of_load_balancer,
+)
+from controller.deploy.errors import DeployError, OwnershipConflict
+from controller.deploy.listeners import (
+    ObservedListeners,
+    converge_listener,
+    delete_listener,
+    observe_listeners,
+)
+from controller.deploy.loadbalancer import converge_load_balancer
+from controller.deploy.ownership import OwnedArns, StackArns, StackKey
+from controller.deploy.resolve import ResolverSettings, StackResolver
+from controller.deploy.result import DeployResult, LoadBalancerStatus, ResolvedTargetGroupBinding
+from controller.deploy.rules import converge_rules
+from controller.deploy.run import DeployRun
+from controller.deploy.tags import Tracking, describe_tags
+from controller.deploy.targetgroups import converge_target_group
+from controller.model import TARGET_GROUP, Stack, StackKind
+from runtime.clock import Clock, RealClock
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployerSettings:
+    cluster_name: str
+    vpc_id: str
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+    # A target group still attached to something being deleted: retry this many times.
+    in_use_retries: int = 5
+    in_use_backoff: float = 0.2
+
+
+class StackDeployer:
+    def __init__(self, pool: AWSClientPool, settings: DeployerSettings, *,
+                 resolver: StackResolver | None = None, clock: Clock | None = None,
+                 before_mutation: BeforeMutation | None = None,
+                 after_mutation: AfterMutation | None = None) -> None:
+        self._pool = pool
+        self._settings = settings
+        self._clock: Clock = clock or RealClock()
+        self._resolver = resolver or StackResolver(
+            ResolverSettings(vpc_id=settings.vpc_id), clock=self._clock)
+        self._owned = OwnedArns(cluster=settings.cluster_name)
+        # Test seams: see `calls.BeforeMutation`.
+        self.before_mutation = before_mutation
+        self.after_mutation = after_mutation
+
+    @property
+    def owned(self) -> OwnedArns:
+        return self._owned
+
+    def _calls(self) -> Calls:
+        return Calls(self._pool, before_mutation=self.before_mutation,
+                     after_mutation=self.after_mutation, counts=CallCounts())
+
+    def _tracking(self, kind: StackKind, stack_id: str) -> Tracking:
+        return Tracking(cluster=self._settings.cluster_name, kind=kind, stack_id=stack_id,
+                        external_managed_tags=self._settings.external_managed_tags)
+
+    async def deploy(self, stack: Stack) -> DeployResult:
+        calls = self._calls()
+        key: StackKey = (stack.kind, stack.id)
+        stack = await self._resolver.resolve(stack, calls)
+        cold = not self._owned.known(key)
+        owned = self._owned.get(key)
+        run = DeployRun(stack=stack, calls=calls, tracking=self._tracking(stack.kind, stack.id),
+                        vpc_id=self._settings.vpc_id,
+                        default_tags=dict(self._settings.default_tags),
+                        applied_secrets=owned.secrets)
+        try:
+            return await self._deploy(run, key, owned, cold=cold)
+        except BaseException:
+            # Half-learnt records of a stack never seen before are dropped (the next run finds
+            # everything by name and tags again), unless the one-time scan filled them: that
+            # scan is not repeated, so what it found is kept.
+            if cold and not self._owned.scanned:
+                self._owned.forget(key)
+            raise
+
+    async def _deploy(self, run: DeployRun, key: StackKey, owned: StackArns, *,
+                      cold: bool) -> DeployResult:
+        stack, calls = run.stack, run.calls
+        lb_id, lb_model = next(iter(stack.load_balancers.items()), (None, None))
+
+        # Observe: load balancers we know of, plus the model's by name.
+        lbs = {d["LoadBalancerArn"]: d
+               for d in await load_balancers_by(calls, arns=sorted(owned.load_balancers))}
+        if lb_model is not None and not any(d["LoadBalancerName"] == lb_model.name
+                                            for d in lbs.values()):
+            for d in await load_balancers_by(calls, names=[lb_model.name]):
+                lbs[d["LoadBalancerArn"]] = d
+            if cold and not any(d["LoadBalancerName"] == lb_model.name for d in lbs.values()):
+                # About to create: find a predecessor under an older name first.
+                await self._owned.ensure_scanned(calls)
+                extra = sorted(self._owned.get(key).load_balancers - set(lbs))
+                for d in await load_balancers_by(calls, arns=extra):
+                    lbs[d["LoadBalancerArn"]] = d
+        current_lb = next((d for d in lbs.values()
+                           if lb_model is not None and d["LoadBalancerName"] == lb_model.name),
+                          None)
+        lb_arn = current_lb["LoadBalancerArn"] if current_lb is not None else None
+        # Observe target groups, listeners and rules concurrently, then all their tags at once.
+        tgs, current_listeners = await asyncio.gather(
+            self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
+        tags = await describe_tags(calls, [*lbs, *tgs, *current_listeners.arns()])
+
+        # Classify: current resources by resource id, orphans, name conflicts.
+        owned_lbs = {a for a in lbs if run.tracking.owns(tags.get(a, {}))}
+        if current_lb is not None and current_lb["LoadBalancerArn"] not in owned_lbs:
+            raise OwnershipConflict(f"load balancer name {current_lb['LoadBalancerName']} is "
+                                    "taken by one this stack does not own")
+        orphan_lbs = sorted(owned_lbs - ({current_lb["LoadBalancerArn"]} if current_lb else set()))
+        current_tgs: dict[str, dict[str, Any]] = {}
+        model_names = {tg.name: rid for rid, tg in stack.target_groups.items()}
+        orphan_tgs: list[str] = []
+        for arn, desc in tgs.items():
+            rid = run.tracking.resource_id(tags.get(arn, {}))
+            name = desc["TargetGroupName"]
+            if rid is None:
+                if name in model_names:
+                    raise OwnershipConflict(f"target group name {name} is taken by one this "
+                                            "stack does not own")
+                continue  # someone else's target group, e.g. referenced by ARN
+            if model_names.get(name) == rid and rid not in current_tgs:
+                current_tgs[rid] = desc
+            else:
+                orphan_tgs.append(arn)
+        owned.load_balancers = set(owned_lbs)
+        owned.target_groups = {a for a in tgs if run.tracking.owns(tags.get(a, {}))}
+
+        # Converge target groups.
+        async def one_tg(rid: str) -> None:
+            desc = current_tgs.get(rid)
+            arn = await converge_target_group(
+                run, rid, stack.target_groups[rid], desc,
+                tags.get(desc["TargetGroupArn"], {}) if desc else {})
+            owned.target_groups.add(arn)
+
+        await run_all(one_tg(rid) for rid in sorted(stack.target_groups))
+
+        # Converge the load balancer, its listeners and rules.
+        lb_status: LoadBalancerStatus | None = None
+        listener_arns: dict[str, str] = {}
+        rule_arns: dict[str, str] = {}
+        if lb_model is not None and lb_id is not None:
+            lb_desc = await converge_load_balancer(
+                run, lb_id, lb_model, current_lb,
+                tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {})
+            lb_arn = lb_desc["LoadBalancerArn"]
+            owned.load_balancers.add(lb_arn)
+            lb_status = LoadBalancerStatus(
+                resource_id=lb_id, arn=lb_arn, dns_name=lb_desc.get("DNSName", ""),
+                canonical_hosted_zone_id=lb_desc.get("CanonicalHostedZoneId", ""),
+                state=(lb_desc.get("State") or {}).get("Code", ""))
+            listener_arns, rule_arns = await self._listeners(
+                run, lb_arn, current_listeners, tags)
+
+        # Delete what the model no longer has: load balancers first, then target groups.
+        for arn in orphan_lbs:
+            await _delete_load_balancer(calls, arn)
+            owned.load_balancers.discard(arn)
+        await self._delete_target_groups(calls, orphan_tgs)
+        owned.target_groups -= set(orphan_tgs)
+
+        bindings = {
+            rid: ResolvedTargetGroupBinding(rid, tgb, run.resolve(tgb.target_group_arn))
+            for rid, tgb in stack.target_group_bindings.items()
+        }
+        return DeployResult(
+            stack_id=stack.id, load_balancer=lb_status,
+            target_groups={rid: run.status[(TARGET_GROUP, rid, "targetGroupARN")]
+                           for rid in stack.target_groups},
+            listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
+            calls=calls.counts.calls, mutating_calls=calls.counts.mutating)
+
+    async def _observe_target_groups(self, run: DeployRun, owned: StackArns,
+                                     lb_arn: str | None) -> dict[str, dict[str, Any]]:
+        """Target groups attached to the load balancer, the ones we know of, and the model's
+        by name (only names not found otherwise: new stacks and new target groups). Looking
+        names up before creating reports a name taken by someone else before any change."""
+        calls = run.calls
+        tgs: dict[str, dict[str, Any]] = {}
+        if lb_arn is not None:
+            for d in await target_groups_of_load_balancer(calls, lb_arn):
+                tgs[d["TargetGroupArn"]] = d
+        for d in await target_groups_by(calls, arns=sorted(owned.target_groups - set(tgs))):
+            tgs[d["TargetGroupArn"]] = d
+        names = {d["TargetGroupName"] for d in tgs.values()}
+        missing = sorted(tg.name for tg in run.stack.target_groups.values()
+                         if tg.name not in names)
+        for d in await target_groups_by(calls, names=missing):
+            tgs[d["TargetGroupArn"]] = d
+        return tgs
+
+    async def _listeners(self, run: DeployRun, lb_arn: str, observed: ObservedListeners,
+                         tags: dict[str, dict[str, str]]) -> tuple[dict[str, str], dict[str, str]]:
+        stack = run.stack
+        rules_by_listener = observed.rules
+        by_port = {int(d["Port"]): d for d in observed.listeners}
+        wanted_ports = {lis.port for lis in stack.listeners.values()}
+        listener_arns: dict[str, str] = {}
+        rule_arns: dict[str, str] = {}
+
+        async def one(lid: str) -> None:
+            model = stack.listeners[lid]
+            desc = by_port.get(model.port)
+            arn = await converge_listener(
+                run, lid, model, lb_arn, desc,
+                tags.get(desc["ListenerArn"], {}) if desc else {})
+            listener_arns[lid] = arn
+            wanted = {rid: r for rid, r in stack.listener_rules.items()
+                      if r.listener_arn.target[1] == lid}
+            rule_arns.update(await converge_rules(
+                run, arn, wanted, rules_by_listener.get(arn, []), tags))
+
+        await run_all(one(lid) for lid in sorted(stack.listeners))
+        # Listeners on ports the model does not have (deleting one deletes its rules).
+        for port, desc in sorted(by_port.items()):
+            if port not in wanted_ports:
+                await delete_listener(run, desc["ListenerArn"])
+        return listener_arns, rule_arns
+
+    async def _delete_target_groups(self, calls: Calls, arns: list[str]) -> None:
+        pending = list(arns)
+        for attempt in range(self._settings.in_use_retries + 1):
+            still: list[str] = []
+            for arn in pending:
+                try:
+                    await calls.call("DeleteTargetGroup", TargetGroupArn=arn)
+                except AWSError as exc:
+                    if exc.is_not_found:
+                        continue
+                    if exc.code != "ResourceInUse":
+                        raise
+                    still.append(arn)
+            pending = still
+            if not pending:
+                return
+            if attempt < self._settings.in_use_retries:
+                await self._clock.sleep(self._settings.in_use_backoff * 2 ** attempt)
+        raise DeployError(f"target groups still in use, not deleted: {', '.join(pending)}")
+
+    async def delete_stack(self, stack_id: str, kind: StackKind) -> DeployResult:
+        """Delete every load balancer and target group tagged with this stack. Listeners and
+        rules go with their load balancer. Idempotent: NotFound counts as deleted."""
+        calls = self._calls()
+        key: StackKey = (kind, stack_id)
+        if not self._owned.known(key):
+            await self._owned.ensure_scanned(calls)
+        owned = self._owned.get(key)
+        tracking = self._tracking(kind, stack_id)
+        arns = sorted(owned.load_balancers | owned.target_groups)
+        tags = await describe_tags(calls, arns) if arns else {}
+        for arn in sorted(owned.load_balancers):
+            if arn in tags and tracking.owns(tags[arn]):
+                await _delete_load_balancer(calls, arn)
+        tg_arns = [a for a in sorted(owned.target_groups) if a in tags and tracking.owns(tags[a])]
+        await self._delete_target_groups(calls, tg_arns)
+        owned.load_balancers.clear()
+        owned.target_groups.clear()
+        owned.secrets.clear()
+        return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
+                            mutating_calls=calls.counts.mutating)
+
+
+async def _delete_load_balancer(calls: Calls, arn: str) -> None:
+    try:
+        await calls.call("DeleteLoadBalancer", LoadBalancerArn=arn)
+    except AWSError as exc:
+        if not exc.is_not_found:
+            raise
+
+
+__all__ = ["DeployerSettings", "StackDeployer"]

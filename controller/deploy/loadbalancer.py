@@ -1,0 +1,73 @@
+"""Load balancer convergence: create (never twice), subnets, security groups, IP address type,
+attributes, tags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.deploy.errors import DeployError
+from controller.deploy.run import DeployRun
+from controller.deploy.tags import as_api_tags, converge_tags
+from controller.model import LOAD_BALANCER, LoadBalancer, SubnetDiscovery
+
+
+def subnets_of(desc: dict[str, Any]) -> set[str]:
+    return {az["SubnetId"] for az in desc.get("AvailabilityZones", []) if az.get("SubnetId")}
+
+
+async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalancer,
+                                 current: dict[str, Any] | None,
+                                 current_tags: dict[str, str]) -> dict[str, Any]:
+    if isinstance(lb.subnets, SubnetDiscovery):
+        raise DeployError(f"load balancer {lb.name}: subnets were not resolved")
+    desired_tags = run.desired_tags(resource_id, lb.tags)
+    if current is None:
+        current, current_tags = await _create(run, resource_id, lb, desired_tags)
+    arn: str = current["LoadBalancerArn"]
+    for key, want in (("Type", lb.type), ("Scheme", lb.scheme)):
+        if current.get(key) != want:
+            raise DeployError(f"load balancer {lb.name}: {key} is {current.get(key)} in AWS but "
+                              f"{want} in the model, and cannot be changed in place")
+    have_sgs = set(current.get("SecurityGroups") or [])
+    if (lb.security_groups or have_sgs) and have_sgs != set(lb.security_groups):
+        if lb.type == "network" and not have_sgs:
+            raise DeployError(f"load balancer {lb.name}: security groups cannot be added to a "
+                              "network load balancer created without them")
+        await run.calls.call("SetSecurityGroups", LoadBalancerArn=arn,
+                             SecurityGroups=list(lb.security_groups))
+    if subnets_of(current) != set(lb.subnets):
+        await run.calls.call("SetSubnets", LoadBalancerArn=arn, Subnets=list(lb.subnets))
+    if current.get("IpAddressType") != lb.ip_address_type:
+        await run.calls.call("SetIpAddressType", LoadBalancerArn=arn,
+                             IpAddressType=lb.ip_address_type)
+    await converge_tags(run.calls, run.tracking, arn, current_tags, desired_tags)
+    if lb.attributes:
+        resp = await run.calls.call("DescribeLoadBalancerAttributes", LoadBalancerArn=arn)
+        have = {a["Key"]: a.get("Value", "") for a in resp.get("Attributes", [])}
+        changed = {k: v for k, v in lb.attributes.items() if have.get(k) != v}
+        if changed:
+            await run.calls.call(
+                "ModifyLoadBalancerAttributes", LoadBalancerArn=arn,
+                Attributes=[{"Key": k, "Value": v} for k, v in sorted(changed.items())])
+    run.set_status(LOAD_BALANCER, resource_id, "loadBalancerARN", arn)
+    run.set_status(LOAD_BALANCER, resource_id, "dnsName", current.get("DNSName", ""))
+    run.set_status(LOAD_BALANCER, resource_id, "canonicalHostedZoneID",
+                   current.get("CanonicalHostedZoneId", ""))
+    return current
+
+
+async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
+                  tags: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    # The caller looked the name up in this run and found nothing: never create blindly,
+    # because moto (unlike AWS) creates a second load balancer under the same name.
+    assert not isinstance(lb.subnets, SubnetDiscovery)
+    params: dict[str, Any] = {
+        "Name": lb.name, "Type": lb.type, "Scheme": lb.scheme,
+        "IpAddressType": lb.ip_address_type, "Subnets": list(lb.subnets),
+        "Tags": as_api_tags(tags),
+    }
+    if lb.security_groups:
+        params["SecurityGroups"] = list(lb.security_groups)
+    resp = await run.calls.call("CreateLoadBalancer", **params)
+    created: dict[str, Any] = resp["LoadBalancers"][0]
+    return created, tags

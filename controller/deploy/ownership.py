@@ -1,0 +1,82 @@
+"""What the deployer knows it owns, so a reconcile never lists every load balancer.
+
+`OwnedArns` remembers, per stack, the ARNs of its load balancer(s) and target groups (current
+and orphaned). It is filled by deploys and by at most one `ClusterIndex` scan per process.
+The scan (DescribeLoadBalancers and DescribeTargetGroups paginated, then DescribeTags in
+batches of 20) runs only when a stack's memory is cold *and* a name lookup cannot answer: a
+`delete_stack` of a stack this process never deployed, or a deploy about to create a load
+balancer (an earlier model may have left one under another name). Concurrent callers share
+one scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from controller.deploy.calls import Calls
+from controller.deploy.tags import CLUSTER_TAG, TAG_PREFIX, describe_tags
+from controller.model import StackKind
+
+StackKey = tuple[StackKind, str]
+
+
+@dataclass
+class StackArns:
+    load_balancers: set[str] = field(default_factory=set)
+    target_groups: set[str] = field(default_factory=set)
+    # Listener/rule ARN → digest of the OIDC secrets this process wrote there.
+    secrets: dict[str, str] = field(default_factory=dict)
+
+
+class OwnedArns:
+    def __init__(self, *, cluster: str) -> None:
+        self._cluster = cluster
+        self._stacks: dict[StackKey, StackArns] = {}
+        self._scan: asyncio.Task[None] | None = None
+        self._scanned = False
+
+    def known(self, key: StackKey) -> bool:
+        return self._scanned or key in self._stacks
+
+    @property
+    def scanned(self) -> bool:
+        return self._scanned
+
+    def get(self, key: StackKey) -> StackArns:
+        return self._stacks.setdefault(key, StackArns())
+
+    def forget(self, key: StackKey) -> None:
+        self._stacks.pop(key, None)
+
+    async def ensure_scanned(self, calls: Calls) -> None:
+        if self._scanned:
+            return
+        if self._scan is None or (self._scan.done() and self._scan.exception() is not None):
+            self._scan = asyncio.ensure_future(self._run_scan(calls))
+        await asyncio.shield(self._scan)
+
+    async def _run_scan(self, calls: Calls) -> None:
+        lbs: list[str] = []
+        tgs: list[str] = []
+        async for page in calls.paginate("DescribeLoadBalancers"):
+            lbs.extend(lb["LoadBalancerArn"] for lb in page.get("LoadBalancers", []))
+        async for page in calls.paginate("DescribeTargetGroups"):
+            tgs.extend(tg["TargetGroupArn"] for tg in page.get("TargetGroups", []))
+        tags = await describe_tags(calls, lbs + tgs)
+        is_lb = set(lbs)
+        found: dict[StackKey, StackArns] = {}
+        for arn, resource_tags in tags.items():
+            if resource_tags.get(CLUSTER_TAG) != self._cluster:
+                continue
+            for kind, prefix in TAG_PREFIX.items():
+                stack_id = resource_tags.get(f"{prefix}/stack")
+                if stack_id is None:
+                    continue
+                entry = found.setdefault((kind, stack_id), StackArns())
+                (entry.load_balancers if arn in is_lb else entry.target_groups).add(arn)
+        for key, entry in found.items():
+            mine = self.get(key)
+            mine.load_balancers |= entry.load_balancers
+            mine.target_groups |= entry.target_groups
+        self._scanned = True

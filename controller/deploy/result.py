@@ -1,0 +1,37 @@
+"""What a deploy reports back to its caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.model import TargetGroupBindingResource
+
+
+@dataclass(frozen=True)
+class LoadBalancerStatus:
+    resource_id: str
+    arn: str
+    dns_name: str
+    canonical_hosted_zone_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class ResolvedTargetGroupBinding:
+    """A TargetGroupBinding the stack wants in Kubernetes, with its target group ARN known."""
+
+    resource_id: str
+    spec: TargetGroupBindingResource
+    target_group_arn: str
+
+
+@dataclass(frozen=True)
+class DeployResult:
+    stack_id: str
+    load_balancer: LoadBalancerStatus | None
+    target_groups: dict[str, str] = field(default_factory=dict)
+    listeners: dict[str, str] = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)
+    target_group_bindings: dict[str, ResolvedTargetGroupBinding] = field(default_factory=dict)
+    calls: int = 0
+    mutating_calls: int = 0

@@ -1,0 +1,98 @@
+"""Tracking tags: how the deployer recognises what it owns, and tag convergence."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from controller.aws import AWSError
+from controller.model import StackKind
+
+if TYPE_CHECKING:
+    from controller.deploy.calls import Calls
+
+CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+TAG_PREFIX: dict[StackKind, str] = {"ingress": "ingress.k8s.aws", "service": "service.k8s.aws"}
+DESCRIBE_TAGS_BATCH = 20  # AWS limit of ResourceArns per DescribeTags
+
+
+def stack_tag(kind: StackKind) -> str:
+    return f"{TAG_PREFIX[kind]}/stack"
+
+
+def resource_tag(kind: StackKind) -> str:
+    return f"{TAG_PREFIX[kind]}/resource"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tracking:
+    cluster: str
+    kind: StackKind
+    stack_id: str
+    external_managed_tags: frozenset[str] = field(default_factory=frozenset)
+
+    def tags_for(self, resource_id: str, extra: Mapping[str, str]) -> dict[str, str]:
+        tags = dict(extra)
+        tags[CLUSTER_TAG] = self.cluster
+        tags[stack_tag(self.kind)] = self.stack_id
+        tags[resource_tag(self.kind)] = resource_id
+        return tags
+
+    def owns(self, tags: Mapping[str, str]) -> bool:
+        return (tags.get(CLUSTER_TAG) == self.cluster
+                and tags.get(stack_tag(self.kind)) == self.stack_id)
+
+    def resource_id(self, tags: Mapping[str, str]) -> str | None:
+        return tags.get(resource_tag(self.kind)) if self.owns(tags) else None
+
+    def diff(self, current: Mapping[str, str],
+             desired: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """(tags to add or overwrite, keys to remove). Keys AWS reserves (`aws:`) and keys
+        declared externally managed are never removed."""
+        add = {k: v for k, v in desired.items() if current.get(k) != v}
+        remove = sorted(
+            k for k in current
+            if k not in desired and not k.startswith("aws:")
+            and k not in self.external_managed_tags
+        )
+        return add, remove
+
+
+def as_api_tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+async def describe_tags(calls: Calls, arns: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Tags of many ARNs of any ELBv2 type, in DescribeTags calls of at most 20 ARNs each.
+    ARNs that no longer exist are left out of the answer."""
+    unique = sorted(set(arns))
+    chunks = [unique[i:i + DESCRIBE_TAGS_BATCH]
+              for i in range(0, len(unique), DESCRIBE_TAGS_BATCH)]
+    result: dict[str, dict[str, str]] = {}
+
+    async def one(chunk: list[str]) -> None:
+        try:
+            resp = await calls.call("DescribeTags", ResourceArns=chunk)
+        except AWSError as exc:
+            if not exc.is_not_found:
+                raise
+            if len(chunk) > 1:
+                # One ARN vanished between listing and tagging: ask one by one.
+                await asyncio.gather(*(one([arn]) for arn in chunk))
+            return
+        for desc in resp.get("TagDescriptions", []):
+            result[desc["ResourceArn"]] = {t["Key"]: t.get("Value", "") for t in desc["Tags"]}
+
+    await asyncio.gather(*(one(c) for c in chunks))
+    return result
+
+
+async def converge_tags(calls: Calls, tracking: Tracking, arn: str,
+                        current: Mapping[str, str], desired: Mapping[str, str]) -> None:
+    add, remove = tracking.diff(current, desired)
+    if add:
+        await calls.call("AddTags", ResourceArns=[arn], Tags=as_api_tags(add))
+    if remove:
+        await calls.call("RemoveTags", ResourceArns=[arn], TagKeys=remove)

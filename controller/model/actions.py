@@ -1,0 +1,88 @@
+"""Listener and rule actions. OIDC client credentials are redacted in canonical JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, FieldSerializationInfo, field_serializer, field_validator
+
+from controller.model.base import Items, Model, Ref
+
+REDACTED = "[REDACTED]"
+
+
+class WeightedTargetGroup(Model):
+    target_group_arn: Ref | str
+    weight: int = Field(default=1, ge=0, le=999)
+
+
+class Stickiness(Model):
+    enabled: bool
+    duration_seconds: int | None = Field(default=None, ge=1, le=604800)
+
+
+class ForwardAction(Model):
+    type: Literal["forward"] = "forward"
+    target_groups: Items[WeightedTargetGroup] = Field(min_length=1, max_length=5)
+    stickiness: Stickiness | None = None
+
+    @field_validator("target_groups", mode="after")
+    @classmethod
+    def _order(cls, value: Sequence[WeightedTargetGroup]) -> tuple[WeightedTargetGroup, ...]:
+        # Weighted target groups are a set to AWS; order them so digests ignore build order.
+        def key(w: WeightedTargetGroup) -> str:
+            arn = w.target_group_arn
+            return arn.ref if isinstance(arn, Ref) else arn
+
+        keys = [key(w) for w in value]
+        if len(set(keys)) != len(keys):
+            raise ValueError("forward action: a target group appears twice")
+        return tuple(sorted(value, key=key))
+
+
+class RedirectAction(Model):
+    type: Literal["redirect"] = "redirect"
+    protocol: str = "#{protocol}"
+    port: str = "#{port}"
+    host: str = "#{host}"
+    path: str = "/#{path}"
+    query: str = "#{query}"
+    status_code: Literal["HTTP_301", "HTTP_302"]
+
+
+class FixedResponseAction(Model):
+    type: Literal["fixed-response"] = "fixed-response"
+    status_code: str = Field(pattern=r"^[2-5][0-9][0-9]$")
+    content_type: str | None = None
+    message_body: str | None = None
+
+
+class AuthenticateOidcAction(Model):
+    type: Literal["authenticate-oidc"] = "authenticate-oidc"
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    user_info_endpoint: str
+    client_id: str
+    client_secret: str
+    session_cookie_name: str = "AWSELBAuthSessionCookie"
+    scope: str = "openid"
+    session_timeout: int = Field(default=604800, ge=1, le=604800)
+    on_unauthenticated_request: Literal["authenticate", "allow", "deny"] = "authenticate"
+    authentication_request_extra_params: dict[str, str] = Field(default_factory=dict)
+
+    @field_serializer("client_id", "client_secret")
+    def _redact(self, value: str, info: FieldSerializationInfo) -> str:
+        # The credentials come from a Kubernetes Secret: they never appear in logged or hashed
+        # JSON; their digest is folded into checkpoints separately (Stack.secret_digest).
+        ctx: Any = info.context
+        if isinstance(ctx, dict) and ctx.get("reveal_secrets"):
+            return value
+        return REDACTED
+
+
+Action = Annotated[
+    ForwardAction | RedirectAction | FixedResponseAction | AuthenticateOidcAction,
+    Field(discriminator="type"),
+]

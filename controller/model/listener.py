@@ -1,0 +1,71 @@
+"""Listeners and listener rules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from controller.model.actions import Action
+from controller.model.base import Items, Model, Ref, Tagged
+from controller.model.conditions import MAX_CONDITION_VALUES, Condition, condition_sort_key
+
+ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
+AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None"]
+
+
+class CertificateDiscovery(Model):
+    """Placeholder resolved by the resolve stage: ACM certificates covering these hosts."""
+
+    hosts: Items[str] = Field(min_length=1)
+
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _sorted(cls, value: object) -> object:
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return tuple(sorted({str(v).lower() for v in value}))
+        return value
+
+
+class Listener(Tagged):
+    load_balancer_arn: Ref
+    port: int = Field(ge=1, le=65535)
+    protocol: ListenerProtocol
+    # The first certificate is the listener's default; the others are served by SNI.
+    certificates: Items[str] | CertificateDiscovery = ()
+    ssl_policy: str | None = None
+    alpn_policy: AlpnPolicy | None = None
+    default_actions: Items[Action] = Field(min_length=1)
+
+    @field_validator("certificates", mode="before")
+    @classmethod
+    def _certs(cls, value: object) -> object:
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            items = list(value)
+            if not items:
+                return ()
+            rest = sorted(set(items[1:]) - {items[0]})
+            return (items[0], *rest)
+        return value
+
+
+class ListenerRule(Tagged):
+    listener_arn: Ref
+    priority: int = Field(ge=1, le=50000)
+    conditions: Items[Condition] = Field(min_length=1)
+    actions: Items[Action] = Field(min_length=1)
+
+    @field_validator("conditions", mode="after")
+    @classmethod
+    def _conditions(cls, value: Sequence[Condition]) -> tuple[Condition, ...]:
+        # Conditions are AND-ed: their order carries no meaning, so fix one.
+        total = sum(len(c.values) for c in value)
+        if total > MAX_CONDITION_VALUES:
+            raise ValueError(
+                f"rule has {total} condition values; AWS allows at most {MAX_CONDITION_VALUES}"
+            )
+        singles = [c.field for c in value if c.field not in ("http-header", "query-string")]
+        if len(singles) != len(set(singles)):
+            raise ValueError("rule repeats a host-header/path-pattern/source-ip/method condition")
+        return tuple(sorted(value, key=condition_sort_key))

@@ -1,0 +1,66 @@
+"""The load balancer resource."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from controller.model.base import Items, Model, Tagged, sorted_unique
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
+
+LoadBalancerType = Literal["application", "network"]
+Scheme = Literal["internal", "internet-facing"]
+IpAddressType = Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
+
+
+def check_elb_name(value: str, *, what: str) -> str:
+    """ELBv2 names: 1..32 of [A-Za-z0-9-], no leading or trailing '-'."""
+    if not _NAME_RE.match(value):
+        raise ValueError(
+            f"{what} name {value!r}: want 1..32 characters of [a-zA-Z0-9-], "
+            "not starting or ending with '-'"
+        )
+    return value
+
+
+class SubnetDiscovery(Model):
+    """Placeholder resolved by the resolve stage: the VPC's subnets tagged
+    `kubernetes.io/role/<role>`, one per availability zone."""
+
+    role: Literal["elb", "internal-elb"]
+
+
+class LoadBalancer(Tagged):
+    name: str
+    type: LoadBalancerType
+    scheme: Scheme = "internal"
+    ip_address_type: IpAddressType = "ipv4"
+    subnets: Items[str] | SubnetDiscovery
+    security_groups: Items[str] = ()
+    attributes: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        check_elb_name(value, what="load balancer")
+        if value.startswith("internal-"):
+            raise ValueError(f"load balancer name {value!r} must not start with 'internal-'")
+        return value
+
+    @field_validator("subnets", "security_groups", mode="before")
+    @classmethod
+    def _sets(cls, value: object) -> object:
+        return sorted_unique(value)
+
+    @field_validator("subnets")
+    @classmethod
+    def _some_subnets(
+        cls, value: Sequence[str] | SubnetDiscovery
+    ) -> Sequence[str] | SubnetDiscovery:
+        if not isinstance(value, SubnetDiscovery) and not value:
+            raise ValueError("a load balancer needs at least one subnet")
+        return value

@@ -1,0 +1,223 @@
+"""The Stack: every ELBv2 resource one Ingress group or Service wants, linked by `$ref`s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from controller.model.actions import AuthenticateOidcAction, ForwardAction
+from controller.model.base import (
+    LISTENER,
+    LISTENER_RULE,
+    LOAD_BALANCER,
+    RESOURCE_TYPES,
+    TARGET_GROUP,
+    TARGET_GROUP_BINDING,
+    Model,
+    Ref,
+)
+from controller.model.listener import Listener, ListenerRule
+from controller.model.loadbalancer import LoadBalancer
+from controller.model.targetgroup import TargetGroup, TargetGroupBindingResource
+
+StackKind = Literal["ingress", "service"]
+Resource = LoadBalancer | Listener | ListenerRule | TargetGroup | TargetGroupBindingResource
+
+_FIELD_BY_TYPE = {
+    TARGET_GROUP: "target_groups",
+    LOAD_BALANCER: "load_balancers",
+    LISTENER: "listeners",
+    LISTENER_RULE: "listener_rules",
+    TARGET_GROUP_BINDING: "target_group_bindings",
+}
+_TYPE_BY_CLASS: dict[type[Model], str] = {
+    TargetGroup: TARGET_GROUP,
+    LoadBalancer: LOAD_BALANCER,
+    Listener: LISTENER,
+    ListenerRule: LISTENER_RULE,
+    TargetGroupBindingResource: TARGET_GROUP_BINDING,
+}
+
+
+class InvalidStack(ValueError):
+    """The stack breaks a rule AWS would enforce (or moto would not): one clear message."""
+
+
+def resource_type_of(resource: Resource) -> str:
+    return _TYPE_BY_CLASS[type(resource)]
+
+
+def refs_of(resource: Model) -> Iterator[Ref]:
+    """Every `$ref` inside a resource, depth first."""
+    for name in type(resource).model_fields:
+        yield from _refs_in(getattr(resource, name))
+
+
+def _refs_in(value: Any) -> Iterator[Ref]:
+    if isinstance(value, Ref):
+        yield value
+    elif isinstance(value, Model):
+        yield from refs_of(value)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _refs_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _refs_in(item)
+
+
+class Stack(Model):
+    """Stack id: the explicit group name, or `namespace/name` of the Ingress or Service."""
+
+    id: str = Field(min_length=1)
+    kind: StackKind
+    target_groups: dict[str, TargetGroup] = Field(default_factory=dict)
+    load_balancers: dict[str, LoadBalancer] = Field(default_factory=dict)
+    listeners: dict[str, Listener] = Field(default_factory=dict)
+    listener_rules: dict[str, ListenerRule] = Field(default_factory=dict)
+    target_group_bindings: dict[str, TargetGroupBindingResource] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Stack:
+        if len(self.load_balancers) > 1:
+            raise InvalidStack(f"stack {self.id}: at most one load balancer per stack")
+        rank = {t: i for i, t in enumerate(RESOURCE_TYPES)}
+        for rtype, rid, res in self.iter_resources():
+            for ref in refs_of(res):
+                ttype, tid, _ = ref.target
+                if tid not in self.resources_of(ttype):
+                    raise InvalidStack(f"{rtype}/{rid}: {ref.ref} points at no resource")
+                if rank[ttype] >= rank[rtype]:
+                    raise InvalidStack(f"{rtype}/{rid}: {ref.ref} must point at an earlier type")
+        ports: dict[tuple[str, int], str] = {}
+        for lid, listener in self.listeners.items():
+            key = (listener.load_balancer_arn.ref, listener.port)
+            if key in ports:
+                raise InvalidStack(
+                    f"listeners {ports[key]} and {lid} both use port {listener.port}"
+                )
+            ports[key] = lid
+        lb_types = {
+            Ref.to(LOAD_BALANCER, i, "loadBalancerARN").ref: lb.type
+            for i, lb in self.load_balancers.items()
+        }
+        priorities: dict[tuple[str, int], str] = {}
+        for rid, rule in self.listener_rules.items():
+            key = (rule.listener_arn.ref, rule.priority)
+            if key in priorities:
+                raise InvalidStack(
+                    f"rules {priorities[key]} and {rid} share priority {rule.priority}"
+                )
+            priorities[key] = rid
+        for lid, listener in self.listeners.items():
+            lb_type = lb_types.get(listener.load_balancer_arn.ref)
+            alb_only = listener.protocol in ("HTTP", "HTTPS")
+            if lb_type is not None and alb_only != (lb_type == "application"):
+                raise InvalidStack(f"listener {lid}: {listener.protocol} on a {lb_type} LB")
+        return self
+
+    def resources_of(self, resource_type: str) -> dict[str, Any]:
+        result: dict[str, Any] = getattr(self, _FIELD_BY_TYPE[resource_type])
+        return result
+
+    def iter_resources(self) -> Iterator[tuple[str, str, Resource]]:
+        """(type, id, resource) in dependency order: target groups, load balancer, listeners,
+        rules, bindings; ids sorted within a type."""
+        for rtype in RESOURCE_TYPES:
+            items = self.resources_of(rtype)
+            for rid in sorted(items):
+                yield rtype, rid, items[rid]
+
+    def secret_material(self) -> list[tuple[str, str, str]]:
+        """(location, client id, client secret) of every OIDC action, sorted by location."""
+        found: list[tuple[str, str, str]] = []
+        for rtype, rid, res in self.iter_resources():
+            actions: Sequence[Any] = ()
+            if isinstance(res, Listener):
+                actions = res.default_actions
+            elif isinstance(res, ListenerRule):
+                actions = res.actions
+            for i, action in enumerate(actions):
+                if isinstance(action, AuthenticateOidcAction):
+                    found.append((f"{rtype}/{rid}/{i}", action.client_id, action.client_secret))
+        return found
+
+    def canonical_json(self) -> bytes:
+        from controller.model.canonical import canonical_json
+
+        return canonical_json(self)
+
+    def digest(self) -> str:
+        from controller.model.canonical import digest
+
+        return digest(self.canonical_json())
+
+    def secret_digest(self) -> str:
+        from controller.model.canonical import secret_digest
+
+        return secret_digest(self)
+
+    def forward_target_group_refs(self) -> set[str]:
+        """Resource ids of target groups that some action forwards to."""
+        used: set[str] = set()
+        groups = [lis.default_actions for lis in self.listeners.values()]
+        groups += [rule.actions for rule in self.listener_rules.values()]
+        for actions in groups:
+            for action in actions:
+                if isinstance(action, ForwardAction):
+                    for tg in action.target_groups:
+                        if isinstance(tg.target_group_arn, Ref):
+                            used.add(tg.target_group_arn.target[1])
+        return used
+
+
+class StackBuilder:
+    """Collects resources, hands out `$ref`s to them, and validates the whole at `build()`."""
+
+    def __init__(self, stack_id: str, *, kind: StackKind) -> None:
+        self._id = stack_id
+        self._kind: StackKind = kind
+        self._resources: dict[str, dict[str, Resource]] = {t: {} for t in RESOURCE_TYPES}
+
+    def add(self, resource_id: str, resource: Resource) -> None:
+        rtype = resource_type_of(resource)
+        if resource_id in self._resources[rtype]:
+            raise InvalidStack(f"{rtype}/{resource_id} added twice")
+        self._resources[rtype][resource_id] = resource
+
+    def add_target_group(self, resource_id: str, tg: TargetGroup) -> Ref:
+        self.add(resource_id, tg)
+        return Ref.to(TARGET_GROUP, resource_id, "targetGroupARN")
+
+    def add_load_balancer(self, resource_id: str, lb: LoadBalancer) -> Ref:
+        self.add(resource_id, lb)
+        return Ref.to(LOAD_BALANCER, resource_id, "loadBalancerARN")
+
+    def add_listener(self, resource_id: str, listener: Listener) -> Ref:
+        self.add(resource_id, listener)
+        return Ref.to(LISTENER, resource_id, "listenerARN")
+
+    def add_rule(self, resource_id: str, rule: ListenerRule) -> Ref:
+        self.add(resource_id, rule)
+        return Ref.to(LISTENER_RULE, resource_id, "ruleARN")
+
+    def build(self) -> Stack:
+        document: dict[str, Any] = {"id": self._id, "kind": self._kind}
+        for rtype, items in self._resources.items():
+            document[_FIELD_BY_TYPE[rtype]] = dict(items)
+        try:
+            return Stack.model_validate(document)
+        except ValidationError as exc:
+            raise InvalidStack(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """pydantic's report reduced to `location: message` lines, without its URLs."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(lines)

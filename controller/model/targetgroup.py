@@ -1,0 +1,100 @@
+"""Target groups, their health checks, and the TargetGroupBinding objects that fill them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from controller.model.base import Model, Ref, Tagged
+from controller.model.loadbalancer import check_elb_name
+
+TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
+ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
+TargetType = Literal["instance", "ip"]
+TargetIpAddressType = Literal["ipv4", "ipv6"]
+
+
+class HealthCheckMatcher(Model):
+    http_code: str | None = None
+    grpc_code: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> HealthCheckMatcher:
+        if (self.http_code is None) == (self.grpc_code is None):
+            raise ValueError("health check matcher: set exactly one of http_code, grpc_code")
+        return self
+
+
+class HealthCheck(Model):
+    protocol: Literal["HTTP", "HTTPS", "TCP"] = "HTTP"
+    port: Literal["traffic-port"] | int = "traffic-port"
+    path: str | None = None
+    interval_seconds: int = Field(default=15, ge=5, le=300)
+    timeout_seconds: int = Field(default=5, ge=2, le=120)
+    healthy_threshold: int = Field(default=2, ge=2, le=10)
+    unhealthy_threshold: int = Field(default=2, ge=2, le=10)
+    matcher: HealthCheckMatcher | None = None
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, value: str | int) -> str | int:
+        if isinstance(value, int) and not 1 <= value <= 65535:
+            raise ValueError(f"health check port {value}: want 1..65535 or 'traffic-port'")
+        return value
+
+
+class TargetGroup(Tagged):
+    name: str
+    protocol: TargetGroupProtocol
+    protocol_version: ProtocolVersion | None = None
+    port: int = Field(ge=1, le=65535)
+    target_type: TargetType
+    ip_address_type: TargetIpAddressType = "ipv4"
+    health_check: HealthCheck = Field(default_factory=HealthCheck)
+    attributes: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_elb_name(value, what="target group")
+
+    @model_validator(mode="after")
+    def _version(self) -> TargetGroup:
+        if self.protocol_version is not None and self.protocol not in ("HTTP", "HTTPS"):
+            raise ValueError(
+                f"target group {self.name}: protocol version is only valid for HTTP/HTTPS"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _timeout(self) -> TargetGroup:
+        # An ALB (HTTP/HTTPS) target group needs a timeout shorter than the interval; NLB target
+        # groups accept equal values, and upstream's NLB defaults are 10 s / 10 s.
+        hc = self.health_check
+        if self.protocol in ("HTTP", "HTTPS") and hc.timeout_seconds >= hc.interval_seconds:
+            raise ValueError(
+                f"target group {self.name}: health check timeout ({hc.timeout_seconds}s) must "
+                f"be shorter than the interval ({hc.interval_seconds}s)"
+            )
+        return self
+
+
+class ServiceReference(Model):
+    name: str
+    port: int | str
+
+
+class TargetGroupBindingResource(Model):
+    """The TargetGroupBinding object the stack wants in Kubernetes. The AWS deployer does not
+    apply it; it reports it back with the target group ARN filled in."""
+
+    name: str
+    namespace: str
+    target_group_arn: Ref
+    target_type: TargetType
+    service_ref: ServiceReference
+    ip_address_type: TargetIpAddressType = "ipv4"
+    multi_cluster_target_group: bool = False
+    node_selector: dict[str, str] | None = None
+    labels: dict[str, str] = Field(default_factory=dict)

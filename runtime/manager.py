@@ -1,0 +1,225 @@
+"""The Manager: one process's client, shared informers, controllers, leader election, event
+recorder and HTTP endpoints, started and stopped in the right order.
+
+Start-up (as controller-runtime's manager):
+1. the metrics and probe servers, on every replica (a standby is scraped and probed too);
+2. the event recorder and every informer; `/readyz` turns ready once the caches are synced;
+3. leader election, if enabled; controllers (and other leader-only runnables) start only while
+   leading. A standby's informers stay synced, so a takeover starts warm: no relist, and every
+   cached object is replayed to the controllers at once (see `Controller.watch`).
+
+Shut-down:
+- `stop()` (SIGTERM, SIGINT): controllers stop taking work and get `graceful_shutdown_timeout`
+  to finish in-flight reconciles; then the lease is released, so a standby takes over within
+  about one retry period; `run()` returns 0.
+- leadership lost (no renewal within the renew deadline): every controller is cancelled at once
+  — finishing a write could race the new leader — and `run()` returns 1, so the process exits
+  non-zero and is restarted clean, as controller-runtime does "for safety".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from runtime import metrics
+from runtime.client import KubeClient
+from runtime.clock import Clock, RealClock
+from runtime.controller import Controller
+from runtime.events import EventRecorder
+from runtime.httpserver import MetricsServer, ProbeServer
+from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory
+from runtime.leaderelection import LeaderElectionLost, LeaderElector
+from runtime.resources import Resource
+
+log = structlog.get_logger("manager")
+
+LeaderRunnable = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManagerOptions:
+    leader_election: bool = False
+    leader_election_id: str = "aiolbc-leader"
+    leader_election_namespace: str = "default"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str | None = None
+    metrics_bind_address: str = "0"  # "0" disables, as controller-runtime
+    health_probe_bind_address: str = "0"
+    graceful_shutdown_timeout: float = 30.0
+    cache_sync_timeout: float = 120.0
+    event_component: str = "aiolbc"
+    watch_namespace: str | None = None
+    informer_settings: InformerSettings | None = None
+
+
+class Manager:
+    def __init__(self, client: KubeClient, *, options: ManagerOptions | None = None,
+                 registry: CollectorRegistry | None = None, clock: Clock | None = None) -> None:
+        self.options = options or ManagerOptions()
+        self.client = client
+        self.clock: Clock = clock or RealClock()
+        # The process-wide registry by default, where clients and pools created without one
+        # also write, so that /metrics shows everything.
+        self.registry = registry if registry is not None else metrics.default_registry()
+        self.informers = SharedInformerFactory(client, settings=self.options.informer_settings,
+                                               clock=self.clock)
+        self.recorder = EventRecorder(client, component=self.options.event_component,
+                                      clock=self.clock, registry=self.registry)
+        self.metrics_server = MetricsServer(self.registry,
+                                            bind_address=self.options.metrics_bind_address)
+        self.probes = ProbeServer(bind_address=self.options.health_probe_bind_address)
+        self.elector: LeaderElector | None = None
+        if self.options.leader_election:
+            self.elector = LeaderElector(
+                client, name=self.options.leader_election_id,
+                namespace=self.options.leader_election_namespace,
+                identity=self.options.identity, lease_duration=self.options.lease_duration,
+                renew_deadline=self.options.renew_deadline,
+                retry_period=self.options.retry_period, clock=self.clock,
+                registry=self.registry)
+        self._controllers: list[Controller] = []
+        self._runnables: list[LeaderRunnable] = []
+        self._stopping: asyncio.Event | None = None
+        self._leading = False
+        self.probes.add_healthz_check("ping", lambda: True)
+        self.probes.add_readyz_check("informers", lambda: self.informers.has_synced)
+        if self.elector is not None:
+            self.probes.add_healthz_check("leaderElection", self.elector.healthz_check())
+
+    # ---- wiring -----------------------------------------------------------------------------
+
+    def informer(self, resource: Resource, *, label_selector: str | None = None,
+                 field_selector: str | None = None) -> SharedInformer:
+        """The shared informer for `resource`, scoped to `--watch-namespace` when it is
+        namespaced."""
+        namespace = self.options.watch_namespace if resource.namespaced else None
+        return self.informers.informer(resource, namespace=namespace,
+                                       label_selector=label_selector,
+                                       field_selector=field_selector)
+
+    def add_controller(self, controller: Controller) -> None:
+        self._controllers.append(controller)
+
+    def add_leader_runnable(self, runnable: LeaderRunnable) -> None:
+        """Something else that may act only while leading; it gets a stop event."""
+        self._runnables.append(runnable)
+
+    @property
+    def controllers(self) -> list[Controller]:
+        return list(self._controllers)
+
+    @property
+    def leading(self) -> bool:
+        return self._leading
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Graceful stop; safe to call from a signal handler and more than once."""
+        if self._stopping is not None:
+            self._stopping.set()
+        if self.elector is not None:
+            self.elector.stop()
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("signal received; shutting down", signal=sig.name)
+        self.stop()
+
+    async def run(self) -> int:
+        """Run until stopped (0) or until leadership is lost or caches never sync (1)."""
+        self._stopping = asyncio.Event()
+        await self.metrics_server.start()
+        await self.probes.start()
+        self.recorder.start()
+        self.informers.start()
+        try:
+            if not await self._wait_for_caches():
+                return 0 if self._stopping.is_set() else 1
+            if self.elector is None:
+                await self._lead(self._stopping)
+                return 0
+            log.info("waiting for leadership", lease=self.options.leader_election_id,
+                     identity=self.elector.identity)
+            try:
+                await self.elector.run(self._lead)
+            except LeaderElectionLost as exc:
+                log.error("leader election lost; exiting", error=str(exc))
+                return 1
+            return 0
+        finally:
+            with contextlib.suppress(Exception):
+                await self.recorder.stop()
+            await self.informers.stop()
+            await self.probes.stop()
+            await self.metrics_server.stop()
+
+    async def _wait_for_caches(self) -> bool:
+        assert self._stopping is not None
+        synced = asyncio.ensure_future(
+            self.informers.wait_for_sync(self.options.cache_sync_timeout))
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not synced.done():
+            synced.cancel()
+            return False
+        if not synced.result():
+            log.error("caches did not sync", timeout=self.options.cache_sync_timeout,
+                      pending=[i.name for i in self.informers.informers if not i.has_synced])
+            return False
+        return True
+
+    async def _lead(self, stop: asyncio.Event) -> None:
+        """Run the controllers until `stop` (graceful) or cancellation (leadership lost)."""
+        self._leading = True
+        log.info("started leading", controllers=[c.name for c in self._controllers])
+        for controller in self._controllers:
+            controller.start()
+        runnables: list[asyncio.Task[None]] = [asyncio.create_task(r(stop))
+                                               for r in self._runnables]
+        try:
+            await stop.wait()
+        except asyncio.CancelledError:
+            self._leading = False
+            await asyncio.gather(*(c.abort() for c in self._controllers))
+            for task in runnables:
+                task.cancel()
+            await asyncio.gather(*runnables, return_exceptions=True)
+            raise
+        grace = self.options.graceful_shutdown_timeout
+        await asyncio.gather(*(c.stop(timeout=grace) for c in self._controllers))
+        if runnables:
+            _, pending = await asyncio.wait(runnables, timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*runnables, return_exceptions=True)
+        self._leading = False
+        log.info("stopped leading")
+
+
+def run_main(main: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run `main` on uvloop when it is installed (the asyncio loop otherwise)."""
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
+    try:
+        import uvloop
+
+        loop_factory = uvloop.new_event_loop
+    except ImportError:
+        loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(main())

@@ -1,0 +1,142 @@
+"""Stacks the deploy tests converge, and read-only inspection of what moto holds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from controller.model import (
+    FixedResponseAction,
+    ForwardAction,
+    HealthCheck,
+    HealthCheckMatcher,
+    HostHeaderCondition,
+    Listener,
+    ListenerRule,
+    LoadBalancer,
+    PathPatternCondition,
+    RedirectAction,
+    ServiceReference,
+    Stack,
+    StackBuilder,
+    Stickiness,
+    SubnetDiscovery,
+    TargetGroup,
+    TargetGroupBindingResource,
+    WeightedTargetGroup,
+    load_balancer_name,
+    service_load_balancer_name,
+    target_group_name,
+)
+from controller.testing import AwsSeed
+
+CLUSTER = "test-cluster"
+
+
+def _tg_name(stack_id: str, svc: str, port: int, *, protocol: str = "HTTP",
+             target_type: str = "ip") -> str:
+    return target_group_name(
+        CLUSTER, stack_id=stack_id, service_namespace="default", service_name=svc,
+        service_uid=f"uid-{svc}", service_port=str(port), target_port=str(port),
+        target_type=target_type, protocol=protocol)
+
+
+def alb_stack(seed: AwsSeed, name: str = "web", *, swap: bool = False,
+              scheme: str = "internet-facing", health_path: str = "/healthz",
+              idle_timeout: str = "120", with_second_tg: bool = True) -> Stack:
+    stack_id = f"default/{name}"
+    b = StackBuilder(stack_id, kind="ingress")
+    api = b.add_target_group(f"{stack_id}-api:80", TargetGroup(
+        name=_tg_name(stack_id, "api", 80), protocol="HTTP", port=80, target_type="ip",
+        health_check=HealthCheck(path=health_path, matcher=HealthCheckMatcher(http_code="200")),
+        attributes={"deregistration_delay.timeout_seconds": "30"}, tags={"app": name}))
+    front = api
+    if with_second_tg:
+        front = b.add_target_group(f"{stack_id}-front:80", TargetGroup(
+            name=_tg_name(stack_id, "front", 80, target_type="instance"), protocol="HTTP",
+            port=80, target_type="instance"))
+    lb = b.add_load_balancer("LoadBalancer", LoadBalancer(
+        name=load_balancer_name(CLUSTER, "default", name, scheme), type="application",
+        scheme=scheme,  # type: ignore[arg-type]
+        subnets=SubnetDiscovery(role="elb" if scheme == "internet-facing" else "internal-elb"),
+        attributes={"idle_timeout.timeout_seconds": idle_timeout}, tags={"team": "a"}))
+    b.add_listener("80", Listener(
+        load_balancer_arn=lb, port=80, protocol="HTTP",
+        default_actions=[RedirectAction(protocol="HTTPS", port="443", status_code="HTTP_301")]))
+    https = b.add_listener("443", Listener(
+        load_balancer_arn=lb, port=443, protocol="HTTPS", certificates=[seed.certificate_arn],
+        ssl_policy="ELBSecurityPolicy-2016-08",
+        default_actions=[FixedResponseAction(status_code="404", content_type="text/plain",
+                                             message_body="not found")]))
+    p_api, p_front = (2, 1) if swap else (1, 2)
+    b.add_rule("443:api", ListenerRule(
+        listener_arn=https, priority=p_api,
+        conditions=[HostHeaderCondition(values=[f"{name}.example.com"]),
+                    PathPatternCondition(values=["/api/*"])],
+        actions=[ForwardAction(target_groups=[
+            WeightedTargetGroup(target_group_arn=api, weight=90),
+            *([WeightedTargetGroup(target_group_arn=front, weight=10)]
+              if with_second_tg else [])])]))
+    b.add_rule("443:front", ListenerRule(
+        listener_arn=https, priority=p_front,
+        conditions=[PathPatternCondition(values=["/*"])],
+        actions=[ForwardAction(target_groups=[WeightedTargetGroup(target_group_arn=front)],
+                               stickiness=Stickiness(enabled=True, duration_seconds=300))],
+        tags={"rule": "front"}))
+    b.add(f"{stack_id}-api:80", TargetGroupBindingResource(
+        name=_tg_name(stack_id, "api", 80), namespace="default", target_group_arn=api,
+        target_type="ip", service_ref=ServiceReference(name="api", port=80)))
+    return b.build()
+
+
+def nlb_stack(name: str = "dns") -> Stack:
+    stack_id = f"default/{name}"
+    b = StackBuilder(stack_id, kind="service")
+    tcp = b.add_target_group(f"{stack_id}:53", TargetGroup(
+        name=_tg_name(stack_id, name, 53, protocol="TCP"), protocol="TCP", port=53,
+        target_type="ip", health_check=HealthCheck(protocol="TCP", interval_seconds=10,
+                                                   timeout_seconds=6, healthy_threshold=3,
+                                                   unhealthy_threshold=3)))
+    tls = b.add_target_group(f"{stack_id}:8443", TargetGroup(
+        name=_tg_name(stack_id, name, 8443, protocol="TCP"), protocol="TCP", port=8443,
+        target_type="ip", health_check=HealthCheck(protocol="TCP", interval_seconds=10,
+                                                   timeout_seconds=6)))
+    lb = b.add_load_balancer("LoadBalancer", LoadBalancer(
+        name=service_load_balancer_name(CLUSTER, "default", name, "internal", uid=f"u-{name}"),
+        type="network", scheme="internal", subnets=SubnetDiscovery(role="internal-elb"),
+        attributes={"load_balancing.cross_zone.enabled": "true"}))
+    b.add_listener("53", Listener(load_balancer_arn=lb, port=53, protocol="TCP", default_actions=[
+        ForwardAction(target_groups=[WeightedTargetGroup(target_group_arn=tcp)])]))
+    b.add_listener("443", Listener(load_balancer_arn=lb, port=443, protocol="TCP",
+                                   default_actions=[ForwardAction(target_groups=[
+                                       WeightedTargetGroup(target_group_arn=tls)])]))
+    return b.build()
+
+
+def inventory(elbv2: Any) -> dict[str, Any]:
+    """Everything moto holds, unfiltered (a duplicate load balancer shows up only here)."""
+    lbs = elbv2.describe_load_balancers()["LoadBalancers"]
+    tgs = elbv2.describe_target_groups()["TargetGroups"]
+    listeners: dict[str, list[dict[str, Any]]] = {}
+    rules: dict[str, list[dict[str, Any]]] = {}
+    for lb in lbs:
+        found = elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]
+        listeners[lb["LoadBalancerArn"]] = found
+        for lis in found:
+            rules[lis["ListenerArn"]] = [
+                r for r in elbv2.describe_rules(ListenerArn=lis["ListenerArn"])["Rules"]
+                if not r["IsDefault"]]
+    return {"lbs": lbs, "tgs": tgs, "listeners": listeners, "rules": rules}
+
+
+def assert_no_duplicates(inv: dict[str, Any]) -> None:
+    lb_names = Counter(lb["LoadBalancerName"] for lb in inv["lbs"])
+    assert all(n == 1 for n in lb_names.values()), lb_names
+    tg_names = Counter(tg["TargetGroupName"] for tg in inv["tgs"])
+    assert all(n == 1 for n in tg_names.values()), tg_names
+    for lb_arn, listeners in inv["listeners"].items():
+        ports = Counter(lis["Port"] for lis in listeners)
+        assert all(n == 1 for n in ports.values()), (lb_arn, ports)
+    for listener_arn, rules in inv["rules"].items():
+        prios = Counter(r["Priority"] for r in rules)
+        assert all(n == 1 for n in prios.values()), (listener_arn, prios)
