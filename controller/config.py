@@ -10,6 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from controller.aws import DEFAULT_THROTTLE, ThrottleConfig, parse_endpoints, parse_throttle
+from runtime.httpserver import parse_bind_address
+
 # Upstream defaults (pkg/config/*.go), kept as named constants so docs and tests can cite them.
 DEFAULT_LEADER_ELECTION_ID = "aws-load-balancer-controller-leader"
 DEFAULT_METRICS_BIND_ADDR = ":8080"
@@ -60,25 +63,15 @@ def parse_key_values(text: str) -> dict[str, str]:
     return result
 
 
-def parse_bind_address(text: str) -> tuple[str, int] | None:
-    """`host:port` or `:port`; "0" (or empty) disables the server, as controller-runtime."""
-    if text in ("", "0"):
-        return None
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"invalid bind address {text!r} (use host:port or :port, 0 disables)")
-    return (host or "0.0.0.0", int(port))
-
-
 class ControllerConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     cluster_name: str = Field(min_length=1)
     kubeconfig: str | None = None
     watch_namespace: str | None = None
     aws_region: str | None = None
     aws_vpc_id: str | None = None
-    aws_api_throttle: str | None = None
+    aws_api_throttle: ThrottleConfig = DEFAULT_THROTTLE
     aws_api_endpoints: dict[str, str] = Field(default_factory=dict)
     aws_endpoint_url: str | None = None
     aws_max_retries: int = Field(default=DEFAULT_AWS_MAX_RETRIES, ge=0)
@@ -94,8 +87,8 @@ class ControllerConfig(BaseModel):
     leader_election_lease_duration: float = Field(default=15.0, gt=0)
     leader_election_renew_deadline: float = Field(default=10.0, gt=0)
     leader_election_retry_period: float = Field(default=2.0, gt=0)
-    metrics_bind_addr: tuple[str, int] | None = ("0.0.0.0", 8080)
-    health_probe_bind_addr: tuple[str, int] | None = ("0.0.0.0", 61779)
+    metrics_bind_addr: str = DEFAULT_METRICS_BIND_ADDR  # "0" disables
+    health_probe_bind_addr: str = DEFAULT_HEALTH_PROBE_BIND_ADDR
     ingress_max_concurrent_reconciles: int = Field(default=DEFAULT_MAX_CONCURRENT_RECONCILES, ge=1)
     service_max_concurrent_reconciles: int = Field(default=DEFAULT_MAX_CONCURRENT_RECONCILES, ge=1)
     targetgroupbinding_max_concurrent_reconciles: int = Field(
@@ -164,8 +157,10 @@ def _bool(flag: str, text: str) -> bool:
 def _convert(flag: str, fn: Callable[[str], object], text: str) -> object:
     try:
         return fn(text)
-    except ValueError as exc:
-        raise ConfigError(f"{flag}: {exc}") from None
+    except ValueError as exc:  # the AWS and bind-address parsers' errors are ValueErrors too
+        message = str(exc)
+        raise ConfigError(message if message.startswith(flag) or message.startswith(
+            f"invalid {flag}") else f"{flag}: {message}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> ControllerConfig:
@@ -182,9 +177,14 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
                      "targetgroupbinding_max_exponential_backoff_delay"):
             values[key] = _convert(flag, parse_duration, value)
         elif key in ("metrics_bind_addr", "health_probe_bind_addr"):
-            values[key] = _convert(flag, parse_bind_address, value)
-        elif key in ("default_tags", "aws_api_endpoints"):
+            _convert(flag, parse_bind_address, value)
+            values[key] = value
+        elif key == "default_tags":
             values[key] = _convert(flag, parse_key_values, value)
+        elif key == "aws_api_endpoints":
+            values[key] = _convert(flag, parse_endpoints, value)
+        elif key == "aws_api_throttle":
+            values[key] = _convert(flag, parse_throttle, value or "")
         else:
             values[key] = value
     try:

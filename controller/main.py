@@ -8,7 +8,10 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from controller import demo
+from controller import app, config, demo
+from controller.aws import AWSConfigError
+from runtime.logging import configure_logging
+from runtime.manager import run_main
 
 
 def _version() -> str:
@@ -26,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("version", help="print the version and exit")
+    config.add_flags(sub.add_parser("run", help="run the controller"))
     demo.add_arguments(sub.add_parser(
         "demo", help="run the system on local stand-ins (no cluster, no AWS account)"))
     return parser
@@ -36,6 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "version":
         print(f"aiolbc {_version()}")
         return 0
+    if args.command == "run":
+        try:
+            cfg = config.config_from_args(args)
+            configure_logging(level=cfg.log_level)
+            return run_main(lambda: app.run(cfg))
+        except (config.ConfigError, AWSConfigError) as exc:
+            print(f"aiolbc run: {exc}", file=sys.stderr)
+            return 2
     if args.command == "demo":
         try:
             return asyncio.run(demo.run(args))

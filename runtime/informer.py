@@ -225,7 +225,11 @@ class SharedInformer:
                 task.cancel()
             self._sync_changed.set()
 
-    def add_indexer(self, name: str, func: IndexFunc) -> None:
+    def add_indexer(self, name: str, func: IndexFunc, *, exist_ok: bool = False) -> None:
+        """Add an index to the cache. Controllers sharing an informer may each ask for the same
+        index; `exist_ok` makes the second request a no-op (the first function wins)."""
+        if exist_ok and self.store.has_indexer(name):
+            return
         self.store.add_indexer(name, func)
 
     # ---- sync state -----------------------------------------------------------------------

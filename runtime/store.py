@@ -97,6 +97,9 @@ class Store:
 
     # ---- indexers ------------------------------------------------------------------------
 
+    def has_indexer(self, name: str) -> bool:
+        return name in self._indexers
+
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         """Register an index; existing objects are indexed at once, so it may be added late."""
         if name in self._indexers:

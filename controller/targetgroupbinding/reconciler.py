@@ -80,7 +80,8 @@ def slice_service_index(obj: Obj) -> list[str]:
 class TargetGroupBindingReconciler:
     def __init__(self, *, client: KubeClient, bindings: Store, services: Store, slices: Store,
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
-                 recorder: Recorder, clock: Clock | None = None) -> None:
+                 recorder: Recorder, clock: Clock | None = None,
+                 checkpoints: bool = True) -> None:
         self._client = client
         self._bindings = bindings
         self._services = services
@@ -90,6 +91,8 @@ class TargetGroupBindingReconciler:
         self._tracker = tracker
         self._recorder = recorder
         self._clock = clock or RealClock()
+        # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
+        self._checkpoints = checkpoints
 
     # ---- event mapping (pure cache reads: handlers never do I/O) ---------------------------
 
@@ -112,6 +115,8 @@ class TargetGroupBindingReconciler:
     def priority(self, obj: Obj, kind: EventKind, default: int) -> int:
         """Initial-list adds and resyncs whose checkpoint still matches wait in the paced LOW
         lane; anything that changed since the last successful reconcile goes first."""
+        if not self._checkpoints:
+            return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
         try:
@@ -169,7 +174,7 @@ class TargetGroupBindingReconciler:
 
         value = checkpoint.compute(endpoints, tgb.get("spec") or {})
         stored = checkpoint.stored(tgb)
-        if value == stored and reconcile_priority() >= NORMAL:
+        if self._checkpoints and value == stored and reconcile_priority() >= NORMAL:
             await self._set_status(tgb, ready=True, reason="Reconciled",
                                    message=_ready_message(endpoints))
             return

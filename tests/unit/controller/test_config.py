@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.aws import DEFAULT_THROTTLE
 from controller.config import ConfigError, parse_config, parse_duration
 
 
@@ -18,8 +19,9 @@ def test_defaults_match_upstream() -> None:
     assert cfg.load_balancer_class == "service.k8s.aws/nlb"
     assert cfg.leader_election_id == "aws-load-balancer-controller-leader"
     assert cfg.enable_leader_election is True
-    assert cfg.metrics_bind_addr == ("0.0.0.0", 8080)
-    assert cfg.health_probe_bind_addr == ("0.0.0.0", 61779)
+    assert cfg.metrics_bind_addr == ":8080"
+    assert cfg.health_probe_bind_addr == ":61779"
+    assert cfg.aws_api_throttle == DEFAULT_THROTTLE
     assert cfg.sync_period == 36000.0
     assert cfg.targetgroupbinding_max_exponential_backoff_delay == 1000.0
     assert cfg.ingress_max_concurrent_reconciles == 3
@@ -33,16 +35,18 @@ def test_values_are_parsed() -> None:
     cfg = parse_config([
         "--cluster-name", "c", "--sync-period", "1h30m", "--metrics-bind-addr", "0",
         "--health-probe-bind-addr", "127.0.0.1:9000", "--default-tags", "team=a, env=prod",
+        "--aws-api-throttle", "Elastic Load Balancing v2:^Describe.*=5:10",
         "--enable-leader-election", "false", "--service-max-concurrent-reconciles", "7",
         "--aws-api-endpoints", "elbv2=http://127.0.0.1:5000",
     ])
     assert cfg.sync_period == 5400.0
-    assert cfg.metrics_bind_addr is None
-    assert cfg.health_probe_bind_addr == ("127.0.0.1", 9000)
+    assert cfg.metrics_bind_addr == "0"
+    assert cfg.health_probe_bind_addr == "127.0.0.1:9000"
     assert cfg.default_tags == {"team": "a", "env": "prod"}
     assert cfg.enable_leader_election is False
     assert cfg.service_max_concurrent_reconciles == 7
     assert cfg.aws_api_endpoints == {"elbv2": "http://127.0.0.1:5000"}
+    assert cfg.aws_api_throttle != DEFAULT_THROTTLE
 
 
 @pytest.mark.parametrize(
@@ -51,6 +55,9 @@ def test_values_are_parsed() -> None:
         (["--sync-period", "ten hours"], "--sync-period: invalid duration"),
         (["--enable-leader-election", "maybe"], "--enable-leader-election: expected true or false"),
         (["--metrics-bind-addr", "localhost"], "--metrics-bind-addr: invalid bind address"),
+        (["--aws-api-throttle", "Elastic Load Balancing v2:^Describe.*=ten:40"],
+         "invalid --aws-api-throttle entry"),
+        (["--aws-api-endpoints", "elbv2"], "invalid --aws-api-endpoints entry 'elbv2'"),
         (["--default-tags", "novalue"], "--default-tags: expected key=value"),
         (["--ingress-max-concurrent-reconciles", "0"], "--ingress-max-concurrent-reconciles"),
         (["--default-target-type", "pod"], "--default-target-type"),

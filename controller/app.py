@@ -1,0 +1,88 @@
+"""`aiolbc run`: build the process from its configuration and run it until stopped.
+
+One Kubernetes client, one AWS client pool and one metrics registry are shared by every
+controller; the Manager owns start-up and shut-down order (see runtime/manager.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import structlog
+
+from controller.aws import AWSClientPool, AWSSettings
+from controller.config import ConfigError, ControllerConfig
+from controller.targetgroupbinding import controller as targetgroupbinding
+from runtime import metrics
+from runtime.client import KubeClient
+from runtime.informer import InformerSettings
+from runtime.manager import Manager, ManagerOptions
+
+log = structlog.get_logger("aiolbc")
+
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+# Upstream's lease lives here when the controller runs outside a pod.
+_FALLBACK_LEADER_NAMESPACE = "kube-system"
+
+
+def leader_election_namespace(config: ControllerConfig) -> str:
+    if config.leader_election_namespace:
+        return config.leader_election_namespace
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return _SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or _FALLBACK_LEADER_NAMESPACE
+    except OSError:
+        return _FALLBACK_LEADER_NAMESPACE
+
+
+def aws_settings(config: ControllerConfig) -> AWSSettings:
+    region = config.aws_region or os.environ.get("AWS_REGION") or os.environ.get(
+        "AWS_DEFAULT_REGION")
+    if not region:
+        raise ConfigError("--aws-region: required (or set AWS_REGION)")
+    return AWSSettings(region=region, endpoint_url=config.aws_endpoint_url,
+                       endpoints=dict(config.aws_api_endpoints),
+                       max_retries=config.aws_max_retries, throttle=config.aws_api_throttle)
+
+
+def manager_options(config: ControllerConfig) -> ManagerOptions:
+    return ManagerOptions(
+        leader_election=config.enable_leader_election,
+        leader_election_id=config.leader_election_id,
+        leader_election_namespace=leader_election_namespace(config),
+        lease_duration=config.leader_election_lease_duration,
+        renew_deadline=config.leader_election_renew_deadline,
+        retry_period=config.leader_election_retry_period,
+        metrics_bind_address=config.metrics_bind_addr,
+        health_probe_bind_address=config.health_probe_bind_addr,
+        event_component="aws-load-balancer-controller",
+        watch_namespace=config.watch_namespace,
+        informer_settings=InformerSettings(resync_period=config.sync_period),
+    )
+
+
+def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
+    tgb_settings = targetgroupbinding.TargetGroupBindingSettings(
+        max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
+        max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
+        checkpoints=config.enable_checkpoints,
+        verify_qps=config.checkpoint_verify_qps,
+        verify_burst=config.checkpoint_verify_burst,
+        verify_max_wait=config.checkpoint_max_wait)
+    targetgroupbinding.setup(manager, pool=pool, settings=tgb_settings)
+
+
+async def run(config: ControllerConfig) -> int:
+    registry = metrics.default_registry()
+    settings = aws_settings(config)
+    options = manager_options(config)
+    client = await KubeClient.load(config.kubeconfig, registry=registry)
+    async with client, AWSClientPool(settings, registry=registry) as pool:
+        manager = Manager(client, options=options, registry=registry)
+        setup_controllers(manager, pool, config)
+        manager.install_signal_handlers()
+        log.info("starting", cluster=config.cluster_name, region=settings.region,
+                 leader_election=config.enable_leader_election,
+                 checkpoints=config.enable_checkpoints)
+        return await manager.run()

@@ -1,0 +1,165 @@
+"""A cluster for TargetGroupBinding tests: the local API server, a Manager running the TGB
+controller against the AWS stand-in, and helpers to shape Services, EndpointSlices and Nodes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controller.aws import AWSClientPool
+from controller.targetgroupbinding import controller as tgb_controller
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.testing import AwsSeed
+from runtime.client import KubeClient
+from runtime.envtest import EnvTestServer
+from runtime.manager import Manager, ManagerOptions
+from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
+
+CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 15.0,
+                     message: str = "condition not reached in time") -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class Cluster:
+    server: EnvTestServer
+    client: KubeClient
+    pool: AWSClientPool
+    seed: AwsSeed
+    namespace: str = "default"
+    manager: Manager | None = None
+    task: asyncio.Task[int] | None = None
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    async def start(self, *, settings: tgb_controller.TargetGroupBindingSettings | None = None,
+                    identity: str | None = None) -> Manager:
+        self.registry = CollectorRegistry()
+        self.manager = Manager(self.client, options=ManagerOptions(identity=identity),
+                               registry=self.registry)
+        tgb_controller.setup(self.manager, pool=self.pool, settings=settings)
+        self.task = asyncio.create_task(self.manager.run())
+        await eventually(lambda: asyncio.sleep(0, self.manager is not None
+                                               and self.manager.leading))
+        return self.manager
+
+    def reconciles(self) -> float:
+        """Reconciles finished so far by this cluster's TGB controller."""
+        total = 0.0
+        for result in ("success", "error", "requeue", "requeue_after"):
+            total += self.registry.get_sample_value(
+                "controller_runtime_reconcile_total",
+                {"controller": tgb_controller.CONTROLLER_NAME, "result": result}) or 0.0
+        return total
+
+    async def settled(self, quiet: float = 0.3) -> None:
+        """Wait until the controller has had nothing to do for `quiet` seconds."""
+        assert self.manager is not None
+        ctrl = self.manager.controllers[0]
+        last, since = self.reconciles(), asyncio.get_running_loop().time()
+        while True:
+            await asyncio.sleep(0.05)
+            now = asyncio.get_running_loop().time()
+            busy = len(ctrl.queue) or ctrl.queue.in_flight
+            if busy or self.reconciles() != last:
+                last, since = self.reconciles(), now
+            elif now - since >= quiet:
+                return
+
+    async def stop(self) -> int:
+        assert self.manager is not None
+        assert self.task is not None
+        self.manager.stop()
+        code = await asyncio.wait_for(self.task, 15)
+        self.manager, self.task = None, None
+        return code
+
+    async def kill(self) -> None:
+        """Lose the process: nothing graceful, in-memory caches gone."""
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.manager, self.task = None, None
+
+    async def target_group(self, name: str, *, target_type: str = "ip", port: int = 80) -> str:
+        resp = await self.pool.call("elbv2", "CreateTargetGroup", Name=name, Protocol="HTTP",
+                                    Port=port, VpcId=self.seed.vpc_id, TargetType=target_type)
+        return str(resp["TargetGroups"][0]["TargetGroupArn"])
+
+    async def registered(self, arn: str) -> set[tuple[str, int]]:
+        resp = await self.pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
+        return {(d["Target"]["Id"], int(d["Target"]["Port"]))
+                for d in resp["TargetHealthDescriptions"]}
+
+    async def service(self, name: str, *, port: int = 80, target_port: str | int = "http",
+                      svc_type: str = "NodePort") -> dict[str, Any]:
+        return await self.client.create(SERVICES, {
+            "metadata": {"name": name},
+            "spec": {"type": svc_type, "selector": {"app": name}, "ports": [
+                {"name": "http", "port": port, "targetPort": target_port}]}}, self.namespace)
+
+    async def endpoints(self, service: str, ips: list[str], *, port: int = 8080,
+                        not_ready: tuple[str, ...] = (), slice_name: str | None = None) -> None:
+        """Create or replace one EndpointSlice of `service`."""
+        name = slice_name or f"{service}-abc"
+        body: dict[str, Any] = {
+            "metadata": {"name": name, "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [ip],
+                           "conditions": {"ready": ip not in not_ready, "terminating": False},
+                           "targetRef": {"kind": "Pod", "name": f"pod-{ip}",
+                                         "uid": f"uid-{ip}"}} for ip in ips],
+        }
+        try:
+            current = await self.client.get(ENDPOINTSLICES, name, self.namespace)
+        except Exception:
+            await self.client.create(ENDPOINTSLICES, body, self.namespace)
+            return
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        await self.client.update(ENDPOINTSLICES, {**body, "metadata": {
+            **body["metadata"], "namespace": self.namespace}})
+
+    async def node(self, name: str, instance_id: str, *, ready: bool = True,
+                   labels: dict[str, str] | None = None) -> None:
+        await self.client.create(NODES, {
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {"providerID": f"aws:///us-west-2a/{instance_id}"},
+            "status": {"conditions": [{"type": "Ready",
+                                       "status": "True" if ready else "False"}]}})
+
+    async def binding(self, name: str, *, service: str, port: int | str = 80,
+                      arn: str | None = None, tg_name: str | None = None,
+                      target_type: str | None = "ip", multi_cluster: bool = False,
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"serviceRef": {"name": service, "port": port}}
+        if arn:
+            spec["targetGroupARN"] = arn
+        if tg_name:
+            spec["targetGroupName"] = tg_name
+        if target_type:
+            spec["targetType"] = target_type
+        if multi_cluster:
+            spec["multiClusterTargetGroup"] = True
+        spec.update(extra or {})
+        return await self.client.create(TARGETGROUPBINDINGS, {
+            "apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
+            "metadata": {"name": name}, "spec": spec}, self.namespace)
+
+    async def get_binding(self, name: str) -> dict[str, Any]:
+        return await self.client.get(TARGETGROUPBINDINGS, name, self.namespace)
