@@ -1,8 +1,9 @@
 """Client-side AWS API throttling with upstream's `--aws-api-throttle` syntax.
 
 A rule is `serviceID:operationRegex=rate:burst`; serviceID is the SDK service id
-(`Elastic Load Balancing v2`, `EC2`, `ACM`, `WAFV2`, ...). Two deliberate differences from the
-upstream throttler, both the fix upstream made in v3.2 (#4641):
+(`Elastic Load Balancing v2`, `EC2`, `ACM`, `WAFV2`, ...). Two deliberate differences from
+upstream's throttler, which searched each regex anywhere in the name and waited on every
+matching bucket (RegisterTargets paid twice until upstream PR #4641):
 
 - Regexes are matched against the **whole** operation name (`Describe.*` does not match
   `XDescribe`), whether or not the rule spells `^`.
@@ -51,7 +52,7 @@ class ThrottleRule:
         object.__setattr__(self, "_pattern", pattern)
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise AWSConfigError(f"throttle rule {self}: rate must be a positive number")
-        if self.burst < 1:
+        if not isinstance(self.burst, int) or isinstance(self.burst, bool) or self.burst < 1:
             raise AWSConfigError(f"throttle rule {self}: burst must be an integer >= 1")
 
     def matches(self, service_id: str, operation: str) -> bool:
@@ -99,7 +100,7 @@ DEFAULT_THROTTLE = ThrottleConfig(rules=(
     ThrottleRule(ELBV2, "^Modify.*", 3, 20),
 ))
 
-_NUMBER = re.compile(r"\s*[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*")
+_NUMBER = re.compile(r"\s*[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*")
 
 
 def parse_throttle(text: str, *, defaults: ThrottleConfig = DEFAULT_THROTTLE) -> ThrottleConfig:

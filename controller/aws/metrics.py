@@ -1,0 +1,50 @@
+"""AWS API metrics, with upstream's names and labels (subsystem `aws`), so existing dashboards
+work. `service` is the SDK service id (`Elastic Load Balancing v2`), as upstream reports it.
+
+`aws_api_call_retries` is a histogram per call, as upstream: `_count` is calls, `_sum` is
+retries.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+
+_RETRY_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+_WAIT_BUCKETS = (0.0, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class AWSMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.calls = Counter(
+            "aws_api_calls_total", "AWS API calls, after retries.",
+            ["service", "operation", "status_code", "error_code"], registry=registry)
+        self.call_duration = Histogram(
+            "aws_api_call_duration_seconds", "Duration of AWS API calls, retries included.",
+            ["service", "operation"], registry=registry)
+        self.call_retries = Histogram(
+            "aws_api_call_retries", "Retries per AWS API call.",
+            ["service", "operation"], buckets=_RETRY_BUCKETS, registry=registry)
+        self.requests = Counter(
+            "aws_api_requests_total", "HTTP requests (attempts) sent to AWS APIs.",
+            ["service", "operation", "status_code", "error_code"], registry=registry)
+        self.throttle_wait = Histogram(
+            "aws_api_throttle_wait_seconds",
+            "Time AWS API calls waited for the client-side throttle.",
+            ["service", "operation"], buckets=_WAIT_BUCKETS, registry=registry)
+
+
+_BY_REGISTRY: weakref.WeakKeyDictionary[CollectorRegistry, AWSMetrics] = (
+    weakref.WeakKeyDictionary())
+
+
+def metrics_for(registry: CollectorRegistry | None) -> AWSMetrics:
+    """The AWS metrics of `registry` (the process default when None), registered once: several
+    pools in one process share them instead of failing on duplicate registration."""
+    target = REGISTRY if registry is None else registry
+    metrics = _BY_REGISTRY.get(target)
+    if metrics is None:
+        metrics = AWSMetrics(target)
+        _BY_REGISTRY[target] = metrics
+    return metrics

@@ -1,0 +1,209 @@
+"""The process-wide AWS client pool.
+
+Every call goes through the same three gates, in this order: the client-side throttle (one
+token from exactly one bucket), the per-service concurrency limit, then botocore with its
+`standard` retries. A call's throttle token covers its botocore retries, as upstream's
+middleware does; pages of a paginated listing are separate calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+from aiobotocore.config import AioConfig
+from aiobotocore.paginate import AioPaginator
+from aiobotocore.session import AioSession, get_session
+from botocore import xform_name
+from botocore.exceptions import ClientError
+from prometheus_client import CollectorRegistry
+
+from controller.aws.errors import AWSError
+from controller.aws.metrics import AWSMetrics, metrics_for
+from controller.aws.settings import AWSSettings
+from controller.aws.throttle import Throttler
+from runtime.clock import Clock, RealClock
+
+
+class _Client:
+    """One aiobotocore client and what the pool derived from its service model."""
+
+    def __init__(self, client: Any, service: str) -> None:
+        self.client = client
+        self.service = service
+        self.service_id = str(client.meta.service_model.service_id)
+        self.operations = frozenset(client.meta.service_model.operation_names)
+
+
+class AWSClientPool:
+    """Shared aiobotocore clients, one per (service, region), created on first use.
+
+    Use as `async with AWSClientPool(settings) as pool:` or call `close()` on shutdown.
+    """
+
+    def __init__(self, settings: AWSSettings, *, registry: CollectorRegistry | None = None,
+                 clock: Clock | None = None, session: AioSession | None = None) -> None:
+        self._settings = settings
+        self._clock: Clock = clock or RealClock()
+        self._metrics: AWSMetrics = metrics_for(registry)
+        self._throttler = Throttler(settings.throttle, clock=self._clock)
+        self._session: AioSession = session or get_session()
+        self._clients: dict[tuple[str, str], _Client] = {}
+        self._create_lock = asyncio.Lock()
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._stack = AsyncExitStack()
+        self._closed = False
+
+    @property
+    def settings(self) -> AWSSettings:
+        return self._settings
+
+    @property
+    def throttler(self) -> Throttler:
+        return self._throttler
+
+    @property
+    def open_clients(self) -> tuple[tuple[str, str], ...]:
+        """(service, region) of every client created so far."""
+        return tuple(self._clients)
+
+    async def __aenter__(self) -> AWSClientPool:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        async with self._create_lock:
+            self._clients.clear()
+            await self._stack.aclose()
+
+    async def call(self, service: str, operation: str, /, *, region: str | None = None,
+                   **params: Any) -> dict[str, Any]:
+        """Call `operation` (PascalCase, e.g. `DescribeLoadBalancers`) of `service` (botocore
+        name: `elbv2`, `ec2`, `acm`). AWS error answers raise `AWSError`."""
+        entry = await self._client(service, region)
+        self._check_operation(entry, operation)
+        return await self._invoke(entry, operation, params)
+
+    async def paginate(self, service: str, operation: str, /, *, region: str | None = None,
+                       **params: Any) -> AsyncIterator[dict[str, Any]]:
+        """Yield the pages of a pageable operation; each page is one throttled, counted call."""
+        entry = await self._client(service, region)
+        self._check_operation(entry, operation)
+        try:
+            config = self._session.get_paginator_model(service).get_paginator(operation)
+        except ValueError:
+            raise ValueError(f"{service} operation {operation} cannot be paginated") from None
+        model = entry.client.meta.service_model.operation_model(operation)
+
+        async def method(**kwargs: Any) -> dict[str, Any]:
+            return await self._invoke(entry, operation, kwargs)
+
+        async for page in AioPaginator(method, config, model).paginate(**params):
+            yield page
+
+    async def raw_client(self, service: str, *, region: str | None = None) -> Any:
+        """The shared aiobotocore client, for what `call` cannot express (waiters). Calls made
+        on it bypass the throttle, the concurrency limit and the call metrics."""
+        return (await self._client(service, region)).client
+
+    async def _client(self, service: str, region: str | None) -> _Client:
+        key = (service, region or self._settings.region)
+        entry = self._clients.get(key)
+        if entry is not None:
+            return entry
+        async with self._create_lock:
+            if self._closed:
+                raise RuntimeError("AWS client pool is closed")
+            entry = self._clients.get(key)
+            if entry is None:
+                entry = _Client(await self._create(*key), service)
+                self._clients[key] = entry
+        return entry
+
+    async def _create(self, service: str, region: str) -> Any:
+        settings = self._settings
+        config = AioConfig(
+            region_name=region,
+            retries={"mode": "standard", "total_max_attempts": settings.max_retries + 1},
+            max_pool_connections=settings.max_concurrency_per_service,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+        )
+        kwargs: dict[str, Any] = {"region_name": region, "config": config}
+        endpoint = settings.endpoint_for(service)
+        if endpoint is not None:
+            kwargs["endpoint_url"] = endpoint
+        credentials = settings.credentials_for(service)
+        if credentials is not None:
+            kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = credentials
+        client = await self._stack.enter_async_context(
+            self._session.create_client(service, **kwargs))
+        service_id = str(client.meta.service_model.service_id)
+        client.meta.events.register(
+            "response-received", functools.partial(self._on_attempt, service_id))
+        return client
+
+    def _check_operation(self, entry: _Client, operation: str) -> None:
+        if operation not in entry.operations:
+            raise ValueError(f"{entry.service} has no operation {operation!r} "
+                             "(use the PascalCase API name, e.g. DescribeLoadBalancers)")
+
+    def _semaphore(self, service: str) -> asyncio.Semaphore:
+        sem = self._semaphores.get(service)
+        if sem is None:
+            sem = asyncio.Semaphore(self._settings.max_concurrency_per_service)
+            self._semaphores[service] = sem
+        return sem
+
+    async def _invoke(self, entry: _Client, operation: str,
+                      params: dict[str, Any]) -> dict[str, Any]:
+        metrics, service_id = self._metrics, entry.service_id
+        waited = await self._throttler.wait(service_id, operation)
+        metrics.throttle_wait.labels(service_id, operation).observe(waited)
+        method = getattr(entry.client, xform_name(operation))
+        async with self._semaphore(entry.service):
+            start = self._clock.now()
+            status, code, retries = "0", "", 0
+            try:
+                response: dict[str, Any] = await method(**params)
+            except ClientError as exc:
+                error = AWSError.from_response(exc.response, operation=operation)
+                status, code, retries = str(error.status), error.code, error.retry_attempts
+                raise error from exc
+            except asyncio.CancelledError:
+                code = "Canceled"
+                raise
+            except Exception as exc:
+                code = type(exc).__name__
+                raise
+            else:
+                meta = response.get("ResponseMetadata") or {}
+                status = str(meta.get("HTTPStatusCode", 200))
+                retries = int(meta.get("RetryAttempts") or 0)
+                return response
+            finally:
+                metrics.calls.labels(service_id, operation, status, code).inc()
+                metrics.call_duration.labels(service_id, operation).observe(
+                    max(0.0, self._clock.now() - start))
+                metrics.call_retries.labels(service_id, operation).observe(retries)
+
+    def _on_attempt(self, service_id: str, *, event_name: str,
+                    response_dict: dict[str, Any] | None, parsed_response: dict[str, Any] | None,
+                    exception: BaseException | None, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        status, code = "0", ""
+        if response_dict is not None:
+            status = str(response_dict.get("status_code", 0))
+            if int(status) >= 300 and parsed_response:
+                code = str((parsed_response.get("Error") or {}).get("Code") or "")
+        if exception is not None:
+            code = type(exception).__name__
+        self._metrics.requests.labels(service_id, operation, status, code).inc()

@@ -1,0 +1,130 @@
+"""Settings of the AWS client pool, and the `--aws-api-endpoints` parser."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from controller.aws.errors import AWSConfigError
+from controller.aws.throttle import DEFAULT_THROTTLE, ThrottleConfig
+
+# Upstream's `--aws-api-endpoints` keys are endpoint prefixes; map the ones that differ from
+# the botocore client name this pool uses.
+ENDPOINT_ALIASES = {
+    "elasticloadbalancing": "elbv2",
+    "tagging": "resourcegroupstaggingapi",
+}
+
+_SERVICE_NAME = re.compile(r"[a-z][a-z0-9-]*")
+
+# Credentials sent to a stand-in on loopback when nothing else is configured: moto does not
+# verify signatures, but botocore refuses to sign without some.
+DUMMY_ACCESS_KEY = "testing"
+DUMMY_SECRET_KEY = "testing"
+
+
+def validate_endpoint_url(url: str, *, what: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AWSConfigError(f"{what}: {url!r} is not an http(s) URL with a host")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise AWSConfigError(f"{what}: {url!r} has an invalid port") from None
+    return url
+
+
+def parse_endpoints(text: str) -> dict[str, str]:
+    """Parse `--aws-api-endpoints` (`svc=URL,svc=URL`) into {botocore service name: URL}.
+
+    Keys may be botocore client names (`elbv2`, `ec2`, `acm`) or upstream's endpoint ids
+    (`elasticloadbalancing`). Raises `AWSConfigError` naming the bad entry.
+    """
+    endpoints: dict[str, str] = {}
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            if text.strip():
+                raise AWSConfigError(f"invalid --aws-api-endpoints {text!r}: empty entry "
+                                     "(expected svc=URL,...)")
+            continue
+        key, sep, url = entry.partition("=")
+        key, url = key.strip(), url.strip()
+        if not sep:
+            raise AWSConfigError(
+                f"invalid --aws-api-endpoints entry {entry!r}: missing '=' (expected svc=URL)")
+        if not _SERVICE_NAME.fullmatch(key):
+            raise AWSConfigError(
+                f"invalid --aws-api-endpoints entry {entry!r}: {key!r} is not a service name")
+        service = ENDPOINT_ALIASES.get(key, key)
+        if service in endpoints:
+            raise AWSConfigError(
+                f"invalid --aws-api-endpoints entry {entry!r}: {key!r} is given twice")
+        endpoints[service] = validate_endpoint_url(
+            url, what=f"invalid --aws-api-endpoints entry {entry!r}")
+    return endpoints
+
+
+def is_loopback_url(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class AWSSettings:
+    """How the pool reaches AWS. `endpoint_url` applies to every service not in `endpoints`;
+    with neither, botocore's own resolution applies (including `AWS_ENDPOINT_URL`)."""
+
+    region: str
+    endpoint_url: str | None = None
+    endpoints: dict[str, str] = field(default_factory=dict)
+    max_retries: int = 10  # retries after the first attempt (upstream --aws-max-retries)
+    throttle: ThrottleConfig = DEFAULT_THROTTLE
+    max_concurrency_per_service: int = 32
+    access_key: str | None = None
+    secret_key: str | None = None
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.region or not _SERVICE_NAME.fullmatch(self.region):
+            raise AWSConfigError(f"invalid AWS region {self.region!r}")
+        if self.endpoint_url is not None:
+            validate_endpoint_url(self.endpoint_url, what="invalid AWS endpoint URL")
+        for service, url in self.endpoints.items():
+            validate_endpoint_url(url, what=f"invalid AWS endpoint for {service!r}")
+        if self.max_retries < 0:
+            raise AWSConfigError(f"--aws-max-retries must be >= 0, got {self.max_retries}")
+        if self.max_concurrency_per_service < 1:
+            raise AWSConfigError("AWS max concurrency per service must be >= 1, "
+                                 f"got {self.max_concurrency_per_service}")
+        if (self.access_key is None) != (self.secret_key is None):
+            raise AWSConfigError("AWS access key and secret key must be given together")
+
+    def endpoint_for(self, service: str) -> str | None:
+        return self.endpoints.get(service) or self.endpoint_url
+
+    def effective_endpoint(self, service: str) -> str | None:
+        """The endpoint botocore will use, counting the `AWS_ENDPOINT_URL*` variables it reads."""
+        env_key = "AWS_ENDPOINT_URL_" + service.upper().replace("-", "_")
+        return (self.endpoint_for(service) or os.environ.get(env_key)
+                or os.environ.get("AWS_ENDPOINT_URL"))
+
+    def credentials_for(self, service: str) -> tuple[str, str] | None:
+        """Explicit keys; else dummy keys for a loopback stand-in when the environment holds
+        none; else None (botocore's default credential chain)."""
+        if self.access_key is not None and self.secret_key is not None:
+            return self.access_key, self.secret_key
+        endpoint = self.effective_endpoint(service)
+        if (endpoint is not None and is_loopback_url(endpoint)
+                and not os.environ.get("AWS_ACCESS_KEY_ID") and not os.environ.get("AWS_PROFILE")):
+            return DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY
+        return None
