@@ -7,11 +7,12 @@ each queue writes under its own `{name, controller}` labels (both the queue's na
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from runtime import metrics
 
 # ExponentialBuckets(10e-9, 10, 12): 10 ns … 1000 s.
 DURATION_BUCKETS: tuple[float, ...] = tuple(10e-9 * 10.0**i for i in range(12))
@@ -34,62 +35,36 @@ class _Families:
     longest_running: Gauge
 
 
-_FAMILIES: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = weakref.WeakKeyDictionary()
-
-
 def _families(registry: CollectorRegistry) -> _Families:
-    families = _FAMILIES.get(registry)
-    if families is None:
-        families = _Families(
-            depth=Gauge(
-                "workqueue_depth",
-                "Current depth of workqueue by workqueue and priority",
-                [*_LABELS, "priority"],
-                registry=registry,
-            ),
-            adds=Counter(
-                "workqueue_adds_total",
-                "Total number of adds handled by workqueue",
-                _LABELS,
-                registry=registry,
-            ),
-            queue_duration=Histogram(
-                "workqueue_queue_duration_seconds",
-                "How long in seconds an item stays in workqueue before being requested",
-                _LABELS,
-                buckets=DURATION_BUCKETS,
-                registry=registry,
-            ),
-            work_duration=Histogram(
-                "workqueue_work_duration_seconds",
-                "How long in seconds processing an item from workqueue takes.",
-                _LABELS,
-                buckets=DURATION_BUCKETS,
-                registry=registry,
-            ),
-            retries=Counter(
-                "workqueue_retries_total",
-                "Total number of retries handled by workqueue",
-                _LABELS,
-                registry=registry,
-            ),
-            unfinished_work=Gauge(
-                "workqueue_unfinished_work_seconds",
-                "How many seconds of work has been done that is in progress and hasn't been "
-                "observed by work_duration. Large values indicate stuck threads. One can deduce "
-                "the number of stuck threads by observing the rate at which this increases.",
-                _LABELS,
-                registry=registry,
-            ),
-            longest_running=Gauge(
-                "workqueue_longest_running_processor_seconds",
-                "How many seconds has the longest running processor for workqueue been running.",
-                _LABELS,
-                registry=registry,
-            ),
-        )
-        _FAMILIES[registry] = families
-    return families
+    # Through runtime.metrics' get-or-create, so queues (and anything else) sharing a registry
+    # share these families.
+    return _Families(
+        depth=metrics.gauge(registry, "workqueue_depth",
+                            "Current depth of workqueue by workqueue and priority",
+                            [*_LABELS, "priority"]),
+        adds=metrics.counter(registry, "workqueue_adds_total",
+                             "Total number of adds handled by workqueue", _LABELS),
+        queue_duration=metrics.histogram(
+            registry, "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            _LABELS, buckets=DURATION_BUCKETS),
+        work_duration=metrics.histogram(
+            registry, "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            _LABELS, buckets=DURATION_BUCKETS),
+        retries=metrics.counter(registry, "workqueue_retries_total",
+                                "Total number of retries handled by workqueue", _LABELS),
+        unfinished_work=metrics.gauge(
+            registry, "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads. One can deduce "
+            "the number of stuck threads by observing the rate at which this increases.",
+            _LABELS),
+        longest_running=metrics.gauge(
+            registry, "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            _LABELS),
+    )
 
 
 class QueueMetrics:
