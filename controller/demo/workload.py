@@ -1,0 +1,214 @@
+"""What the demo does to the cluster and AWS, and how it watches the result: it plays the
+kubelet (EndpointSlices for the example Deployment's pods, Nodes), creates the target groups the
+TargetGroupBindings point at, and polls the API server and AWS to narrate what the controllers
+did."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+from controller import app
+from controller.aws import AWSClientPool
+from controller.config import ControllerConfig
+from controller.demo.display import Display, bar
+from controller.demo.replica import Replica
+from controller.demo.standins import StandIns
+from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from runtime.client import KubeClient
+from runtime.errors import NotFound
+from runtime.resources import ENDPOINTSLICES, INGRESSES, NODES, SERVICES
+from runtime.workqueue import LOW, NORMAL
+
+NAMESPACE = "default"
+WEB_IPS = ["10.0.1.10", "10.0.1.11"]
+NEW_IP = "10.0.1.12"
+STATIC_IPS = ["10.0.2.10", "10.0.2.11"]  # pods of a workload that does not change
+SHARED_TG = "web-shared"  # the name manifests/examples/50-targetgroupbinding.yaml points at
+CONVERGE_TIMEOUT = 90.0
+
+
+class Workload:
+    def __init__(self, local: StandIns, config: ControllerConfig) -> None:
+        self.local = local
+        self.config = config
+        self.client: KubeClient | None = None
+        self.pool: AWSClientPool | None = None
+        self.target_groups: dict[str, str] = {}  # TGB name → target group ARN
+
+    async def _kube(self) -> KubeClient:
+        if self.client is None:
+            self.client = await KubeClient.from_kubeconfig(self.local.kubeconfig)
+        return self.client
+
+    async def _aws(self) -> AWSClientPool:
+        if self.pool is None:
+            self.pool = AWSClientPool(app.aws_settings(self.config))
+        return self.pool
+
+    async def close(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
+        if self.client is not None:
+            await self.client.close()
+
+    # ---- setup ------------------------------------------------------------------------------
+
+    async def _target_group(self, name: str) -> str:
+        pool = await self._aws()
+        resp = await pool.call("elbv2", "CreateTargetGroup", Name=name, Protocol="HTTP",
+                               Port=80, VpcId=self.local.seed.vpc_id, TargetType="ip")
+        return str(resp["TargetGroups"][0]["TargetGroupArn"])
+
+    async def _slice(self, service: str, ips: list[str]) -> None:
+        client = await self._kube()
+        body: dict[str, Any] = {
+            "metadata": {"name": f"{service}-pods",
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": True},
+                           "targetRef": {"kind": "Pod", "name": f"web-{ip.replace('.', '-')}",
+                                         "uid": f"pod-{ip}"}} for ip in ips],
+        }
+        try:
+            current = await client.get(ENDPOINTSLICES, f"{service}-pods", NAMESPACE)
+        except NotFound:
+            await client.create(ENDPOINTSLICES, body, NAMESPACE)
+            return
+        body["metadata"].update(namespace=NAMESPACE,
+                                resourceVersion=current["metadata"]["resourceVersion"])
+        await client.update(ENDPOINTSLICES, body)
+
+    async def setup(self, *, objects: int, display: Display) -> None:
+        client = await self._kube()
+        display.step(f"playing the kubelet: pods {', '.join(WEB_IPS)} of deployment/web "
+                     "become EndpointSlices; two Nodes backed by the seeded EC2 instances")
+        for service in ("web", "web-nlb"):
+            await self._slice(service, WEB_IPS)
+        if objects:
+            await client.create(SERVICES, {
+                "metadata": {"name": "static"},
+                "spec": {"type": "NodePort", "selector": {"app": "static"},
+                         "ports": [{"name": "http", "port": 80, "targetPort": 80}]}}, NAMESPACE)
+            await self._slice("static", STATIC_IPS)
+        for i, instance in enumerate(self.local.seed.instance_ids):
+            await client.create(NODES, {
+                "metadata": {"name": f"node-{i}"},
+                "spec": {"providerID": f"aws:///us-west-2a/{instance}"},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        self.target_groups["web-shared"] = await self._target_group(SHARED_TG)
+        display.step(f"created target group {SHARED_TG} for TargetGroupBinding web-shared"
+                     + (f", and {objects} more, each with a TargetGroupBinding of Service "
+                        "static (pods that will not change)" if objects else ""))
+        for i in range(objects):
+            name = f"extra-{i:03d}"
+            arn = await self._target_group(f"demo-{name}")
+            self.target_groups[name] = arn
+            await client.create(TARGETGROUPBINDINGS, {
+                "apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
+                "metadata": {"name": name},
+                "spec": {"targetGroupARN": arn, "targetType": "ip",
+                         "serviceRef": {"name": "static", "port": 80}}}, NAMESPACE)
+
+    # ---- observation ------------------------------------------------------------------------
+
+    async def targets(self, arn: str) -> set[str]:
+        pool = await self._aws()
+        resp = await pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
+        return {d["Target"]["Id"] for d in resp["TargetHealthDescriptions"]}
+
+    async def wait_for_leader(self, replicas: list[Replica], display: Display) -> Replica:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for replica in replicas:
+                if replica.leading:
+                    others = ", ".join(r.name for r in replicas if r is not replica)
+                    display.step(f"{replica.name} is the leader; {others} stands by with warm "
+                                 "informer caches")
+                    return replica
+            await asyncio.sleep(0.05)
+        raise RuntimeError("no replica became leader within 30 s")
+
+    async def _hostnames(self, resource: Any, kind: str) -> list[str]:
+        client = await self._kube()
+        names = []
+        for obj in (await client.list(resource, NAMESPACE))["items"]:
+            for ingress in ((obj.get("status") or {}).get("loadBalancer") or {}).get(
+                    "ingress") or []:
+                if ingress.get("hostname"):
+                    names.append(f"{kind}/{obj['metadata']['name']} → {ingress['hostname']}")
+        return names
+
+    async def wait_converged(self, display: Display) -> None:
+        client = await self._kube()
+        deadline = time.monotonic() + CONVERGE_TIMEOUT
+        shown: set[str] = set()
+        while True:
+            done = 0
+            for name, arn in self.target_groups.items():
+                want = set(WEB_IPS if name == "web-shared" else STATIC_IPS)
+                done += await self.targets(arn) == want
+            bindings = (await client.list(TARGETGROUPBINDINGS, NAMESPACE))["items"]
+            checkpointed = sum(1 for b in bindings if (b["metadata"].get("annotations") or {})
+                               .get(CHECKPOINT_ANNOTATION))
+            for line in (await self._hostnames(SERVICES, "service")
+                         + await self._hostnames(INGRESSES, "ingress")):
+                if line not in shown:
+                    shown.add(line)
+                    display.step(f"load balancer ready: {line}")
+            total = len(self.target_groups)
+            display.progress(f"target groups with their pods registered {bar(done, total)}; "
+                             f"bindings checkpointed {checkpointed}/{len(bindings)}")
+            if done == total and checkpointed == len(bindings):
+                display.step(f"converged: {done} target groups hold their pods; "
+                             "every TargetGroupBinding carries its checkpoint")
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"not converged within {CONVERGE_TIMEOUT:.0f} s")
+            await asyncio.sleep(0.2)
+
+    async def scale_web(self) -> str:
+        await self._slice("web", [*WEB_IPS, NEW_IP])
+        return NEW_IP
+
+    async def wait_leader(self, standby: Replica, display: Display, *, since: float) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            if standby.leading:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{standby.name} did not take over within 60 s")
+            await asyncio.sleep(0.02)
+        display.step(f"{standby.name} took over {time.monotonic() - since:.2f} s after the kill "
+                     "(lease duration 3 s + retry period)")
+
+    async def report_takeover(self, standby: Replica, new_ip: str, display: Display, *,
+                              took_over: float, controller: str) -> None:
+        proxy = self.local.proxy
+        log_start = len(proxy.log)
+        shared = self.target_groups["web-shared"]
+        peak_low, first_change_ms = 0.0, None
+        while first_change_ms is None:
+            peak_low = max(peak_low, standby.depth(controller, LOW))
+            if new_ip in await self.targets(shared):
+                first_change_ms = (time.monotonic() - took_over) * 1000
+            await asyncio.sleep(0.02)
+        display.step(f"checkpoints: {int(peak_low)} unchanged bindings matched and were "
+                     "deferred to the paced LOW lane; the changed one went first (NORMAL)")
+        display.step(f"first real change applied {first_change_ms:.0f} ms after takeover: "
+                     f"{new_ip} registered in {SHARED_TG}")
+        while standby.depth(controller, LOW) or standby.depth(controller, NORMAL):
+            display.progress(f"paced verification of deferred bindings: "
+                             f"{int(standby.depth(controller, LOW))} waiting")
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
+        calls = Counter(r.operation for r in proxy.log[log_start:])
+        mutating = sum(n for op, n in calls.items() if not op.startswith("Describe"))
+        summary = ", ".join(f"{op} x{n}" for op, n in sorted(calls.items()))
+        display.step(f"all deferred bindings verified {time.monotonic() - took_over:.1f} s "
+                     f"after takeover; AWS calls since takeover: {summary or 'none'} "
+                     f"({mutating} mutating: the real change only)")
