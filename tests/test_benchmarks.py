@@ -1,0 +1,32 @@
+"""Every benchmark in tests/bench runs in `--quick` mode and ends with one JSON object, so the
+benchmarks keep working as the code changes. Their figures are not asserted: they are measured
+by `make bench` and reported, not gated."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent / "bench"
+SCRIPTS = sorted(p for p in BENCH.glob("*.py") if not p.name.startswith("_"))
+
+
+def test_there_are_benchmarks() -> None:
+    assert {"envtest.py", "workqueue.py", "informer.py", "deploy.py"} <= {p.name for p in SCRIPTS}
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_benchmark_quick_run_prints_json(script: Path) -> None:
+    proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True,
+                          text=True, timeout=300, cwd=BENCH.parents[1], check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    figures = json.loads(last)
+    assert isinstance(figures, dict)
+    assert figures, "empty figures"
+    assert all(isinstance(v, int | float | str | bool | dict | list | None)
+               for v in figures.values())
