@@ -102,6 +102,12 @@ class _Metrics:
         self.active = metrics.gauge(
             reg, "controller_runtime_active_workers",
             "Number of currently used workers per controller", ("controller",)).labels(**label)
+        # Not a controller-runtime metric: how event handlers prioritised requests, which shows
+        # how many objects a restart deferred to the LOW lane (checkpoint matches).
+        self.enqueues = metrics.counter(
+            reg, "aiolbc_controller_enqueues_total",
+            "Requests enqueued by event handlers, by priority", ("controller", "priority"))
+        self.name = name
 
 
 class Controller:
@@ -137,6 +143,7 @@ class Controller:
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
+        self._metrics.enqueues.labels(controller=self.name, priority=str(priority)).inc()
         self.queue.add(request, priority=priority)
 
     def enqueue_after(self, request: Request, after: float, *, priority: int = NORMAL) -> None:

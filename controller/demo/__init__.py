@@ -26,8 +26,6 @@ from controller.demo.standins import StandIns, standins
 from controller.demo.workload import Workload
 from runtime.logging import configure_logging
 
-TGB_CONTROLLER = "targetGroupBinding"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0,
@@ -119,8 +117,7 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool) -> i
         new_ip = await workload.scale_web()
         await workload.wait_leader(standby, display, since=killed_at)
         took_over = time.monotonic()
-        await workload.report_takeover(standby, new_ip, display, took_over=took_over,
-                                       controller=TGB_CONTROLLER)
+        await workload.report_takeover(standby, new_ip, display, took_over=took_over)
         display.step(f"kubectl get targetgroupbindings -A (as seen through {standby.name})")
         display.output(await local.kubectl("get", "targetgroupbindings", "-A"))
         if hold:

@@ -1,5 +1,5 @@
-"""`python -m runtime.envtest --port PORT --kubeconfig FILE [--crds PATH ...]`: run the local
-API server until SIGINT/SIGTERM."""
+"""`python -m runtime.envtest --port PORT --kubeconfig FILE [--crds PATH ...] [--rbac]
+[--token TOKEN=USER[,GROUP...] ...]`: run the local API server until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from runtime.envtest.auth import User, parse_token_spec
 from runtime.envtest.server import EnvTestServer
 
 
@@ -27,6 +28,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="seconds between watch bookmarks (default: 60)")
     parser.add_argument("--history-size", type=int, default=10_000, metavar="EVENTS",
                         help="events kept for watch resumption (default: 10000)")
+    parser.add_argument("--rbac", action="store_true",
+                        help="require bearer tokens and authorize requests with RBAC; the "
+                             "kubeconfig gets the admin (system:masters) token; implies "
+                             "--tls, since kubectl sends tokens only over HTTPS")
+    parser.add_argument("--tls", action="store_true",
+                        help="serve HTTPS with a self-signed certificate the kubeconfig trusts")
+    parser.add_argument("--token", type=_token, action="append", default=[],
+                        metavar="TOKEN=USER[,GROUP...]",
+                        help="an identity, e.g. t1=system:serviceaccount:kube-system:aiolbc "
+                             "(service-account groups added) or t2=alice,devs (repeatable)")
     return parser
 
 
@@ -50,6 +61,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _token(text: str) -> tuple[str, User]:
+    try:
+        return parse_token_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 class _StartupError(Exception):
     pass
 
@@ -57,7 +75,8 @@ class _StartupError(Exception):
 async def _serve(args: argparse.Namespace) -> None:
     server = EnvTestServer(port=args.port, crds=args.crds,
                            bookmark_interval=args.bookmark_interval,
-                           history_size=args.history_size)
+                           history_size=args.history_size, rbac=args.rbac,
+                           tokens=dict(args.token), tls=args.tls or args.rbac)
     try:
         await server.start()
     except OSError as exc:

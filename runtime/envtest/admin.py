@@ -23,7 +23,8 @@ class AdminHandlers:
     """`POST /_envtest/faults` {n, verb, resource, status, retry_after}; `DELETE` clears;
     `PUT /_envtest/latency` {seconds}; `POST /_envtest/close-watches`;
     `POST /_envtest/compact`; `POST /_envtest/pause` {seconds} (resumes by itself);
-    `GET|DELETE /_envtest/requests`; `PUT /_envtest/bookmark-interval` {seconds};
+    `GET|DELETE /_envtest/requests`; `GET|DELETE /_envtest/denials` (403s, with RBAC on);
+    `PUT /_envtest/bookmark-interval` {seconds};
     `GET /_envtest/state`."""
 
     def __init__(self, server: EnvTestServer) -> None:
@@ -38,7 +39,8 @@ class AdminHandlers:
         if name == "state" and method == "GET":
             return json_response({"revision": server.revision, "watches": server.watch_count,
                                   "bookmarkInterval": server.bookmark_interval,
-                                  "faults": server.faults.to_dict()})
+                                  "faults": server.faults.to_dict(),
+                                  "rbac": server.rbac, "denials": len(server.denials)})
         if name == "faults":
             if method == "POST":
                 try:
@@ -87,8 +89,14 @@ class AdminHandlers:
             if method == "DELETE":
                 server.clear_request_log()
                 return json_response([])
+        if name == "denials":
+            if method == "GET":
+                return json_response([dataclasses.asdict(d) for d in server.denials])
+            if method == "DELETE":
+                server.clear_denials()
+                return json_response([])
         if name in ("state", "faults", "latency", "bookmark-interval", "close-watches",
-                    "compact", "pause", "requests"):
+                    "compact", "pause", "requests", "denials"):
             raise method_not_allowed(method, request.path)
         raise not_found_path()
 

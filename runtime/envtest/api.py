@@ -14,6 +14,7 @@ from typing import Any
 from runtime.clock import Clock, RealClock
 from runtime.envtest import objectmeta, patch
 from runtime.envtest.crds import CRDServing
+from runtime.envtest.garbage import GarbageCollector
 from runtime.envtest.registry import CRD_GROUP, CRD_PLURAL, Registry, ResourceType
 from runtime.envtest.status import (
     StatusError,
@@ -51,6 +52,11 @@ class ObjectAPI:
         self._rng = rng or random.Random()
         self._services_created = 0
         self.crds = CRDServing(store, registry, clock=self._clock)
+        self.gc = GarbageCollector(self, store)
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     # -- reading -------------------------------------------------------------------------
 
@@ -206,10 +212,11 @@ class ObjectAPI:
         if dry_run:
             return Entry(new)
         event = self.store.commit(rt.store_key, "MODIFIED", new, current)
+        self.gc.references_dropped(current, event.entry)
         if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL and subresource is None:
             self.crds.serve(event.entry)
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
-            self._remove(rt, event.entry)
+            self.remove(rt, event.entry)
         return event.entry
 
     # -- patch -----------------------------------------------------------------------------
@@ -266,6 +273,9 @@ class ObjectAPI:
             return current, not meta.get("finalizers")
         if rt.plural == "namespaces" and not rt.group:
             return self._terminate_namespace(rt, current)
+        if _foreground(options) and not meta.get("deletionTimestamp") \
+                and not (rt.group == CRD_GROUP and rt.plural == CRD_PLURAL):
+            return self.gc.delete_foreground(rt, current), False
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return current, False
@@ -276,38 +286,19 @@ class ObjectAPI:
             return self.store.commit(rt.store_key, "MODIFIED", new, current).entry, False
         if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
             self.crds.withdraw(name)
-        return self._remove(rt, current, orphan=_orphans(options)), True
+        return self.remove(rt, current, orphan=_orphans(options)), True
 
-    def _remove(self, rt: ResourceType, current: Entry, *, orphan: bool = False) -> Entry:
+    def remove(self, rt: ResourceType, current: Entry, *, orphan: bool = False) -> Entry:
         gone = copy.copy(current.obj)
         gone["metadata"] = dict(current.obj["metadata"])
         event = self.store.commit(rt.store_key, "DELETED", gone, current)
         uid = gone["metadata"].get("uid")
         if uid:
-            self._collect_dependents(str(uid), orphan=orphan)
+            self.gc.collect(str(uid), orphan=orphan)
+        self.gc.removed(event.entry)
         if rt.namespaced:
             self._maybe_finalize_namespace(current.namespace)
         return event.entry
-
-    def _collect_dependents(self, uid: str, *, orphan: bool) -> None:
-        """The garbage collector, run at once: dependents left with no existing owner are
-        deleted (background propagation), or lose the reference (orphan propagation)."""
-        for store_key, namespace, name in self.store.dependents(uid):
-            entry = self.store.get(store_key, namespace, name)
-            kind = self._type_for(store_key)
-            if entry is None or kind is None:
-                continue
-            refs = entry.obj["metadata"].get("ownerReferences") or []
-            if orphan:
-                kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") == uid)]
-                new = copy.copy(entry.obj)
-                new["metadata"] = {**entry.obj["metadata"], "ownerReferences": kept}
-                if not kept:
-                    del new["metadata"]["ownerReferences"]
-                self.store.commit(store_key, "MODIFIED", new, entry)
-            elif not any(isinstance(r, dict) and self.store.exists(str(r.get("uid")))
-                         for r in refs):
-                self.delete(kind, namespace, name)
 
     # -- namespaces ------------------------------------------------------------------------
 
@@ -337,7 +328,7 @@ class ObjectAPI:
             for store_key, entries in list(self.store.namespaced_store_keys(name)):
                 if store_key == NAMESPACES_KEY:
                     continue
-                kind = self._type_for(store_key)
+                kind = self.type_for(store_key)
                 if kind is None:
                     continue
                 for entry in entries:
@@ -348,7 +339,7 @@ class ObjectAPI:
         latest = self.store.get(NAMESPACES_KEY, "", name)
         return (latest or current), latest is None
 
-    def _type_for(self, store_key: str) -> ResourceType | None:
+    def type_for(self, store_key: str) -> ResourceType | None:
         for rt in self.registry:
             if rt.store_key == store_key:
                 return rt
@@ -407,3 +398,7 @@ class ObjectAPI:
 def _orphans(options: dict[str, Any] | None) -> bool:
     options = options or {}
     return options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents") is True
+
+
+def _foreground(options: dict[str, Any] | None) -> bool:
+    return (options or {}).get("propagationPolicy") == "Foreground"

@@ -55,7 +55,7 @@ def api_group_list(registry: Registry) -> dict[str, Any]:
 
 def _legacy_resource(rt: ResourceType) -> dict[str, Any]:
     res: dict[str, Any] = {"name": rt.plural, "singularName": rt.singular,
-                           "namespaced": rt.namespaced, "kind": rt.kind, "verbs": list(ALL_VERBS)}
+                           "namespaced": rt.namespaced, "kind": rt.kind, "verbs": list(rt.verbs)}
     if rt.short_names:
         res["shortNames"] = list(rt.short_names)
     if rt.categories:
@@ -83,7 +83,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
     kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
     res: dict[str, Any] = {"resource": rt.plural, "responseKind": kind,
                            "scope": "Namespaced" if rt.namespaced else "Cluster",
-                           "singularResource": rt.singular, "verbs": list(ALL_VERBS)}
+                           "singularResource": rt.singular, "verbs": list(rt.verbs)}
     if rt.short_names:
         res["shortNames"] = list(rt.short_names)
     if rt.categories:
@@ -155,6 +155,9 @@ def openapi_document(registry: Registry, group: str, version: str) -> dict[str, 
         schemas[name] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
                          "x-kubernetes-group-version-kind": [gvk]}
         scope = f"{prefix}/namespaces/{{namespace}}" if rt.namespaced else prefix
+        if rt.verbs != ALL_VERBS:
+            paths[f"{scope}/{rt.plural}"] = {"post": _operation(rt, "post", ref)}
+            continue
         item = {action: _operation(rt, action, ref)
                 for action in ("get", "put", "patch", "delete")}
         paths[f"{scope}/{rt.plural}/{{name}}"] = item

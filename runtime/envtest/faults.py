@@ -24,6 +24,8 @@ class RequestRecord:
     path: str
     query: dict[str, str]
     status: int
+    # The authenticated user; "" when unknown (always, with RBAC off and no token).
+    user: str = ""
 
 
 @dataclass(slots=True)

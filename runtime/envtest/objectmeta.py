@@ -7,7 +7,7 @@ import re
 import time
 from typing import Any
 
-from runtime.envtest.registry import ResourceType
+from runtime.envtest.registry import RBAC_GROUP, ResourceType
 
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -40,6 +40,8 @@ def name_problems(rt: ResourceType, name: str, *, field: str = "metadata.name") 
         pattern, message, limit = _DNS1123_LABEL, _LABEL_MSG, 63
     elif rt.plural in ("events",):
         return []  # event names are free-form (they carry a dot and a hex suffix)
+    elif rt.group == RBAC_GROUP:
+        return _path_segment_problems(name, field)  # `system:discovery` is a valid role name
     else:
         pattern, message, limit = _DNS1123_SUBDOMAIN, _SUBDOMAIN_MSG, 253
     causes: list[Cause] = []
@@ -48,6 +50,18 @@ def name_problems(rt: ResourceType, name: str, *, field: str = "metadata.name") 
                        f'Invalid value: "{name}": must be no more than {limit} characters'))
     if not pattern.match(name):
         causes.append((field, "FieldValueInvalid", f'Invalid value: "{name}": {message}'))
+    return causes
+
+
+def _path_segment_problems(name: str, field: str) -> list[Cause]:
+    causes: list[Cause] = []
+    if name in (".", ".."):
+        causes.append((field, "FieldValueInvalid", f"Invalid value: \"{name}\": may not be "
+                       f"'{name}'"))
+    for bad in ("/", "%"):
+        if bad in name:
+            causes.append((field, "FieldValueInvalid", f"Invalid value: \"{name}\": may not "
+                           f"contain '{bad}'"))
     return causes
 
 

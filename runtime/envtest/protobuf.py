@@ -1,5 +1,6 @@
 """Decoding of the protobuf request bodies kubectl's typed commands send (`kubectl create
-namespace|configmap|secret|serviceaccount|service`). Only those kinds are known; any other
+namespace|configmap|secret|serviceaccount|service`, `kubectl auth can-i|whoami`). Only those
+kinds are known; any other
 protobuf body gets 415, after which a client must send JSON.
 
 Wire format: the 4-byte magic `k8s\\0`, then a `runtime.Unknown` message (typeMeta = 1,
@@ -52,10 +53,21 @@ _SCHEMAS: dict[str, dict[int, _Field]] = {
                     4: ("targetPort", "intorstr"), 5: ("nodePort", "int"),
                     6: ("appProtocol", "string")},
     "IntOrString": {1: ("type", "int"), 2: ("intVal", "int"), 3: ("strVal", "string")},
+    "SelfSubjectAccessReview": {1: ("metadata", "ObjectMeta"),
+                                2: ("spec", "SelfSubjectAccessReviewSpec")},
+    "SelfSubjectAccessReviewSpec": {1: ("resourceAttributes", "ResourceAttributes"),
+                                    2: ("nonResourceAttributes", "NonResourceAttributes")},
+    "ResourceAttributes": {1: ("namespace", "string"), 2: ("verb", "string"),
+                           3: ("group", "string"), 4: ("version", "string"),
+                           5: ("resource", "string"), 6: ("subresource", "string"),
+                           7: ("name", "string")},
+    "NonResourceAttributes": {1: ("path", "string"), 2: ("verb", "string")},
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta")},
     "Unknown": {1: ("typeMeta", "TypeMeta"), 2: ("raw", "bytes")},
     "TypeMeta": {1: ("apiVersion", "string"), 2: ("kind", "string")},
 }
-KINDS = frozenset({"ConfigMap", "Secret", "Namespace", "ServiceAccount", "Service"})
+KINDS = frozenset({"ConfigMap", "Secret", "Namespace", "ServiceAccount", "Service",
+                   "SelfSubjectAccessReview", "SelfSubjectReview"})
 
 
 class _Malformed(ValueError):

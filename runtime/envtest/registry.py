@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class ResourceType:
     # Where objects are kept: all versions of one CRD share it.
     storage_key: str = ""
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    # Review kinds (SelfSubjectAccessReview, …) are create-only and never stored.
+    verbs: tuple[str, ...] = ALL_VERBS
 
     @property
     def api_version(self) -> str:
@@ -90,6 +93,20 @@ BUILTINS: tuple[ResourceType, ...] = (
     ResourceType("networking.k8s.io", "v1", "ingressclasses", "IngressClass", "ingressclass",
                  namespaced=False),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", "lease"),
+    # Served so that in-cluster manifests apply; with `rbac=True` they also drive authorization.
+    ResourceType(RBAC_GROUP, "v1", "roles", "Role", "role"),
+    ResourceType(RBAC_GROUP, "v1", "rolebindings", "RoleBinding", "rolebinding"),
+    ResourceType(RBAC_GROUP, "v1", "clusterroles", "ClusterRole", "clusterrole",
+                 namespaced=False),
+    ResourceType(RBAC_GROUP, "v1", "clusterrolebindings", "ClusterRoleBinding",
+                 "clusterrolebinding", namespaced=False),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget",
+                 "poddisruptionbudget", short_names=("pdb",), has_status=True),
+    ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews",
+                 "SelfSubjectAccessReview", "selfsubjectaccessreview", namespaced=False,
+                 verbs=("create",)),
+    ResourceType("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview",
+                 "selfsubjectreview", namespaced=False, verbs=("create",)),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                  "CustomResourceDefinition", "customresourcedefinition", namespaced=False,
                  short_names=("crd", "crds"), categories=("api-extensions",), has_status=True,

@@ -90,6 +90,8 @@ def parse_target(registry: Registry, method: str, path: str,
         verb = "delete" if name else "deletecollection"
     else:
         raise method_not_allowed(method, path)
+    if verb not in rt.verbs:
+        raise method_not_allowed(method, path)
     return Target(rt, namespace, name, sub, verb, watch_prefix, query)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import random
-from collections.abc import Sequence
+import ssl
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -15,32 +17,51 @@ from aiohttp import web
 
 from runtime.clock import Clock, RealClock
 from runtime.envtest import discovery
+from runtime.envtest.access import AccessControl, is_review
 from runtime.envtest.admin import ADMIN_PREFIX, AdminHandlers
 from runtime.envtest.api import ObjectAPI
+from runtime.envtest.auth import User, service_account_user
 from runtime.envtest.faults import Faults, RequestRecord
 from runtime.envtest.handlers import ApiHandlers, WatchHub
-from runtime.envtest.registry import CRD_GROUP, CRD_PLURAL, Registry
+from runtime.envtest.rbac import Denial, bootstrap_policy
+from runtime.envtest.registry import CRD_GROUP, CRD_PLURAL, RBAC_GROUP, Registry
 from runtime.envtest.routes import error_response, parse_target
 from runtime.envtest.status import StatusError
 from runtime.envtest.store import Store
+from runtime.envtest.tls import Certificate, self_signed
 
 HOST = "127.0.0.1"
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
                  "DELETE": "delete"}
 _RECORD = web.RequestKey("envtest.record", tuple)
+_USER = web.RequestKey("envtest.user", str)
 _log = logging.getLogger(__name__)
 
 
 class EnvTestServer:
     """A Kubernetes API server for tests and the demo. Use as `async with`, or call
-    `start()`/`stop()`."""
+    `start()`/`stop()`.
+
+    With `rbac=True` every API request needs `Authorization: Bearer <token>` for a known
+    identity (401 otherwise) and is authorized by the RBAC objects in the store (403 otherwise).
+    `tokens` maps tokens to users; the admin token (`admin_token`, generated if not given) is
+    in `system:masters`, and is what `write_kubeconfig()` writes by default.
+
+    With `tls=True` it serves HTTPS with a fresh self-signed certificate (which the kubeconfig
+    trusts): kubectl sends tokens only over TLS."""
 
     def __init__(self, *, port: int = 0, crds: Sequence[Path] | None = None,
                  bookmark_interval: float = 60.0, history_size: int = 10_000,
-                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+                 clock: Clock | None = None, rng: random.Random | None = None,
+                 rbac: bool = False, tokens: Mapping[str, User] | None = None,
+                 admin_token: str | None = None, tls: bool = False) -> None:
         if history_size < 1:
             raise ValueError("history_size must be at least 1")
+        # Tokens never draw from `rng`: that would shift every uid a seeded test expects.
+        self._token_rng = random.SystemRandom()
+        self._cert: Certificate | None = self_signed(host=HOST) if tls else None
+        self._ssl = self._cert.server_context() if self._cert is not None else None
         self.bookmark_interval = bookmark_interval
         self.faults = Faults()
         self._port = port
@@ -58,12 +79,18 @@ class EnvTestServer:
                                      address=lambda: f"{HOST}:{self._port}",
                                      wall=(clock or RealClock()).wall)
         self._admin = AdminHandlers(self)
+        self.access = AccessControl(self._store, enabled=rbac,
+                                    admin_token=admin_token or self._new_token("admin"),
+                                    tokens=tokens)
         self._log: list[RequestRecord] = []
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
         for name in INITIAL_NAMESPACES:
             self.api.create(self._registry_type("", "v1", "namespaces"), "",
                             {"metadata": {"name": name}})
+        if rbac:
+            for plural, obj in bootstrap_policy():
+                self.api.create(self._registry_type(RBAC_GROUP, "v1", plural), "", obj)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -106,7 +133,7 @@ class EnvTestServer:
         assert self._runner.server is not None
         loop = asyncio.get_running_loop()
         self._listener = await loop.create_server(self._runner.server, HOST, self._port,
-                                                  reuse_address=True)
+                                                  reuse_address=True, ssl=self._ssl)
         self._port = self._listener.sockets[0].getsockname()[1]
 
     async def pause(self) -> None:
@@ -136,7 +163,16 @@ class EnvTestServer:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self._port}"
+        return f"{'https' if self._cert else 'http'}://{HOST}:{self._port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The server certificate (its own CA) with `tls=True`, else None."""
+        return self._cert.cert_pem if self._cert is not None else None
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """For Python clients (aiohttp `ssl=`): trusts this server's certificate."""
+        return self._cert.client_context() if self._cert is not None else None
 
     @property
     def revision(self) -> int:
@@ -153,6 +189,42 @@ class EnvTestServer:
     def clear_request_log(self) -> None:
         self._log.clear()
 
+    # -- identities and authorization ------------------------------------------------------
+
+    @property
+    def rbac(self) -> bool:
+        return self.access.enabled
+
+    @property
+    def admin_token(self) -> str:
+        return self.access.authenticator.admin_token
+
+    @property
+    def denials(self) -> list[Denial]:
+        """Requests refused with 403, oldest first."""
+        return list(self.access.denials)
+
+    def clear_denials(self) -> None:
+        self.access.denials.clear()
+
+    def _new_token(self, prefix: str) -> str:
+        return f"envtest-{prefix}-{self._token_rng.getrandbits(96):024x}"
+
+    def add_token(self, token: str, user: User) -> None:
+        """Let `token` authenticate as `user` (`system:authenticated` is added)."""
+        self.access.authenticator.add(token, user)
+
+    def remove_token(self, token: str) -> None:
+        self.access.authenticator.remove(token)
+
+    def add_service_account(self, namespace: str, name: str, *,
+                            token: str | None = None) -> str:
+        """A token for `system:serviceaccount:<namespace>:<name>` (with the service-account
+        groups); returns it. The ServiceAccount object itself is not created."""
+        token = token or self._new_token(f"sa-{namespace}-{name}")
+        self.add_token(token, service_account_user(namespace, name))
+        return token
+
     def compact(self) -> None:
         """Forced compaction: watching from any revision before now answers 410 Gone."""
         self._store.compact()
@@ -165,14 +237,22 @@ class EnvTestServer:
         except TimeoutError:
             _log.warning("envtest: %d watch streams did not end in time", self.watch_count)
 
-    def write_kubeconfig(self, path: Path | str) -> Path:
-        """A kubeconfig (plain HTTP, no credentials) usable by kubectl and kubernetes-asyncio."""
+    def write_kubeconfig(self, path: Path | str, *, token: str | None = None) -> Path:
+        """A kubeconfig usable by kubectl and kubernetes-asyncio (trusting the certificate with
+        `tls=True`). It carries `token`, or with RBAC on and no token the admin token;
+        otherwise no credentials."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        if token is None and self.rbac:
+            token = self.admin_token
+        cluster: dict[str, str] = {"server": self.url}
+        if self._cert is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(
+                self._cert.cert_pem).decode()
         config = {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
-            "clusters": [{"name": "envtest", "cluster": {"server": self.url}}],
-            "users": [{"name": "envtest", "user": {}}],
+            "clusters": [{"name": "envtest", "cluster": cluster}],
+            "users": [{"name": "envtest", "user": {"token": token} if token else {}}],
             "contexts": [{"name": "envtest", "context": {"cluster": "envtest",
                                                          "user": "envtest",
                                                          "namespace": "default"}}],
@@ -235,6 +315,12 @@ class EnvTestServer:
             verb, resource = target.verb, target.rt.plural
         request[_RECORD] = (verb, request.path, query)
         try:
+            # Authentication and authorization run before routing, so an unauthorized caller
+            # learns nothing about what exists.
+            user = self.access.identify(request)
+            if user is not None:
+                request[_USER] = user.name
+            self.access.check(user, request.method, request.path, query)
             if self.faults.latency > 0:
                 await asyncio.sleep(self.faults.latency)
             if problem is None:
@@ -243,6 +329,8 @@ class EnvTestServer:
                 raise problem
             if target is None:
                 return await self._handlers.non_resource(request)
+            if is_review(target.rt):
+                return await self.access.review(request, target, user)
             return await self._handlers.resource(request, target)
         except StatusError as err:
             return error_response(err)
@@ -254,4 +342,5 @@ class EnvTestServer:
         record = request.get(_RECORD)
         if record is not None:
             verb, path, query = record
-            self._log.append(RequestRecord(verb, path, query, response.status))
+            self._log.append(RequestRecord(verb, path, query, response.status,
+                                           request.get(_USER, "")))

@@ -197,6 +197,9 @@ class Store:
     def exists(self, uid: str) -> bool:
         return uid in self._uids
 
+    def key_of(self, uid: str) -> ObjectKey | None:
+        return self._uids.get(uid)
+
     def dependents(self, uid: str) -> list[ObjectKey]:
         """Keys of the objects whose ownerReferences name `uid`."""
         return sorted(self._dependents.get(uid, ()))
