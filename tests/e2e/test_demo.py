@@ -3,6 +3,7 @@ examples with the real kubectl, shows them and exits cleanly."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,10 +11,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_demo_applies_and_shows_the_examples() -> None:
+def test_demo_runs_the_whole_system_and_shows_the_takeover() -> None:
     aiolbc = Path(sys.executable).parent / "aiolbc"
-    proc = subprocess.run([str(aiolbc), "demo", "--no-hold"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
+    proc = subprocess.run([str(aiolbc), "demo", "--no-hold", "--objects", "6"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+                          check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "customresourcedefinition.apiextensions.k8s.io/targetgroupbindings.elbv2.k8s.aws" \
@@ -25,6 +27,14 @@ def test_demo_applies_and_shows_the_examples() -> None:
     # The listing shows the TargetGroupBinding with the CRD's printer columns.
     assert "SERVICE-NAME" in out
     assert "web-shared" in out
+    # The narrative: a leader, convergence, a takeover, the real change first, paced checks.
+    assert re.search(r"replica-[ab] is the leader", out)
+    assert "converged: 7 target groups hold their pods" in out
+    assert re.search(r"replica-[ab] took over [0-9.]+ s after the kill", out)
+    assert "10.0.1.12 registered in web-shared" in out
+    assert "checkpoints: 6 unchanged bindings matched" in out
+    assert "mutating AWS calls for them: 0" in out
+    assert "stopped cleanly" in out
     assert "Traceback" not in proc.stderr
 
 
