@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
+from controller.service import controller as service
 from controller.targetgroupbinding import controller as targetgroupbinding
 from runtime import metrics
 from runtime.client import KubeClient
@@ -65,6 +66,7 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None) ->
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
+    """Every controller shares the manager's informers, the AWS pool and the registry."""
     tgb_settings = targetgroupbinding.TargetGroupBindingSettings(
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
@@ -73,6 +75,7 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
         verify_burst=config.checkpoint_verify_burst,
         verify_max_wait=config.checkpoint_max_wait)
     targetgroupbinding.setup(manager, pool=pool, settings=tgb_settings)
+    service.setup(manager, pool=pool, settings=service.ServiceSettings.from_config(config))
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,
@@ -87,6 +90,9 @@ def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientP
 async def run(config: ControllerConfig) -> int:
     registry = metrics.default_registry()
     settings = aws_settings(config)
+    if not config.aws_vpc_id:
+        # Upstream reads it from the instance metadata; outside EC2 there is none to read.
+        raise ConfigError("--aws-vpc-id: required (subnet discovery for load balancers)")
     client = await KubeClient.load(config.kubeconfig, registry=registry)
     async with client, AWSClientPool(settings, registry=registry) as pool:
         manager = build_manager(config, client, pool, registry=registry)

@@ -130,7 +130,8 @@ class Controller:
         self.name = name
         self._reconciler = reconciler
         self._clock = clock or RealClock()
-        self.queue: PriorityQueue[Request] = queue or PriorityQueue(
+        # `is None`, not `or`: an empty queue is falsy (it has __len__).
+        self.queue: PriorityQueue[Request] = queue if queue is not None else PriorityQueue(
             name, clock=self._clock, registry=registry)
         self._workers_n = max_concurrent_reconciles
         self._metrics = _Metrics(name, registry, max_concurrent_reconciles)

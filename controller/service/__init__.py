@@ -1,4 +1,5 @@
-"""Service → Network Load Balancer: which Services qualify and their annotations, parsed."""
+"""Service → Network Load Balancer: which Services qualify, their annotations parsed, the pure
+model builder, and the reconciler that deploys the stack and its TargetGroupBindings."""
 
 from controller.service.annotations import (
     PREFIX,
@@ -10,13 +11,29 @@ from controller.service.annotations import (
     qualifies,
     relevant_annotations,
 )
+from controller.service.model import (
+    MODEL_VERSION,
+    STACK_NAME_LABEL,
+    STACK_NAMESPACE_LABEL,
+    InvalidService,
+    ModelSettings,
+    build_stack,
+    checkpoint_input,
+)
 
 __all__ = [
+    "MODEL_VERSION",
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
+    "STACK_NAMESPACE_LABEL",
+    "STACK_NAME_LABEL",
     "HealthCheckSettings",
+    "InvalidService",
+    "ModelSettings",
     "ServiceDefaults",
     "ServiceLBConfig",
+    "build_stack",
+    "checkpoint_input",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",

@@ -193,8 +193,9 @@ async def lease_watch(client: KubeClient) -> AsyncIterator[list[tuple[float, dic
             await task
 
 
-def _flags(kubeconfig: Path, aws_url: str) -> list[str]:
+def _flags(kubeconfig: Path, aws_url: str, vpc_id: str) -> list[str]:
     return [f"--kubeconfig={kubeconfig}", "--cluster-name=e2e", "--aws-region=us-west-2",
+            f"--aws-vpc-id={vpc_id}",
             f"--aws-endpoint-url={aws_url}", f"--leader-election-id={LEASE}",
             f"--leader-election-lease-duration={LEASE_DURATION}s",
             f"--leader-election-renew-deadline={RENEW_DEADLINE}s",
@@ -215,7 +216,7 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
         home.mkdir()
         await Kubectl(envtest.kubeconfig, home)("apply", "-k", str(MANIFESTS), timeout=60)
         env = controller_environment(POD_NAMESPACE=NAMESPACE)
-        flags = _flags(envtest.kubeconfig_for(TOKEN), aws_proxy.url)
+        flags = _flags(envtest.kubeconfig_for(TOKEN), aws_proxy.url, aws_seed.vpc_id)
         # The test's own AWS calls go straight to moto: the proxy logs the controllers' only.
         direct = AWSSettings(region=aws_seed.region, endpoint_url=moto_standin.url,
                              access_key="testing", secret_key="testing")

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from runtime.clock import FakeClock
 from runtime.controller import Controller, ReconcileError, Result, TerminalError
 from runtime.handlers import EnqueueForObject, EnqueueFromMap, Request
-from runtime.workqueue import LOW, NORMAL
+from runtime.workqueue import LOW, NORMAL, PriorityQueue
 
 
 class Scripted:
@@ -218,3 +218,10 @@ def test_map_handler_wakes_old_and_new_owners() -> None:
                         "labels": {"svc": "two"}}}
     handler.on_update(old, new)
     assert {r.name for r, _ in target.added} == {"one", "two"}
+
+
+def test_a_given_queue_is_used_even_when_empty(clock: FakeClock) -> None:
+    queue: PriorityQueue[Request] = PriorityQueue("paced", clock=clock, low_priority_qps=1.0)
+    assert len(queue) == 0
+    ctrl = Controller("c", Scripted({}), clock=clock, registry=CollectorRegistry(), queue=queue)
+    assert ctrl.queue is queue

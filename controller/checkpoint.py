@@ -1,0 +1,128 @@
+"""Checkpoints for Services and Ingress groups: a digest of the model last deployed, stored as an
+annotation on the object(s), so that a restarted controller can tell unchanged objects from
+changed ones without asking AWS.
+
+Value: `v<builder version>:<checkpoint_digest(stack)>`, where the digest covers the pure
+stage's canonical JSON with secret material (OIDC client credentials) folded in, and nothing
+read from AWS; so it is stable across restarts and computable from the informer caches.
+Bumping a builder's version invalidates every stored checkpoint of its kind at once: the next
+start verifies everything at normal priority.
+
+The priority decision happens in the event handler (no I/O there): an initial-list add or a
+resync whose computed checkpoint equals the stored one goes to the paced LOW lane; anything
+else is NORMAL. "" is never a valid checkpoint, so it doubles as the reset marker written
+before a changed model is deployed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+import structlog
+
+from controller.model import Stack, checkpoint_digest
+from runtime.handlers import EventKind, PriorityFn
+from runtime.workqueue import LOW, NORMAL
+
+Obj = dict[str, Any]
+
+CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
+CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
+ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
+
+log = structlog.get_logger("checkpoint")
+
+
+def compute(stack: Stack, *, version: int) -> str:
+    """The checkpoint of a desired stack built by a builder of `version`."""
+    if version < 1:
+        raise ValueError(f"builder version must be >= 1, got {version}")
+    return f"v{version}:{checkpoint_digest(stack)}"
+
+
+def stored(obj: Mapping[str, Any]) -> str:
+    """The object's stored checkpoint, "" when it has none."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(CHECKPOINT_ANNOTATION)
+    return value if isinstance(value, str) else ""
+
+
+def group_stored(members: Iterable[Mapping[str, Any]]) -> str:
+    """An Ingress group's stored checkpoint: the one value its members carry. Members without
+    the annotation are ignored; conflicting values (or none at all) give "" (as upstream's
+    prototype): a new member changes the model anyway, so it can never cause a false match."""
+    values = {value for member in members if (value := stored(member))}
+    return values.pop() if len(values) == 1 else ""
+
+
+def matches(computed: str | None, current: str) -> bool:
+    return bool(computed) and computed == current
+
+
+def patch(value: str, *, timestamp: float) -> Obj:
+    """Merge patch writing the checkpoint and its Unix-seconds timestamp."""
+    return {"metadata": {"annotations": {
+        CHECKPOINT_ANNOTATION: value,
+        CHECKPOINT_TIMESTAMP_ANNOTATION: str(int(timestamp)),
+    }}}
+
+
+def removal_patch() -> Obj:
+    """Merge patch dropping both annotations (an object we no longer manage)."""
+    return {"metadata": {"annotations": dict.fromkeys(sorted(ANNOTATIONS))}}
+
+
+def without_checkpoint(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Annotations minus the checkpoint ones, for comparing objects we and another controller
+    both write (a managed TargetGroupBinding carries the TGB controller's checkpoint)."""
+    return {k: v for k, v in (annotations or {}).items() if k not in ANNOTATIONS}
+
+
+def priority_function(compute_from_cache: Callable[[Obj], str | None], *, enabled: bool,
+                      current: Callable[[Obj], str] = stored) -> PriorityFn:
+    """A handler priority function (runtime.handlers.PriorityFn).
+
+    `compute_from_cache(obj)` runs the pure stage from the informer caches and returns the
+    checkpoint, or None when there is nothing to compare (bad input, not ours, being deleted);
+    it must not do I/O. `current(obj)` reads the stored checkpoint (an Ingress group passes one
+    reading every member). Initial-list adds and resyncs that match go LOW; other
+    initial-list adds and resyncs go NORMAL; other events keep their default. Disabled: all
+    NORMAL, so a restart reconciles everything at full speed, as upstream does."""
+
+    def priority(obj: Obj, kind: EventKind, default: int) -> int:
+        if not enabled:
+            return NORMAL
+        if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
+            return default
+        try:
+            value = compute_from_cache(obj)
+        except ValueError:
+            return NORMAL  # bad input: its reconcile reports it, at once and without AWS calls
+        except Exception:
+            # A handler must never raise into the informer's delivery loop.
+            log.exception("checkpoint computation failed", object=_name(obj))
+            return NORMAL
+        return LOW if matches(value, current(obj)) else NORMAL
+
+    return priority
+
+
+def _name(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+__all__ = [
+    "ANNOTATIONS",
+    "CHECKPOINT_ANNOTATION",
+    "CHECKPOINT_TIMESTAMP_ANNOTATION",
+    "compute",
+    "group_stored",
+    "matches",
+    "patch",
+    "priority_function",
+    "removal_patch",
+    "stored",
+    "without_checkpoint",
+]

@@ -1,0 +1,279 @@
+"""The pure stage of the Service model builder: a Service, its annotations and the controller's
+settings in, the desired ELBv2 `Stack` out. No AWS call, no Kubernetes call: the event handler
+runs it on cached objects to compute a checkpoint, and the reconciler runs it before deploying.
+
+One NLB per Service (stack id `namespace/name`, kind "service"); per Service port a listener, a
+target group and a TargetGroupBinding. TCP and UDP on the same port number share one TCP_UDP
+listener, as upstream merges them. Subnets stay a `SubnetDiscovery` placeholder unless the
+annotation lists them; the resolve stage (the deployer's resolver) fills them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from controller import checkpoint
+from controller.annotations import TRAFFIC_PORT, TrafficPort
+from controller.config import DEFAULT_LOAD_BALANCER_CLASS
+from controller.model import (
+    ForwardAction,
+    HealthCheck,
+    HealthCheckMatcher,
+    Listener,
+    LoadBalancer,
+    Ref,
+    ServiceReference,
+    Stack,
+    StackBuilder,
+    SubnetDiscovery,
+    TargetGroup,
+    TargetGroupBindingResource,
+    WeightedTargetGroup,
+    service_load_balancer_name,
+    target_group_name,
+)
+from controller.model.listener import ListenerProtocol
+from controller.model.stack import InvalidStack, describe_validation_error
+from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
+from controller.service.annotations import (
+    ServiceDefaults,
+    ServiceLBConfig,
+    parse_service_config,
+    qualifies,
+)
+
+# Bump when the same inputs would build a different stack: every stored checkpoint of a
+# Service then stops matching, and the next start verifies all of them at normal priority.
+MODEL_VERSION: Final = 1
+LOAD_BALANCER_ID: Final = "LoadBalancer"
+# Upstream's labels on the TargetGroupBindings a Service owns.
+STACK_NAME_LABEL: Final = "service.k8s.aws/stack-name"
+STACK_NAMESPACE_LABEL: Final = "service.k8s.aws/stack-namespace"
+
+
+class InvalidService(ValueError):
+    """A Service spec the builder cannot turn into an NLB; the message is shown as is."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSettings:
+    """The controller configuration that shapes a Service's model (and hence its checkpoint)."""
+
+    cluster_name: str
+    load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
+    defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
+
+
+@dataclass(frozen=True, slots=True)
+class _Port:
+    port: int
+    protocol: str  # TCP, UDP or TCP_UDP (merged)
+    spec: Mapping[str, Any]  # the Service port the target group forwards to
+
+
+def stack_id(service: Mapping[str, Any]) -> str:
+    meta = service.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack:
+    """Raises `AnnotationError` (bad annotation), `InvalidService` (bad spec) or `InvalidStack`
+    (a model AWS would refuse): each a ValueError with one line of text."""
+    config = parse_service_config(service, defaults=settings.defaults)
+    try:
+        return _Builder(service, config, settings).build()
+    except ValidationError as exc:
+        # A resource refused on construction (e.g. more tags than AWS allows).
+        raise InvalidStack(f"service {stack_id(service)}: "
+                           f"{describe_validation_error(exc)}") from None
+
+
+def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack | None:
+    """The stack a checkpoint is computed from, or None when the Service is not ours to build
+    (not qualifying, or being deleted): nothing to compare then."""
+    if (service.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    if not qualifies(service, load_balancer_class=settings.load_balancer_class):
+        return None
+    return build_stack(service, settings=settings)
+
+
+def checkpoint_of(service: Mapping[str, Any], *, settings: ModelSettings) -> str | None:
+    """The Service's checkpoint as computed from cached objects, None when there is none to
+    compare. Raises like `build_stack` on bad input."""
+    stack = checkpoint_input(service, settings=settings)
+    return checkpoint.compute(stack, version=MODEL_VERSION) if stack is not None else None
+
+
+class _Builder:
+    def __init__(self, service: Mapping[str, Any], config: ServiceLBConfig,
+                 settings: ModelSettings) -> None:
+        meta = service.get("metadata") or {}
+        self.namespace = str(meta.get("namespace") or "")
+        self.name = str(meta.get("name") or "")
+        self.uid = str(meta.get("uid") or "")
+        self.spec: Mapping[str, Any] = service.get("spec") or {}
+        self.config = config
+        self.settings = settings
+        self.stack_id = f"{self.namespace}/{self.name}"
+        self.builder = StackBuilder(self.stack_id, kind="service")
+
+    def build(self) -> Stack:
+        ports = self._ports()
+        cfg = self.config
+        lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
+            name=cfg.name or service_load_balancer_name(
+                self.settings.cluster_name, self.namespace, self.name, cfg.scheme, uid=self.uid),
+            type="network", scheme=cfg.scheme, ip_address_type=cfg.ip_address_type,
+            subnets=cfg.subnets if cfg.subnets is not None else SubnetDiscovery(
+                role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
+            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags)))
+        for port in ports:
+            self._add_port(port, lb)
+        return self.builder.build()
+
+    def _ports(self) -> list[_Port]:
+        raw = self.spec.get("ports")
+        if not isinstance(raw, list) or not raw:
+            raise InvalidService(f"service {self.stack_id} has no ports")
+        by_number: dict[int, _Port] = {}
+        for item in raw:
+            if not isinstance(item, Mapping) or type(item.get("port")) is not int:
+                raise InvalidService(f"service {self.stack_id} has a port without a number")
+            number = int(item["port"])
+            protocol = str(item.get("protocol") or "TCP").upper()
+            if protocol not in ("TCP", "UDP"):
+                raise InvalidService(f"service {self.stack_id} port {number}: protocol "
+                                     f"{protocol} is not supported by a network load balancer")
+            seen = by_number.get(number)
+            if seen is None:
+                by_number[number] = _Port(number, protocol, item)
+            elif {seen.protocol, protocol} == {"TCP", "UDP"}:
+                # One listener per port: TCP and UDP on one number become TCP_UDP (upstream).
+                tcp = seen.spec if seen.protocol == "TCP" else item
+                by_number[number] = _Port(number, "TCP_UDP", tcp)
+            else:
+                raise InvalidService(f"service {self.stack_id} uses port {number} twice")
+        return [by_number[n] for n in sorted(by_number)]
+
+    def _listener_protocol(self, port: _Port) -> ListenerProtocol:
+        name = port.spec.get("name")
+        tls = self.config.is_tls_port(port=port.port, name=name if isinstance(name, str) else None,
+                                      protocol=port.protocol)
+        if tls and port.protocol == "TCP_UDP":
+            raise InvalidService(f"service {self.stack_id} port {port.port}: a TLS listener "
+                                 "cannot also carry UDP")
+        if tls:
+            return "TLS"
+        if port.protocol == "UDP":
+            return "UDP"
+        return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
+
+    def _add_port(self, port: _Port, lb: Ref) -> None:
+        cfg = self.config
+        listener_protocol = self._listener_protocol(port)
+        tg_protocol: TargetGroupProtocol = listener_protocol
+        if listener_protocol == "TLS":
+            tg_protocol = "TLS" if cfg.backend_protocol == "ssl" else "TCP"
+        target_type = cfg.target_type
+        tg_port = self._target_port(port.spec)
+        resource_id = f"{self.stack_id}:{port.port}"
+        ip_type = self._target_ip_address_type()
+        tg = TargetGroup(
+            name=target_group_name(
+                self.settings.cluster_name, stack_id=self.stack_id,
+                service_namespace=self.namespace, service_name=self.name,
+                service_uid=self.uid, service_port=str(port.port), target_port=str(tg_port),
+                target_type=target_type, protocol=tg_protocol),
+            protocol=tg_protocol, port=tg_port, target_type=target_type,
+            ip_address_type=ip_type, health_check=self._health_check(),
+            attributes=dict(cfg.target_group_attributes), tags=dict(cfg.tags))
+        tg_ref = self.builder.add_target_group(resource_id, tg)
+        tls = listener_protocol == "TLS"
+        self.builder.add_listener(str(port.port), Listener(
+            load_balancer_arn=lb, port=port.port, protocol=listener_protocol,
+            certificates=cfg.ssl_certificates if tls else (),
+            ssl_policy=cfg.ssl_policy if tls else None,
+            alpn_policy=cfg.alpn_policy if tls else None,
+            default_actions=[ForwardAction(target_groups=[
+                WeightedTargetGroup(target_group_arn=tg_ref)])],
+            tags=dict(cfg.tags)))
+        self.builder.add(resource_id, TargetGroupBindingResource(
+            name=tg.name, namespace=self.namespace, target_group_arn=tg_ref,
+            target_type=target_type, service_ref=ServiceReference(name=self.name, port=port.port),
+            ip_address_type=ip_type, multi_cluster_target_group=cfg.multi_cluster_target_group,
+            node_selector=(dict(cfg.target_node_labels)
+                           if target_type == "instance" and cfg.target_node_labels else None),
+            labels={STACK_NAME_LABEL: self.name, STACK_NAMESPACE_LABEL: self.namespace}))
+
+    def _target_port(self, port: Mapping[str, Any]) -> int:
+        # Upstream: the node port for instance targets; the numeric target port for ip targets,
+        # else 1 (targets are registered with their own ports, so it is only a default).
+        if self.config.target_type == "instance":
+            node_port = port.get("nodePort")
+            if type(node_port) is not int or not 1 <= node_port <= 65535:
+                raise InvalidService(
+                    f"service {self.stack_id} port {port.get('port')} has no nodePort, which "
+                    "instance targets need (allocateLoadBalancerNodePorts is false?)")
+            return node_port
+        target = port.get("targetPort", port.get("port"))
+        if type(target) is int and 1 <= target <= 65535:
+            return target
+        return 1
+
+    def _target_ip_address_type(self) -> TargetIpAddressType:
+        families = self.spec.get("ipFamilies")
+        first = families[0] if isinstance(families, list) and families else "IPv4"
+        if (self.config.target_type == "ip" and self.config.ip_address_type == "dualstack"
+                and first == "IPv6"):
+            return "ipv6"
+        return "ipv4"
+
+    def _health_check(self) -> HealthCheck:
+        hc = self.config.health_check
+        http = hc.protocol != "TCP"
+        return HealthCheck(
+            protocol=hc.protocol, port=self._health_check_port(hc.port),
+            path=hc.path if http else None, interval_seconds=hc.interval_seconds,
+            timeout_seconds=hc.timeout_seconds, healthy_threshold=hc.healthy_threshold,
+            unhealthy_threshold=hc.unhealthy_threshold,
+            matcher=HealthCheckMatcher(http_code=hc.success_codes)
+            if http and hc.success_codes else None)
+
+    def _health_check_port(self, port: int | str) -> int | TrafficPort:
+        if isinstance(port, int):
+            return port
+        if port == TRAFFIC_PORT:
+            return TRAFFIC_PORT
+        # A named Service port: its node port (instance) or its numeric target port (ip).
+        for candidate in self.spec.get("ports") or []:
+            if isinstance(candidate, Mapping) and candidate.get("name") == port:
+                if self.config.target_type == "instance":
+                    value = candidate.get("nodePort")
+                else:
+                    value = candidate.get("targetPort", candidate.get("port"))
+                if type(value) is int:
+                    return value
+                raise InvalidService(
+                    f"service {self.stack_id}: health check port {port!r} resolves to "
+                    f"{value!r}, not a port number")
+        raise InvalidService(f"service {self.stack_id}: health check port {port!r} is not one "
+                             "of the Service's ports")
+
+
+__all__ = [
+    "LOAD_BALANCER_ID",
+    "MODEL_VERSION",
+    "STACK_NAMESPACE_LABEL",
+    "STACK_NAME_LABEL",
+    "InvalidService",
+    "ModelSettings",
+    "build_stack",
+    "checkpoint_input",
+    "checkpoint_of",
+    "stack_id",
+]

@@ -1,0 +1,219 @@
+"""A cluster for Service tests: the local API server with the CRDs, one Manager running the
+Service and TargetGroupBinding controllers against moto behind the fault proxy, functions to
+shape Services and EndpointSlices, and read-only inspection of moto (a plain client that
+bypasses the proxy, so inspecting never shows up in the proxy's log)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controller.aws import AWSClientPool
+from controller.deploy import DeployerSettings
+from controller.service import controller as service_controller
+from controller.service.annotations import PREFIX
+from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
+from controller.targetgroupbinding import controller as tgb_controller
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.testing import AwsSeed
+from runtime.client import KubeClient
+from runtime.envtest import EnvTestServer
+from runtime.errors import NotFound
+from runtime.manager import Manager, ManagerOptions
+from runtime.resources import ENDPOINTSLICES, EVENTS, SERVICES
+
+CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+NLB_CLASS = "service.k8s.aws/nlb"
+Obj = dict[str, Any]
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 15.0,
+                     message: str = "condition not reached in time") -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(0.05)
+
+
+def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.ServiceSettings:
+    values: dict[str, Any] = {
+        "cluster_name": seed.cluster_name,
+        "deployer": DeployerSettings(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id,
+                                     in_use_backoff=0.01),
+        "cleanup_poll": 0.2,
+    }
+    values.update(overrides)
+    return service_controller.ServiceSettings(**values)
+
+
+@dataclass
+class Cluster:
+    server: EnvTestServer
+    client: KubeClient
+    pool: AWSClientPool
+    seed: AwsSeed
+    elbv2: Any  # a plain botocore client on moto, for inspection
+    namespace: str = "default"
+    manager: Manager | None = None
+    task: asyncio.Task[int] | None = None
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    async def start(self, *, settings: service_controller.ServiceSettings | None = None,
+                    tgb_settings: tgb_controller.TargetGroupBindingSettings | None = None
+                    ) -> Manager:
+        self.registry = CollectorRegistry()
+        self.manager = Manager(self.client, options=ManagerOptions(), registry=self.registry)
+        service_controller.setup(self.manager, pool=self.pool,
+                                 settings=settings or service_settings(self.seed))
+        tgb_controller.setup(self.manager, pool=self.pool, settings=tgb_settings)
+        self.task = asyncio.create_task(self.manager.run())
+        await eventually(lambda: asyncio.sleep(0, self.manager is not None
+                                               and self.manager.leading))
+        return self.manager
+
+    async def stop(self) -> int:
+        assert self.manager is not None
+        assert self.task is not None
+        self.manager.stop()
+        code = await asyncio.wait_for(self.task, 15)
+        self.manager, self.task = None, None
+        return code
+
+    def reconciles(self, controller: str = service_controller.CONTROLLER_NAME,
+                   result: str | None = None) -> float:
+        results = (result,) if result else ("success", "error", "requeue", "requeue_after")
+        return sum(self.registry.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": controller, "result": r})
+            or 0.0 for r in results)
+
+    def _total(self) -> float:
+        return sum(self.reconciles(c.name) for c in self.manager.controllers) \
+            if self.manager else 0.0
+
+    async def settled(self, quiet: float = 0.4) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds."""
+        assert self.manager is not None
+        loop = asyncio.get_running_loop()
+        last, since = self._total(), loop.time()
+        while True:
+            await asyncio.sleep(0.05)
+            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            if busy or self._total() != last:
+                last, since = self._total(), loop.time()
+            elif loop.time() - since >= quiet:
+                return
+
+    # ---- Kubernetes objects ---------------------------------------------------------------
+
+    async def service(self, name: str, *, annotations: dict[str, str] | None = None,
+                      ports: list[Obj] | None = None, target_type: str | None = "ip",
+                      load_balancer_class: str | None = NLB_CLASS) -> Obj:
+        notes = {(k if "/" in k else PREFIX + k): v for k, v in (annotations or {}).items()}
+        if target_type:
+            notes.setdefault(PREFIX + "aws-load-balancer-nlb-target-type", target_type)
+        spec: Obj = {"type": "LoadBalancer", "selector": {"app": name},
+                     "ports": ports or [http_port()]}
+        if load_balancer_class:
+            spec["loadBalancerClass"] = load_balancer_class
+        return await self.client.create(SERVICES, {
+            "metadata": {"name": name, "annotations": notes}, "spec": spec}, self.namespace)
+
+    async def get_service(self, name: str) -> Obj:
+        return await self.client.get(SERVICES, name, self.namespace)
+
+    async def patch_service(self, name: str, body: Obj, patch_type: str = "merge") -> Obj:
+        return await self.client.patch(SERVICES, name, body, self.namespace,
+                                       patch_type=patch_type)  # type: ignore[arg-type]
+
+    async def service_gone(self, name: str) -> bool:
+        try:
+            await self.get_service(name)
+        except NotFound:
+            return True
+        return False
+
+    async def endpoints(self, service: str, ips: list[str], *,
+                        ports: tuple[tuple[str, int], ...] = (("http", 8080),)) -> None:
+        """Create or replace the one EndpointSlice of `service`."""
+        name = f"{service}-abc"
+        body: Obj = {
+            "metadata": {"name": name, "namespace": self.namespace,
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "ports": [{"name": n, "port": p, "protocol": "TCP"} for n, p in ports],
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": True,
+                                                             "terminating": False},
+                           "targetRef": {"kind": "Pod", "name": f"pod-{ip}",
+                                         "uid": f"uid-{ip}"}} for ip in ips],
+        }
+        try:
+            current = await self.client.get(ENDPOINTSLICES, name, self.namespace)
+        except NotFound:
+            await self.client.create(ENDPOINTSLICES, body, self.namespace)
+            return
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        await self.client.update(ENDPOINTSLICES, body)
+
+    async def bindings(self, service: str) -> list[Obj]:
+        selector = f"{STACK_NAME_LABEL}={service},{STACK_NAMESPACE_LABEL}={self.namespace}"
+        listed = await self.client.list(TARGETGROUPBINDINGS, self.namespace,
+                                        label_selector=selector)
+        return list(listed["items"])
+
+    async def events(self, name: str) -> list[Obj]:
+        listed = await self.client.list(EVENTS, self.namespace,
+                                        field_selector=f"involvedObject.name={name}")
+        return list(listed["items"])
+
+    # ---- AWS, read directly from moto -------------------------------------------------------
+
+    def load_balancer(self, name: str) -> Obj | None:
+        found = [lb for lb in self.elbv2.describe_load_balancers()["LoadBalancers"]
+                 if lb["LoadBalancerName"] == name]
+        return found[0] if found else None
+
+    def load_balancers(self) -> list[Obj]:
+        return list(self.elbv2.describe_load_balancers()["LoadBalancers"])
+
+    def load_balancer_at(self, dns_name: str | None) -> Obj | None:
+        found = [lb for lb in self.load_balancers() if lb["DNSName"] == dns_name]
+        return found[0] if found else None
+
+    def listeners(self, lb_arn: str) -> dict[int, Obj]:
+        return {int(lis["Port"]): lis for lis in
+                self.elbv2.describe_listeners(LoadBalancerArn=lb_arn)["Listeners"]}
+
+    def target_groups(self) -> dict[str, Obj]:
+        return {tg["TargetGroupName"]: tg
+                for tg in self.elbv2.describe_target_groups()["TargetGroups"]}
+
+    def registered(self, arn: str) -> set[tuple[str, int]]:
+        resp = self.elbv2.describe_target_health(TargetGroupArn=arn)
+        return {(d["Target"]["Id"], int(d["Target"]["Port"]))
+                for d in resp["TargetHealthDescriptions"]}
+
+
+def http_port(port: int = 80, target: int = 8080, name: str = "http") -> Obj:
+    return {"name": name, "port": port, "targetPort": target, "protocol": "TCP"}
+
+
+def hostname(svc: Obj) -> str | None:
+    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    return ingress[0].get("hostname") if ingress else None
+
+
+def condition(svc: Obj, type_: str) -> Obj | None:
+    for cond in (svc.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
