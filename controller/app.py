@@ -11,6 +11,7 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry
 
+from controller import ingress
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
 from controller.service import controller as service
@@ -76,6 +77,15 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
         verify_max_wait=config.checkpoint_max_wait)
     targetgroupbinding.setup(manager, pool=pool, settings=tgb_settings)
     service.setup(manager, pool=pool, settings=service.ServiceSettings.from_config(config))
+    ingress.setup(manager, pool=pool, settings=ingress.IngressSettings(
+        cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
+        ingress_class=config.ingress_class, default_scheme=config.default_load_balancer_scheme,
+        default_target_type=config.default_target_type,
+        default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
+        max_concurrent_reconciles=config.ingress_max_concurrent_reconciles,
+        checkpoints=config.enable_checkpoints, verify_qps=config.checkpoint_verify_qps,
+        verify_burst=config.checkpoint_verify_burst,
+        verify_max_wait=config.checkpoint_max_wait))
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,

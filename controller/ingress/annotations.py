@@ -1,0 +1,305 @@
+"""`alb.ingress.kubernetes.io/...` annotations of one Ingress (and, for target-group and auth
+settings, of its backend Service) parsed into frozen values with upstream's defaults.
+
+Every parser raises `controller.annotations.AnnotationError` (one line naming key and value)
+for any unusable string and nothing else. Group merge rules are applied by `controller.ingress
+.merge`; here each Ingress is read on its own.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from controller.annotations import (
+    TRAFFIC_PORT,
+    AnnotationError,
+    AnnotationReader,
+    parse_enum,
+    parse_json,
+    quote,
+)
+from controller.ingress.keys import PREFIX
+from controller.ingress.schemas import (
+    ActionSpec,
+    ConditionSpec,
+    ListenPort,
+    OidcConfig,
+    Protocol,
+)
+
+Scheme = Literal["internal", "internet-facing"]
+IpAddressType = Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
+
+DEFAULT_INBOUND_CIDRS: Final = ("0.0.0.0/0",)
+DEFAULT_INBOUND_CIDRS_DUALSTACK: Final = ("0.0.0.0/0", "::/0")
+GRPC_HEALTH_CHECK_PATH: Final = "/AWS.ALB/healthcheck"
+
+ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
+_PROTOCOLS: tuple[Protocol, ...] = ("HTTP", "HTTPS")
+_VERSIONS: tuple[ProtocolVersion, ...] = ("HTTP1", "HTTP2", "GRPC")
+
+_SUCCESS_CODES = re.compile(r"^[0-9]{1,3}(-[0-9]{1,3})?(,[0-9]{1,3}(-[0-9]{1,3})?)*$")
+_ARN = re.compile(r"^arn:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*:\S+$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]+$")
+_LB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
+_HEALTH_PATH = re.compile(r"^/[\x21-\x7e]{0,1023}$")
+
+
+# ---- per-Ingress values ---------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class IngressAnnotations:
+    """What one Ingress says; None means "not set" (so group merging can tell)."""
+
+    scheme: Scheme | None = None
+    load_balancer_name: str | None = None
+    ip_address_type: IpAddressType | None = None
+    subnets: tuple[str, ...] | None = None
+    security_groups: tuple[str, ...] | None = None
+    load_balancer_attributes: Mapping[str, str] | None = None
+    ssl_redirect: int | None = None
+    inbound_cidrs: tuple[str, ...] | None = None
+    ssl_policy: str | None = None
+    listen_ports: tuple[ListenPort, ...] | None = None
+    certificate_arns: tuple[str, ...] = ()
+    tags: Mapping[str, str] = field(default_factory=dict)
+    actions: Mapping[str, ActionSpec] = field(default_factory=dict)
+    conditions: Mapping[str, tuple[ConditionSpec, ...]] = field(default_factory=dict)
+
+
+# Exclusive: set on one member, or the same value on all (upstream's group merge rule).
+EXCLUSIVE_FIELDS: Final = (
+    ("scheme", "scheme"), ("load_balancer_name", "load-balancer-name"),
+    ("ip_address_type", "ip-address-type"), ("subnets", "subnets"),
+    ("security_groups", "security-groups"),
+    ("load_balancer_attributes", "load-balancer-attributes"),
+    ("ssl_redirect", "ssl-redirect"), ("inbound_cidrs", "inbound-cidrs"),
+    ("ssl_policy", "ssl-policy"),
+)
+
+
+def _lb_name(key: str, raw: str) -> str:
+    if not _LB_NAME.match(raw) or raw.startswith("internal-"):
+        raise AnnotationError(key, raw, "is not a valid load balancer name (1..32 of "
+                                        "[a-zA-Z0-9-], no leading or trailing '-', not "
+                                        "starting with 'internal-')")
+    return raw
+
+
+def _subnets(key: str, raw: str) -> tuple[str, ...]:
+    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
+    if not items:
+        raise AnnotationError(key, raw, "names no subnet")
+    for item in items:
+        if not _SUBNET_ID.match(item):
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a subnet ID "
+                                            "(subnet-...); subnet names are not supported")
+    return items
+
+
+def _security_groups(key: str, raw: str) -> tuple[str, ...]:
+    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
+    if not items:
+        raise AnnotationError(key, raw, "names no security group")
+    return items
+
+
+def _cidrs(key: str, raw: str) -> tuple[str, ...]:
+    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a CIDR") from None
+    if not items:
+        raise AnnotationError(key, raw, "names no CIDR")
+    return items
+
+
+def _arns(key: str, raw: str) -> tuple[str, ...]:
+    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
+    for item in items:
+        if not _ARN.match(item):
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not an ARN")
+    return items
+
+
+def _listen_ports(key: str, raw: str) -> tuple[ListenPort, ...]:
+    entries = parse_json(key, raw, list[dict[str, int]])
+    ports: list[ListenPort] = []
+    for entry in entries:
+        if len(entry) != 1:
+            raise AnnotationError(key, raw, 'has an entry that is not one {"PROTOCOL": port}')
+        ((protocol, port),) = entry.items()
+        if protocol not in ("HTTP", "HTTPS"):
+            raise AnnotationError(key, raw, f"has protocol {quote(protocol)}; want HTTP or HTTPS")
+        if not 1 <= port <= 65535:
+            raise AnnotationError(key, raw, f"has port {port}; want 1..65535")
+        ports.append(ListenPort(protocol=protocol, port=port))  # type: ignore[arg-type]
+    if not ports:
+        raise AnnotationError(key, raw, "lists no port")
+    return tuple(ports)
+
+
+def _name_suffixed(annotations: Mapping[str, Any], stem: str) -> dict[str, tuple[str, str]]:
+    """`<prefix><stem><name>` keys → {name: (full key, raw value)}."""
+    start = PREFIX + stem
+    found: dict[str, tuple[str, str]] = {}
+    for key, value in annotations.items():
+        if isinstance(key, str) and key.startswith(start) and len(key) > len(start):
+            if not isinstance(value, str):
+                raise AnnotationError(key, None, f"is not a string (got {type(value).__name__})")
+            found[key[len(start):]] = (key, value)
+    return found
+
+
+def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
+    reader = AnnotationReader.of(ing, PREFIX)
+    raw = (ing.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(raw, Mapping):
+        raw = {}
+    actions = {name: parse_json(key, value, ActionSpec)
+               for name, (key, value) in sorted(_name_suffixed(raw, "actions.").items())}
+    conditions = {name: parse_json(key, value, tuple[ConditionSpec, ...])
+                  for name, (key, value) in sorted(_name_suffixed(raw, "conditions.").items())}
+    return IngressAnnotations(
+        scheme=reader.get_enum("scheme", ("internal", "internet-facing")),
+        load_balancer_name=reader.get("load-balancer-name", _lb_name),
+        ip_address_type=reader.get_enum("ip-address-type",
+                                        ("ipv4", "dualstack", "dualstack-without-public-ipv4")),
+        subnets=reader.get("subnets", _subnets),
+        security_groups=reader.get("security-groups", _security_groups),
+        load_balancer_attributes=reader.get_string_map("load-balancer-attributes"),
+        ssl_redirect=reader.get_int("ssl-redirect", minimum=1, maximum=65535),
+        inbound_cidrs=reader.get("inbound-cidrs", _cidrs),
+        ssl_policy=reader.get_str("ssl-policy"),
+        listen_ports=reader.get("listen-ports", _listen_ports),
+        certificate_arns=reader.get("certificate-arn", _arns) or (),
+        tags=reader.get_string_map("tags") or {},
+        actions=actions,
+        conditions=conditions,
+    )
+
+
+# ---- target group settings (backend Service first, then Ingress) ---------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class TargetGroupSettings:
+    target_type: Literal["instance", "ip"]
+    protocol: Protocol = "HTTP"
+    protocol_version: ProtocolVersion | None = None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    hc_port: int | Literal["traffic-port"] = TRAFFIC_PORT
+    hc_protocol: Protocol = "HTTP"
+    hc_path: str = "/"
+    hc_interval: int = 15
+    hc_timeout: int = 5
+    healthy_threshold: int = 2
+    unhealthy_threshold: int = 2
+    success_codes: str = "200"
+    multi_cluster: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def _success_codes(key: str, raw: str) -> str:
+    if not _SUCCESS_CODES.match(raw):
+        raise AnnotationError(key, raw, "is not a list of codes or ranges (e.g. 200,300-399)")
+    return raw
+
+
+def _health_path(key: str, raw: str) -> str:
+    if not _HEALTH_PATH.match(raw):
+        raise AnnotationError(key, raw, "is not a path (must start with '/', printable "
+                                        "ASCII, at most 1024 characters)")
+    return raw
+
+
+def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None, *,
+                       default_target_type: Literal["instance", "ip"],
+                       params_target_type: Literal["instance", "ip"] | None = None,
+                       ) -> TargetGroupSettings:
+    # Service annotations win over the Ingress's for target-group settings (upstream).
+    reader = AnnotationReader.of(service, PREFIX, fallbacks=[ing])
+    version = reader.get_enum("backend-protocol-version", _VERSIONS)
+    grpc = version == "GRPC"
+    protocol = reader.get_enum("backend-protocol", _PROTOCOLS) or "HTTP"
+    target_type = (params_target_type or reader.get_enum("target-type", ("instance", "ip"))
+                   or default_target_type)
+    hc_interval = reader.get_int("healthcheck-interval-seconds", minimum=5, maximum=300)
+    hc_timeout = reader.get_int("healthcheck-timeout-seconds", minimum=2, maximum=120)
+    interval = 15 if hc_interval is None else hc_interval
+    timeout = 5 if hc_timeout is None else hc_timeout
+    if timeout >= interval:
+        raise AnnotationError(PREFIX + "healthcheck-timeout-seconds", str(timeout),
+                              f"must be shorter than the interval ({interval}s)")
+    # multi-cluster-target-group: the Ingress first, then the Service (upstream's order).
+    mc_reader = AnnotationReader.of(ing, PREFIX, fallbacks=[service])
+    healthy = reader.get_int("healthy-threshold-count", minimum=2, maximum=10)
+    unhealthy = reader.get_int("unhealthy-threshold-count", minimum=2, maximum=10)
+    return TargetGroupSettings(
+        target_type=target_type,
+        protocol=protocol,
+        protocol_version=version,
+        attributes=reader.get_string_map("target-group-attributes") or {},
+        hc_port=reader.get_int_or_traffic_port("healthcheck-port") or TRAFFIC_PORT,
+        hc_protocol=reader.get_enum("healthcheck-protocol", _PROTOCOLS) or protocol,
+        hc_path=reader.get("healthcheck-path", _health_path)
+        or (GRPC_HEALTH_CHECK_PATH if grpc else "/"),
+        hc_interval=interval,
+        hc_timeout=timeout,
+        healthy_threshold=2 if healthy is None else healthy,
+        unhealthy_threshold=2 if unhealthy is None else unhealthy,
+        success_codes=reader.get("success-codes", _success_codes) or ("12" if grpc else "200"),
+        multi_cluster=bool(mc_reader.get_bool("multi-cluster-target-group")),
+    )
+
+
+# ---- authentication (Service first, then Ingress) -------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class AuthSettings:
+    oidc: OidcConfig
+    scope: str = "openid"
+    session_cookie: str = "AWSELBAuthSessionCookie"
+    session_timeout: int = 604800
+    on_unauthenticated: Literal["authenticate", "allow", "deny"] = "authenticate"
+
+
+def parse_auth(ing: Mapping[str, Any], service: Mapping[str, Any] | None) -> AuthSettings | None:
+    reader = AnnotationReader.of(service, PREFIX, fallbacks=[ing])
+    auth_type = reader.get("auth-type", _auth_type)
+    if auth_type in (None, "none"):
+        return None
+    oidc = reader.get_json("auth-idp-oidc", OidcConfig)
+    if oidc is None:
+        raise AnnotationError(PREFIX + "auth-idp-oidc", None,
+                              "is required when auth-type is oidc")
+    timeout = reader.get_int("auth-session-timeout", minimum=1, maximum=604800)
+    return AuthSettings(
+        oidc=oidc,
+        scope=reader.get_str("auth-scope") or "openid",
+        session_cookie=reader.get_str("auth-session-cookie") or "AWSELBAuthSessionCookie",
+        session_timeout=604800 if timeout is None else timeout,
+        on_unauthenticated=reader.get_enum("auth-on-unauthenticated-request",
+                                           ("authenticate", "allow", "deny")) or "authenticate",
+    )
+
+
+def _auth_type(key: str, raw: str) -> str:
+    value = parse_enum(key, raw, ("none", "oidc", "cognito"))
+    if value == "cognito":
+        raise AnnotationError(key, raw, "is not supported (only none and oidc are)")
+    return value
+
+
+def oidc_secret_names(ing: Mapping[str, Any]) -> list[str]:
+    """Secret names an Ingress's own auth-idp-oidc annotation references (never raises)."""
+    try:
+        oidc = AnnotationReader.of(ing, PREFIX).get_json("auth-idp-oidc", OidcConfig)
+    except AnnotationError:
+        return []
+    return [oidc.secret_name] if oidc is not None else []

@@ -1,0 +1,263 @@
+"""Ingress backends → target groups, managed TargetGroupBindings and rule actions.
+
+One target group per (Ingress, Service, port), as upstream (its resource id is
+`<namespace>/<ingress>-<service>:<port>`); the TargetGroupBinding that fills it has the same
+name and lives in the Ingress's namespace.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from controller.annotations import AnnotationError
+from controller.ingress.annotations import (
+    AuthSettings,
+    TargetGroupSettings,
+    parse_auth,
+    parse_target_group,
+)
+from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.classes import ClassParams
+from controller.ingress.merge import BuildError
+from controller.ingress.schemas import ActionSpec
+from controller.model import (
+    Action,
+    AuthenticateOidcAction,
+    FixedResponseAction,
+    ForwardAction,
+    HealthCheck,
+    HealthCheckMatcher,
+    RedirectAction,
+    Ref,
+    ServiceReference,
+    StackBuilder,
+    Stickiness,
+    TargetGroup,
+    TargetGroupBindingResource,
+    WeightedTargetGroup,
+    target_group_name,
+)
+
+
+@dataclass
+class Backends:
+    """Adds target groups and bindings to a stack as rules need them (each once)."""
+
+    builder: StackBuilder
+    caches: Caches
+    cluster_name: str
+    stack_id: str
+    labels: Mapping[str, str]
+    default_target_type: Literal["instance", "ip"]
+    tags: Mapping[str, str]
+    refs: dict[str, Ref] = field(default_factory=dict)
+    services: set[str] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set)
+
+    def service(self, ing: Obj, name: str) -> Obj:
+        namespace = str(meta(ing).get("namespace"))
+        self.services.add(f"{namespace}/{name}")
+        svc = self.caches.services.get(f"{namespace}/{name}")
+        if svc is None:
+            raise BuildError(f"Ingress {namespace}/{meta(ing).get('name')}: backend Service "
+                             f"{namespace}/{name} not found")
+        return svc
+
+    def target_group(self, ing: Obj, service_name: str, port: int | str,
+                     params: ClassParams | None) -> Ref:
+        m = meta(ing)
+        namespace, ing_name = str(m.get("namespace")), str(m.get("name"))
+        rid = f"{namespace}/{ing_name}-{service_name}:{port}"
+        if rid in self.refs:
+            return self.refs[rid]
+        svc = self.service(ing, service_name)
+        svc_port = _find_port(svc, port)
+        where = f"Ingress {namespace}/{ing_name}: Service {namespace}/{service_name} port {port}"
+        if svc_port is None:
+            raise BuildError(f"{where} not found")
+        try:
+            settings = parse_target_group(
+                ing, svc, default_target_type=self.default_target_type,
+                params_target_type=params.target_type if params is not None else None)
+        except AnnotationError as exc:
+            raise BuildError(f"Ingress {namespace}/{ing_name}: {exc}") from None
+        if settings.target_type == "instance":
+            node_port = svc_port.get("nodePort")
+            if not isinstance(node_port, int):
+                raise BuildError(f"{where}: instance targets need a NodePort or LoadBalancer "
+                                 "Service (or use target-type ip)")
+            tg_port = node_port
+        else:
+            target = svc_port.get("targetPort", svc_port.get("port"))
+            tg_port = target if isinstance(target, int) else 1
+        name = target_group_name(
+            self.cluster_name, stack_id=self.stack_id, service_namespace=namespace,
+            service_name=service_name, service_uid=str(meta(svc).get("uid") or ""),
+            service_port=str(port), target_port=str(tg_port),
+            target_type=settings.target_type, protocol=settings.protocol,
+            protocol_version=settings.protocol_version or "",
+            ingress_namespace=namespace, ingress_name=ing_name)
+        try:
+            tg = TargetGroup(
+                name=name, protocol=settings.protocol,
+                protocol_version=settings.protocol_version, port=tg_port,
+                target_type=settings.target_type, health_check=_health_check(settings),
+                attributes=dict(settings.attributes), tags=dict(self.tags))
+        except ValueError as exc:
+            raise BuildError(f"{where}: {_first_line(exc)}") from None
+        ref = self.builder.add_target_group(rid, tg)
+        self.builder.add(rid, TargetGroupBindingResource(
+            name=name, namespace=namespace, target_group_arn=ref,
+            target_type=settings.target_type,
+            service_ref=ServiceReference(name=service_name, port=port),
+            multi_cluster_target_group=settings.multi_cluster, labels=dict(self.labels)))
+        self.refs[rid] = ref
+        return ref
+
+    def backend_actions(self, ing: Obj, backend: Any, annotated: Mapping[str, ActionSpec],
+                        params: ClassParams | None) -> tuple[list[Action], str | None]:
+        """Actions for an Ingress backend, and the Service name (for conditions and auth)."""
+        m = meta(ing)
+        where = f"Ingress {m.get('namespace')}/{m.get('name')}"
+        svc_ref = backend.get("service") if isinstance(backend, dict) else None
+        if not isinstance(svc_ref, dict) or not svc_ref.get("name"):
+            raise BuildError(f"{where}: only Service backends are supported")
+        svc_name = str(svc_ref["name"])
+        port_ref = svc_ref.get("port") or {}
+        if port_ref.get("name") == "use-annotation":
+            spec = annotated.get(svc_name)
+            if spec is None:
+                raise BuildError(f"{where}: backend {svc_name} uses annotation actions."
+                                 f"{svc_name}, which is missing")
+            return [self.annotated_action(ing, spec, params)], svc_name
+        port: int | str | None = port_ref.get("number") or port_ref.get("name")
+        if port is None:
+            raise BuildError(f"{where}: backend Service {svc_name} names no port")
+        ref = self.target_group(ing, svc_name, port, params)
+        return [ForwardAction(target_groups=[WeightedTargetGroup(target_group_arn=ref)])], \
+            svc_name
+
+    def annotated_action(self, ing: Obj, spec: ActionSpec, params: ClassParams | None) -> Action:
+        if spec.type == "redirect" and spec.redirect_config is not None:
+            rc = spec.redirect_config
+            values: dict[str, Any] = {
+                k: v for k, v in (("protocol", rc.protocol), ("port", rc.port),
+                                  ("host", rc.host), ("path", rc.path), ("query", rc.query))
+                if v is not None}
+            return RedirectAction.model_validate({"status_code": rc.status_code, **values})
+        if spec.type == "fixed-response" and spec.fixed_response_config is not None:
+            fc = spec.fixed_response_config
+            return FixedResponseAction(status_code=fc.status_code, content_type=fc.content_type,
+                                       message_body=fc.message_body)
+        if spec.forward_config is None:
+            assert spec.target_group_arn is not None
+            return ForwardAction(target_groups=[
+                WeightedTargetGroup(target_group_arn=spec.target_group_arn)])
+        weighted: list[WeightedTargetGroup] = []
+        for tgt in spec.forward_config.target_groups:
+            weight = 1 if tgt.weight is None else tgt.weight
+            if tgt.target_group_arn is not None:
+                weighted.append(WeightedTargetGroup(target_group_arn=tgt.target_group_arn,
+                                                    weight=weight))
+                continue
+            assert tgt.service_name is not None
+            assert tgt.service_port is not None
+            port: int | str = tgt.service_port
+            if isinstance(port, str) and port.isdigit():
+                port = int(port)
+            ref = self.target_group(ing, tgt.service_name, port, params)
+            weighted.append(WeightedTargetGroup(target_group_arn=ref, weight=weight))
+        sticky = spec.forward_config.stickiness
+        try:
+            return ForwardAction(
+                target_groups=weighted,
+                stickiness=Stickiness(enabled=sticky.enabled,
+                                      duration_seconds=sticky.duration_seconds)
+                if sticky is not None else None)
+        except ValueError as exc:
+            m = meta(ing)
+            raise BuildError(f"Ingress {m.get('namespace')}/{m.get('name')}: "
+                             f"{_first_line(exc)}") from None
+
+    def auth(self, ing: Obj, service_name: str | None) -> AuthenticateOidcAction | None:
+        m = meta(ing)
+        namespace = str(m.get("namespace"))
+        svc = self.caches.services.get(f"{namespace}/{service_name}") if service_name else None
+        try:
+            settings = parse_auth(ing, svc)
+        except AnnotationError as exc:
+            raise BuildError(f"Ingress {namespace}/{m.get('name')}: {exc}") from None
+        if settings is None:
+            return None
+        return self._oidc(ing, settings)
+
+    def _oidc(self, ing: Obj, auth: AuthSettings) -> AuthenticateOidcAction:
+        namespace = str(meta(ing).get("namespace"))
+        key = f"{namespace}/{auth.oidc.secret_name}"
+        self.secrets.add(key)
+        secret = self.caches.secrets.get(key)
+        where = f"Ingress {namespace}/{meta(ing).get('name')}"
+        if secret is None:
+            raise BuildError(f"{where}: OIDC Secret {key} not found")
+        data = secret.get("data") or {}
+        client_id = _secret_value(data, "clientID", "clientId")
+        client_secret = _secret_value(data, "clientSecret")
+        if client_id is None or client_secret is None:
+            raise BuildError(f"{where}: OIDC Secret {key} needs base64 keys clientID and "
+                             "clientSecret")
+        oidc = auth.oidc
+        return AuthenticateOidcAction(
+            issuer=oidc.issuer, authorization_endpoint=oidc.authorization_endpoint,
+            token_endpoint=oidc.token_endpoint, user_info_endpoint=oidc.user_info_endpoint,
+            client_id=client_id, client_secret=client_secret,
+            session_cookie_name=auth.session_cookie, scope=auth.scope,
+            session_timeout=auth.session_timeout,
+            on_unauthenticated_request=auth.on_unauthenticated,
+            authentication_request_extra_params=dict(oidc.extra_params))
+
+
+def _secret_value(data: Mapping[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        raw = data.get(key)
+        if isinstance(raw, str):
+            try:
+                return base64.b64decode(raw, validate=True).decode().strip()
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+    return None
+
+
+def _find_port(svc: Obj, port: int | str) -> dict[str, Any] | None:
+    for item in (svc.get("spec") or {}).get("ports") or []:
+        if not isinstance(item, dict):
+            continue
+        if (isinstance(port, int) and item.get("port") == port) or (
+                isinstance(port, str) and item.get("name") == port):
+            return item
+    return None
+
+
+def _health_check(settings: TargetGroupSettings) -> HealthCheck:
+    grpc = settings.protocol_version == "GRPC"
+    matcher = (HealthCheckMatcher(grpc_code=settings.success_codes) if grpc
+               else HealthCheckMatcher(http_code=settings.success_codes))
+    return HealthCheck(
+        protocol=settings.hc_protocol, port=settings.hc_port, path=settings.hc_path,
+        interval_seconds=settings.hc_interval, timeout_seconds=settings.hc_timeout,
+        healthy_threshold=settings.healthy_threshold,
+        unhealthy_threshold=settings.unhealthy_threshold, matcher=matcher)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc)
+    if hasattr(exc, "errors"):
+        try:
+            first = exc.errors()[0]
+            return str(first.get("msg", text)).removeprefix("Value error, ")
+        except Exception:
+            return text.splitlines()[0]
+    return text.splitlines()[0] if text else type(exc).__name__

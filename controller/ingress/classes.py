@@ -1,0 +1,194 @@
+"""Which Ingresses this controller owns, and the IngressClassParams that apply to them.
+
+Upstream's rules (`pkg/ingress/group_loader.go`, `class_loader.go`):
+1. The legacy `kubernetes.io/ingress.class` annotation, when present, decides alone: it must
+   equal `--ingress-class` (or be `alb` when that flag is empty).
+2. Else `spec.ingressClassName` names an IngressClass whose `spec.controller` must be
+   `ingress.k8s.aws/alb`; a class that does not exist (yet) means "not ours".
+3. Else the IngressClass annotated `ingressclass.kubernetes.io/is-default-class: "true"`
+   applies, if there is one with our controller.
+4. Else (no class at all) the Ingress is ours only when `--ingress-class` is empty.
+A class's `spec.parameters` must reference an existing cluster-scoped IngressClassParams; its
+`namespaceSelector` must select the Ingress's namespace. Those are errors on the Ingress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.keys import (
+    ALB_CONTROLLER,
+    DEFAULT_CLASS_ANNOTATION,
+    INGRESSCLASSPARAMS,
+    LEGACY_CLASS_ANNOTATION,
+)
+
+
+class ClassError(ValueError):
+    """The Ingress is ours but its class cannot be used; the message is shown as is."""
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class _KeyValue(_Spec):
+    key: str
+    value: str
+
+
+class _Requirement(_Spec):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[str, ...] = ()
+
+
+class _Selector(_Spec):
+    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+    match_expressions: tuple[_Requirement, ...] = Field(default=(), alias="matchExpressions")
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+            if req.operator == "In" and (not present or labels[req.key] not in req.values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in req.values:
+                return False
+        return True
+
+
+class _Group(_Spec):
+    name: str
+
+
+class _Subnets(_Spec):
+    ids: tuple[str, ...] = ()
+    tags: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+
+class ClassParams(_Spec):
+    """IngressClassParams spec: values an administrator enforces; they override annotations."""
+
+    name: str = ""
+    namespace_selector: _Selector | None = Field(default=None, alias="namespaceSelector")
+    group: _Group | None = None
+    scheme: Literal["internal", "internet-facing"] | None = None
+    inbound_cidrs: tuple[str, ...] | None = Field(default=None, alias="inboundCIDRs")
+    ssl_policy: str | None = Field(default=None, alias="sslPolicy")
+    subnets: _Subnets | None = None
+    ip_address_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] | None = (
+        Field(default=None, alias="ipAddressType"))
+    tags: tuple[_KeyValue, ...] = ()
+    load_balancer_attributes: tuple[_KeyValue, ...] = Field(default=(),
+                                                            alias="loadBalancerAttributes")
+    certificate_arn: tuple[str, ...] = Field(default=(), alias="certificateArn")
+    load_balancer_name: str | None = Field(default=None, alias="loadBalancerName")
+    target_type: Literal["instance", "ip"] | None = Field(default=None, alias="targetType")
+
+    @property
+    def group_name(self) -> str | None:
+        return self.group.name if self.group is not None and self.group.name else None
+
+    def tag_map(self) -> dict[str, str]:
+        return {kv.key: kv.value for kv in self.tags}
+
+    def attribute_map(self) -> dict[str, str]:
+        return {kv.key: kv.value for kv in self.load_balancer_attributes}
+
+
+@dataclass(frozen=True, slots=True)
+class IngressClassInfo:
+    """Ours, through this IngressClass (None: legacy annotation or no class) and params."""
+
+    class_name: str | None
+    params: ClassParams | None
+
+
+def parse_params(obj: Obj) -> ClassParams:
+    name = str(meta(obj).get("name") or "")
+    try:
+        return ClassParams.model_validate({**(obj.get("spec") or {}), "name": name})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ClassError(f"IngressClassParams {name}: spec.{where}: {first.get('msg')}") from None
+
+
+def annotation_matches(value: str, ingress_class: str) -> bool:
+    return value == (ingress_class or "alb")
+
+
+def class_name_of(ing: Obj) -> str | None:
+    """The class an Ingress names: the legacy annotation first, then spec.ingressClassName."""
+    annotations = meta(ing).get("annotations") or {}
+    legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
+    if isinstance(legacy, str):
+        return legacy
+    name = (ing.get("spec") or {}).get("ingressClassName")
+    return name if isinstance(name, str) and name else None
+
+
+def _default_class(classes: Sequence[Obj]) -> Obj | None:
+    defaults = sorted(
+        (c for c in classes
+         if (meta(c).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"),
+        key=lambda c: str(meta(c).get("name")))
+    return defaults[0] if defaults else None
+
+
+def _is_ours(ingress_class: Obj) -> bool:
+    return (ingress_class.get("spec") or {}).get("controller") == ALB_CONTROLLER
+
+
+def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInfo | None:
+    """None when another controller (or nobody) owns the Ingress; raises ClassError when it is
+    ours but its class parameters cannot be used."""
+    annotations = meta(ing).get("annotations") or {}
+    legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
+    if isinstance(legacy, str):
+        return IngressClassInfo(None, None) if annotation_matches(legacy, ingress_class) else None
+    name = (ing.get("spec") or {}).get("ingressClassName")
+    if isinstance(name, str) and name:
+        cls = caches.classes.get(name)
+    else:
+        cls = _default_class(caches.classes.list())
+        if cls is None or not _is_ours(cls):
+            return IngressClassInfo(None, None) if not ingress_class else None
+    if cls is None or not _is_ours(cls):
+        return None
+    return IngressClassInfo(str(meta(cls).get("name")), _params_of(cls, ing, caches))
+
+
+def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
+    ref: Any = (cls.get("spec") or {}).get("parameters")
+    if not isinstance(ref, dict):
+        return None
+    class_name = meta(cls).get("name")
+    wanted = (INGRESSCLASSPARAMS.group, INGRESSCLASSPARAMS.kind)
+    if (ref.get("apiGroup"), ref.get("kind")) != wanted:
+        raise ClassError(f"IngressClass {class_name}: parameters must reference an "
+                         f"{INGRESSCLASSPARAMS.group} {INGRESSCLASSPARAMS.kind}")
+    params_obj = caches.params.get(str(ref.get("name") or ""))
+    if params_obj is None:
+        raise ClassError(f"IngressClass {class_name}: IngressClassParams {ref.get('name')} "
+                         "not found")
+    params = parse_params(params_obj)
+    if params.namespace_selector is not None:
+        namespace = str(meta(ing).get("namespace") or "")
+        ns_obj = caches.namespaces.get(namespace)
+        labels = (meta(ns_obj).get("labels") or {}) if ns_obj is not None else {}
+        if not params.namespace_selector.matches(labels):
+            raise ClassError(f"namespace {namespace} is not selected by the namespaceSelector "
+                             f"of IngressClassParams {params.name}")
+    return params

@@ -1,0 +1,164 @@
+"""Wiring of the Ingress controller into a Manager: informers, indexes, event mapping, the
+queue's LOW lane, the deployer and the reconciler."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from controller.aws import AWSClientPool
+from controller.deploy import DeployerSettings, StackDeployer
+from controller.ingress import events
+from controller.ingress.annotations import oidc_secret_names
+from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.groups import (
+    CLASS_INDEX,
+    GROUP_INDEX,
+    GroupLoader,
+    class_keys,
+    index_keys,
+)
+from controller.ingress.keys import CONTROLLER_NAME, INGRESSCLASSPARAMS, PREFIX, USE_ANNOTATION
+from controller.ingress.model import BuilderSettings
+from controller.ingress.reconciler import (
+    BINDING_STACK_INDEX,
+    SECRET_INDEX,
+    SERVICE_INDEX,
+    IngressReconciler,
+    binding_stack_index,
+)
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from runtime.controller import Controller
+from runtime.handlers import Request
+from runtime.manager import Manager
+from runtime.ratelimit import ItemExponentialFailureRateLimiter
+from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
+from runtime.workqueue import PriorityQueue
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressSettings:
+    cluster_name: str
+    vpc_id: str
+    ingress_class: str = "alb"  # --ingress-class
+    default_scheme: Literal["internal", "internet-facing"] = "internal"
+    default_target_type: Literal["instance", "ip"] = "instance"
+    default_ssl_policy: str = "ELBSecurityPolicy-2016-08"
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+    max_concurrent_reconciles: int = 3
+    max_backoff: float = 1000.0
+    checkpoints: bool = True
+    verify_qps: float | None = 2.0
+    verify_burst: int = 5
+    verify_max_wait: float | None = 600.0
+    cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
+
+    def builder(self) -> BuilderSettings:
+        return BuilderSettings(cluster_name=self.cluster_name, ingress_class=self.ingress_class,
+                               default_scheme=self.default_scheme,
+                               default_target_type=self.default_target_type,
+                               default_ssl_policy=self.default_ssl_policy)
+
+
+def ingress_service_index(ing: Obj) -> list[str]:
+    """namespace/name of every Service an Ingress routes to (rules, default backend, forward
+    actions in annotations)."""
+    namespace = str(meta(ing).get("namespace") or "")
+    spec = ing.get("spec") or {}
+    names: dict[str, None] = {}
+    backends: list[Any] = [spec.get("defaultBackend")]
+    for rule in spec.get("rules") or []:
+        for path in ((rule or {}).get("http") or {}).get("paths") or []:
+            backends.append((path or {}).get("backend"))
+    for backend in backends:
+        svc = (backend or {}).get("service") if isinstance(backend, dict) else None
+        if (isinstance(svc, dict) and svc.get("name")
+                and (svc.get("port") or {}).get("name") != USE_ANNOTATION):
+            names[str(svc["name"])] = None
+    for key, value in (meta(ing).get("annotations") or {}).items():
+        if isinstance(key, str) and key.startswith(PREFIX + "actions.") and isinstance(value, str):
+            names.update(dict.fromkeys(_forward_services(value)))
+    return [f"{namespace}/{name}" for name in names]
+
+
+def _forward_services(raw: str) -> list[str]:
+    try:
+        action = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(action, dict):
+        return []
+    forward = next((v for k, v in action.items() if str(k).lower() == "forwardconfig"), None)
+    groups = next((v for k, v in forward.items() if str(k).lower() == "targetgroups"),
+                  None) if isinstance(forward, dict) else None
+    found: list[str] = []
+    for tg in groups if isinstance(groups, list) else []:
+        if isinstance(tg, dict):
+            name = next((v for k, v in tg.items() if str(k).lower() == "servicename"), None)
+            if isinstance(name, str) and name:
+                found.append(name)
+    return found
+
+
+def ingress_secret_index(ing: Obj) -> list[str]:
+    namespace = str(meta(ing).get("namespace") or "")
+    return [f"{namespace}/{name}" for name in oidc_secret_names(ing)]
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: IngressSettings) -> Controller:
+    ingresses = manager.informer(INGRESSES)
+    services = manager.informer(SERVICES)
+    secrets = manager.informer(SECRETS)
+    classes = manager.informer(INGRESSCLASSES)
+    params = manager.informer(INGRESSCLASSPARAMS)
+    namespaces = manager.informer(NAMESPACES)
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
+                    classes=classes.store, params=params.store, namespaces=namespaces.store)
+    loader = GroupLoader(caches, ingress_class=settings.ingress_class)
+    ingresses.add_indexer(GROUP_INDEX, index_keys, exist_ok=True)
+    ingresses.add_indexer(CLASS_INDEX, class_keys, exist_ok=True)
+    ingresses.add_indexer(SERVICE_INDEX, ingress_service_index, exist_ok=True)
+    ingresses.add_indexer(SECRET_INDEX, ingress_secret_index, exist_ok=True)
+    bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index, exist_ok=True)
+
+    deployer = StackDeployer(pool, DeployerSettings(
+        cluster_name=settings.cluster_name, vpc_id=settings.vpc_id,
+        default_tags=dict(settings.default_tags),
+        external_managed_tags=settings.external_managed_tags), clock=manager.clock)
+    reconciler = IngressReconciler(
+        client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
+        deployer=deployer, pool=pool, settings=settings.builder(), vpc_id=settings.vpc_id,
+        recorder=manager.recorder, clock=manager.clock, checkpoints=settings.checkpoints,
+        cleanup_poll=settings.cleanup_poll)
+    queue: PriorityQueue[Request] = PriorityQueue(
+        CONTROLLER_NAME, clock=manager.clock, registry=manager.registry,
+        rate_limiter=ItemExponentialFailureRateLimiter(max_delay=settings.max_backoff),
+        low_priority_qps=settings.verify_qps if settings.checkpoints else None,
+        low_priority_burst=settings.verify_burst,
+        low_priority_max_wait=settings.verify_max_wait)
+    controller = Controller(CONTROLLER_NAME, reconciler,
+                            max_concurrent_reconciles=settings.max_concurrent_reconciles,
+                            queue=queue, clock=manager.clock, registry=manager.registry)
+    prio = reconciler.priority
+    controller.watch(ingresses, events.GroupHandler(
+        controller, reconciler.groups_for_ingress, priority=prio, view=events.ingress_view))
+    controller.watch(services, events.GroupHandler(
+        controller, reconciler.groups_for_service, priority=prio, view=events.service_view))
+    controller.watch(secrets, events.GroupHandler(
+        controller, reconciler.groups_for_secret, priority=prio, view=events.secret_view))
+    controller.watch(classes, events.GroupHandler(
+        controller, reconciler.groups_for_class, priority=prio,
+        view=events.spec_and_annotations))
+    controller.watch(params, events.GroupHandler(
+        controller, reconciler.groups_for_params, priority=prio,
+        view=events.spec_and_annotations))
+    controller.watch(namespaces, events.GroupHandler(
+        controller, reconciler.groups_for_namespace, priority=prio, view=events.labels_view))
+    controller.watch(bindings, events.GroupHandler(
+        controller, reconciler.group_for_binding, priority=prio, deletes_only=True))
+    manager.add_controller(controller)
+    return controller

@@ -1,0 +1,238 @@
+"""Ingress groups: which group an Ingress belongs to, the group's queue key, finalizer and
+labels, and loading a group's members from the cache.
+
+Queue keys: an explicit group (`group.name` annotation or IngressClassParams `group.name`) is
+`Request("", <group name>)`; an Ingress on its own is `Request(<namespace>, <name>)`. An Ingress
+always has a namespace and a group name cannot contain "/", so the two never collide; the same
+holds for `Request.key`, which is what the group index stores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from controller.annotations import AnnotationError, AnnotationReader
+from controller.ingress.caches import Caches, Obj, key_of, meta
+from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
+from controller.ingress.keys import (
+    EXPLICIT_FINALIZER_PREFIX,
+    IMPLICIT_FINALIZER,
+    PREFIX,
+    STACK_LABEL,
+    STACK_NAME_LABEL,
+    STACK_NAMESPACE_LABEL,
+)
+from runtime.handlers import Request
+
+# Ingress → Request.key of every group it may belong to or have belonged to, from the Ingress
+# alone (its own key, its group.name annotation, its finalizers). Class and params lookups are
+# left out on purpose: the index is computed when the Ingress changes, and would go stale when
+# an IngressClass or its params change; membership is decided at load time instead.
+GROUP_INDEX = "ingress-group"
+CLASS_INDEX = "ingress-class"  # Ingress → the class it names ("" for none)
+
+_GROUP_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+GROUP_NAME_KEY = PREFIX + "group.name"
+GROUP_ORDER_KEY = PREFIX + "group.order"
+
+
+def is_explicit(request: Request) -> bool:
+    return request.namespace == ""
+
+
+def stack_id(request: Request) -> str:
+    """Upstream's stack id: the group name, or `namespace/name`."""
+    return request.key
+
+
+def finalizer_of(request: Request) -> str:
+    return EXPLICIT_FINALIZER_PREFIX + request.name if is_explicit(request) else IMPLICIT_FINALIZER
+
+
+def stack_labels(request: Request) -> dict[str, str]:
+    if is_explicit(request):
+        return {STACK_LABEL: request.name}
+    return {STACK_NAMESPACE_LABEL: request.namespace, STACK_NAME_LABEL: request.name}
+
+
+def request_of_key(key: str) -> Request:
+    namespace, sep, name = key.partition("/")
+    return Request(namespace, name) if sep else Request("", key)
+
+
+def implicit(ing: Obj) -> Request:
+    m = meta(ing)
+    return Request(str(m.get("namespace") or ""), str(m.get("name") or ""))
+
+
+def check_group_name(key: str, raw: str) -> str:
+    if len(raw) > 63 or not _GROUP_NAME.match(raw):
+        raise AnnotationError(key, raw, "is not a valid group name (lowercase letters, digits, "
+                                        "'-' and '.', at most 63 characters)")
+    return raw
+
+
+def group_order(ing: Obj) -> int:
+    reader = AnnotationReader.of(ing, PREFIX)
+    order = reader.get_int("group.order", minimum=-1000, maximum=1000)
+    return 0 if order is None else order
+
+
+def former_groups(ing: Obj) -> list[Request]:
+    """Groups whose finalizer the Ingress still carries: it may still have rules there."""
+    found: list[Request] = []
+    for fin in meta(ing).get("finalizers") or []:
+        if fin == IMPLICIT_FINALIZER:
+            found.append(implicit(ing))
+        elif isinstance(fin, str) and fin.startswith(EXPLICIT_FINALIZER_PREFIX):
+            name = fin.removeprefix(EXPLICIT_FINALIZER_PREFIX)
+            if name:
+                found.append(Request("", name))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """An Ingress this controller owns: its group, class info, and the first problem found
+    (reported on the whole group, as upstream does)."""
+
+    group: Request
+    info: IngressClassInfo | None
+    error: str | None = None
+
+
+def membership(ing: Obj, caches: Caches, *, ingress_class: str) -> Membership | None:
+    """None when the Ingress is not ours or is being deleted."""
+    if meta(ing).get("deletionTimestamp"):
+        return None
+    try:
+        info = classify(ing, caches, ingress_class=ingress_class)
+    except ClassError as exc:
+        return Membership(_annotated_group(ing), None, str(exc))
+    if info is None:
+        return None
+    if info.params is not None and info.params.group_name:
+        return Membership(Request("", info.params.group_name), info)
+    try:
+        name = AnnotationReader.of(ing, PREFIX).get("group.name", check_group_name)
+    except AnnotationError as exc:
+        return Membership(implicit(ing), info, str(exc))
+    return Membership(Request("", name) if name else implicit(ing), info)
+
+
+def _annotated_group(ing: Obj) -> Request:
+    try:
+        name = AnnotationReader.of(ing, PREFIX).get("group.name", check_group_name)
+    except AnnotationError:
+        name = None
+    return Request("", name) if name else implicit(ing)
+
+
+def index_keys(ing: Obj) -> list[str]:
+    """GROUP_INDEX values (never raises)."""
+    keys: dict[str, None] = {implicit(ing).key: None}
+    with contextlib.suppress(Exception):  # an index function must never raise
+        keys[_annotated_group(ing).key] = None
+    for request in former_groups(ing):
+        keys[request.key] = None
+    return list(keys)
+
+
+def group_keys(ing: Obj, caches: Caches, *, ingress_class: str) -> list[str]:
+    """The current group (live lookup) and every former one (by finalizer)."""
+    keys: dict[str, None] = {}
+    try:
+        member = membership(ing, caches, ingress_class=ingress_class)
+    except Exception:  # an index function must never raise into the informer
+        member = None
+    if member is not None:
+        keys[member.group.key] = None
+    for request in former_groups(ing):
+        keys[request.key] = None
+    return list(keys)
+
+
+def class_keys(ing: Obj) -> list[str]:
+    return [class_name_of(ing) or ""]
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    ingress: Obj
+    info: IngressClassInfo | None
+    order: int
+
+    @property
+    def key(self) -> str:
+        return key_of(self.ingress)
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group as the cache shows it: active members sorted by (order, namespace, name), the
+    Ingresses leaving it (they still carry its finalizer), and the problems found."""
+
+    request: Request
+    members: tuple[Member, ...] = ()
+    leaving: tuple[Obj, ...] = ()
+    errors: tuple[tuple[Obj, str], ...] = field(default=())
+
+    @property
+    def stack_id(self) -> str:
+        return stack_id(self.request)
+
+    @property
+    def finalizer(self) -> str:
+        return finalizer_of(self.request)
+
+
+class GroupLoader:
+    def __init__(self, caches: Caches, *, ingress_class: str) -> None:
+        self.caches = caches
+        self.ingress_class = ingress_class
+
+    def groups_of(self, ing: Obj) -> list[Request]:
+        """Every group an Ingress event may concern: the one it belongs to now and the ones
+        whose finalizer it still carries."""
+        keys = group_keys(ing, self.caches, ingress_class=self.ingress_class)
+        return [request_of_key(k) for k in keys]
+
+    def _candidates(self, request: Request) -> Iterable[Obj]:
+        store = self.caches.ingresses
+        found = {key_of(i): i for i in store.by_index(GROUP_INDEX, request.key)}
+        if is_explicit(request):
+            # Members through IngressClassParams: the index may predate a params change.
+            for params in self.caches.params.list():
+                if ((params.get("spec") or {}).get("group") or {}).get("name") != request.name:
+                    continue
+                for cls in self.caches.classes.list():
+                    ref = (cls.get("spec") or {}).get("parameters") or {}
+                    if isinstance(ref, dict) and ref.get("name") == meta(params).get("name"):
+                        for ing in store.by_index(CLASS_INDEX, str(meta(cls).get("name"))):
+                            found[key_of(ing)] = ing
+        return [found[k] for k in sorted(found)]
+
+    def load(self, request: Request) -> Group:
+        members: list[Member] = []
+        leaving: list[Obj] = []
+        errors: list[tuple[Obj, str]] = []
+        finalizer = finalizer_of(request)
+        for ing in self._candidates(request):
+            member = membership(ing, self.caches, ingress_class=self.ingress_class)
+            if member is not None and member.group == request:
+                if member.error is not None:
+                    errors.append((ing, member.error))
+                try:
+                    order = group_order(ing)
+                except AnnotationError as exc:
+                    errors.append((ing, str(exc)))
+                    order = 0
+                members.append(Member(ing, member.info, order))
+            elif finalizer in (meta(ing).get("finalizers") or []):
+                leaving.append(ing)
+        members.sort(key=lambda m: (m.order, str(meta(m.ingress).get("namespace")),
+                                    str(meta(m.ingress).get("name"))))
+        return Group(request, tuple(members), tuple(leaving), tuple(errors))

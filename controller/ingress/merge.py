@@ -1,0 +1,121 @@
+"""A group's load-balancer settings: IngressClassParams applied to each member's annotations,
+then upstream's merge rules across members (Exclusive: set once or equal everywhere; Merge:
+combined in member order)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from controller.annotations import quote
+from controller.ingress.annotations import (
+    DEFAULT_INBOUND_CIDRS,
+    DEFAULT_INBOUND_CIDRS_DUALSTACK,
+    EXCLUSIVE_FIELDS,
+    IngressAnnotations,
+)
+from controller.ingress.classes import ClassParams
+from controller.ingress.groups import Member
+from controller.ingress.keys import PREFIX
+
+
+class BuildError(ValueError):
+    """The group cannot be built; one line, shown on every member as is."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadBalancerConfig:
+    scheme: Literal["internal", "internet-facing"]
+    name: str | None
+    ip_address_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
+    subnets: tuple[str, ...] | None
+    security_groups: tuple[str, ...]
+    attributes: Mapping[str, str]
+    ssl_redirect: int | None
+    # Recorded only: without managed security groups there is nowhere to apply them.
+    inbound_cidrs: tuple[str, ...]
+    ssl_policy: str
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def apply_params(ann: IngressAnnotations, params: ClassParams | None) -> IngressAnnotations:
+    """IngressClassParams values replace the member's own annotations."""
+    if params is None:
+        return ann
+    update: dict[str, Any] = {}
+    if params.scheme is not None:
+        update["scheme"] = params.scheme
+    if params.load_balancer_name:
+        update["load_balancer_name"] = params.load_balancer_name
+    if params.ip_address_type is not None:
+        update["ip_address_type"] = params.ip_address_type
+    if params.ssl_policy:
+        update["ssl_policy"] = params.ssl_policy
+    if params.inbound_cidrs is not None:
+        update["inbound_cidrs"] = tuple(params.inbound_cidrs)
+    if params.subnets is not None:
+        if params.subnets.tags and not params.subnets.ids:
+            raise BuildError(f"IngressClassParams {params.name}: subnets.tags is not supported; "
+                             "use subnets.ids")
+        update["subnets"] = tuple(params.subnets.ids)
+    if params.load_balancer_attributes:
+        update["load_balancer_attributes"] = {**(ann.load_balancer_attributes or {}),
+                                              **params.attribute_map()}
+    if params.certificate_arn:
+        update["certificate_arns"] = tuple(params.certificate_arn)
+    if params.tags:
+        update["tags"] = {**ann.tags, **params.tag_map()}
+    return dataclasses.replace(ann, **update)
+
+
+def _exclusive(members: Sequence[tuple[Member, IngressAnnotations]], attr: str,
+               suffix: str) -> Any:
+    chosen: Any = None
+    owner = ""
+    for member, ann in members:
+        value = getattr(ann, attr)
+        if value is None:
+            continue
+        comparable = dict(value) if isinstance(value, Mapping) else value
+        if chosen is None:
+            chosen, owner = comparable, member.key
+        elif comparable != chosen:
+            raise BuildError(
+                f"annotation {PREFIX}{suffix} conflicts within the group: {owner} has "
+                f"{quote(_show(chosen))}, {member.key} has {quote(_show(comparable))}")
+    return chosen
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in sorted(value.items()))
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
+                        default_scheme: Literal["internal", "internet-facing"],
+                        default_ssl_policy: str) -> LoadBalancerConfig:
+    values = {attr: _exclusive(members, attr, suffix) for attr, suffix in EXCLUSIVE_FIELDS}
+    tags: dict[str, str] = {}
+    for _, ann in members:
+        tags.update(ann.tags)
+    ip_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] = (
+        values["ip_address_type"] or "ipv4")
+    inbound = values["inbound_cidrs"] or (
+        DEFAULT_INBOUND_CIDRS if ip_type == "ipv4" else DEFAULT_INBOUND_CIDRS_DUALSTACK)
+    return LoadBalancerConfig(
+        scheme=values["scheme"] or default_scheme,
+        name=values["load_balancer_name"],
+        ip_address_type=ip_type,
+        subnets=values["subnets"],
+        security_groups=values["security_groups"] or (),
+        attributes=values["load_balancer_attributes"] or {},
+        ssl_redirect=values["ssl_redirect"],
+        inbound_cidrs=tuple(inbound),
+        ssl_policy=values["ssl_policy"] or default_ssl_policy,
+        tags=tags,
+    )

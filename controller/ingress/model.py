@@ -1,0 +1,317 @@
+"""The pure stage: an Ingress group (from the caches) → the desired ELBv2 Stack.
+
+No AWS calls: subnets and certificates not named explicitly become `SubnetDiscovery` and
+`CertificateDiscovery` placeholders for the deployer's resolve stage; security group names stay
+names (the reconciler resolves them). So the result, and its checkpoint, can be computed from
+the informer caches at enqueue time.
+
+Rule order (upstream): members by (group.order, namespace, name); within an Ingress its rules
+in order; within a rule its paths with Exact first, then Prefix by length (longest first), then
+ImplementationSpecific in their written order. Priorities count from 1 per listener.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from controller.annotations import AnnotationError
+from controller.ingress.annotations import IngressAnnotations, parse_ingress
+from controller.ingress.backends import Backends
+from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.groups import Group, Member, is_explicit, stack_labels
+from controller.ingress.merge import (
+    BuildError,
+    LoadBalancerConfig,
+    apply_params,
+    merge_load_balancer,
+)
+from controller.ingress.schemas import ListenPort
+from controller.model import (
+    Action,
+    CertificateDiscovery,
+    Condition,
+    FixedResponseAction,
+    HostHeaderCondition,
+    HttpHeaderCondition,
+    HttpRequestMethodCondition,
+    InvalidStack,
+    Listener,
+    ListenerRule,
+    LoadBalancer,
+    PathPatternCondition,
+    QueryStringCondition,
+    QueryStringKeyValue,
+    RedirectAction,
+    SourceIpCondition,
+    Stack,
+    StackBuilder,
+    SubnetDiscovery,
+    load_balancer_name,
+)
+
+BUILDER_VERSION: Final = 1
+LOAD_BALANCER_ID: Final = "LoadBalancer"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuilderSettings:
+    cluster_name: str
+    ingress_class: str = "alb"
+    default_scheme: Literal["internal", "internet-facing"] = "internal"
+    default_target_type: Literal["instance", "ip"] = "instance"
+    default_ssl_policy: str = "ELBSecurityPolicy-2016-08"
+
+
+@dataclass(frozen=True)
+class BuiltGroup:
+    stack: Stack
+    load_balancer: LoadBalancerConfig
+    services: frozenset[str]  # namespace/name of every backend Service read
+    secrets: frozenset[str]  # namespace/name of every OIDC Secret read
+
+
+@dataclass
+class _Rule:
+    conditions: list[Condition]
+    actions: list[Action]
+    auth: Action | None
+
+
+def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
+    """Raises BuildError (one line) for anything a user must fix."""
+    if not group.members:
+        raise BuildError(f"group {group.request.key} has no members")
+    if group.errors:
+        ing, message = group.errors[0]
+        raise BuildError(f"Ingress {meta(ing).get('namespace')}/{meta(ing).get('name')}: "
+                         f"{message}")
+    parsed: list[tuple[Member, IngressAnnotations]] = []
+    for member in group.members:
+        try:
+            ann = parse_ingress(member.ingress)
+        except AnnotationError as exc:
+            raise BuildError(f"Ingress {member.key}: {exc}") from None
+        parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
+    lb = merge_load_balancer(parsed, default_scheme=settings.default_scheme,
+                             default_ssl_policy=settings.default_ssl_policy)
+    request = group.request
+    builder = StackBuilder(group.stack_id, kind="ingress")
+    backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster_name,
+                        stack_id=group.stack_id, labels=stack_labels(request),
+                        default_target_type=settings.default_target_type, tags=lb.tags)
+    first = group.members[0].ingress
+    name = lb.name or load_balancer_name(
+        settings.cluster_name, str(meta(first).get("namespace")), str(meta(first).get("name")),
+        lb.scheme, group=request.name if is_explicit(request) else None)
+    try:
+        lb_ref = builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
+            name=name, type="application", scheme=lb.scheme, ip_address_type=lb.ip_address_type,
+            subnets=lb.subnets if lb.subnets else SubnetDiscovery(
+                role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
+            security_groups=lb.security_groups, attributes=dict(lb.attributes),
+            tags=dict(lb.tags)))
+    except ValueError as exc:
+        raise BuildError(f"group {request.key}: {_message(exc)}") from None
+
+    ports = _listen_ports(parsed)
+    if lb.ssl_redirect is not None and ports.get(lb.ssl_redirect) != "HTTPS":
+        raise BuildError(f"group {request.key}: ssl-redirect port {lb.ssl_redirect} is not an "
+                         "HTTPS listen port")
+    rules: dict[int, list[_Rule]] = {port: [] for port in ports}
+    default_actions: list[Action] | None = None
+    default_owner = ""
+    for member, ann in parsed:
+        ing = member.ingress
+        params = member.info.params if member.info else None
+        spec = ing.get("spec") or {}
+        if spec.get("defaultBackend"):
+            if default_actions is not None:
+                raise BuildError(f"group {request.key}: both {default_owner} and {member.key} "
+                                 "set a default backend")
+            default_actions, _ = backends.backend_actions(ing, spec["defaultBackend"],
+                                                          ann.actions, params)
+            default_owner = member.key
+        member_rules = _member_rules(member, ann, backends)
+        for lp in _ports_of(ann, ing):
+            rules[lp.port].extend(member_rules)
+
+    for port, protocol in sorted(ports.items()):
+        redirect = protocol == "HTTP" and lb.ssl_redirect is not None
+        if redirect:
+            defaults: list[Action] = [RedirectAction(protocol="HTTPS", port=str(lb.ssl_redirect),
+                                                     status_code="HTTP_301")]
+        else:
+            defaults = default_actions or [FixedResponseAction(status_code="404")]
+        certificates: Sequence[str] | CertificateDiscovery = ()
+        if protocol == "HTTPS":
+            certificates = _certificates(port, parsed)
+        try:
+            listener_ref = builder.add_listener(str(port), Listener(
+                load_balancer_arn=lb_ref, port=port, protocol=protocol,
+                certificates=certificates,
+                ssl_policy=lb.ssl_policy if protocol == "HTTPS" else None,
+                default_actions=defaults))
+        except ValueError as exc:
+            raise BuildError(f"group {request.key}: listener {port}: {_message(exc)}") from None
+        if redirect:
+            continue  # every HTTP request is redirected: rules there would never match
+        for priority, rule in enumerate(rules[port], start=1):
+            actions = rule.actions
+            if rule.auth is not None and protocol == "HTTPS":
+                actions = [rule.auth, *actions]
+            try:
+                builder.add_rule(f"{port}:{priority}", ListenerRule(
+                    listener_arn=listener_ref, priority=priority, conditions=rule.conditions,
+                    actions=actions))
+            except ValueError as exc:
+                raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
+                                 f"{_message(exc)}") from None
+    try:
+        stack = builder.build()
+    except InvalidStack as exc:
+        raise BuildError(f"group {request.key}: {exc}") from None
+    return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))
+
+
+def _message(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            msg = str(first.get("msg", exc)).removeprefix("Value error, ")
+            return f"{loc}: {msg}" if loc else msg
+        except Exception:
+            pass
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _has_tls(ing: Obj) -> bool:
+    return bool((ing.get("spec") or {}).get("tls"))
+
+
+def _ports_of(ann: IngressAnnotations, ing: Obj) -> tuple[ListenPort, ...]:
+    if ann.listen_ports is not None:
+        return ann.listen_ports
+    if ann.certificate_arns or _has_tls(ing):
+        return (ListenPort(protocol="HTTPS", port=443),)
+    return (ListenPort(protocol="HTTP", port=80),)
+
+
+def _listen_ports(parsed: Sequence[tuple[Member, IngressAnnotations]]
+                  ) -> dict[int, Literal["HTTP", "HTTPS"]]:
+    ports: dict[int, Literal["HTTP", "HTTPS"]] = {}
+    owners: dict[int, str] = {}
+    for member, ann in parsed:
+        for lp in _ports_of(ann, member.ingress):
+            if lp.port in ports and ports[lp.port] != lp.protocol:
+                raise BuildError(f"listen port {lp.port} is {ports[lp.port]} on "
+                                 f"{owners[lp.port]} but {lp.protocol} on {member.key}")
+            ports[lp.port] = lp.protocol
+            owners.setdefault(lp.port, member.key)
+    return ports
+
+
+def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
+                  ) -> Sequence[str] | CertificateDiscovery:
+    arns: list[str] = []
+    hosts: list[str] = []
+    for member, ann in parsed:
+        if not any(lp.port == port for lp in _ports_of(ann, member.ingress)):
+            continue
+        arns.extend(a for a in ann.certificate_arns if a not in arns)
+        spec = member.ingress.get("spec") or {}
+        for tls in spec.get("tls") or []:
+            hosts.extend(h for h in (tls or {}).get("hosts") or [] if isinstance(h, str))
+        if not spec.get("tls"):
+            hosts.extend(str(r["host"]) for r in spec.get("rules") or []
+                         if isinstance(r, dict) and r.get("host"))
+    if arns:
+        return arns
+    if hosts:
+        return CertificateDiscovery(hosts=hosts)
+    raise BuildError(f"HTTPS listener on port {port} has no certificate: set the "
+                     "certificate-arn annotation or TLS hosts")
+
+
+_PATH_RANK = {"Exact": 0, "Prefix": 1}
+
+
+def sort_paths(paths: Sequence[Any]) -> list[Any]:
+    """Exact first, then Prefix longest first, then the rest in written order (stable)."""
+    def key(item: tuple[int, Any]) -> tuple[int, int, int]:
+        index, path = item
+        kind = path.get("pathType") if isinstance(path, dict) else None
+        rank = _PATH_RANK.get(str(kind), 2)
+        length = -len(str(path.get("path") or "")) if rank == 1 else 0
+        return rank, length, index
+
+    return [p for _, p in sorted(enumerate(paths), key=key)]
+
+
+def path_values(path: str, path_type: str | None) -> list[str]:
+    if not path:
+        return []
+    if path_type == "Exact":
+        return [path]
+    if path_type == "Prefix":
+        trimmed = path.rstrip("/")
+        return ["/*"] if not trimmed else [trimmed, trimmed + "/*"]
+    return [path]
+
+
+def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -> list[_Rule]:
+    ing = member.ingress
+    params = member.info.params if member.info else None
+    result: list[_Rule] = []
+    for rule in (ing.get("spec") or {}).get("rules") or []:
+        if not isinstance(rule, dict):
+            continue
+        host = rule.get("host")
+        paths = ((rule.get("http") or {}).get("paths")) or []
+        for path in sort_paths(paths):
+            conditions: list[Condition] = []
+            if host:
+                conditions.append(HostHeaderCondition(values=[str(host)]))
+            values = path_values(str(path.get("path") or ""), path.get("pathType"))
+            actions, svc_name = backends.backend_actions(ing, path.get("backend"), ann.actions,
+                                                         params)
+            extra = _annotated_conditions(member, ann, svc_name)
+            if values:
+                conditions.append(PathPatternCondition(values=values))
+            conditions.extend(extra)
+            if not conditions:
+                conditions.append(PathPatternCondition(values=["/*"]))
+            result.append(_Rule(conditions, actions, backends.auth(ing, svc_name)))
+    return result
+
+
+def _annotated_conditions(member: Member, ann: IngressAnnotations,
+                          svc_name: str | None) -> list[Condition]:
+    if svc_name is None or svc_name not in ann.conditions:
+        return []
+    out: list[Condition] = []
+    try:
+        for spec in ann.conditions[svc_name]:
+            if spec.field == "host-header":
+                out.append(HostHeaderCondition(
+                    values=spec.host_header.values if spec.host_header else spec.values or ()))
+            elif spec.field == "path-pattern":
+                out.append(PathPatternCondition(
+                    values=spec.path_pattern.values if spec.path_pattern else spec.values or ()))
+            elif spec.field == "http-header" and spec.http_header is not None:
+                out.append(HttpHeaderCondition(header_name=spec.http_header.http_header_name,
+                                               values=spec.http_header.values))
+            elif spec.field == "query-string" and spec.query_string is not None:
+                out.append(QueryStringCondition(values=[
+                    QueryStringKeyValue(key=kv.key, value=kv.value)
+                    for kv in spec.query_string.values]))
+            elif spec.field == "source-ip" and spec.source_ip is not None:
+                out.append(SourceIpCondition(values=spec.source_ip.values))
+            elif spec.field == "http-request-method" and spec.http_request_method is not None:
+                out.append(HttpRequestMethodCondition(values=spec.http_request_method.values))
+    except ValueError as exc:
+        raise BuildError(f"Ingress {member.key}: conditions.{svc_name}: {_message(exc)}") from None
+    return out

@@ -1,0 +1,249 @@
+"""A cluster for Ingress tests: the local API server, one Manager running the Ingress and
+TargetGroupBinding controllers against moto behind the fault proxy, and object factories."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controller.aws import AWSClientPool
+from controller.ingress import controller as ingress_controller
+from controller.ingress.keys import INGRESSCLASSPARAMS
+from controller.targetgroupbinding import controller as tgb_controller
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.testing import AwsSeed
+from runtime.client import KubeClient
+from runtime.envtest import EnvTestServer
+from runtime.errors import NotFound
+from runtime.manager import Manager, ManagerOptions
+from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SECRETS, SERVICES
+
+__all__ = ["CRDS", "IngressCluster", "eventually"]
+
+CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
+
+Obj = dict[str, Any]
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 15.0,
+                     message: str = "condition not reached in time") -> Any:
+    """Poll `check` every 50 ms until it returns something truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(0.05)
+
+
+def _n(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def endpoint_ip(service: str) -> str:
+    """The one endpoint `IngressCluster.service` gives a Service."""
+    return f"10.0.2.{10 + _n(service) % 200}"
+
+
+def path(p: str, service: str, port: int | str = 80, path_type: str = "Prefix") -> Obj:
+    port_ref = {"number": port} if isinstance(port, int) else {"name": port}
+    return {"path": p, "pathType": path_type,
+            "backend": {"service": {"name": service, "port": port_ref}}}
+
+
+@dataclass
+class IngressCluster:
+    server: EnvTestServer
+    client: KubeClient
+    pool: AWSClientPool
+    seed: AwsSeed
+    namespace: str = "default"
+    manager: Manager | None = None
+    task: asyncio.Task[int] | None = None
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    async def start(self, *, on_setup: Callable[[Manager], None] | None = None,
+                    **overrides: Any) -> Manager:
+        self.registry = CollectorRegistry()
+        self.manager = Manager(self.client, options=ManagerOptions(), registry=self.registry)
+        settings = ingress_controller.IngressSettings(
+            cluster_name=self.seed.cluster_name, vpc_id=self.seed.vpc_id,
+            default_target_type="ip", cleanup_poll=0.2, **overrides)
+        ingress_controller.setup(self.manager, pool=self.pool, settings=settings)
+        tgb_controller.setup(self.manager, pool=self.pool)
+        if on_setup is not None:
+            on_setup(self.manager)
+        self.task = asyncio.create_task(self.manager.run())
+        await eventually(lambda: asyncio.sleep(0, self.manager is not None
+                                               and self.manager.leading))
+        return self.manager
+
+    async def stop(self) -> int:
+        assert self.manager is not None
+        assert self.task is not None
+        self.manager.stop()
+        code = await asyncio.wait_for(self.task, 15)
+        self.manager, self.task = None, None
+        return code
+
+    async def kill(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.manager, self.task = None, None
+
+    def reconciles(self, controller: str = "ingress") -> float:
+        return sum(self.registry.get_sample_value(
+            "controller_runtime_reconcile_total",
+            {"controller": controller, "result": r}) or 0.0
+            for r in ("success", "error", "requeue", "requeue_after"))
+
+    async def settled(self, quiet: float = 0.4) -> None:
+        assert self.manager is not None
+        loop = asyncio.get_running_loop()
+        last, since = self.reconciles(), loop.time()
+        while True:
+            await asyncio.sleep(0.05)
+            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            now = loop.time()
+            if busy or self.reconciles() != last:
+                last, since = self.reconciles(), now
+            elif now - since >= quiet:
+                return
+
+    # ---- Kubernetes objects -----------------------------------------------------------------
+
+    async def service(self, name: str, *, port: int = 80, target_port: int = 8080,
+                      annotations: dict[str, str] | None = None) -> Obj:
+        svc = await self.client.create(SERVICES, {
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"type": "NodePort", "selector": {"app": name}, "ports": [
+                {"name": "http", "port": port, "targetPort": target_port,
+                 "nodePort": 30000 + _n(name) % 2000}]}}, self.namespace)
+        await self.client.create(ENDPOINTSLICES, {
+            "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": target_port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [endpoint_ip(name)], "conditions": {"ready": True},
+                           "targetRef": {"kind": "Pod", "name": f"{name}-pod",
+                                         "uid": f"uid-{name}"}}]}, self.namespace)
+        return svc
+
+    async def ingress(self, name: str, *, paths: list[Obj] | None = None, host: str | None = None,
+                      annotations: dict[str, str] | None = None,
+                      class_name: str | None = "alb", tls_hosts: list[str] | None = None,
+                      rules: list[Obj] | None = None) -> Obj:
+        body: Obj = {"metadata": {"name": name, "annotations": annotations or {}},
+                     "spec": self._spec(paths=paths, host=host, class_name=class_name,
+                                        tls_hosts=tls_hosts, rules=rules)}
+        return await self.client.create(INGRESSES, body, self.namespace)
+
+    @staticmethod
+    def _spec(*, paths: list[Obj] | None, host: str | None, class_name: str | None,
+              tls_hosts: list[str] | None, rules: list[Obj] | None) -> Obj:
+        spec: Obj = {}
+        if class_name:
+            spec["ingressClassName"] = class_name
+        if rules is None:
+            rule: Obj = {"http": {"paths": paths or []}}
+            if host:
+                rule["host"] = host
+            rules = [rule]
+        spec["rules"] = rules
+        if tls_hosts:
+            spec["tls"] = [{"hosts": tls_hosts}]
+        return spec
+
+    async def patch_ingress(self, name: str, body: Obj) -> Obj:
+        return await self.client.patch(INGRESSES, name, body, self.namespace)
+
+    async def get_ingress(self, name: str) -> Obj | None:
+        try:
+            return await self.client.get(INGRESSES, name, self.namespace)
+        except NotFound:
+            return None
+
+    async def delete_ingress(self, name: str) -> None:
+        await self.client.delete(INGRESSES, name, self.namespace)
+
+    async def ingress_class(self, name: str = "alb", *, params: str | None = None,
+                            default: bool = False, controller: str = "ingress.k8s.aws/alb") -> Obj:
+        spec: Obj = {"controller": controller}
+        if params:
+            spec["parameters"] = {"apiGroup": "elbv2.k8s.aws", "kind": "IngressClassParams",
+                                  "name": params}
+        metadata: Obj = {"name": name}
+        if default:
+            metadata["annotations"] = {"ingressclass.kubernetes.io/is-default-class": "true"}
+        return await self.client.create(INGRESSCLASSES, {"metadata": metadata, "spec": spec})
+
+    async def class_params(self, name: str, spec: Obj) -> Obj:
+        return await self.client.create(INGRESSCLASSPARAMS, {
+            "apiVersion": INGRESSCLASSPARAMS.api_version, "kind": INGRESSCLASSPARAMS.kind,
+            "metadata": {"name": name}, "spec": spec})
+
+    async def secret(self, name: str, data: dict[str, str]) -> Obj:
+        encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+        try:
+            current = await self.client.get(SECRETS, name, self.namespace)
+        except NotFound:
+            return await self.client.create(SECRETS, {"metadata": {"name": name},
+                                                      "data": encoded}, self.namespace)
+        current["data"] = encoded
+        return await self.client.update(SECRETS, current)
+
+    async def bindings(self) -> list[Obj]:
+        return list((await self.client.list(TARGETGROUPBINDINGS, self.namespace)).get(
+            "items") or [])
+
+    # ---- AWS --------------------------------------------------------------------------------
+
+    async def elbv2(self, op: str, **params: Any) -> Any:
+        return await self.pool.call("elbv2", op, **params)
+
+    async def load_balancers(self) -> list[Obj]:
+        return list((await self.elbv2("DescribeLoadBalancers"))["LoadBalancers"])
+
+    async def target_groups(self) -> list[Obj]:
+        return list((await self.elbv2("DescribeTargetGroups"))["TargetGroups"])
+
+    async def listeners(self, lb_arn: str) -> dict[int, Obj]:
+        resp = await self.elbv2("DescribeListeners", LoadBalancerArn=lb_arn)
+        return {int(li["Port"]): li for li in resp["Listeners"]}
+
+    async def rules(self, listener_arn: str) -> list[Obj]:
+        """Non-default rules by priority."""
+        resp = await self.elbv2("DescribeRules", ListenerArn=listener_arn)
+        rules = [r for r in resp["Rules"] if not r.get("IsDefault")]
+        return sorted(rules, key=lambda r: int(r["Priority"]))
+
+    async def registered(self, tg_arn: str) -> set[tuple[str, int]]:
+        resp = await self.elbv2("DescribeTargetHealth", TargetGroupArn=tg_arn)
+        return {(d["Target"]["Id"], int(d["Target"]["Port"]))
+                for d in resp["TargetHealthDescriptions"]}
+
+
+def rule_paths(rule: Obj) -> list[str]:
+    for cond in rule["Conditions"]:
+        if cond["Field"] == "path-pattern":
+            values = cond.get("PathPatternConfig", {}).get("Values") or cond.get("Values")
+            return sorted(values)
+    return []
+
+
+def rule_hosts(rule: Obj) -> list[str]:
+    for cond in rule["Conditions"]:
+        if cond["Field"] == "host-header":
+            values = cond.get("HostHeaderConfig", {}).get("Values") or cond.get("Values")
+            return sorted(values)
+    return []

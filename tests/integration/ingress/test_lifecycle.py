@@ -1,0 +1,145 @@
+"""One Ingress from creation to deletion, against the local API server and moto."""
+
+from __future__ import annotations
+
+import asyncio
+
+from controller.checkpoint import CHECKPOINT_ANNOTATION
+from controller.testing import AWSFaultProxy
+from runtime.resources import SERVICES
+from tests.integration.ingress.harness import (
+    IngressCluster,
+    endpoint_ip,
+    eventually,
+    path,
+    rule_hosts,
+    rule_paths,
+)
+
+
+async def test_create_edit_delete(icluster: IngressCluster, aws_proxy: AWSFaultProxy) -> None:
+    c = icluster
+    await c.ingress_class("alb")
+    await c.service("web")
+    await c.service("api")
+    await c.ingress("shop", host="shop.example.com",
+                    paths=[path("/", "web"), path("/api", "api")],
+                    annotations={"alb.ingress.kubernetes.io/scheme": "internet-facing"})
+    await c.start()
+
+    async def one_lb() -> list[dict[str, object]] | None:
+        lbs = await c.load_balancers()
+        return lbs if len(lbs) == 1 else None
+
+    lb = (await eventually(one_lb))[0]
+    assert lb["Scheme"] == "internet-facing"
+
+    async def hostname() -> str | None:
+        ing = await c.get_ingress("shop")
+        assert ing is not None
+        items = (ing.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+        return items[0]["hostname"] if items else None
+
+    assert await eventually(hostname) == lb["DNSName"]
+    listeners = await c.listeners(str(lb["LoadBalancerArn"]))
+    assert set(listeners) == {80}
+    rules = await c.rules(listeners[80]["ListenerArn"])
+    # Prefix /api sorts before Prefix / (longer first).
+    assert [rule_paths(r) for r in rules] == [["/api", "/api/*"], ["/*"]]
+    assert all(rule_hosts(r) == ["shop.example.com"] for r in rules)
+
+    tgs = await c.target_groups()
+    assert len(tgs) == 2
+    by_port = {tg["TargetGroupName"]: tg for tg in tgs}
+
+    async def targets_registered() -> bool:
+        found = set()
+        for tg in by_port.values():
+            found |= await c.registered(tg["TargetGroupArn"])
+        return found == {(endpoint_ip("web"), 8080), (endpoint_ip("api"), 8080)}
+
+    await eventually(targets_registered)
+    bindings = await c.bindings()
+    assert {b["metadata"]["name"] for b in bindings} == set(by_port)
+    assert all(b["metadata"]["labels"]["ingress.k8s.aws/stack-name"] == "shop"
+               for b in bindings)
+    ing = await c.get_ingress("shop")
+    assert ing is not None
+    assert ing["metadata"]["finalizers"] == ["ingress.k8s.aws/resources"]
+    assert ing["metadata"]["annotations"][CHECKPOINT_ANNOTATION].startswith("v1:")
+
+    # A change the model does not read costs a reconcile but no AWS call.
+    await c.settled()
+    aws_proxy.clear_log()
+    before = c.reconciles()
+    await c.patch_ingress("shop", {"metadata": {"annotations": {"example.com/note": "hi"}}})
+    await eventually(lambda: asyncio.sleep(0, c.reconciles() > before))
+    await c.settled()
+    assert [r.operation for r in aws_proxy.log] == []
+
+    # Edit: a new path, a different host, a changed annotation.
+    await c.service("docs")
+    await c.patch_ingress("shop", {"metadata": {"annotations": {
+        "alb.ingress.kubernetes.io/healthcheck-path": "/healthz"}},
+        "spec": {"rules": [{"host": "store.example.com", "http": {"paths": [
+            path("/docs", "docs", path_type="Exact"), path("/", "web"),
+            path("/api", "api")]}}]}})
+
+    async def edited() -> bool:
+        rules = await c.rules(listeners[80]["ListenerArn"])
+        return ([rule_paths(r) for r in rules] == [["/docs"], ["/api", "/api/*"], ["/*"]]
+                and all(rule_hosts(r) == ["store.example.com"] for r in rules))
+
+    await eventually(edited)
+
+    async def health_paths() -> bool:
+        tgs = await c.target_groups()
+        return len(tgs) == 3 and all(tg["HealthCheckPath"] == "/healthz" for tg in tgs)
+
+    await eventually(health_paths)
+
+    # A backend Service's own annotation (target-group level) wins and wakes the group.
+    await c.client.patch(SERVICES, "web", {"metadata": {"annotations": {
+        "alb.ingress.kubernetes.io/healthcheck-interval-seconds": "30"}}}, c.namespace)
+
+    async def web_interval() -> bool:
+        tgs = {tg["TargetGroupName"].split("-")[2]: tg for tg in await c.target_groups()}
+        return bool(tgs["web"]["HealthCheckIntervalSeconds"] == 30
+                    and tgs["api"]["HealthCheckIntervalSeconds"] == 15)
+
+    await eventually(web_interval)
+
+    # Delete: everything goes.
+    await c.delete_ingress("shop")
+
+    async def all_gone() -> bool:
+        return (not await c.load_balancers() and not await c.target_groups()
+                and not await c.bindings() and await c.get_ingress("shop") is None)
+
+    await eventually(all_gone, timeout=20)
+    assert await c.stop() == 0
+
+
+async def test_security_group_names_resolve_to_ids(icluster: IngressCluster) -> None:
+    c = icluster
+    sg = await c.pool.call("ec2", "CreateSecurityGroup", GroupName="web-lb",
+                           Description="web", VpcId=c.seed.vpc_id)
+    await c.ingress_class("alb")
+    await c.service("web")
+    await c.ingress("sg", paths=[path("/", "web")], annotations={
+        "alb.ingress.kubernetes.io/security-groups": "web-lb",
+        "alb.ingress.kubernetes.io/multi-cluster-target-group": "true"})
+    await c.start()
+
+    async def lb() -> list[dict[str, object]]:
+        return await c.load_balancers()
+
+    (found,) = await eventually(lb)
+    assert found["SecurityGroups"] == [sg["GroupId"]]
+
+    async def binding() -> list[dict[str, object]]:
+        return await c.bindings()
+
+    (tgb,) = await eventually(binding)
+    assert tgb["spec"]["multiClusterTargetGroup"] is True
+    assert await c.stop() == 0
