@@ -38,8 +38,11 @@ class TargetGroupBindingSettings:
     verify_max_wait: float | None = 600.0
 
 
-def setup(manager: Manager, *, pool: AWSClientPool,
-          settings: TargetGroupBindingSettings | None = None) -> Controller:
+def build_reconciler(manager: Manager, *, pool: AWSClientPool,
+                     settings: TargetGroupBindingSettings | None = None
+                     ) -> TargetGroupBindingReconciler:
+    """The reconciler on the manager's shared informers (and their indexes), without a
+    controller: `setup` runs it on a queue; benchmarks call it directly."""
     settings = settings or TargetGroupBindingSettings()
     bindings = manager.informer(TARGETGROUPBINDINGS)
     services = manager.informer(SERVICES)
@@ -48,13 +51,22 @@ def setup(manager: Manager, *, pool: AWSClientPool,
     bindings.add_indexer(SERVICE_INDEX, tgb_service_index, exist_ok=True)
     bindings.add_indexer(TARGET_TYPE_INDEX, tgb_target_type_index, exist_ok=True)
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index, exist_ok=True)
-
-    reconciler = TargetGroupBindingReconciler(
+    return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store, services=services.store,
         slices=slices.store, nodes=nodes.store,
         target_groups=TargetGroups(pool, clock=manager.clock),
         tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
         checkpoints=settings.checkpoints)
+
+
+def setup(manager: Manager, *, pool: AWSClientPool,
+          settings: TargetGroupBindingSettings | None = None) -> Controller:
+    settings = settings or TargetGroupBindingSettings()
+    reconciler = build_reconciler(manager, pool=pool, settings=settings)
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    services = manager.informer(SERVICES)
+    slices = manager.informer(ENDPOINTSLICES)
+    nodes = manager.informer(NODES)
     queue: PriorityQueue[Request] = PriorityQueue(
         CONTROLLER_NAME, clock=manager.clock, registry=manager.registry,
         rate_limiter=ItemExponentialFailureRateLimiter(max_delay=settings.max_backoff),

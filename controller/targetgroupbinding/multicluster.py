@@ -15,6 +15,9 @@ Beyond upstream:
   read again and the entries someone else added meanwhile are kept: tracking too much can only
   keep a stale target registered a little longer, tracking too little would leak it forever;
 - a write that would not change the set is skipped.
+Limit: a ConfigMap deleted behind our back is recreated from the in-process cache at the next
+write; deleted *and* the cache lost (a restart), the targets dropped meanwhile are unknown and
+stay registered (the reconciler emits a `TrackingMissing` Warning Event).
 """
 
 from __future__ import annotations

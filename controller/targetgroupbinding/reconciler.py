@@ -22,7 +22,11 @@ import structlog
 
 from controller.aws import AWSError
 from controller.targetgroupbinding import checkpoint
-from controller.targetgroupbinding.multicluster import TargetTracker, deregistrable
+from controller.targetgroupbinding.multicluster import (
+    TargetTracker,
+    configmap_name,
+    deregistrable,
+)
 from controller.targetgroupbinding.spec import (
     FINALIZER,
     TARGETGROUPBINDINGS,
@@ -93,6 +97,12 @@ class TargetGroupBindingReconciler:
         self._clock = clock or RealClock()
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
+        # resourceVersions our own writes produced during the running reconcile of a key, and,
+        # once its checkpoint is written, that checkpoint with those versions. The reset patch
+        # wakes the key again while it is in flight; if the cache still shows the reset state
+        # when it runs, the checkpoint we wrote right after is the truth, not "".
+        self._own_versions: dict[str, set[str]] = {}
+        self._written: dict[str, tuple[str, frozenset[str]]] = {}
 
     # ---- event mapping (pure cache reads: handlers never do I/O) ---------------------------
 
@@ -119,27 +129,41 @@ class TargetGroupBindingReconciler:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
+        stored = self._stored_checkpoint(obj)
         try:
-            computed = self._checkpoint_from_cache(obj)
+            if stored and stored in self._checkpoints_from_cache(obj):
+                return LOW
         except (InvalidSpec, KeyError):
-            return NORMAL
-        if computed is not None and computed == checkpoint.stored(obj):
-            return LOW
+            pass
         return NORMAL
 
-    def _checkpoint_from_cache(self, obj: Obj) -> str | None:
+    def _checkpoints_from_cache(self, obj: Obj) -> list[str]:
+        """The checkpoint the caches give, or, when the target type is left to the target
+        group (known only from AWS), the one each type would give. Then only non-empty
+        endpoint sets count: an empty ip set and an empty node set digest alike, so they would
+        match whichever type was really used."""
         spec = parse_spec(obj)
-        if spec.target_type is None:
-            return None  # needs the target group's type from AWS
-        endpoints = self._endpoints(obj, spec, spec.target_type)
-        return checkpoint.compute(endpoints, obj.get("spec") or {})
+        if spec.target_type:
+            return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type),
+                                       obj.get("spec") or {})]
+        found = []
+        for target_type in ("ip", "instance"):
+            try:
+                endpoints = self._endpoints(obj, spec, target_type)
+            except InvalidSpec:
+                continue  # e.g. instance targets of a ClusterIP Service
+            if endpoints:
+                found.append(checkpoint.compute(endpoints, obj.get("spec") or {}))
+        return found
 
     # ---- reconcile ---------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result:
         tgb = self._bindings.get(request.key)
         if tgb is None:
+            self._written.pop(request.key, None)
             return Result()
+        self._own_versions[request.key] = set()
         try:
             if (tgb.get("metadata") or {}).get("deletionTimestamp"):
                 await self._finalize(tgb)
@@ -149,6 +173,8 @@ class TargetGroupBindingReconciler:
         except (ApiError, AWSError) as exc:
             self._recorder.event(tgb, "Warning", "FailedReconcile", str(exc))
             raise ReconcileError(str(exc)) from exc
+        finally:
+            self._own_versions.pop(request.key, None)
         return Result()
 
     async def _converge(self, tgb: Obj) -> None:
@@ -173,7 +199,7 @@ class TargetGroupBindingReconciler:
                                  "spec.networking is not supported yet and is ignored")
 
         value = checkpoint.compute(endpoints, tgb.get("spec") or {})
-        stored = checkpoint.stored(tgb)
+        stored = self._stored_checkpoint(tgb)
         if self._checkpoints and value == stored and reconcile_priority() >= NORMAL:
             await self._set_status(tgb, ready=True, reason="Reconciled",
                                    message=_ready_message(endpoints))
@@ -181,11 +207,19 @@ class TargetGroupBindingReconciler:
         changed = await self._sync_targets(tgb, spec, tg, endpoints)
         if value != stored or changed:
             await self._patch(tgb, checkpoint.patch(value, self._clock.wall()))
+            key = _key(tgb)
+            self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
         await self._set_status(tgb, ready=True, reason="Reconciled",
                                message=_ready_message(endpoints))
         if changed:
             self._recorder.event(tgb, "Normal", "SuccessfullyReconciled",
                                  "Successfully reconciled")
+
+    def _stored_checkpoint(self, tgb: Obj) -> str:
+        written = self._written.get(_key(tgb))
+        if written is not None and tgb["metadata"].get("resourceVersion") in written[1]:
+            return written[0]
+        return checkpoint.stored(tgb)
 
     def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
                    target_type: str) -> list[Endpoint]:
@@ -213,6 +247,15 @@ class TargetGroupBindingReconciler:
             tracked = await self._tracker.tracked(ns, name)
             allowed = set(deregistrable((t.identifier for t in extra), tracked))
             to_deregister = sorted(t for t in extra if t.identifier in allowed)
+            if tracked is None and extra and find_condition(tgb, READY) is not None:
+                # Reconciled before, yet no record: the ConfigMap was deleted. Whatever this
+                # cluster dropped since its last write can no longer be told from other
+                # clusters' targets and stays registered.
+                self._recorder.event(
+                    tgb, "Warning", "TrackingMissing",
+                    f"configmap {configmap_name(name)} not found; deregistering nothing this "
+                    f"pass and recording the current {len(desired)} target(s); targets this "
+                    "cluster dropped meanwhile must be deregistered by hand")
         else:
             to_deregister = sorted(extra)
         if to_register or to_deregister:
@@ -247,7 +290,10 @@ class TargetGroupBindingReconciler:
             except InvalidSpec:
                 tg = None
             if tg is not None:
-                current = await self._target_groups.current_targets(tg.arn)
+                try:
+                    current = await self._target_groups.current_targets(tg.arn)
+                except InvalidSpec:
+                    current = set()  # the target group is gone, and its targets with it
                 if spec.multi_cluster_target_group:
                     tracked = await self._tracker.tracked(ns, name)
                     allowed = set(deregistrable((t.identifier for t in current), tracked))
@@ -277,8 +323,12 @@ class TargetGroupBindingReconciler:
 
     async def _patch(self, tgb: Obj, body: Obj) -> Obj:
         meta = tgb["metadata"]
-        return await self._client.patch(TARGETGROUPBINDINGS, str(meta["name"]), body,
-                                        str(meta["namespace"]))
+        patched = await self._client.patch(TARGETGROUPBINDINGS, str(meta["name"]), body,
+                                           str(meta["namespace"]))
+        own = self._own_versions.get(_key(tgb))
+        if own is not None:
+            own.add(str(patched["metadata"]["resourceVersion"]))
+        return patched
 
     async def _set_status(self, tgb: Obj, *, ready: bool, reason: str, message: str) -> None:
         generation = (tgb.get("metadata") or {}).get("generation")
@@ -300,6 +350,11 @@ class TargetGroupBindingReconciler:
                 str(meta["namespace"]), subresource="status")
         except NotFound:
             return
+
+
+def _key(tgb: Obj) -> str:
+    meta = tgb["metadata"]
+    return f"{meta['namespace']}/{meta['name']}"
 
 
 def _ready_message(endpoints: list[Endpoint]) -> str:

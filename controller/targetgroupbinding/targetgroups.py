@@ -80,12 +80,24 @@ class TargetGroups:
     def forget(self, arn: str) -> None:
         self._health.pop(arn, None)
 
+    def _gone(self, arn: str) -> TargetGroupNotFound:
+        """A target group deleted behind our back: drop what we cached about it."""
+        self._health.pop(arn, None)
+        for key in [k for k, info in self._info.items() if info.arn == arn]:
+            del self._info[key]
+        return TargetGroupNotFound(f"target group {arn} not found")
+
     async def current_targets(self, arn: str) -> set[Target]:
         cached = self._health.get(arn)
         now = self._clock.now()
         if cached is not None and not cached.volatile and now - cached.fetched_at < self._ttl:
             return set(cached.targets)
-        resp = await self._pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
+        try:
+            resp = await self._pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
+        except AWSError as exc:
+            if exc.code == "TargetGroupNotFound":
+                raise self._gone(arn) from None
+            raise
         targets: set[Target] = set()
         volatile = False
         for desc in resp.get("TargetHealthDescriptions") or []:
@@ -114,6 +126,10 @@ class TargetGroups:
             except AWSError as exc:
                 if exc.code != "InvalidTarget":
                     raise
+                # Some target of the chunk was already gone; whether the others went with
+                # the call is unknown, so the next look asks AWS.
+                self.forget(arn)
+                continue
             self._adjust(arn, remove=chunk)
 
     def _adjust(self, arn: str, *, add: Iterable[Target] = (),

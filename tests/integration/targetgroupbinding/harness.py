@@ -1,5 +1,5 @@
 """A cluster for TargetGroupBinding tests: the local API server, a Manager running the TGB
-controller against the AWS stand-in, and helpers to shape Services, EndpointSlices and Nodes."""
+controller against the AWS stand-in, and functions to shape Services, EndpointSlices and Nodes."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
+from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
-from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
+from runtime.resources import CONFIGMAPS, ENDPOINTSLICES, EVENTS, NODES, SERVICES
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
@@ -42,15 +43,18 @@ class Cluster:
     client: KubeClient
     pool: AWSClientPool
     seed: AwsSeed
+    inspect: AWSClientPool | None = None  # the test's own AWS reads (default: `pool`)
     namespace: str = "default"
     manager: Manager | None = None
     task: asyncio.Task[int] | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     async def start(self, *, settings: tgb_controller.TargetGroupBindingSettings | None = None,
-                    identity: str | None = None) -> Manager:
+                    options: ManagerOptions | None = None,
+                    client: KubeClient | None = None) -> Manager:
+        """Run a Manager with the TGB controller, as `client` (default: the test's own)."""
         self.registry = CollectorRegistry()
-        self.manager = Manager(self.client, options=ManagerOptions(identity=identity),
+        self.manager = Manager(client or self.client, options=options or ManagerOptions(),
                                registry=self.registry)
         tgb_controller.setup(self.manager, pool=self.pool, settings=settings)
         self.task = asyncio.create_task(self.manager.run())
@@ -102,7 +106,8 @@ class Cluster:
         return str(resp["TargetGroups"][0]["TargetGroupArn"])
 
     async def registered(self, arn: str) -> set[tuple[str, int]]:
-        resp = await self.pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
+        resp = await (self.inspect or self.pool).call("elbv2", "DescribeTargetHealth",
+                                                      TargetGroupArn=arn)
         return {(d["Target"]["Id"], int(d["Target"]["Port"]))
                 for d in resp["TargetHealthDescriptions"]}
 
@@ -128,7 +133,7 @@ class Cluster:
         }
         try:
             current = await self.client.get(ENDPOINTSLICES, name, self.namespace)
-        except Exception:
+        except NotFound:
             await self.client.create(ENDPOINTSLICES, body, self.namespace)
             return
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -136,12 +141,18 @@ class Cluster:
             **body["metadata"], "namespace": self.namespace}})
 
     async def node(self, name: str, instance_id: str, *, ready: bool = True,
-                   labels: dict[str, str] | None = None) -> None:
+                   unschedulable: bool = False, labels: dict[str, str] | None = None) -> None:
         await self.client.create(NODES, {
             "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"providerID": f"aws:///us-west-2a/{instance_id}"},
-            "status": {"conditions": [{"type": "Ready",
-                                       "status": "True" if ready else "False"}]}})
+            "spec": {"providerID": f"aws:///us-west-2a/{instance_id}",
+                     "unschedulable": unschedulable}})
+        # status is a subresource: a create drops it, as on a real API server
+        await self.set_node_ready(name, ready)
+
+    async def set_node_ready(self, name: str, ready: bool) -> None:
+        await self.client.patch(NODES, name, {"status": {"conditions": [
+            {"type": "Ready", "status": "True" if ready else "False"}]}},
+            subresource="status")
 
     async def binding(self, name: str, *, service: str, port: int | str = 80,
                       arn: str | None = None, tg_name: str | None = None,
@@ -163,3 +174,27 @@ class Cluster:
 
     async def get_binding(self, name: str) -> dict[str, Any]:
         return await self.client.get(TARGETGROUPBINDINGS, name, self.namespace)
+
+    async def binding_gone(self, name: str) -> bool:
+        try:
+            await self.get_binding(name)
+        except NotFound:
+            return True
+        return False
+
+    async def tracked(self, binding: str) -> set[str] | None:
+        """The multi-cluster tracking ConfigMap's targets, None when it does not exist."""
+        try:
+            cm = await self.client.get(CONFIGMAPS, f"aws-lbc-targets-{binding}", self.namespace)
+        except NotFound:
+            return None
+        raw = str((cm.get("data") or {}).get("targets") or "")
+        return {part for part in raw.split(",") if part}
+
+    async def events(self, binding: str) -> list[dict[str, Any]]:
+        """core/v1 Events about the binding, as the API server holds them."""
+        listed = await self.client.list(
+            EVENTS, self.namespace,
+            field_selector=f"involvedObject.name={binding},involvedObject.kind="
+                           f"{TARGETGROUPBINDINGS.kind}")
+        return list(listed.get("items") or [])

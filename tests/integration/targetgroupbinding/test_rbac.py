@@ -1,0 +1,100 @@
+"""The shipped RBAC is enough: with authorization on in the local API server, the controller runs
+as ServiceAccount aiolbc-system/aiolbc with only manifests/rbac/ and the leader-election Role,
+and registers, tracks (multi-cluster ConfigMaps), reports (Events, status) and finalizes without a
+single request being refused."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.aws import AWSClientPool
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.testing import AwsSeed
+from runtime.client import KubeClient
+from runtime.envtest import EnvTestServer
+from runtime.manager import ManagerOptions
+from runtime.resources import NAMESPACES, SERVICEACCOUNTS, Resource
+from tests.integration.targetgroupbinding.harness import CRDS, Cluster, eventually
+
+MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
+NAMESPACE = "aiolbc-system"
+_RBAC = "rbac.authorization.k8s.io"
+KINDS = {
+    "ClusterRole": Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False),
+    "ClusterRoleBinding": Resource(_RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding",
+                                   namespaced=False),
+    "Role": Resource(_RBAC, "v1", "roles", "Role"),
+    "RoleBinding": Resource(_RBAC, "v1", "rolebindings", "RoleBinding"),
+    "ServiceAccount": SERVICEACCOUNTS,
+}
+FILES = ("rbac/clusterrole.yaml", "deployment/serviceaccount.yaml",
+         "deployment/clusterrolebinding.yaml", "deployment/leader-election-role.yaml")
+
+
+@pytest.fixture
+async def rbac_cluster(aws_seed: AwsSeed, aws_pool: AWSClientPool, inspect_pool: AWSClientPool,
+                       tmp_path: Path) -> AsyncIterator[tuple[Cluster, KubeClient]]:
+    async with EnvTestServer(crds=[CRDS], bookmark_interval=0.5, rbac=True) as server:
+        admin_kc = server.write_kubeconfig(tmp_path / "admin")
+        token = server.add_service_account(NAMESPACE, "aiolbc")
+        sa_kc = server.write_kubeconfig(tmp_path / "controller", token=token)
+        async with await KubeClient.from_kubeconfig(admin_kc) as admin, \
+                await KubeClient.from_kubeconfig(sa_kc) as controller:
+            await admin.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+            for name in FILES:
+                for doc in yaml.safe_load_all((MANIFESTS / name).read_text()):
+                    resource = KINDS[doc["kind"]]
+                    namespace: Any = doc["metadata"].get("namespace")
+                    await admin.create(resource, doc, namespace)
+            cluster = Cluster(server=server, client=admin, pool=aws_pool, seed=aws_seed,
+                              inspect=inspect_pool)
+            try:
+                yield cluster, controller
+            finally:
+                if cluster.task is not None:
+                    await cluster.kill()
+
+
+async def test_controller_needs_nothing_beyond_the_shipped_rbac(
+        rbac_cluster: tuple[Cluster, KubeClient]) -> None:
+    cluster, controller = rbac_cluster
+    plain_arn = await cluster.target_group("plain-tg")
+    shared_arn = await cluster.target_group("shared-tg")
+    await cluster.service("web")
+    await cluster.endpoints("web", ["10.5.0.1", "10.5.0.2"])
+    await cluster.binding("plain", service="web", arn=plain_arn)
+    await cluster.binding("shared", service="web", arn=shared_arn, multi_cluster=True)
+    await cluster.binding("broken", service="nowhere", arn=plain_arn)
+    await cluster.start(client=controller, options=ManagerOptions(
+        leader_election=True, leader_election_namespace=NAMESPACE,
+        leader_election_id="aws-load-balancer-controller-leader",
+        lease_duration=2.0, renew_deadline=1.5, retry_period=0.2))
+
+    both = {("10.5.0.1", 8080), ("10.5.0.2", 8080)}
+
+    async def converged() -> bool:
+        return (await cluster.registered(plain_arn) == both
+                and await cluster.registered(shared_arn) == both
+                and await cluster.tracked("shared") == {"10.5.0.1:8080", "10.5.0.2:8080"}
+                and any(e["reason"] == "InvalidSpec" for e in await cluster.events("broken")))
+
+    await eventually(converged)
+    await cluster.endpoints("web", ["10.5.0.2"])  # a deregistration and a tracked-set update
+    await eventually(lambda: _registered_are(cluster, shared_arn, {("10.5.0.2", 8080)}))
+    for name in ("plain", "shared", "broken"):
+        await cluster.client.delete(TARGETGROUPBINDINGS, name, cluster.namespace)
+    for name in ("plain", "shared", "broken"):
+        await eventually(lambda n=name: cluster.binding_gone(n))  # type: ignore[misc]
+    assert await cluster.tracked("shared") is None
+    assert await cluster.registered(shared_arn) == set()
+    assert cluster.server.denials == []
+    assert await cluster.stop() == 0
+
+
+async def _registered_are(cluster: Cluster, arn: str, expected: set[tuple[str, int]]) -> bool:
+    return await cluster.registered(arn) == expected
