@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from controller.demo.display import Display
-from controller.demo.replica import Replica, replica_config
+from controller.demo.replica import Replica, replica_flags
 from controller.demo.standins import StandIns, standins
 from controller.demo.workload import Workload
 from runtime.logging import configure_logging
@@ -70,7 +70,7 @@ async def run(args: argparse.Namespace) -> int:
     hold = args.hold if args.hold is not None else sys.stdin.isatty()
     with tempfile.TemporaryDirectory(prefix="aiolbc-demo-") as tmp:
         async with standins(Path(tmp), port=args.port) as local:
-            main = asyncio.create_task(_demo(local, manifests, args.objects, hold))
+            main = asyncio.create_task(_demo(local, manifests, args.objects, hold, Path(tmp)))
             interrupted = asyncio.create_task(_interrupted())
             done, _ = await asyncio.wait({main, interrupted},
                                          return_when=asyncio.FIRST_COMPLETED)
@@ -86,7 +86,8 @@ async def run(args: argparse.Namespace) -> int:
             return 0
 
 
-async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool) -> int:
+async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
+                workdir: Path) -> int:
     display = Display()
     display.step(f"local Kubernetes API server on {local.server.url}; moto (AWS) on "
                  f"{local.aws_url}; VPC {local.seed.vpc_id}")
@@ -96,37 +97,49 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool) -> i
     display.step(f"kubectl apply -f {manifests / 'examples'}")
     display.output(await local.kubectl("apply", "-f", str(manifests / "examples")))
 
-    config = replica_config(local.kubeconfig, local.aws_url, local.seed.vpc_id)
-    workload = Workload(local, config)
+    flags = replica_flags(local.kubeconfig, local.aws_url, local.seed.vpc_id)
+    workload = Workload(local)
     await workload.setup(objects=objects, display=display)
 
-    replicas = [Replica("replica-a", config), Replica("replica-b", config)]
+    replicas = [Replica("replica-a", flags, workdir), Replica("replica-b", flags, workdir)]
     try:
         for replica in replicas:
             await replica.start()
-        display.step("started two controller replicas with leader election "
+        display.step("started two controller replicas, `aiolbc run` processes "
+                     f"(pids {', '.join(str(r.pid) for r in replicas)}) with leader election "
                      "(lease 3s, renew 2s, retry 0.5s)")
         leader = await workload.wait_for_leader(replicas, display)
         await workload.wait_converged(display)
 
         standby = next(r for r in replicas if r is not leader)
-        display.step(f"killing the leader {leader.name} (no lease release, like SIGKILL) and "
-                     "scaling deployment/web to 3 pods at the same moment")
+        display.step(f"SIGKILL to the leader {leader.name} (no lease release) and scaling "
+                     "deployment/web to 3 pods at the same moment")
         killed_at = time.monotonic()
         await leader.kill()
         new_ip = await workload.scale_web()
         await workload.wait_leader(standby, display, since=killed_at)
         took_over = time.monotonic()
-        await workload.report_takeover(standby, new_ip, display, took_over=took_over)
-        display.step(f"kubectl get targetgroupbindings -A (as seen through {standby.name})")
-        display.output(await local.kubectl("get", "targetgroupbindings", "-A"))
+        await workload.report_takeover(new_ip, display, took_over=took_over)
+        display.step("kubectl get targetgroupbindings,services,ingresses -A")
+        display.output(await local.kubectl("get", "targetgroupbindings,services,ingresses",
+                                           "-A"))
         if hold:
             display.step(f"running; try: KUBECONFIG={local.kubeconfig} kubectl get all -A "
                          "(Ctrl-C to stop)")
             await asyncio.Event().wait()
+        display.step(f"SIGTERM to {standby.name}: it finishes in-flight work and releases "
+                     "the lease")
+        code = await standby.stop()
+        display.step(f"{standby.name} exited with code {code}")
+    except BaseException:
+        for replica in replicas:
+            if replica.alive:
+                display.output(f"--- last lines of {replica.name}'s log ---\n"
+                               + replica.tail())
+        raise
     finally:
         for replica in replicas:
-            await replica.stop()
+            await replica.abandon()
         await workload.close()
     display.step("stopped cleanly")
     return 0

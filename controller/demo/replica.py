@@ -1,85 +1,115 @@
-"""Controller replicas run in the demo process, each with its own client, AWS pool, metrics
-registry and leader-election identity — two `aiolbc run` processes, minus the processes."""
+"""Controller replicas for the demo: real `aiolbc run` processes, so that killing the leader is
+a real SIGKILL (no lease release, no clean-up) and stopping the last one a real SIGTERM.
+
+Who leads is read the way an operator would: from each replica's `/metrics`
+(`leader_election_master_status`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
+import aiohttp
 
-from controller import app
-from controller.aws import AWSClientPool
-from controller.config import ControllerConfig, parse_config
+from controller.config import DEFAULT_LEADER_ELECTION_ID
 from controller.demo.standins import CLUSTER, REGION
-from runtime.client import KubeClient
-from runtime.manager import Manager
+
+LEADER_METRIC = "leader_election_master_status"
 
 
-def replica_config(kubeconfig: Path, aws_url: str, vpc_id: str) -> ControllerConfig:
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def replica_flags(kubeconfig: Path, aws_url: str, vpc_id: str) -> list[str]:
     # Short leader-election timings so the takeover happens while you watch.
-    return parse_config([
+    return [
         "--cluster-name", CLUSTER, "--kubeconfig", str(kubeconfig), "--aws-region", REGION,
         "--aws-vpc-id", vpc_id, "--aws-endpoint-url", aws_url,
         "--leader-election-namespace", "kube-system",
         "--leader-election-lease-duration", "3s", "--leader-election-renew-deadline", "2s",
         "--leader-election-retry-period", "0.5s",
-        "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0",
         "--checkpoint-verify-qps", "5", "--checkpoint-verify-burst", "5",
-        "--checkpoint-max-wait", "60s",
-    ])
+        "--checkpoint-max-wait", "60s", "--log-level", "info",
+    ]
 
 
 class Replica:
-    def __init__(self, name: str, config: ControllerConfig) -> None:
+    def __init__(self, name: str, flags: list[str], workdir: Path) -> None:
         self.name = name
-        self.config = config
-        self.registry = CollectorRegistry()
-        self.manager: Manager | None = None
-        self._task: asyncio.Task[int] | None = None
-        self._client: KubeClient | None = None
-        self._pool: AWSClientPool | None = None
+        self._flags = flags
+        self.log = workdir / f"{name}.log"
+        self._proc: asyncio.subprocess.Process | None = None
+        self._metrics_port = 0
 
     async def start(self) -> None:
-        self._client = await KubeClient.from_kubeconfig(self.config.kubeconfig,
-                                                        registry=self.registry)
-        self._pool = AWSClientPool(app.aws_settings(self.config), registry=self.registry)
-        self.manager = app.build_manager(self.config, self._client, self._pool,
-                                         registry=self.registry, identity=self.name)
-        self._task = asyncio.create_task(self.manager.run(), name=f"replica {self.name}")
+        self._metrics_port = _free_port()
+        aiolbc = Path(sys.executable).parent / "aiolbc"
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo",
+               "AWS_DEFAULT_REGION": REGION}
+        with self.log.open("wb") as log:
+            self._proc = await asyncio.create_subprocess_exec(
+                str(aiolbc), "run", *self._flags,
+                "--metrics-bind-addr", f"127.0.0.1:{self._metrics_port}",
+                "--health-probe-bind-addr", f"127.0.0.1:{_free_port()}",
+                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
 
     @property
     def alive(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._proc is not None and self._proc.returncode is None
 
-    @property
-    def leading(self) -> bool:
-        return self.alive and self.manager is not None and self.manager.leading
+    async def leading(self) -> bool:
+        if not self.alive:
+            return False
+        url = f"http://127.0.0.1:{self._metrics_port}/metrics"
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http, \
+                    http.get(url) as resp:
+                text = await resp.text()
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+        wanted = f'{LEADER_METRIC}{{name="{DEFAULT_LEADER_ELECTION_ID}"}} 1.0'
+        return any(line.strip() == wanted for line in text.splitlines())
 
     async def kill(self) -> None:
-        """Die like SIGKILL: no graceful stop, no lease release."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        await self._close()
+        """SIGKILL: no graceful stop, no lease release."""
+        if self.alive and self._proc is not None:
+            self._proc.send_signal(signal.SIGKILL)
+            await self._proc.wait()
 
-    async def stop(self) -> int:
-        code = 0
-        if self.manager is not None and self._task is not None and not self._task.done():
-            self.manager.stop()
-            code = await self._task
-        await self._close()
-        return code
+    async def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM, as Kubernetes does: finish in-flight work, release the lease, exit 0."""
+        if self._proc is None:
+            return None
+        if self.alive:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self._proc.wait(), timeout)
+            except TimeoutError:
+                self._proc.kill()
+                await self._proc.wait()
+        return self._proc.returncode
 
-    async def _close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-        if self._client is not None:
-            await self._client.close()
-        self._pool, self._client, self._task = None, None, None
+    async def abandon(self) -> None:
+        """Make sure nothing outlives the demo (used on errors and Ctrl-C)."""
+        if self.alive and self._proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+            await self._proc.wait()
 
-    def depth(self, controller: str, priority: int) -> float:
-        value = self.registry.get_sample_value(
-            "workqueue_depth", {"name": controller, "controller": controller,
-                                "priority": str(priority)})
-        return value or 0.0
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""

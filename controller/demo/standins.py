@@ -53,7 +53,8 @@ class StandIns:
     server: EnvTestServer
     kubeconfig: Path
     kubectl: Kubectl
-    aws_url: str  # the request-logging proxy in front of moto
+    aws_url: str  # the request-logging proxy in front of moto, for the controllers
+    moto_url: str  # moto itself, for the demo's own looks (kept out of the proxy's log)
     seed: Any  # controller.testing.AwsSeed
     proxy: Any  # controller.testing.AWSFaultProxy, no faults: its log shows every AWS call
 
@@ -72,6 +73,6 @@ async def standins(workdir: Path, *, port: int = 0) -> AsyncIterator[StandIns]:
             kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
             yield StandIns(server=server, kubeconfig=kubeconfig,
                            kubectl=Kubectl(find_kubectl(), kubeconfig, workdir),
-                           aws_url=proxy.url, seed=seed, proxy=proxy)
+                           aws_url=proxy.url, moto_url=moto.url, seed=seed, proxy=proxy)
     finally:
         await asyncio.to_thread(moto.stop)

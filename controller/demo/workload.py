@@ -10,12 +10,10 @@ import time
 from collections import Counter
 from typing import Any
 
-from controller import app
-from controller.aws import AWSClientPool
-from controller.config import ControllerConfig
+from controller.aws import AWSClientPool, AWSSettings
 from controller.demo.display import Display, bar
 from controller.demo.replica import Replica
-from controller.demo.standins import StandIns
+from controller.demo.standins import REGION, StandIns
 from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
@@ -31,9 +29,8 @@ CONVERGE_TIMEOUT = 90.0
 
 
 class Workload:
-    def __init__(self, local: StandIns, config: ControllerConfig) -> None:
+    def __init__(self, local: StandIns) -> None:
         self.local = local
-        self.config = config
         self.client: KubeClient | None = None
         self.pool: AWSClientPool | None = None
         self.target_groups: dict[str, str] = {}  # TGB name → target group ARN
@@ -45,7 +42,8 @@ class Workload:
 
     async def _aws(self) -> AWSClientPool:
         if self.pool is None:
-            self.pool = AWSClientPool(app.aws_settings(self.config))
+            self.pool = AWSClientPool(AWSSettings(region=REGION, endpoint_url=self.local.moto_url,
+                                                  access_key="demo", secret_key="demo"))
         return self.pool
 
     async def close(self) -> None:
@@ -124,23 +122,30 @@ class Workload:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             for replica in replicas:
-                if replica.leading:
+                if await replica.leading():
                     others = ", ".join(r.name for r in replicas if r is not replica)
-                    display.step(f"{replica.name} is the leader; {others} stands by with warm "
-                                 "informer caches")
+                    display.step(f"{replica.name} is the leader (its /metrics says "
+                                 f"leader_election_master_status 1); {others} stands by with "
+                                 "warm informer caches")
                     return replica
             await asyncio.sleep(0.05)
         raise RuntimeError("no replica became leader within 30 s")
 
     async def _hostnames(self, resource: Any, kind: str) -> list[str]:
+        """One line per load balancer: the objects that share it (an Ingress group) → DNS."""
         client = await self._kube()
-        names = []
+        by_host: dict[str, list[str]] = {}
         for obj in (await client.list(resource, NAMESPACE))["items"]:
             for ingress in ((obj.get("status") or {}).get("loadBalancer") or {}).get(
                     "ingress") or []:
                 if ingress.get("hostname"):
-                    names.append(f"{kind}/{obj['metadata']['name']} → {ingress['hostname']}")
-        return names
+                    by_host.setdefault(ingress["hostname"], []).append(
+                        f"{kind}/{obj['metadata']['name']}")
+        lines = []
+        for host, owners in by_host.items():
+            shared = f" (one group: {len(owners)} Ingresses, one ALB)" if len(owners) > 1 else ""
+            lines.append(f"{', '.join(sorted(owners))} → {host}{shared}")
+        return lines
 
     async def wait_converged(self, display: Display) -> None:
         client = await self._kube()
@@ -177,15 +182,15 @@ class Workload:
     async def wait_leader(self, standby: Replica, display: Display, *, since: float) -> None:
         deadline = time.monotonic() + 60
         while True:
-            if standby.leading:
+            if await standby.leading():
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{standby.name} did not take over within 60 s")
             await asyncio.sleep(0.02)
         display.step(f"{standby.name} took over {time.monotonic() - since:.2f} s after the kill "
-                     "(lease duration 3 s + retry period)")
+                     "(the dead leader's lease had to expire: 3 s from its last renewal)")
 
-    async def report_takeover(self, standby: Replica, new_ip: str, display: Display, *,
+    async def report_takeover(self, new_ip: str, display: Display, *,
                               took_over: float) -> None:
         """Narrate the takeover from what AWS saw (the proxy's log): when the real change
         reached its target group, and how the unchanged bindings were verified."""

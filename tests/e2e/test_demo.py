@@ -34,6 +34,10 @@ def test_demo_runs_the_whole_system_and_shows_the_takeover() -> None:
     assert "10.0.1.12 registered in web-shared" in out
     assert "checkpoints: 6 unchanged bindings matched" in out
     assert "mutating AWS calls for them: 0" in out
+    assert re.search(r"ingress/blog, ingress/shop → \S+ \(one group: 2 Ingresses, one ALB\)",
+                     out)
+    assert re.search(r"service/web-nlb → \S+\.elb\.amazonaws\.com", out)
+    assert re.search(r"replica-[ab] exited with code 0", out)
     assert "stopped cleanly" in out
     assert "Traceback" not in proc.stderr
 
