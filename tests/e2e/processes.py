@@ -12,7 +12,7 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -34,18 +34,6 @@ def free_port() -> int:
         return port
 
 
-async def eventually(check: Callable[[], Awaitable[_T]], *, timeout: float,
-                     interval: float = 0.02, message: str = "condition not reached") -> _T:
-    """Poll `check` until it returns a truthy value; fail after `timeout` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"{message} (after {timeout}s)")
-        await asyncio.sleep(interval)
 
 
 class Process:

@@ -37,13 +37,9 @@ from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn
 from runtime.client import KubeClient
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
 from runtime.workqueue import LOW, NORMAL
-from tests.e2e.processes import (
-    ControllerProcess,
-    EnvTestProcess,
-    controller_environment,
-    eventually,
-)
+from tests.e2e.processes import ControllerProcess, EnvTestProcess, controller_environment
 from tests.fixtures.envtest import Kubectl
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

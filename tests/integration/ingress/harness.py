@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SECRETS, SERVICES
+from tests.waiting import eventually
 
 __all__ = ["CRDS", "IngressCluster", "eventually"]
 
@@ -32,18 +33,6 @@ CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 Obj = dict[str, Any]
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 15.0,
-                     message: str = "condition not reached in time") -> Any:
-    """Poll `check` every 50 ms until it returns something truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(message)
-        await asyncio.sleep(0.05)
 
 
 def _n(name: str) -> int:

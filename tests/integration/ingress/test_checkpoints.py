@@ -10,7 +10,8 @@ from controller.testing import AWSFaultProxy
 from runtime.handlers import Request
 from runtime.manager import Manager
 from runtime.workqueue import LOW, NORMAL
-from tests.integration.ingress.harness import IngressCluster, eventually, path
+from tests.integration.ingress.harness import IngressCluster, path
+from tests.waiting import eventually
 
 GROUP = "alb.ingress.kubernetes.io/group.name"
 

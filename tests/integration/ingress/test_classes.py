@@ -3,7 +3,8 @@ IngressClassParams overriding annotations."""
 
 from __future__ import annotations
 
-from tests.integration.ingress.harness import IngressCluster, eventually, path
+from tests.integration.ingress.harness import IngressCluster, path
+from tests.waiting import eventually
 
 
 async def test_class_filtering_and_params(icluster: IngressCluster) -> None:

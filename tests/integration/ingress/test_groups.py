@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.resources import EVENTS
-from tests.integration.ingress.harness import IngressCluster, eventually, path, rule_paths
+from tests.integration.ingress.harness import IngressCluster, path, rule_paths
+from tests.waiting import eventually
 
 GROUP = "alb.ingress.kubernetes.io/group.name"
 ORDER = "alb.ingress.kubernetes.io/group.order"

@@ -10,11 +10,11 @@ from runtime.resources import SERVICES
 from tests.integration.ingress.harness import (
     IngressCluster,
     endpoint_ip,
-    eventually,
     path,
     rule_hosts,
     rule_paths,
 )
+from tests.waiting import eventually
 
 
 async def test_create_edit_delete(icluster: IngressCluster, aws_proxy: AWSFaultProxy) -> None:

@@ -6,7 +6,6 @@ bypasses the proxy, so inspecting never shows up in the proxy's log)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,23 +25,13 @@ from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
 from runtime.resources import ENDPOINTSLICES, EVENTS, SERVICES
+from tests.waiting import eventually
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 NLB_CLASS = "service.k8s.aws/nlb"
 Obj = dict[str, Any]
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 15.0,
-                     message: str = "condition not reached in time") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(message)
-        await asyncio.sleep(0.05)
 
 
 def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.ServiceSettings:

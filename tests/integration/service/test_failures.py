@@ -8,7 +8,8 @@ from typing import Any
 from controller.service.status import CONDITION_TYPE
 from controller.testing import AWSFaultProxy
 from runtime.resources import SERVICES
-from tests.integration.service.harness import Cluster, condition, eventually, hostname
+from tests.integration.service.harness import Cluster, condition, hostname
+from tests.waiting import eventually
 
 
 async def _warning(cluster: Cluster, name: str, reason: str) -> dict[str, Any] | None:

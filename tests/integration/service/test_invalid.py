@@ -8,7 +8,8 @@ import asyncio
 from controller.service.reconciler import FINALIZER
 from controller.service.status import CONDITION_TYPE
 from controller.testing import AWSFaultProxy
-from tests.integration.service.harness import Cluster, condition, eventually, hostname
+from tests.integration.service.harness import Cluster, condition, hostname
+from tests.waiting import eventually
 
 P = "service.beta.kubernetes.io/"
 INVALID = {

@@ -13,13 +13,8 @@ from controller.service.status import CONDITION_TYPE
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.testing import AWSFaultProxy
 from runtime.resources import SERVICES
-from tests.integration.service.harness import (
-    Cluster,
-    condition,
-    eventually,
-    hostname,
-    http_port,
-)
+from tests.integration.service.harness import Cluster, condition, hostname, http_port
+from tests.waiting import eventually
 
 HC_INTERVAL = "service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from controller.checkpoint import CHECKPOINT_ANNOTATION
 from controller.testing import AWSFaultProxy
-from tests.integration.service.harness import Cluster, eventually, hostname, service_settings
+from tests.integration.service.harness import Cluster, hostname, service_settings
+from tests.waiting import eventually
 
 UNCHANGED = [f"svc{i}" for i in range(6)]
 QPS, BURST, WORKERS = 4.0, 2, 3

@@ -4,7 +4,6 @@ controller against the AWS stand-in, and functions to shape Services, EndpointSl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,21 +19,11 @@ from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
 from runtime.resources import CONFIGMAPS, ENDPOINTSLICES, EVENTS, NODES, SERVICES
+from tests.waiting import eventually
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 15.0,
-                     message: str = "condition not reached in time") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(message)
-        await asyncio.sleep(0.05)
 
 
 @dataclass

@@ -7,7 +7,8 @@ from typing import Any
 
 from controller.testing import AWSFaultProxy
 from runtime.conditions import find_condition
-from tests.integration.targetgroupbinding.harness import Cluster, eventually
+from tests.integration.targetgroupbinding.harness import Cluster
+from tests.waiting import eventually
 
 CASES = {
     "no-tg": "not found",

@@ -7,7 +7,8 @@ import asyncio
 from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.testing import AWSFaultProxy
-from tests.integration.targetgroupbinding.harness import Cluster, eventually
+from tests.integration.targetgroupbinding.harness import Cluster
+from tests.waiting import eventually
 
 
 async def test_ip_targets_follow_endpoints(cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:

@@ -22,7 +22,8 @@ from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.resources import CONFIGMAPS
-from tests.integration.targetgroupbinding.harness import CRDS, Cluster, eventually
+from tests.integration.targetgroupbinding.harness import CRDS, Cluster
+from tests.waiting import eventually
 
 CHANGES = 500
 BATCH = 20  # changes per round, split over both clusters

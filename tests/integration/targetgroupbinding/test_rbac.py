@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from controller.aws import AWSClientPool
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
@@ -18,22 +16,9 @@ from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.manager import ManagerOptions
-from runtime.resources import NAMESPACES, SERVICEACCOUNTS, Resource
-from tests.integration.targetgroupbinding.harness import CRDS, Cluster, eventually
-
-MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
-NAMESPACE = "aiolbc-system"
-_RBAC = "rbac.authorization.k8s.io"
-KINDS = {
-    "ClusterRole": Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False),
-    "ClusterRoleBinding": Resource(_RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding",
-                                   namespaced=False),
-    "Role": Resource(_RBAC, "v1", "roles", "Role"),
-    "RoleBinding": Resource(_RBAC, "v1", "rolebindings", "RoleBinding"),
-    "ServiceAccount": SERVICEACCOUNTS,
-}
-FILES = ("rbac/clusterrole.yaml", "deployment/serviceaccount.yaml",
-         "deployment/clusterrolebinding.yaml", "deployment/leader-election-role.yaml")
+from tests.integration.rbac_support import NAMESPACE, SERVICE_ACCOUNT, install, rbac_documents
+from tests.integration.targetgroupbinding.harness import CRDS, Cluster
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -41,16 +26,11 @@ async def rbac_cluster(aws_seed: AwsSeed, aws_pool: AWSClientPool, inspect_pool:
                        tmp_path: Path) -> AsyncIterator[tuple[Cluster, KubeClient]]:
     async with EnvTestServer(crds=[CRDS], bookmark_interval=0.5, rbac=True) as server:
         admin_kc = server.write_kubeconfig(tmp_path / "admin")
-        token = server.add_service_account(NAMESPACE, "aiolbc")
+        token = server.add_service_account(NAMESPACE, SERVICE_ACCOUNT)
         sa_kc = server.write_kubeconfig(tmp_path / "controller", token=token)
         async with await KubeClient.from_kubeconfig(admin_kc) as admin, \
                 await KubeClient.from_kubeconfig(sa_kc) as controller:
-            await admin.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
-            for name in FILES:
-                for doc in yaml.safe_load_all((MANIFESTS / name).read_text()):
-                    resource = KINDS[doc["kind"]]
-                    namespace: Any = doc["metadata"].get("namespace")
-                    await admin.create(resource, doc, namespace)
+            await install(admin, rbac_documents())
             cluster = Cluster(server=server, client=admin, pool=aws_pool, seed=aws_seed,
                               inspect=inspect_pool)
             try:

@@ -10,7 +10,8 @@ import itertools
 from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
 from controller.targetgroupbinding.controller import TargetGroupBindingSettings
 from controller.testing import AWSFaultProxy
-from tests.integration.targetgroupbinding.harness import Cluster, eventually
+from tests.integration.targetgroupbinding.harness import Cluster
+from tests.waiting import eventually
 
 UNCHANGED = 5
 VERIFY_QPS = 5.0

@@ -4,7 +4,8 @@ binding still completes (its targets went with the target group)."""
 from __future__ import annotations
 
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from tests.integration.targetgroupbinding.harness import Cluster, eventually
+from tests.integration.targetgroupbinding.harness import Cluster
+from tests.waiting import eventually
 
 
 async def test_binding_of_a_deleted_target_group_reports_it_and_can_be_deleted(
