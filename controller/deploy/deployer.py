@@ -73,7 +73,13 @@ class StackDeployer:
         return Tracking(cluster=self._settings.cluster_name, kind=kind, stack_id=stack_id,
                         external_managed_tags=self._settings.external_managed_tags)
 
-    async def deploy(self, stack: Stack) -> DeployResult:
+    async def deploy(self, stack: Stack, *, fresh: bool = False) -> DeployResult:
+        """Converge AWS to `stack`. `fresh` says the caller knows no earlier deploy of this
+        stack can have written to AWS (its object never carried our finalizer, which is added
+        before the first write): then no predecessor can exist under an older name, and the
+        one-time region scan that looks for one is skipped. After a restart with many stacks
+        that scan is the costliest thing a first deploy could do, and a new object should not
+        wait for it."""
         calls = self._calls()
         key: StackKey = (stack.kind, stack.id)
         stack = await self._resolver.resolve(stack, calls)
@@ -84,7 +90,7 @@ class StackDeployer:
                         default_tags=dict(self._settings.default_tags),
                         applied_secrets=owned.secrets)
         try:
-            return await self._deploy(run, key, owned, cold=cold)
+            return await self._deploy(run, key, owned, cold=cold and not fresh)
         except BaseException:
             # Half-learnt records of a stack never seen before are dropped (the next run finds
             # everything by name and tags again), unless the one-time scan filled them: that

@@ -181,6 +181,9 @@ class IngressReconciler:
             raise ReconcileError(str(exc)) from exc
 
     async def _converge(self, group: Group) -> Result:
+        # No member carried the finalizer yet: nothing of this group can be in AWS.
+        fresh = not any(group.finalizer in (meta(m.ingress).get("finalizers") or [])
+                        for m in group.members)
         for member in group.members:
             await self._add_finalizer(member.ingress, group.finalizer)
         try:
@@ -210,7 +213,7 @@ class IngressReconciler:
                 await self._patch(member.ingress, checkpoint.patch(
                     "", timestamp=self._clock.wall()))
         stack = await self._resolve_security_groups(built)
-        result = await self._deployer.deploy(stack)
+        result = await self._deployer.deploy(stack, fresh=fresh)
         writes = await self._writer.apply(result.target_group_bindings.values(), current)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         changed = result.mutating_calls > 0 or writes > 0

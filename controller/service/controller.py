@@ -34,6 +34,9 @@ class ServiceSettings:
     defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
     max_concurrent_reconciles: int = 3
     checkpoints: bool = True
+    # False: checkpoint skips without the paced LOW lane — every event NORMAL, one FIFO, as in
+    # upstream's unmerged prototype (PR #3821); kept to measure what the lane adds.
+    lane: bool = True
     verify_qps: float | None = 2.0  # pace of LOW-lane verifications (None: unpaced)
     verify_burst: int = 5
     verify_max_wait: float | None = 600.0
@@ -58,6 +61,11 @@ class ServiceSettings:
             verify_max_wait=config.checkpoint_max_wait)
 
     @property
+    def low_lane_qps(self) -> float | None:
+        """The pace of the queue's LOW lane; None (unpaced) when nothing is ever LOW."""
+        return self.verify_qps if self.checkpoints and self.lane else None
+
+    @property
     def model(self) -> ModelSettings:
         return ModelSettings(cluster_name=self.cluster_name,
                              load_balancer_class=self.load_balancer_class,
@@ -75,10 +83,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: ServiceSettings,
         client=manager.client, services=services.store, bindings=bindings.store,
         deployer=deployer or StackDeployer(pool, settings.deployer, clock=manager.clock),
         recorder=manager.recorder, settings=settings.model, checkpoints=settings.checkpoints,
-        clock=manager.clock, cleanup_poll=settings.cleanup_poll)
+        lane=settings.lane, clock=manager.clock, cleanup_poll=settings.cleanup_poll)
     queue: PriorityQueue[Request] = PriorityQueue(
         CONTROLLER_NAME, clock=manager.clock, registry=manager.registry,
-        low_priority_qps=settings.verify_qps if settings.checkpoints else None,
+        low_priority_qps=settings.low_lane_qps,
         low_priority_burst=settings.verify_burst,
         low_priority_max_wait=settings.verify_max_wait)
     controller = Controller(CONTROLLER_NAME, reconciler,

@@ -88,7 +88,7 @@ def requests_for_service(obj: Obj, *, load_balancer_class: str) -> list[Request]
 class ServiceReconciler:
     def __init__(self, *, client: KubeClient, services: Store, bindings: Store,
                  deployer: StackDeployer, recorder: Recorder, settings: ModelSettings,
-                 checkpoints: bool = True, clock: Clock | None = None,
+                 checkpoints: bool = True, lane: bool = True, clock: Clock | None = None,
                  cleanup_poll: float = 5.0) -> None:
         self._client = client
         self._services = services
@@ -97,6 +97,7 @@ class ServiceReconciler:
         self._recorder = recorder
         self._settings = settings
         self._checkpoints = checkpoints
+        self._lane = lane
         self._clock: Clock = clock or RealClock()
         self._writer = BindingWriter(client)
         # Safety net only: a binding's deletion event wakes the Service anyway.
@@ -112,7 +113,10 @@ class ServiceReconciler:
 
     @property
     def priority(self) -> PriorityFn:
-        return checkpoint.priority_function(self.checkpoint_from_cache, enabled=self._checkpoints)
+        """Checkpoint-matched restarts and resyncs go LOW; without the lane everything is
+        NORMAL, and a matching checkpoint only makes the reconcile skip."""
+        return checkpoint.priority_function(self.checkpoint_from_cache,
+                                            enabled=self._checkpoints and self._lane)
 
     # ---- reconcile ---------------------------------------------------------------------------
 
@@ -156,6 +160,7 @@ class ServiceReconciler:
     async def _deploy(self, svc: Obj, stack: Stack, value: str, stored: str) -> Result:
         name, ns = str(svc["metadata"]["name"]), str(svc["metadata"]["namespace"])
         writes = 0
+        fresh = FINALIZER not in _finalizers(svc)  # never deployed: nothing in AWS yet
         if self._checkpoints and stored and stored != value:
             svc = await self._patch(svc, checkpoint.patch("", timestamp=self._clock.wall()))
             stored, writes = "", writes + 1
@@ -174,7 +179,7 @@ class ServiceReconciler:
             await self._writer.delete(stale)
             return Result(requeue_after=self._cleanup_poll)
         try:
-            result = await self._deployer.deploy(stack)
+            result = await self._deployer.deploy(stack, fresh=fresh)
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc

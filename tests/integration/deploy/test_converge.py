@@ -123,3 +123,20 @@ async def test_model_changes_modify_in_place_and_replace_what_cannot_change(
     aws_proxy.clear_log()
     await deployer.deploy(changed)
     assert _mutations(aws_proxy) == []
+
+
+async def test_a_fresh_stack_is_created_without_the_region_scan(
+        aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
+        aws_proxy: AWSFaultProxy, elbv2: Any) -> None:
+    # A restarted process creating a new object's load balancer: a stack that may have been
+    # deployed before is first looked for under older names (a one-time region scan); one the
+    # caller knows is new is not, so it does not wait behind listing every load balancer.
+    cold = StackDeployer(aws_pool, deployer_settings)
+    await cold.deploy(nlb_stack("brand-new"), fresh=True)
+    assert not cold.owned.scanned
+    assert len(inventory(elbv2)["lbs"]) == 1
+
+    maybe_known = StackDeployer(aws_pool, deployer_settings)
+    await maybe_known.deploy(nlb_stack("seen-before"))
+    assert maybe_known.owned.scanned
+    assert_no_duplicates(inventory(elbv2))

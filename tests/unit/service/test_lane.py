@@ -1,0 +1,74 @@
+"""`ServiceSettings.lane=False`: checkpoint skips without the paced LOW lane (upstream's
+prototype, PR #3821): every event is queued NORMAL on one unpaced FIFO."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from controller import checkpoint
+from controller.aws import AWSClientPool, AWSSettings
+from controller.deploy import DeployerSettings, StackDeployer
+from controller.service import controller as service
+from controller.service.model import checkpoint_of
+from controller.service.reconciler import ServiceReconciler
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from runtime.client import KubeClient
+from runtime.handlers import EventKind, Request
+from runtime.manager import Manager
+from runtime.resources import SERVICES
+from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from tests.unit.service.objects import by_class
+
+
+def _settings(*, lane: bool = True, checkpoints: bool = True) -> service.ServiceSettings:
+    return service.ServiceSettings(
+        cluster_name="prod", deployer=DeployerSettings(cluster_name="prod", vpc_id="vpc-1"),
+        verify_qps=2.0, verify_burst=2, lane=lane, checkpoints=checkpoints)
+
+
+def test_low_lane_pace() -> None:
+    assert _settings().low_lane_qps == 2.0
+    assert _settings(lane=False).low_lane_qps is None
+    assert _settings(checkpoints=False).low_lane_qps is None
+
+
+def _drain(queue: PriorityQueue[Request]) -> int:
+    """How many ready items leave the queue right now."""
+    taken = 0
+    while True:
+        try:
+            key, _ = queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return taken
+        queue.done(key)
+        taken += 1
+
+
+async def test_without_lane_unchanged_services_are_normal_and_unpaced(
+        envtest_kubeconfig: Path) -> None:
+    unchanged = by_class({"aws-load-balancer-nlb-target-type": "ip"})
+    model = _settings().model
+    unchanged["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = checkpoint_of(
+        unchanged, settings=model)
+    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                      access_key="unused", secret_key="unused")
+    seen: dict[bool, tuple[int, int]] = {}
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+            AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        for lane in (True, False):
+            manager = Manager(client, registry=CollectorRegistry())
+            controller = service.setup(manager, pool=pool, settings=_settings(lane=lane))
+            reconciler = ServiceReconciler(
+                client=client, services=manager.informer(SERVICES).store,
+                bindings=manager.informer(TARGETGROUPBINDINGS).store,
+                deployer=StackDeployer(pool, _settings().deployer),
+                recorder=manager.recorder, settings=model, lane=lane)
+            priority = reconciler.priority(unchanged, EventKind.INITIAL_ADD, LOW)
+            for i in range(6):
+                controller.queue.add(Request("shop", f"web{i}"), priority=priority)
+            seen[lane] = (priority, _drain(controller.queue))
+    assert seen[True] == (LOW, 2)  # the burst; the rest wait for the pace
+    assert seen[False] == (NORMAL, 6)
