@@ -2,8 +2,12 @@
 Service, and how hard it hits AWS, with checkpoints off, with upstream's prototype skip, and
 with our checkpoints and paced LOW lane.
 
-Usage: python tests/bench/restart.py [--quick] [--services N] [--mode-cap SECONDS]
+Usage: python tests/bench/restart.py [--quick] [--kind service|ingress] [--services N]
+                                    [--mode-cap SECONDS]
                                     [--modes off,skip,lane] [--describe-limit RATE:BURST]
+
+`--kind ingress` runs the same benchmark over N Ingresses in ALB groups of 1 to 5
+(tests/bench/_restart_ingress.py); what follows describes the Service run.
 
 Set-up: N Services (type LoadBalancer, class `service.k8s.aws/nlb`, ip targets, one port, an
 EndpointSlice with 2 ready pods each) are deployed and checkpointed by one Manager running the
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import socket
 import sys
@@ -543,7 +548,10 @@ async def run(n: int, cap: float, modes: Iterable[Mode], *,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="50 Services, short caps")
-    parser.add_argument("--services", type=int, default=None, help="unchanged Services (N)")
+    parser.add_argument("--kind", choices=("service", "ingress"), default="service",
+                        help="what the N unchanged objects are")
+    parser.add_argument("--services", type=int, default=None,
+                        help="unchanged Services, or Ingresses with --kind ingress (N)")
     parser.add_argument("--mode-cap", type=float, default=None,
                         help="seconds each mode may run (default: 20 with --quick, else 900)")
     parser.add_argument("--describe-limit", type=_rate_burst, default=(10.0, 40),
@@ -565,8 +573,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not wanted:
         parser.error(f"--modes: unknown mode(s) {unknown}; choose from off, skip, lane")
     configure_logging(level="error")  # stdout ends with the JSON line alone
-    result = asyncio.run(run(n, cap, [by_name[m] for m in wanted],
-                             limits=server_limits(args.describe_limit)))
+    limits = server_limits(args.describe_limit)
+    if args.kind == "ingress":  # its module sits next to this script and builds on it
+        result = asyncio.run(importlib.import_module("_restart_ingress").run(
+            n, cap, wanted, limits=limits))
+    else:
+        result = asyncio.run(run(n, cap, [by_name[m] for m in wanted], limits=limits))
     print(json.dumps(result))
     return 0
 

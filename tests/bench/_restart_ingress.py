@@ -1,0 +1,342 @@
+"""The Ingress variant of the restart benchmark (`restart.py --kind ingress`).
+
+Set-up: N Ingresses (class `alb`, ip targets, one host rule each to its own backend Service,
+whose EndpointSlice holds 2 ready pods) in groups of 1 to 5 members, sizes cycling 1, 2, 3, 4,
+5: a group of one is an implicit group (no `group.name`), larger ones share one ALB through
+`alb.ingress.kubernetes.io/group.name` with `group.order` set. One Manager running the
+Ingress and TargetGroupBinding controllers deploys and checkpoints them all. Everything else
+(stand-ins as child processes, the three modes, server-side limits during the measured phase,
+re-convergence between modes, the figures) is the Service variant's, in `restart.py`; the new
+object created right after the restart is one new Ingress, a new implicit group.
+
+`fresh_change_latency_s`: restart → the new Ingress's ALB is `active`, its hostname is in the
+Ingress status and its target group holds both pods. `pace` counts, per unchanged group, the
+first DescribeListeners of its ALB and, per unchanged binding, its first DescribeTargetHealth.
+The JSON adds `groups` (how many ALB stacks the N Ingresses form) to the Service variant's
+shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry
+
+from controller import checkpoint
+from controller.aws import AWSClientPool, AWSSettings, parse_throttle
+from controller.ingress import controller as ingress_controller
+from controller.ingress.caches import Caches
+from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
+from controller.ingress.keys import ALB_CONTROLLER, PREFIX
+from controller.ingress.merge import BuildError
+from controller.ingress.model import BUILDER_VERSION, build_group
+from controller.targetgroupbinding import controller as tgb_controller
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.testing import AWSFaultProxy, RequestRecord, ServerLimits, seed_vpc, sync_client
+from runtime.client import KubeClient
+from runtime.errors import AlreadyExists, NotFound
+from runtime.handlers import Request
+from runtime.manager import Manager, ManagerOptions
+from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SERVICES
+
+if TYPE_CHECKING:  # the type checker sees tests/ as a package; a script sees its own directory
+    from tests.bench import restart
+else:
+    import restart
+
+Obj = dict[str, Any]
+NAMESPACE, REGION = restart.NAMESPACE, restart.REGION
+
+CLASS = "alb"
+GROUP_SIZES = (1, 2, 3, 4, 5)
+TGB = tgb_controller.TargetGroupBindingSettings
+
+
+@dataclass(frozen=True)
+class IngressMode(restart.Mode):
+    ingress: Mapping[str, Any] = field(default_factory=dict)  # IngressSettings overrides
+
+
+MODES = (
+    IngressMode("off", {}, TGB(checkpoints=False), ingress={"checkpoints": False}),
+    IngressMode("skip", {}, TGB(checkpoints=False), ingress={"checkpoints": True,
+                                                             "lane": False}),
+    IngressMode("lane", {}, TGB(verify_qps=restart.VERIFY_QPS,
+                                verify_burst=restart.VERIFY_BURST,
+                                verify_max_wait=restart.VERIFY_MAX_WAIT)),
+)
+CONVERGE = IngressMode(
+    "converge", {}, TGB(verify_qps=None, max_concurrent_reconciles=restart.CONVERGE_WORKERS),
+    throttle=restart.CONVERGE.throttle,
+    ingress={"lane": False, "max_concurrent_reconciles": restart.CONVERGE_WORKERS})
+
+
+def groups_of(n: int) -> list[list[int]]:
+    """Ingress indexes per group, sizes cycling through GROUP_SIZES (the last one cut at n)."""
+    groups: list[list[int]] = []
+    start = 0
+    while start < n:
+        size = min(GROUP_SIZES[len(groups) % len(GROUP_SIZES)], n - start)
+        groups.append(list(range(start, start + size)))
+        start += size
+    return groups
+
+
+def unchanged_name(i: int) -> str:
+    return f"ing-{i:04d}"
+
+
+@dataclass
+class IngressBench(restart.Bench):
+    groups: list[list[int]] = field(default_factory=list)
+
+    def ingress_settings(self, **overrides: Any) -> ingress_controller.IngressSettings:
+        values: dict[str, Any] = {
+            "cluster_name": restart.CLUSTER, "vpc_id": self.seed.vpc_id,
+            "ingress_class": CLASS, "verify_qps": restart.VERIFY_QPS,
+            "verify_burst": restart.VERIFY_BURST, "verify_max_wait": restart.VERIFY_MAX_WAIT}
+        values.update(overrides)
+        return ingress_controller.IngressSettings(**values)
+
+    async def start(self, mode: restart.Mode) -> restart.Run:
+        assert isinstance(mode, IngressMode)
+        client = await KubeClient.from_kubeconfig(self.kubeconfig)
+        pool = AWSClientPool(AWSSettings(region=REGION, endpoint_url=self.proxy.url,
+                                         access_key="testing", secret_key="testing",
+                                         throttle=parse_throttle(mode.throttle)),
+                             registry=CollectorRegistry())
+        manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
+        tgb_controller.setup(manager, pool=pool, settings=mode.tgb)
+        ingress_controller.setup(manager, pool=pool,
+                                 settings=self.ingress_settings(**mode.ingress))
+        return restart.Run(manager, asyncio.create_task(manager.run()), client, pool)
+
+    # ---- Kubernetes objects -----------------------------------------------------------------
+
+    async def create_service(self, name: str, index: int,
+                             annotations: Mapping[str, str] | None = None) -> None:
+        """An Ingress `name` (one host rule) and its backend Service `name` with 2 ready
+        pods; `annotations` add group membership."""
+        service: Obj = {
+            "metadata": {"name": name},
+            "spec": {"type": "ClusterIP", "selector": {"app": name},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080,
+                                "protocol": "TCP"}]}}
+        ips = [f"10.0.{4 + (2 * index + k) // 250}.{(2 * index + k) % 250 + 1}" for k in (0, 1)]
+        endpoints: Obj = {
+            "metadata": {"name": f"{name}-abc", "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": True,
+                                                             "terminating": False},
+                           "targetRef": {"kind": "Pod", "name": f"{name}-{k}",
+                                         "uid": f"uid-{name}-{k}"}}
+                          for k, ip in enumerate(ips)]}
+        ingress: Obj = {
+            "metadata": {"name": name, "annotations": {
+                PREFIX + "target-type": "ip", **(annotations or {})}},
+            "spec": {"ingressClassName": CLASS, "rules": [{
+                "host": f"{name}.example.com", "http": {"paths": [{
+                    "path": "/", "pathType": "Prefix", "backend": {"service": {
+                        "name": name, "port": {"number": 80}}}}]}}]}}
+        for resource, obj in ((SERVICES, service), (ENDPOINTSLICES, endpoints),
+                              (INGRESSES, ingress)):
+            with contextlib.suppress(AlreadyExists):
+                await self.client.create(resource, obj, NAMESPACE)
+
+    async def ingresses(self) -> dict[str, Obj]:
+        listed = await self.client.list(INGRESSES, NAMESPACE)
+        return {str(i["metadata"]["name"]): i for i in listed["items"]}
+
+    async def caches(self, ingresses: Iterable[Obj] | None = None) -> Caches:
+        """The pure stage's inputs, read from the API server as the controller's caches
+        hold them."""
+        caches = Caches()
+        caches.ingresses.add_indexer(GROUP_INDEX, index_keys)
+        caches.ingresses.add_indexer(CLASS_INDEX, class_keys)
+        for ing in ingresses if ingresses is not None else (await self.ingresses()).values():
+            caches.ingresses.upsert(ing)
+        for svc in (await self.client.list(SERVICES, NAMESPACE))["items"]:
+            caches.services.upsert(svc)
+        for cls in (await self.client.list(INGRESSCLASSES))["items"]:
+            caches.classes.upsert(cls)
+        return caches
+
+    async def unchanged_checkpointed(self) -> int:
+        """How many of the N unchanged Ingresses carry their group's checkpoint, with their
+        hostname in status and a checkpointed binding for their backend."""
+        caches = await self.caches()
+        loader = GroupLoader(caches, ingress_class=CLASS)
+        builder = self.ingress_settings().builder()
+        bound = {str(b["spec"]["serviceRef"]["name"]) for b in await self.bindings()
+                 if checkpoint.stored(b)}
+        done = 0
+        for group in self.groups:
+            request = _request(group)
+            try:
+                value = checkpoint.compute(
+                    build_group(loader.load(request), caches, builder).stack,
+                    version=BUILDER_VERSION)
+            except BuildError:
+                continue
+            for i in group:
+                ing = caches.ingresses.get(f"{NAMESPACE}/{unchanged_name(i)}")
+                if (ing is not None and checkpoint.stored(ing) == value and _hostname(ing)
+                        and unchanged_name(i) in bound):
+                    done += 1
+        return done
+
+    # ---- set-up and re-convergence --------------------------------------------------------
+
+    async def converge(self, *, delete: str | None = None) -> None:
+        run = await self.start(CONVERGE)
+        try:
+            if delete is not None:
+                for resource, name in ((INGRESSES, delete), (SERVICES, delete),
+                                       (ENDPOINTSLICES, f"{delete}-abc")):
+                    with contextlib.suppress(NotFound):
+                        await self.client.delete(resource, name, NAMESPACE)
+            last = restart.CLOCK.now()
+            while True:
+                await asyncio.sleep(1.0)
+                done = await self.unchanged_checkpointed()
+                gone = delete is None or delete not in await self.ingresses()
+                if done == self.n and gone and await restart._held(run.idle, restart.IDLE_HOLD):
+                    return
+                if restart.CLOCK.now() - last >= 3:
+                    restart.log(f"converging: {done}/{self.n} checkpointed"
+                        + ("" if gone else f", {delete} still being deleted"))
+                    last = restart.CLOCK.now()
+        finally:
+            await run.kill()
+
+    async def setup(self) -> None:
+        self.groups = groups_of(self.n)
+        restart.log(f"creating {self.n} Ingresses in {len(self.groups)} groups")
+        with contextlib.suppress(AlreadyExists):
+            await self.client.create(INGRESSCLASSES, {"metadata": {"name": CLASS},
+                                                      "spec": {"controller": ALB_CONTROLLER}})
+        members: list[tuple[int, dict[str, str]]] = []
+        for group in self.groups:
+            for order, i in enumerate(group):
+                members.append((i, {} if len(group) == 1 else {
+                    PREFIX + "group.name": _request(group).name,
+                    PREFIX + "group.order": str(order + 1)}))
+        for start in range(0, self.n, 64):
+            await asyncio.gather(*(self.create_service(unchanged_name(i), i, annotations)
+                                   for i, annotations in members[start:start + 64]))
+        await self.converge()
+        self.unchanged_arns = await asyncio.to_thread(self._collect_arns)
+        restart.log(f"set-up done: {len(self.unchanged_arns)} ARNs of unchanged stacks")
+
+    # ---- one measured mode ------------------------------------------------------------------
+
+    async def fresh_ready(self, name: str) -> bool:
+        try:
+            ing = await self.client.get(INGRESSES, name, NAMESPACE)
+        except NotFound:
+            return False
+        if not _hostname(ing):
+            return False
+        caches = await self.caches([ing])
+        loader = GroupLoader(caches, ingress_class=CLASS)
+        try:
+            stack = build_group(loader.load(Request(NAMESPACE, name)), caches,
+                                self.ingress_settings().builder()).stack
+        except BuildError:
+            return False
+        [lb] = stack.load_balancers.values()
+        [tgb] = stack.target_group_bindings.values()
+        try:
+            binding = await self.client.get(TARGETGROUPBINDINGS, tgb.name, NAMESPACE)
+        except NotFound:
+            return False
+        return await asyncio.to_thread(self._aws_ready, lb.name,
+                                       str(binding["spec"]["targetGroupARN"]))
+
+    def pace(self, records: list[RequestRecord], *, t0: float) -> dict[str, Any]:
+        """The LOW lane as seen by AWS: when each unchanged stack was first looked at (its
+        ALB's listeners for a group, its targets for a binding), against burst + qps * t."""
+        out: dict[str, Any] = {"verify_qps": restart.VERIFY_QPS,
+                               "verify_burst": restart.VERIFY_BURST}
+        for label, operation, key in (("ingress", "DescribeListeners", "LoadBalancerArn"),
+                                      ("targetgroupbinding", "DescribeTargetHealth",
+                                       "TargetGroupArn")):
+            first: dict[str, float] = {}
+            for r in records:
+                arn = r.params.get(key)
+                if r.operation == operation and arn in self.unchanged_arns:
+                    first.setdefault(str(arn), r.time)
+            times = sorted(first.values())
+            out[label] = {"verified": len(times),
+                          "max_per_10s": restart._peak(times, 10.0),
+                          "within_pace": restart._within_pace(times, restart.VERIFY_QPS,
+                                                              restart.VERIFY_BURST)}
+        return out
+
+
+def _request(group: list[int]) -> Request:
+    if len(group) == 1:
+        return Request(NAMESPACE, unchanged_name(group[0]))
+    return Request("", f"grp-{group[0]:04d}")
+
+
+def _hostname(ing: Obj) -> str:
+    entries = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    return str(entries[0].get("hostname") or "") if entries else ""
+
+
+def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    lane = modes.get("lane")
+    if lane is None:
+        return {}
+    fresh = lane["fresh_change_latency_s"]
+    pace = lane["pace"]
+    return {
+        "fresh_change_le_2s": fresh is not None and fresh <= 2.0,
+        "zero_mutating_calls_for_unchanged": lane["mutating_calls_for_unchanged"] == 0,
+        "verification_within_pace": bool(pace["ingress"]["within_pace"]
+                                          and pace["targetgroupbinding"]["within_pace"]),
+    }
+
+
+async def run(n: int, cap: float, modes: Iterable[str], *,
+              limits: ServerLimits) -> dict[str, Any]:
+    """`restart.run` for Ingresses; `modes` are names out of off, skip, lane."""
+    by_name = {m.name: m for m in MODES}
+    moto, moto_url = await restart._start_moto()
+    try:
+        seed = await asyncio.to_thread(seed_vpc, moto_url, cluster_name=restart.CLUSTER,
+                                       region=REGION)
+        elbv2 = sync_client("elbv2", moto_url, region=REGION)
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = Path(tmp) / "kubeconfig"
+            envtest = await restart._start_envtest(kubeconfig)
+            try:
+                async with AWSFaultProxy(moto_url) as proxy, \
+                        await KubeClient.from_kubeconfig(kubeconfig) as client:
+                    bench = IngressBench(n=n, kubeconfig=kubeconfig, seed=seed, proxy=proxy,
+                                         client=client, elbv2=elbv2, limits=limits)
+                    await bench.setup()
+                    results: dict[str, dict[str, Any]] = {}
+                    previous: str | None = None
+                    for name in modes:
+                        if previous is not None:
+                            await bench.converge(delete=previous)
+                        results[name] = await bench.measure(by_name[name], cap=cap)
+                        previous = f"fresh-{name}"
+            finally:
+                elbv2.close()
+                await restart._stop(envtest)
+    finally:
+        await restart._stop(moto)
+    describe = next(c for c in limits.classes if c.name == "describe")
+    return {"n": n, "groups": len(groups_of(n)),
+            "server_describe_limit": f"{describe.rate:g}:{describe.burst}",
+            "modes": results, "goal": goal(results)}
