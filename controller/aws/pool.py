@@ -19,7 +19,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.paginate import AioPaginator
 from aiobotocore.session import AioSession, get_session
 from botocore import xform_name
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 from prometheus_client import CollectorRegistry
 
 from controller.aws.errors import AWSError
@@ -181,6 +181,12 @@ class AWSClientPool:
             except asyncio.CancelledError:
                 code = "Canceled"
                 raise
+            except BotoCoreError as exc:
+                # Transport and parsing failures (a connection reset, an HTML error page) after
+                # botocore's own retries: an expected AWS failure to the caller, like a
+                # ClientError, not a bug in the caller.
+                code = type(exc).__name__
+                raise AWSError(code, str(exc), operation=operation) from exc
             except Exception as exc:
                 code = type(exc).__name__
                 raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -150,3 +151,18 @@ async def test_closed_pool_refuses_calls(aws_proxy: AWSFaultProxy) -> None:
     assert pool.open_clients == ()
     with pytest.raises(RuntimeError, match="closed"):
         await pool.call("elbv2", "DescribeLoadBalancers")
+
+
+async def test_a_transport_failure_surfaces_as_an_aws_error(no_retry_backoff: None) -> None:
+    # Nothing listens on this port: botocore gives up with a connection error, which callers
+    # must see as an expected AWS failure (retried with backoff), not as a bug of theirs.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = AWSSettings(region="us-west-2", endpoint_url=f"http://127.0.0.1:{port}",
+                           access_key="testing", secret_key="testing", max_retries=0)
+    async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
+        with pytest.raises(AWSError) as info:
+            await pool.call("elbv2", "DescribeLoadBalancers")
+    assert info.value.code == "EndpointConnectionError"
+    assert info.value.operation == "DescribeLoadBalancers"
