@@ -14,7 +14,7 @@ A class's `spec.parameters` must reference an existing cluster-scoped IngressCla
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from controller.ingress.keys import (
     INGRESSCLASSPARAMS,
     LEGACY_CLASS_ANNOTATION,
 )
+from controller.selectors import LabelSelector
 
 
 class ClassError(ValueError):
@@ -42,32 +43,6 @@ class _KeyValue(_Spec):
     value: str
 
 
-class _Requirement(_Spec):
-    key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: tuple[str, ...] = ()
-
-
-class _Selector(_Spec):
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
-    match_expressions: tuple[_Requirement, ...] = Field(default=(), alias="matchExpressions")
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for req in self.match_expressions:
-            present = req.key in labels
-            if req.operator == "Exists" and not present:
-                return False
-            if req.operator == "DoesNotExist" and present:
-                return False
-            if req.operator == "In" and (not present or labels[req.key] not in req.values):
-                return False
-            if req.operator == "NotIn" and present and labels[req.key] in req.values:
-                return False
-        return True
-
-
 class _Group(_Spec):
     name: str
 
@@ -81,7 +56,7 @@ class ClassParams(_Spec):
     """IngressClassParams spec: values an administrator enforces; they override annotations."""
 
     name: str = ""
-    namespace_selector: _Selector | None = Field(default=None, alias="namespaceSelector")
+    namespace_selector: LabelSelector | None = Field(default=None, alias="namespaceSelector")
     group: _Group | None = None
     scheme: Literal["internal", "internet-facing"] | None = None
     inbound_cidrs: tuple[str, ...] | None = Field(default=None, alias="inboundCIDRs")

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from controller.selectors import LabelSelector, LabelSelectorRequirement
 from runtime.resources import Resource
 
 TARGETGROUPBINDINGS = Resource("elbv2.k8s.aws", "v1beta1", "targetgroupbindings",
@@ -29,41 +30,6 @@ class _Model(BaseModel):
 class ServiceReference(_Model):
     name: str = Field(min_length=1)
     port: int | str
-
-
-class LabelSelectorRequirement(_Model):
-    key: str = Field(min_length=1)
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: tuple[str, ...] = ()
-
-    @model_validator(mode="after")
-    def _values_fit_operator(self) -> LabelSelectorRequirement:
-        if self.operator in ("In", "NotIn") and not self.values:
-            raise ValueError(f"operator {self.operator} needs values")
-        if self.operator in ("Exists", "DoesNotExist") and self.values:
-            raise ValueError(f"operator {self.operator} takes no values")
-        return self
-
-
-class LabelSelector(_Model):
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
-    match_expressions: tuple[LabelSelectorRequirement, ...] = Field(
-        default=(), alias="matchExpressions")
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for req in self.match_expressions:
-            present = req.key in labels
-            if req.operator == "Exists" and not present:
-                return False
-            if req.operator == "DoesNotExist" and present:
-                return False
-            if req.operator == "In" and labels.get(req.key) not in req.values:
-                return False
-            if req.operator == "NotIn" and present and labels[req.key] in req.values:
-                return False
-        return True
 
 
 class TargetGroupBindingSpec(_Model):
@@ -94,3 +60,7 @@ def parse_spec(obj: dict[str, Any]) -> TargetGroupBindingSpec:
         where = ".".join(str(p) for p in first["loc"]) or "spec"
         message = str(first["msg"]).removeprefix("Value error, ")
         raise InvalidSpec(f"invalid TargetGroupBinding spec: {where}: {message}") from None
+
+
+__all__ = ["FINALIZER", "TARGETGROUPBINDINGS", "InvalidSpec", "LabelSelector",
+           "LabelSelectorRequirement", "ServiceReference", "TargetGroupBindingSpec", "parse_spec"]
