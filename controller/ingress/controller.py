@@ -29,13 +29,13 @@ from controller.ingress.reconciler import (
     IngressReconciler,
     binding_stack_index,
 )
+from controller.lanes import paced_controller
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.controller import Controller
 from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
-from runtime.ratelimit import ItemExponentialFailureRateLimiter
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
-from runtime.workqueue import NORMAL, PriorityQueue
+from runtime.workqueue import NORMAL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,15 +156,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: IngressSettings) -
         deployer=deployer, pool=pool, settings=settings.builder(), vpc_id=settings.vpc_id,
         recorder=manager.recorder, clock=manager.clock, checkpoints=settings.checkpoints,
         cleanup_poll=settings.cleanup_poll)
-    queue: PriorityQueue[Request] = PriorityQueue(
-        CONTROLLER_NAME, clock=manager.clock, registry=manager.registry,
-        rate_limiter=ItemExponentialFailureRateLimiter(max_delay=settings.max_backoff),
-        low_priority_qps=settings.low_lane_qps,
-        low_priority_burst=settings.verify_burst,
-        low_priority_max_wait=settings.verify_max_wait)
-    controller = Controller(CONTROLLER_NAME, reconciler,
-                            max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                            queue=queue, clock=manager.clock, registry=manager.registry)
+    controller = paced_controller(
+        manager, CONTROLLER_NAME, reconciler,
+        max_concurrent_reconciles=settings.max_concurrent_reconciles,
+        low_lane_qps=settings.low_lane_qps, verify_burst=settings.verify_burst,
+        verify_max_wait=settings.verify_max_wait, max_backoff=settings.max_backoff)
     prio = group_priority(settings, reconciler.priority)
     controller.watch(ingresses, events.GroupHandler(
         controller, reconciler.groups_for_ingress, priority=prio, view=events.ingress_view))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from controller.aws import AWSClientPool
 from controller.config import DEFAULT_LOAD_BALANCER_CLASS, ConfigError, ControllerConfig
 from controller.deploy import DeployerSettings, StackDeployer
+from controller.lanes import paced_controller
 from controller.service.annotations import ServiceDefaults
 from controller.service.bindings import (
     SERVICE_STACK_INDEX,
@@ -18,10 +19,9 @@ from controller.service.model import ModelSettings
 from controller.service.reconciler import ServiceReconciler
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.controller import Controller
-from runtime.handlers import EnqueueFromMap, Request
+from runtime.handlers import EnqueueFromMap
 from runtime.manager import Manager
 from runtime.resources import SERVICES
-from runtime.workqueue import PriorityQueue
 
 CONTROLLER_NAME = "service"  # upstream's name, so dashboards match
 
@@ -84,14 +84,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: ServiceSettings,
         deployer=deployer or StackDeployer(pool, settings.deployer, clock=manager.clock),
         recorder=manager.recorder, settings=settings.model, checkpoints=settings.checkpoints,
         lane=settings.lane, clock=manager.clock, cleanup_poll=settings.cleanup_poll)
-    queue: PriorityQueue[Request] = PriorityQueue(
-        CONTROLLER_NAME, clock=manager.clock, registry=manager.registry,
-        low_priority_qps=settings.low_lane_qps,
-        low_priority_burst=settings.verify_burst,
-        low_priority_max_wait=settings.verify_max_wait)
-    controller = Controller(CONTROLLER_NAME, reconciler,
-                            max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                            queue=queue, clock=manager.clock, registry=manager.registry)
+    controller = paced_controller(
+        manager, CONTROLLER_NAME, reconciler,
+        max_concurrent_reconciles=settings.max_concurrent_reconciles,
+        low_lane_qps=settings.low_lane_qps, verify_burst=settings.verify_burst,
+        verify_max_wait=settings.verify_max_wait)
     controller.watch(services, EnqueueFromMap(controller, reconciler.requests_for_service,
                                               priority=reconciler.priority))
     # Default priorities: a managed binding deleted or edited by hand wakes its Service at

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.aws import AWSClientPool
+from controller.lanes import paced_controller
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.reconciler import (
     SERVICE_INDEX,
@@ -19,11 +20,9 @@ from controller.targetgroupbinding.reconciler import (
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from runtime.controller import Controller
-from runtime.handlers import EnqueueForObject, EnqueueFromMap, Request
+from runtime.handlers import EnqueueForObject, EnqueueFromMap
 from runtime.manager import Manager
-from runtime.ratelimit import ItemExponentialFailureRateLimiter
 from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
-from runtime.workqueue import PriorityQueue
 
 CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 
@@ -67,15 +66,12 @@ def setup(manager: Manager, *, pool: AWSClientPool,
     services = manager.informer(SERVICES)
     slices = manager.informer(ENDPOINTSLICES)
     nodes = manager.informer(NODES)
-    queue: PriorityQueue[Request] = PriorityQueue(
-        CONTROLLER_NAME, clock=manager.clock, registry=manager.registry,
-        rate_limiter=ItemExponentialFailureRateLimiter(max_delay=settings.max_backoff),
-        low_priority_qps=settings.verify_qps if settings.checkpoints else None,
-        low_priority_burst=settings.verify_burst,
-        low_priority_max_wait=settings.verify_max_wait)
-    controller = Controller(CONTROLLER_NAME, reconciler,
-                            max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                            queue=queue, clock=manager.clock, registry=manager.registry)
+    controller = paced_controller(
+        manager, CONTROLLER_NAME, reconciler,
+        max_concurrent_reconciles=settings.max_concurrent_reconciles,
+        low_lane_qps=settings.verify_qps if settings.checkpoints else None,
+        verify_burst=settings.verify_burst, verify_max_wait=settings.verify_max_wait,
+        max_backoff=settings.max_backoff)
     controller.watch(bindings, EnqueueForObject(controller, priority=reconciler.priority))
     controller.watch(services, EnqueueFromMap(controller, reconciler.bindings_for_service))
     controller.watch(slices, EnqueueFromMap(controller, reconciler.bindings_for_slice))
