@@ -44,9 +44,12 @@ def aws_settings(config: ControllerConfig) -> AWSSettings:
         "AWS_DEFAULT_REGION")
     if not region:
         raise ConfigError("--aws-region: required (or set AWS_REGION)")
+    budgeted = config.enable_checkpoints and config.checkpoint_verify_aws_qps > 0
     return AWSSettings(region=region, endpoint_url=config.aws_endpoint_url,
                        endpoints=dict(config.aws_api_endpoints),
-                       max_retries=config.aws_max_retries, throttle=config.aws_api_throttle)
+                       max_retries=config.aws_max_retries, throttle=config.aws_api_throttle,
+                       verify_calls_qps=config.checkpoint_verify_aws_qps if budgeted else None,
+                       verify_calls_burst=config.checkpoint_verify_aws_burst)
 
 
 def manager_options(config: ControllerConfig, *, identity: str | None = None) -> ManagerOptions:

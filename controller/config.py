@@ -101,6 +101,9 @@ class ControllerConfig(BaseModel):
     checkpoint_verify_qps: float = Field(default=2.0, gt=0)
     checkpoint_verify_burst: int = Field(default=5, ge=1)
     checkpoint_max_wait: float = Field(default=600.0, gt=0)
+    # 0 = no budget: verifications are paced by reconciles only.
+    checkpoint_verify_aws_qps: float = Field(default=5.0, ge=0, allow_inf_nan=False)
+    checkpoint_verify_aws_burst: int = Field(default=10, ge=1)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +146,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--checkpoint-verify-burst", default="5")
     a("--checkpoint-max-wait", default="10m",
       help="a deferred verification waits at most this long behind real changes")
+    a("--checkpoint-verify-aws-qps", default="5",
+      help="AWS calls per second all verifications together may make (0: no limit)")
+    a("--checkpoint-verify-aws-burst", default="10")
 
 
 def _bool(flag: str, text: str) -> bool:

@@ -20,6 +20,11 @@ handed out ahead of every other item (oldest first, ties by priority; one bucket
 constant normal traffic cannot starve it (controller-runtime #3496). Its reported priority stays
 LOW.
 
+Two more limits apply to LOW items, promoted or not, when set: `low_priority_gate`, a budget
+shared with other queues (the AWS calls verifications may spend, whatever each costs): no LOW
+item leaves while it is closed; and `low_priority_max_in_flight`, so that LOW work waiting on that
+budget can never occupy every worker and hold back a real change.
+
 Shutdown (client-go semantics)
 `shutdown()` drops new adds and delayed entries; `get` keeps handing out ready entries (LOW ones
 still paced) and raises `ShutDown` once none is left. `shutdown(drain=True)` also waits until no
@@ -38,7 +43,7 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Hashable
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -46,7 +51,7 @@ from runtime.clock import Clock, RealClock
 from runtime.ratelimit import ItemExponentialFailureRateLimiter, RateLimiter, TokenBucket
 from runtime.workqueue_metrics import PrometheusQueueMetrics, QueueMetrics
 
-__all__ = ["LOW", "NORMAL", "PriorityQueue", "ShutDown"]
+__all__ = ["LOW", "NORMAL", "LaneGate", "PriorityQueue", "ShutDown"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -56,6 +61,15 @@ LOW: Final = -100
 _WAITING: Final = 1
 _READY: Final = 2
 _GONE: Final = 3
+
+
+class LaneGate(Protocol):
+    """A budget the LOW lanes of several queues share. The queue only looks; whoever does the
+    work spends it (so a LOW item's cost need not be known when it leaves the queue)."""
+
+    def time_to_open(self) -> float:
+        """Seconds until the gate opens; 0.0 while it is open."""
+        ...
 
 
 class ShutDown(Exception):
@@ -85,7 +99,8 @@ class PriorityQueue(Generic[K]):
     nothing is recorded. `rate_limiter` answers rate-limited adds (default: per-key exponential,
     5 ms doubling to 1000 s). `low_priority_qps`/`low_priority_burst` pace the LOW lane (qps None
     = unpaced); `low_priority_max_wait` (None = never) is the age at which a ready LOW item is
-    promoted. All methods must be called from the event loop's thread.
+    promoted. `low_priority_gate` (a shared budget) and `low_priority_max_in_flight` further hold
+    LOW items back (module docstring). All methods must be called from the event loop's thread.
 
     Worker loop::
 
@@ -110,6 +125,8 @@ class PriorityQueue(Generic[K]):
         low_priority_qps: float | None = None,
         low_priority_burst: int = 10,
         low_priority_max_wait: float | None = 60.0,
+        low_priority_gate: LaneGate | None = None,
+        low_priority_max_in_flight: int | None = None,
     ) -> None:
         if low_priority_max_wait is not None and not (
             isinstance(low_priority_max_wait, int | float)
@@ -130,12 +147,22 @@ class PriorityQueue(Generic[K]):
                 )
             except ValueError as exc:
                 raise ValueError(f"LOW-priority lane: {exc}") from None
+        if low_priority_max_in_flight is not None and (
+            not isinstance(low_priority_max_in_flight, int) or low_priority_max_in_flight < 1
+        ):
+            raise ValueError(
+                "low_priority_max_in_flight must be an integer >= 1 or None, "
+                f"got {low_priority_max_in_flight!r}"
+            )
         self._max_wait = low_priority_max_wait
+        self._gate = low_priority_gate
+        self._max_low_in_flight = low_priority_max_in_flight
         self.name = name
 
         self._items: dict[K, _Entry[K]] = {}  # queued (waiting or ready), never in flight
         self._deferred: dict[K, _Entry[K]] = {}  # re-added while in flight; applied at done()
         self._processing: dict[K, float] = {}  # in flight → when it was handed out
+        self._low_in_flight: set[K] = set()  # in flight, handed out with a LOW priority
         # Heaps of (rank, rank, seq, entry), deleted lazily: a tuple is live only while its seq
         # is the entry's current one and the entry has not been handed out.
         self._waiting: list[_HeapItem[K]] = []  # ready_at, -priority
@@ -257,6 +284,11 @@ class PriorityQueue(Generic[K]):
         now = self._clock.now()
         self._metrics.done(now - started)
         self._promote_due(now)
+        if key in self._low_in_flight:
+            self._low_in_flight.discard(key)
+            if self._n_low and self._max_low_in_flight is not None:
+                self._wake_one()  # a LOW slot is free again
+                self._reschedule()
         deferred = self._deferred.pop(key, None)
         if deferred is not None and (deferred.ready_at <= now or not self._shutting_down):
             self._items[key] = deferred
@@ -370,12 +402,23 @@ class PriorityQueue(Generic[K]):
         entry.state = _GONE
         del self._items[entry.key]
         self._count_ready(entry.priority, -1)
+        if entry.priority < NORMAL:
+            self._low_in_flight.add(entry.key)
         self._processing[entry.key] = now
         self._metrics.handed_out(entry.priority, now - entry.ready_at)
         return entry.key, entry.priority
 
     def _token(self) -> bool:
+        """May a LOW item leave now? Takes a bucket token if so (checked last: it is spent)."""
+        if self._low_slots_full():
+            return False
+        if self._gate is not None and self._gate.time_to_open() > 0:
+            return False
         return self._bucket is None or self._bucket.try_take()
+
+    def _low_slots_full(self) -> bool:
+        return (self._max_low_in_flight is not None
+                and len(self._low_in_flight) >= self._max_low_in_flight)
 
     def _wake_one(self) -> None:
         while self._getters:
@@ -390,9 +433,15 @@ class PriorityQueue(Generic[K]):
         if head is not None:
             deadline = head.ready_at
         # Only a parked getter cares when the next LOW token is due; with normal items ready it
-        # would not be parked.
-        if self._getters and self._n_low and self._bucket is not None:
-            deadline = min(deadline, self._clock.now() + self._bucket.time_to_next())
+        # would not be parked. With every LOW slot busy, `done` is what wakes it.
+        if self._getters and self._n_low and not self._low_slots_full():
+            wait = 0.0
+            if self._bucket is not None:
+                wait = self._bucket.time_to_next()
+            if self._gate is not None:
+                wait = max(wait, self._gate.time_to_open())
+            if self._bucket is not None or self._gate is not None:
+                deadline = min(deadline, self._clock.now() + wait)
         return deadline
 
     def _reschedule(self) -> None:

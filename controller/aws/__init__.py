@@ -2,6 +2,7 @@
 region), client-side throttling with upstream's `--aws-api-throttle` syntax, botocore
 `standard` retries and upstream's AWS API metrics."""
 
+from controller.aws.budget import VerificationBudget
 from controller.aws.errors import AWSConfigError, AWSError
 from controller.aws.metrics import AWSMetrics, metrics_for
 from controller.aws.pool import AWSClientPool
@@ -26,6 +27,7 @@ __all__ = [
     "ThrottleConfig",
     "ThrottleRule",
     "Throttler",
+    "VerificationBudget",
     "metrics_for",
     "parse_endpoints",
     "parse_throttle",

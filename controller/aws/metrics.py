@@ -33,6 +33,12 @@ class AWSMetrics:
             "aws_api_throttle_wait_seconds",
             "Time AWS API calls waited for the client-side throttle.",
             ["service", "operation"], buckets=_WAIT_BUCKETS, registry=registry)
+        # Not an upstream metric: the calls paced LOW-lane verifications charged to the
+        # verification budget (their waits for it are part of aws_api_throttle_wait_seconds).
+        self.verification_calls = Counter(
+            "aiolbc_aws_verification_calls_total",
+            "AWS API calls made by paced verifications and charged to the verification budget.",
+            ["service", "operation"], registry=registry)
 
 
 _BY_REGISTRY: weakref.WeakKeyDictionary[CollectorRegistry, AWSMetrics] = (

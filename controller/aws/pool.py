@@ -4,6 +4,10 @@ Every call goes through the same three gates, in this order: the client-side thr
 token from exactly one bucket), the per-service concurrency limit, then botocore with its
 `standard` retries. A call's throttle token covers its botocore retries, as upstream's
 middleware does; pages of a paginated listing are separate calls.
+
+A call made by a LOW-priority reconcile (a paced verification) first spends one call of the
+verification budget, if the pool has one, and then yields the throttle bucket to real changes
+(budget.py explains why).
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from botocore import xform_name
 from botocore.exceptions import BotoCoreError, ClientError
 from prometheus_client import CollectorRegistry
 
+from controller.aws.budget import VerificationBudget
 from controller.aws.errors import AWSError
 from controller.aws.metrics import AWSMetrics, metrics_for
 from controller.aws.settings import AWSSettings
 from controller.aws.throttle import Throttler
 from runtime.clock import Clock, RealClock
+from runtime.controller import reconcile_priority
+from runtime.workqueue import NORMAL
 
 
 class _Client:
@@ -51,6 +58,11 @@ class AWSClientPool:
         self._clock: Clock = clock or RealClock()
         self._metrics: AWSMetrics = metrics_for(registry)
         self._throttler = Throttler(settings.throttle, clock=self._clock)
+        self._budget: VerificationBudget | None = None
+        if settings.verify_calls_qps is not None:
+            self._budget = VerificationBudget(rate=settings.verify_calls_qps,
+                                              burst=settings.verify_calls_burst,
+                                              clock=self._clock)
         self._session: AioSession = session or get_session()
         self._clients: dict[tuple[str, str], _Client] = {}
         self._create_lock = asyncio.Lock()
@@ -65,6 +77,12 @@ class AWSClientPool:
     @property
     def throttler(self) -> Throttler:
         return self._throttler
+
+    @property
+    def verification_budget(self) -> VerificationBudget | None:
+        """The AWS calls per second LOW-priority reconciles may spend (None: unlimited); the
+        controllers' queues use it as their LOW lanes' gate."""
+        return self._budget
 
     @property
     def open_clients(self) -> tuple[tuple[str, str], ...]:
@@ -166,7 +184,12 @@ class AWSClientPool:
     async def _invoke(self, entry: _Client, operation: str,
                       params: dict[str, Any]) -> dict[str, Any]:
         metrics, service_id = self._metrics, entry.service_id
-        waited = await self._throttler.wait(service_id, operation)
+        verifying = reconcile_priority() < NORMAL
+        waited = 0.0
+        if verifying and self._budget is not None:
+            metrics.verification_calls.labels(service_id, operation).inc()
+            waited += await self._budget.spend()
+        waited += await self._throttler.wait(service_id, operation, yield_=verifying)
         metrics.throttle_wait.labels(service_id, operation).observe(waited)
         method = getattr(entry.client, xform_name(operation))
         async with self._semaphore(entry.service):

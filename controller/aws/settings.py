@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -93,6 +94,10 @@ class AWSSettings:
     secret_key: str | None = None
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
+    # AWS calls per second (and burst) all paced verifications together may make; None =
+    # unlimited (--checkpoint-verify-aws-qps / --checkpoint-verify-aws-burst).
+    verify_calls_qps: float | None = None
+    verify_calls_burst: int = 10
 
     def __post_init__(self) -> None:
         if not self.region or not _SERVICE_NAME.fullmatch(self.region):
@@ -106,6 +111,13 @@ class AWSSettings:
         if self.max_concurrency_per_service < 1:
             raise AWSConfigError("AWS max concurrency per service must be >= 1, "
                                  f"got {self.max_concurrency_per_service}")
+        if self.verify_calls_qps is not None and not (
+                math.isfinite(self.verify_calls_qps) and self.verify_calls_qps > 0):
+            raise AWSConfigError("verification budget: AWS calls per second must be > 0, "
+                                 f"got {self.verify_calls_qps}")
+        if self.verify_calls_burst < 1:
+            raise AWSConfigError("verification budget: burst must be >= 1, "
+                                 f"got {self.verify_calls_burst}")
         if (self.access_key is None) != (self.secret_key is None):
             raise AWSConfigError("AWS access key and secret key must be given together")
 

@@ -185,9 +185,21 @@ class Throttler:
         bucket = self.bucket_for(service_id, operation)
         return 0.0 if bucket is None else bucket.reserve()
 
-    async def wait(self, service_id: str, operation: str) -> float:
-        """Charge one token and wait for it; return the time waited."""
-        delay = self.reserve(service_id, operation)
-        if delay > 0:
-            await self._clock.sleep(delay)
-        return delay
+    async def wait(self, service_id: str, operation: str, *, yield_: bool = False) -> float:
+        """Charge one token and wait for it; return the time waited.
+
+        With `yield_` the caller does not queue for a token: it takes one only when the bucket
+        holds one that no other caller is owed, so callers that do queue (real changes) always
+        go first and a yielding caller never adds to their wait."""
+        bucket = self.bucket_for(service_id, operation)
+        if bucket is None:
+            return 0.0
+        if not yield_:
+            delay = bucket.reserve()
+            if delay > 0:
+                await self._clock.sleep(delay)
+            return delay
+        start = self._clock.now()
+        while not bucket.try_take():
+            await self._clock.sleep(bucket.time_to_next())
+        return self._clock.now() - start

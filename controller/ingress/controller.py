@@ -160,7 +160,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: IngressSettings) -
         manager, CONTROLLER_NAME, reconciler,
         max_concurrent_reconciles=settings.max_concurrent_reconciles,
         low_lane_qps=settings.low_lane_qps, verify_burst=settings.verify_burst,
-        verify_max_wait=settings.verify_max_wait, max_backoff=settings.max_backoff)
+        verify_max_wait=settings.verify_max_wait, max_backoff=settings.max_backoff,
+        gate=pool.verification_budget)
     prio = group_priority(settings, reconciler.priority)
     controller.watch(ingresses, events.GroupHandler(
         controller, reconciler.groups_for_ingress, priority=prio, view=events.ingress_view))

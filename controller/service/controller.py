@@ -88,7 +88,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: ServiceSettings,
         manager, CONTROLLER_NAME, reconciler,
         max_concurrent_reconciles=settings.max_concurrent_reconciles,
         low_lane_qps=settings.low_lane_qps, verify_burst=settings.verify_burst,
-        verify_max_wait=settings.verify_max_wait)
+        verify_max_wait=settings.verify_max_wait,
+        gate=pool.verification_budget)
     controller.watch(services, EnqueueFromMap(controller, reconciler.requests_for_service,
                                               priority=reconciler.priority))
     # Default priorities: a managed binding deleted or edited by hand wakes its Service at

@@ -71,7 +71,8 @@ def setup(manager: Manager, *, pool: AWSClientPool,
         max_concurrent_reconciles=settings.max_concurrent_reconciles,
         low_lane_qps=settings.verify_qps if settings.checkpoints else None,
         verify_burst=settings.verify_burst, verify_max_wait=settings.verify_max_wait,
-        max_backoff=settings.max_backoff)
+        max_backoff=settings.max_backoff,
+        gate=pool.verification_budget)
     controller.watch(bindings, EnqueueForObject(controller, priority=reconciler.priority))
     controller.watch(services, EnqueueFromMap(controller, reconciler.bindings_for_service))
     controller.watch(slices, EnqueueFromMap(controller, reconciler.bindings_for_slice))

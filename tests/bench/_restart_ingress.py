@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry
 
 from controller import checkpoint
-from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.ingress import controller as ingress_controller
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
@@ -69,7 +68,7 @@ MODES = (
                                                              "lane": False}),
     IngressMode("lane", {}, TGB(verify_qps=restart.VERIFY_QPS,
                                 verify_burst=restart.VERIFY_BURST,
-                                verify_max_wait=restart.VERIFY_MAX_WAIT)),
+                                verify_max_wait=restart.VERIFY_MAX_WAIT), budget=True),
 )
 CONVERGE = IngressMode(
     "converge", {}, TGB(verify_qps=None, max_concurrent_reconciles=restart.CONVERGE_WORKERS),
@@ -107,15 +106,13 @@ class IngressBench(restart.Bench):
     async def start(self, mode: restart.Mode) -> restart.Run:
         assert isinstance(mode, IngressMode)
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
-        pool = AWSClientPool(AWSSettings(region=REGION, endpoint_url=self.proxy.url,
-                                         access_key="testing", secret_key="testing",
-                                         throttle=parse_throttle(mode.throttle)),
-                             registry=CollectorRegistry())
+        pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
         tgb_controller.setup(manager, pool=pool, settings=mode.tgb)
         ingress_controller.setup(manager, pool=pool,
                                  settings=self.ingress_settings(**mode.ingress))
-        return restart.Run(manager, asyncio.create_task(manager.run()), client, pool)
+        return restart.Run(manager, asyncio.create_task(manager.run()), client, pool,
+                           pool_registry)
 
     # ---- Kubernetes objects -----------------------------------------------------------------
 
@@ -303,6 +300,7 @@ def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "zero_mutating_calls_for_unchanged": lane["mutating_calls_for_unchanged"] == 0,
         "verification_within_pace": bool(pace["ingress"]["within_pace"]
                                           and pace["targetgroupbinding"]["within_pace"]),
+        "verification_within_budget": bool(pace["budget"]["within_budget"]),
     }
 
 

@@ -62,6 +62,7 @@ from prometheus_client import CollectorRegistry
 
 from controller import checkpoint
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
+from controller.config import ControllerConfig
 from controller.deploy import DeployerSettings
 from controller.service import controller as service_controller
 from controller.service.annotations import PREFIX
@@ -90,6 +91,9 @@ NAMESPACE = "default"
 NLB_CLASS = "service.k8s.aws/nlb"
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 VERIFY_QPS, VERIFY_BURST, VERIFY_MAX_WAIT = 2.0, 5, 600.0  # `aiolbc run`'s defaults
+# `aiolbc run`'s verification budget (--checkpoint-verify-aws-qps / -burst), lane mode only.
+VERIFY_AWS_QPS = float(ControllerConfig.model_fields["checkpoint_verify_aws_qps"].default)
+VERIFY_AWS_BURST = int(ControllerConfig.model_fields["checkpoint_verify_aws_burst"].default)
 WINDOW = 300.0
 CONVERGE_WORKERS = 16
 IDLE_HOLD = 1.0
@@ -167,6 +171,16 @@ class Mode:
     service: dict[str, Any]
     tgb: tgb_controller.TargetGroupBindingSettings
     throttle: str = ""  # --aws-api-throttle; "" = `aiolbc run`'s defaults
+    budget: bool = False  # the verification budget on the AWS pool (lane mode)
+
+    def pool(self, endpoint_url: str) -> tuple[AWSClientPool, CollectorRegistry]:
+        registry = CollectorRegistry()
+        settings = AWSSettings(
+            region=REGION, endpoint_url=endpoint_url, access_key="testing",
+            secret_key="testing", throttle=parse_throttle(self.throttle),
+            verify_calls_qps=VERIFY_AWS_QPS if self.budget else None,
+            verify_calls_burst=VERIFY_AWS_BURST)
+        return AWSClientPool(settings, registry=registry), registry
 
 
 MODES = (
@@ -175,7 +189,8 @@ MODES = (
     Mode("skip", {"checkpoints": True, "lane": False},
          tgb_controller.TargetGroupBindingSettings(checkpoints=False)),
     Mode("lane", {}, tgb_controller.TargetGroupBindingSettings(
-        verify_qps=VERIFY_QPS, verify_burst=VERIFY_BURST, verify_max_wait=VERIFY_MAX_WAIT)),
+        verify_qps=VERIFY_QPS, verify_burst=VERIFY_BURST, verify_max_wait=VERIFY_MAX_WAIT),
+        budget=True),
 )
 # Set-up and re-convergence between modes: checkpoints on, no pace, wide concurrency.
 CONVERGE = Mode("converge", {"lane": False, "max_concurrent_reconciles": CONVERGE_WORKERS},
@@ -192,6 +207,14 @@ class Run:
     task: asyncio.Task[int]
     client: KubeClient
     pool: AWSClientPool
+    pool_registry: CollectorRegistry
+
+    def verification_calls(self) -> int:
+        """AWS calls the pool charged to the verification budget."""
+        return int(sum(sample.value
+                       for metric in self.pool_registry.collect()
+                       if metric.name == "aiolbc_aws_verification_calls"
+                       for sample in metric.samples if sample.name.endswith("_total")))
 
     def idle(self) -> bool:
         if not self.manager.leading:
@@ -230,15 +253,12 @@ class Bench:
 
     async def start(self, mode: Mode) -> Run:
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
-        pool = AWSClientPool(AWSSettings(region=REGION, endpoint_url=self.proxy.url,
-                                         access_key="testing", secret_key="testing",
-                                         throttle=parse_throttle(mode.throttle)),
-                             registry=CollectorRegistry())
+        pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
         tgb_controller.setup(manager, pool=pool, settings=mode.tgb)
         service_controller.setup(manager, pool=pool,
                                  settings=self.service_settings(**mode.service))
-        return Run(manager, asyncio.create_task(manager.run()), client, pool)
+        return Run(manager, asyncio.create_task(manager.run()), client, pool, pool_registry)
 
     # ---- Kubernetes objects -----------------------------------------------------------------
 
@@ -397,6 +417,8 @@ class Bench:
                                verified_at=verified_at, cap=cap)
         if mode.name == "lane":
             figures["pace"] = self.pace(records, t0=t0)
+            figures["pace"]["budget"] = budget_figures(
+                run.verification_calls(), verified_at if verified_at is not None else elapsed)
         log(f"{mode.name}: {json.dumps(figures)}")
         return figures
 
@@ -480,6 +502,14 @@ async def _held(check: Callable[[], bool], seconds: float) -> bool:
     return True
 
 
+def budget_figures(calls: int, seconds: float) -> dict[str, Any]:
+    """The AWS calls verifications made, against the budget's burst + rate * time."""
+    return {"aws_qps": VERIFY_AWS_QPS, "aws_burst": VERIFY_AWS_BURST,
+            "verification_aws_calls": calls,
+            "verification_aws_calls_per_s": round(calls / seconds, 2) if seconds > 0 else None,
+            "within_budget": calls <= VERIFY_AWS_BURST + VERIFY_AWS_QPS * seconds + 1}
+
+
 def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     lane = modes.get("lane")
     if lane is None:
@@ -491,6 +521,7 @@ def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "zero_mutating_calls_for_unchanged": lane["mutating_calls_for_unchanged"] == 0,
         "verification_within_pace": bool(pace["service"]["within_pace"]
                                           and pace["targetgroupbinding"]["within_pace"]),
+        "verification_within_budget": bool(pace["budget"]["within_budget"]),
     }
 
 

@@ -172,3 +172,55 @@ async def test_limiter_paces_a_burst_of_calls_on_fake_time() -> None:
     assert len(done) == 60
     await asyncio.gather(*tasks)
     assert max(done) - start == pytest.approx((60 - 5) / 20)
+
+
+async def test_yielding_callers_never_delay_queueing_ones() -> None:
+    # Verifications (yield_) compete with a real change (queues) for a 10/s Describe bucket.
+    clock = FakeClock()
+    throttler = Throttler(parse_throttle("Elastic Load Balancing v2:^Describe.*=10:1"),
+                          clock=clock)
+    low_done: list[float] = []
+    normal_done: list[float] = []
+
+    async def call(out: list[float], *, yield_: bool) -> None:
+        await throttler.wait(ELBV2, "DescribeRules", yield_=yield_)
+        out.append(clock.now())
+
+    low = [asyncio.create_task(call(low_done, yield_=True)) for _ in range(40)]
+    await clock.advance(0)
+    await clock.advance(1.0)
+    assert 9 <= len(low_done) <= 11  # the verifications use the bucket while no one else does
+    start = clock.now()
+    normal = [asyncio.create_task(call(normal_done, yield_=False)) for _ in range(5)]
+    before = len(low_done)
+    await clock.advance(0.55)
+    # The real change's five calls took the next five tokens; the backlog of thirty yielding
+    # calls ahead of them in time made no difference, and no verification slipped in between.
+    assert len(normal_done) == 5
+    assert max(normal_done) - start <= 0.5 + 1e-6
+    assert len(low_done) - before <= 1
+    await clock.advance(5.0)
+    assert len(low_done) == 40
+    await asyncio.gather(*low, *normal)
+
+
+async def test_queueing_callers_delay_each_other_in_order() -> None:
+    # The contrast: without yield_, callers that came first are served first (a backlog of
+    # verifications would have delayed the real change by 3 s here).
+    clock = FakeClock()
+    throttler = Throttler(parse_throttle("Elastic Load Balancing v2:^Describe.*=10:1"),
+                          clock=clock)
+    done: list[str] = []
+
+    async def call(name: str) -> None:
+        await throttler.wait(ELBV2, "DescribeRules")
+        done.append(name)
+
+    tasks = [asyncio.create_task(call(f"low{i}")) for i in range(30)]
+    await clock.advance(0)
+    tasks.append(asyncio.create_task(call("normal")))
+    await clock.advance(1.0)
+    assert "normal" not in done
+    await clock.advance(3.0)
+    assert done[-1] == "normal"
+    await asyncio.gather(*tasks)

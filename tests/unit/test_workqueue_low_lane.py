@@ -209,3 +209,101 @@ async def test_unpaced_lane_only_orders(max_wait: float | None) -> None:
     got = take_all(queue)
     assert got[0] == ("n", NORMAL)
     assert len(got) == 101
+
+
+class SharedBudget:
+    """A gate several queues share, spent by whoever does the work (here: the test)."""
+
+    def __init__(self, clock: FakeClock, rate: float) -> None:
+        self.clock, self.rate, self.tokens, self.at = clock, rate, 1.0, clock.now()
+
+    def _refill(self) -> None:
+        self.tokens = min(1.0, self.tokens + (self.clock.now() - self.at) * self.rate)
+        self.at = self.clock.now()
+
+    def spend(self, n: float) -> None:
+        self._refill()
+        self.tokens -= n
+
+    def time_to_open(self) -> float:
+        self._refill()
+        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / self.rate
+
+
+async def test_a_closed_gate_holds_low_items_but_never_normal_ones() -> None:
+    clock = FakeClock()
+    gate = SharedBudget(clock, rate=1.0)
+    gate.spend(5)  # 5 calls of debt: closed for 5 s
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_qps=100.0,
+                                              low_priority_gate=gate)
+    queue.add("low", priority=LOW)
+    queue.add("normal")
+    assert take_all(queue) == [("normal", NORMAL)]
+    got: list[tuple[str, int]] = []
+
+    async def getter() -> None:
+        got.append(await queue.get())
+
+    task = asyncio.create_task(getter())
+    await settle()
+    await clock.advance(4.9)
+    assert got == []
+    await clock.advance(0.2)  # the gate's own timer wakes the parked getter
+    await task
+    assert got == [("low", LOW)]
+
+
+async def test_one_gate_paces_the_low_lanes_of_several_queues() -> None:
+    clock = FakeClock()
+    gate = SharedBudget(clock, rate=2.0)
+    queues = [PriorityQueue[str](f"q{i}", clock=clock, low_priority_gate=gate) for i in range(3)]
+    for i, queue in enumerate(queues):
+        for j in range(10):
+            queue.add(f"{i}-{j}", priority=LOW)
+    handed: list[float] = []
+
+    async def worker(queue: PriorityQueue[str]) -> None:
+        while True:
+            key, _ = await queue.get()
+            gate.spend(4)  # each verification costs four calls
+            handed.append(clock.now())
+            queue.done(key)
+
+    tasks = [asyncio.create_task(worker(q)) for q in queues]
+    start = clock.now()
+    for _ in range(300):
+        await clock.advance(0.1)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    # 2 calls/s shared at 4 calls each: one verification per 2 s, whichever queue holds it; the
+    # three queues may all pass the open gate at the same instant once.
+    elapsed = clock.now() - start
+    assert len(handed) <= 3 + elapsed / 2.0
+    assert len(handed) >= elapsed / 2.0 - 3
+
+
+async def test_low_items_in_flight_are_capped_so_a_worker_stays_free() -> None:
+    clock = FakeClock()
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_in_flight=2,
+                                              low_priority_max_wait=0.0)
+    for i in range(4):
+        queue.add(f"low{i}", priority=LOW)
+    await clock.advance(1.0)  # all of them old enough to be promoted: the cap still holds
+    first = take_all(queue)
+    assert [p for _, p in first] == [LOW, LOW]
+    queue.add("normal")
+    assert take_all(queue) == [("normal", NORMAL)]
+    got: list[tuple[str, int]] = []
+
+    async def getter() -> None:
+        got.append(await queue.get())
+
+    task = asyncio.create_task(getter())
+    await settle()
+    assert got == []
+    queue.done(first[0][0])  # a LOW slot frees up: the parked getter takes the next LOW item
+    await task
+    assert [p for _, p in got] == [LOW]
+    with pytest.raises(ValueError, match="low_priority_max_in_flight"):
+        PriorityQueue[str]("bad", low_priority_max_in_flight=0)

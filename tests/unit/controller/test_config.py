@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.app import aws_settings
 from controller.aws import DEFAULT_THROTTLE
 from controller.config import ConfigError, parse_config, parse_duration
 
@@ -62,6 +63,9 @@ def test_values_are_parsed() -> None:
         (["--ingress-max-concurrent-reconciles", "0"], "--ingress-max-concurrent-reconciles"),
         (["--default-target-type", "pod"], "--default-target-type"),
         (["--checkpoint-verify-qps", "-1"], "--checkpoint-verify-qps"),
+        (["--checkpoint-verify-aws-qps", "-1"], "--checkpoint-verify-aws-qps"),
+        (["--checkpoint-verify-aws-qps", "nan"], "--checkpoint-verify-aws-qps"),
+        (["--checkpoint-verify-aws-burst", "0"], "--checkpoint-verify-aws-burst"),
     ],
 )
 def test_bad_values_name_the_flag(argv: list[str], message: str) -> None:
@@ -88,3 +92,17 @@ def test_go_durations(text: str, seconds: float) -> None:
 def test_duration_parser_never_crashes(text: str) -> None:
     with contextlib.suppress(ValueError):
         assert parse_duration(text) >= 0
+
+
+def test_the_verification_budget_reaches_the_aws_pool_settings() -> None:
+    base = ["--cluster-name", "c", "--aws-region", "us-west-2"]
+    settings = aws_settings(parse_config(base))
+    assert (settings.verify_calls_qps, settings.verify_calls_burst) == (5.0, 10)
+    settings = aws_settings(parse_config([*base, "--checkpoint-verify-aws-qps", "2.5",
+                                          "--checkpoint-verify-aws-burst", "3"]))
+    assert (settings.verify_calls_qps, settings.verify_calls_burst) == (2.5, 3)
+    # 0 turns the budget off; so do checkpoints off (no lane to pace).
+    assert aws_settings(parse_config([*base, "--checkpoint-verify-aws-qps", "0"])
+                        ).verify_calls_qps is None
+    assert aws_settings(parse_config([*base, "--enable-checkpoints=false"])
+                        ).verify_calls_qps is None

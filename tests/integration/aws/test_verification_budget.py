@@ -1,0 +1,78 @@
+"""The verification budget: paced LOW-lane reconciles of several controllers share one rate of
+AWS calls, and a real change is not held back by them (real controllers, queues, pool, moto)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from prometheus_client import CollectorRegistry
+
+from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
+from controller.testing import AWSFaultProxy
+from runtime.controller import Controller, Result, reconcile_priority
+from runtime.handlers import Request
+from runtime.workqueue import LOW, NORMAL, PriorityQueue
+
+CALLS_PER_RECONCILE = 3
+RATE, BURST = 10.0, 3
+
+
+class Verifier:
+    """Makes three Describe calls per reconcile, as a small verification would."""
+
+    def __init__(self, pool: AWSClientPool, log: list[tuple[str, int, float]]) -> None:
+        self.pool, self.log = pool, log
+
+    async def reconcile(self, request: Request) -> Result:
+        for _ in range(CALLS_PER_RECONCILE):
+            await self.pool.call("elbv2", "DescribeLoadBalancers")
+            self.log.append((request.key, reconcile_priority(), time.monotonic()))
+        return Result()
+
+
+def controller(name: str, pool: AWSClientPool, log: list[tuple[str, int, float]],
+               registry: CollectorRegistry) -> Controller:
+    queue: PriorityQueue[Request] = PriorityQueue(
+        name, low_priority_qps=50.0, low_priority_burst=5, low_priority_max_wait=None,
+        low_priority_gate=pool.verification_budget, low_priority_max_in_flight=2)
+    return Controller(name, Verifier(pool, log), max_concurrent_reconciles=3, queue=queue,
+                      registry=registry)
+
+
+async def test_low_lanes_of_two_controllers_share_the_budget_and_a_change_goes_first(
+        aws_proxy: AWSFaultProxy, no_retry_backoff: None) -> None:
+    registry = CollectorRegistry()
+    settings = AWSSettings(region="us-west-2", endpoint_url=aws_proxy.url,
+                           access_key="testing", secret_key="testing",
+                           throttle=parse_throttle("Elastic Load Balancing v2:^Describe.*=100:100"),
+                           verify_calls_qps=RATE, verify_calls_burst=BURST)
+    log: list[tuple[str, int, float]] = []
+    async with AWSClientPool(settings, registry=registry) as pool:
+        await pool.call("elbv2", "DescribeLoadBalancers")  # the client exists before timing
+        controllers = [controller(f"c{i}", pool, log, registry) for i in range(2)]
+        for c in controllers:
+            for j in range(6):
+                c.enqueue(Request("", f"{c.name}-{j}"), priority=LOW)
+            c.start()
+        start = time.monotonic()
+        await asyncio.sleep(0.6)
+        controllers[0].enqueue(Request("", "change"), priority=NORMAL)
+        changed_at = time.monotonic()
+        while sum(1 for _, p, _ in log if p == LOW) < 12 * CALLS_PER_RECONCILE:
+            await asyncio.sleep(0.05)
+            assert time.monotonic() - start < 30, "verifications did not finish"
+        for c in controllers:
+            await c.stop()
+
+    low = sorted(t - start for _, p, t in log if p == LOW)
+    # 36 calls at 10/s with a burst of 3, for both controllers together: the k-th call (from 0)
+    # is not made before (k + 1 - burst) / rate, and all of them not much later either.
+    for k, t in enumerate(low):
+        assert t >= (k + 1 - BURST) / RATE - 0.05, (k, t)
+    assert low[-1] <= (len(low) - BURST) / RATE + 2.0
+    change = [t - changed_at for key, p, t in log if key == "change"]
+    assert len(change) == CALLS_PER_RECONCILE
+    assert max(change) < 0.5  # not behind the 2+ s of verifications still owed to the budget
+    assert registry.get_sample_value("aiolbc_aws_verification_calls_total", {
+        "service": ELBV2, "operation": "DescribeLoadBalancers"}) == 12 * CALLS_PER_RECONCILE
