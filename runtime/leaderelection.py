@@ -26,12 +26,8 @@ import contextlib
 import inspect
 import math
 import random
-import socket
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -39,7 +35,20 @@ from prometheus_client import CollectorRegistry
 from runtime import metrics
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Conflict, NotFound
-from runtime.resources import LEASES, Resource
+from runtime.leaselock import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    JITTER_FACTOR,
+    LeaderElectionConfigError,
+    LeaderElectionRecord,
+    LeaseClient,
+    default_identity,
+    format_micro_time,
+    new_lease,
+    validate_settings,
+)
+from runtime.resources import LEASES
 
 __all__ = [
     "DEFAULT_LEASE_DURATION",
@@ -55,10 +64,6 @@ __all__ = [
     "format_micro_time",
 ]
 
-DEFAULT_LEASE_DURATION = 15.0
-DEFAULT_RENEW_DEADLINE = 10.0
-DEFAULT_RETRY_PERIOD = 2.0
-JITTER_FACTOR = 1.2
 # controller-runtime's NewLeaderHealthzAdaptor timeout when the manager wires the check.
 DEFAULT_HEALTHZ_TIMEOUT = 20.0
 
@@ -66,68 +71,9 @@ _T = TypeVar("_T")
 log = structlog.get_logger("leaderelection")
 
 
-class LeaseClient(Protocol):
-    """The part of `runtime.client.KubeClient` that leader election uses."""
-
-    async def get(self, res: Resource, name: str, namespace: str | None = None, *,
-                  timeout: float | None = None) -> dict[str, Any]: ...
-
-    async def create(self, res: Resource, obj: dict[str, Any], namespace: str | None = None, *,
-                     timeout: float | None = None) -> dict[str, Any]: ...
-
-    async def update(self, res: Resource, obj: dict[str, Any], *,
-                     timeout: float | None = None) -> dict[str, Any]: ...
-
-
-class LeaderElectionConfigError(ValueError):
-    """Invalid leader-election settings."""
-
-
 class LeaderElectionLost(RuntimeError):
     """The lease could not be renewed within the renew deadline; the guarded work was stopped.
     The process should exit non-zero, as controller-runtime's manager does."""
-
-
-def default_identity() -> str:
-    """controller-runtime's identity: hostname + "_" + a random UUID, so a restarted process
-    never mistakes its predecessor's lease for its own."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def format_micro_time(unix_seconds: float) -> str:
-    """RFC 3339 with microseconds in UTC, the wire form of metav1.MicroTime."""
-    return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderElectionRecord:
-    """The election-relevant part of a Lease spec."""
-
-    holder_identity: str = ""
-    lease_duration_seconds: int = 0
-    acquire_time: str | None = None
-    renew_time: str | None = None
-    lease_transitions: int = 0
-
-    @classmethod
-    def from_lease(cls, lease: dict[str, Any]) -> LeaderElectionRecord:
-        spec = lease.get("spec") or {}
-        return cls(
-            holder_identity=str(spec.get("holderIdentity") or ""),
-            lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=spec.get("acquireTime"),
-            renew_time=spec.get("renewTime"),
-            lease_transitions=int(spec.get("leaseTransitions") or 0),
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        return {
-            "holderIdentity": self.holder_identity,
-            "leaseDurationSeconds": self.lease_duration_seconds,
-            "acquireTime": self.acquire_time,
-            "renewTime": self.renew_time,
-            "leaseTransitions": self.lease_transitions,
-        }
 
 
 class LeaderElector:
@@ -157,7 +103,7 @@ class LeaderElector:
         on_new_leader: Callable[[str], object] | None = None,
     ) -> None:
         identity = default_identity() if identity is None else identity
-        _validate(name=name, namespace=namespace, identity=identity,
+        validate_settings(name=name, namespace=namespace, identity=identity,
                   lease_duration=lease_duration, renew_deadline=renew_deadline,
                   retry_period=retry_period)
         self._client = client
@@ -373,8 +319,8 @@ class LeaderElector:
         except NotFound:
             try:
                 lease = await self._bounded(
-                    self._client.create(LEASES, self._new_lease(desired), self.namespace,
-                                        timeout=timeout),
+                    self._client.create(LEASES, new_lease(self.name, self.namespace, desired),
+                                        self.namespace, timeout=timeout),
                     timeout - (self._clock.now() - start))
             except (ApiError, TimeoutError) as err:
                 log.info("error initially creating leader election record", error=str(err))
@@ -497,14 +443,6 @@ class LeaderElector:
         self._is_leader = leading
         self._status.set(1 if leading else 0)
 
-    def _new_lease(self, record: LeaderElectionRecord) -> dict[str, Any]:
-        return {
-            "apiVersion": LEASES.api_version,
-            "kind": LEASES.kind,
-            "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": record.to_spec(),
-        }
-
     async def _bounded(self, coro: Coroutine[Any, Any, _T], seconds: float) -> _T:
         """Await `coro` for at most `seconds` of the injected clock (TimeoutError after)."""
         task = asyncio.ensure_future(coro)
@@ -541,26 +479,3 @@ class LeaderElector:
     def _call(callback: Callable[[], object] | None) -> None:
         if callback is not None:
             callback()
-
-
-def _validate(*, name: str, namespace: str, identity: str, lease_duration: float,
-              renew_deadline: float, retry_period: float) -> None:
-    problems: list[str] = []
-    if not name:
-        problems.append("the lease name must not be empty")
-    if not namespace:
-        problems.append("the lease namespace must not be empty")
-    if not identity:
-        problems.append("the identity must not be empty")
-    if retry_period <= 0:
-        problems.append(f"retry period must be greater than zero (got {retry_period}s)")
-    if renew_deadline <= JITTER_FACTOR * retry_period:
-        problems.append(
-            f"renew deadline ({renew_deadline}s) must be greater than {JITTER_FACTOR} x retry "
-            f"period ({JITTER_FACTOR * retry_period:g}s)")
-    if lease_duration <= renew_deadline:
-        problems.append(f"lease duration ({lease_duration}s) must be greater than renew "
-                        f"deadline ({renew_deadline}s)")
-    if problems:
-        raise LeaderElectionConfigError("invalid leader election settings: "
-                                        + "; ".join(problems))

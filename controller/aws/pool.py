@@ -24,6 +24,7 @@ from aiobotocore.paginate import AioPaginator
 from aiobotocore.session import AioSession, get_session
 from botocore import xform_name
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 from prometheus_client import CollectorRegistry
 
 from controller.aws.budget import VerificationBudget
@@ -204,10 +205,11 @@ class AWSClientPool:
             except asyncio.CancelledError:
                 code = "Canceled"
                 raise
-            except BotoCoreError as exc:
+            except (BotoCoreError, ResponseParserError) as exc:
                 # Transport and parsing failures (a connection reset, an HTML error page) after
                 # botocore's own retries: an expected AWS failure to the caller, like a
-                # ClientError, not a bug in the caller.
+                # ClientError, not a bug in the caller. (botocore's parse error is not a
+                # BotoCoreError.)
                 code = type(exc).__name__
                 raise AWSError(code, str(exc), operation=operation) from exc
             except Exception as exc:

@@ -10,20 +10,7 @@ import pytest
 from runtime.clock import FakeClock
 from runtime.ratelimit import ItemExponentialFailureRateLimiter
 from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
-
-
-async def settle(rounds: int = 20) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-def drain_ready(queue: PriorityQueue[str]) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []
-    while True:
-        try:
-            out.append(queue.get_nowait())
-        except asyncio.QueueEmpty:
-            return out
+from tests.queues import settle, take_ready
 
 
 def make(clock: FakeClock, **kwargs: object) -> PriorityQueue[str]:
@@ -42,7 +29,7 @@ async def test_higher_priority_first_then_fifo() -> None:
     queue.add("c")
     queue.add("d", priority=LOW)
     queue.add("e", priority=10)
-    assert drain_ready(queue) == [("b", 10), ("e", 10), ("a", 0), ("c", 0), ("d", LOW)]
+    assert take_ready(queue) == [("b", 10), ("e", 10), ("a", 0), ("c", 0), ("d", LOW)]
 
 
 async def test_one_entry_per_key() -> None:
@@ -51,7 +38,7 @@ async def test_one_entry_per_key() -> None:
         queue.add("a")
     queue.add("b")
     assert len(queue) == 2
-    assert drain_ready(queue) == [("a", 0), ("b", 0)]
+    assert take_ready(queue) == [("a", 0), ("b", 0)]
 
 
 async def test_priority_rise_moves_to_end_of_new_level_and_never_lowers() -> None:
@@ -61,7 +48,7 @@ async def test_priority_rise_moves_to_end_of_new_level_and_never_lowers() -> Non
     queue.add("b")
     queue.add("a", priority=5)  # rises: behind x
     queue.add("b", priority=-3)  # a lower priority never lowers
-    assert drain_ready(queue) == [("x", 5), ("a", 5), ("b", 0)]
+    assert take_ready(queue) == [("x", 5), ("a", 5), ("b", 0)]
 
 
 async def test_earlier_ready_time_ranks_first_within_a_priority() -> None:
@@ -73,7 +60,7 @@ async def test_earlier_ready_time_ranks_first_within_a_priority() -> None:
     queue.add("now")
     await clock.advance(1.0)
     # early was ready at +1, now at +1.5, late at +2: ready time, not add order, decides.
-    assert drain_ready(queue) == [("early", 0), ("now", 0), ("late", 0)]
+    assert take_ready(queue) == [("early", 0), ("now", 0), ("late", 0)]
 
 
 async def test_len_counts_ready_items_only() -> None:
@@ -98,9 +85,9 @@ async def test_readd_merges_ready_time() -> None:
     queue.add("w2", after=3.0)  # shortens
     queue.add("w3", after=3.0)
     queue.add("w3", after=10.0)  # never lengthens
-    assert drain_ready(queue) == [("ready", 0), ("w1", 0)]
+    assert take_ready(queue) == [("ready", 0), ("w1", 0)]
     await clock.advance(3.0)
-    assert sorted(drain_ready(queue)) == [("w2", 0), ("w3", 0)]
+    assert sorted(take_ready(queue)) == [("w2", 0), ("w3", 0)]
     await queue.shutdown()
 
 
@@ -111,7 +98,7 @@ async def test_waiting_item_keeps_the_higher_priority() -> None:
     queue.add("a", after=5.0, priority=1)
     queue.add("b", priority=3)
     await clock.advance(1.0)
-    assert drain_ready(queue) == [("a", 7), ("b", 3)]
+    assert take_ready(queue) == [("a", 7), ("b", 3)]
 
 
 async def test_in_flight_key_is_not_handed_out_again_until_done() -> None:
@@ -123,10 +110,10 @@ async def test_in_flight_key_is_not_handed_out_again_until_done() -> None:
     queue.add("a", priority=1)
     queue.add("b")
     assert len(queue) == 1
-    assert drain_ready(queue) == [("b", 0)]
+    assert take_ready(queue) == [("b", 0)]
     assert queue.in_flight == 2
     queue.done("a")
-    assert drain_ready(queue) == [("a", 3)]  # merged re-adds: highest priority kept
+    assert take_ready(queue) == [("a", 3)]  # merged re-adds: highest priority kept
 
 
 async def test_delayed_readd_while_in_flight_keeps_its_delay() -> None:
@@ -137,9 +124,9 @@ async def test_delayed_readd_while_in_flight_keeps_its_delay() -> None:
     queue.add("a", after=2.0)
     await clock.advance(1.0)
     queue.done("a")
-    assert drain_ready(queue) == []
+    assert take_ready(queue) == []
     await clock.advance(1.0)
-    assert drain_ready(queue) == [("a", 0)]
+    assert take_ready(queue) == [("a", 0)]
 
 
 async def test_done_of_unknown_key_is_harmless() -> None:
@@ -191,25 +178,25 @@ async def test_rate_limited_add_uses_the_limiter() -> None:
     queue.add("a", rate_limited=True)  # 1 s
     assert len(queue) == 0
     await clock.advance(1.0)
-    assert drain_ready(queue) == [("a", 0)]
+    assert take_ready(queue) == [("a", 0)]
     queue.done("a")
     queue.add("a", rate_limited=True)  # 2 s
     await clock.advance(1.5)
     assert len(queue) == 0
     await clock.advance(0.5)
-    assert drain_ready(queue) == [("a", 0)]
+    assert take_ready(queue) == [("a", 0)]
     queue.done("a")
     assert queue.num_requeues("a") == 2
     queue.add("a", rate_limited=True, after=0.5)  # limiter says 4 s, after is shorter
     assert queue.num_requeues("a") == 3
     await clock.advance(0.5)
-    assert drain_ready(queue) == [("a", 0)]
+    assert take_ready(queue) == [("a", 0)]
     queue.done("a")
     queue.forget("a")
     assert queue.num_requeues("a") == 0
     queue.add("a", rate_limited=True)
     await clock.advance(1.0)
-    assert drain_ready(queue) == [("a", 0)]
+    assert take_ready(queue) == [("a", 0)]
 
 
 async def test_default_limiter_is_controller_runtime_exponential() -> None:
@@ -220,7 +207,7 @@ async def test_default_limiter_is_controller_runtime_exponential() -> None:
     assert queue.num_requeues("a") == 3
     # 5 ms → merged with the earliest: the first add's delay wins.
     await clock.advance(0.005)
-    assert drain_ready(queue) == [("a", 0)]
+    assert take_ready(queue) == [("a", 0)]
 
 
 async def test_shutdown_drops_adds_and_delayed_items_but_hands_out_ready_ones() -> None:

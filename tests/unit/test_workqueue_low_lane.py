@@ -8,20 +8,7 @@ import pytest
 
 from runtime.clock import FakeClock
 from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
-
-
-async def settle(rounds: int = 20) -> None:
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-def take_all(queue: PriorityQueue[str]) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []
-    while True:
-        try:
-            out.append(queue.get_nowait())
-        except asyncio.QueueEmpty:
-            return out
+from tests.queues import settle, take_ready
 
 
 async def test_lane_boundary_is_below_normal() -> None:
@@ -33,9 +20,9 @@ async def test_lane_boundary_is_below_normal() -> None:
     queue.add("minus-one", priority=-1)
     queue.add("low", priority=LOW)
     # NORMAL is unpaced; -1 is in the lane and takes the only token; LOW waits for the next.
-    assert take_all(queue) == [("zero", 0), ("minus-one", -1)]
+    assert take_ready(queue) == [("zero", 0), ("minus-one", -1)]
     await clock.advance(1.0)
-    assert take_all(queue) == [("low", LOW)]
+    assert take_ready(queue) == [("low", LOW)]
 
 
 async def test_low_handouts_never_exceed_burst_plus_rate() -> None:
@@ -80,7 +67,7 @@ async def test_parked_getter_wakes_when_the_next_token_is_due_without_spinning()
     )
     queue.add("a", priority=LOW)
     queue.add("b", priority=LOW)
-    assert take_all(queue) == [("a", LOW)]
+    assert take_ready(queue) == [("a", LOW)]
     getter = asyncio.create_task(queue.get())
     await settle()
     # One timer sleeping until the token, nothing polling.
@@ -99,7 +86,7 @@ async def test_normal_items_reach_a_getter_parked_on_the_bucket() -> None:
     )
     queue.add("l1", priority=LOW)
     queue.add("l2", priority=LOW)
-    take_all(queue)
+    take_ready(queue)
     getter = asyncio.create_task(queue.get())
     await settle()
     assert not getter.done()
@@ -118,7 +105,7 @@ async def test_normal_items_are_never_delayed_by_the_low_bucket() -> None:
         queue.add(f"low{i}", priority=LOW)
     for i in range(200):
         queue.add(f"n{i}", priority=NORMAL if i % 2 else 10)
-    got = take_all(queue)
+    got = take_ready(queue)
     # All normal items at once (no time passed); the LOW lane got exactly its one token.
     assert len([k for k, p in got if p >= NORMAL]) == 200
     assert len([k for k, p in got if p == LOW]) == 1
@@ -126,7 +113,7 @@ async def test_normal_items_are_never_delayed_by_the_low_bucket() -> None:
     await clock.advance(10.0)
     for i in range(50):
         queue.add(f"m{i}")
-    got = take_all(queue)
+    got = take_ready(queue)
     assert [k for k, _ in got if k.startswith("m")] == [f"m{i}" for i in range(50)]
     assert len([k for k, p in got if p == LOW]) == 1  # the one token refilled in 10 s
     await queue.shutdown()
@@ -196,7 +183,7 @@ async def test_promoted_items_keep_their_priority_and_go_oldest_first() -> None:
     queue.add("high", priority=50)
     await clock.advance(0.6)
     # older is aged (1.1 s), newer not yet (0.6 s): older jumps even the priority-50 item.
-    assert take_all(queue) == [("older", -200), ("high", 50), ("newer", LOW)]
+    assert take_ready(queue) == [("older", -200), ("high", 50), ("newer", LOW)]
 
 
 @pytest.mark.parametrize("max_wait", [0.5, None])
@@ -206,7 +193,7 @@ async def test_unpaced_lane_only_orders(max_wait: float | None) -> None:
     for i in range(100):
         queue.add(f"l{i}", priority=LOW)
     queue.add("n")
-    got = take_all(queue)
+    got = take_ready(queue)
     assert got[0] == ("n", NORMAL)
     assert len(got) == 101
 
@@ -238,7 +225,7 @@ async def test_a_closed_gate_holds_low_items_but_never_normal_ones() -> None:
                                               low_priority_gate=gate)
     queue.add("low", priority=LOW)
     queue.add("normal")
-    assert take_all(queue) == [("normal", NORMAL)]
+    assert take_ready(queue) == [("normal", NORMAL)]
     got: list[tuple[str, int]] = []
 
     async def getter() -> None:
@@ -290,10 +277,10 @@ async def test_low_items_in_flight_are_capped_so_a_worker_stays_free() -> None:
     for i in range(4):
         queue.add(f"low{i}", priority=LOW)
     await clock.advance(1.0)  # all of them old enough to be promoted: the cap still holds
-    first = take_all(queue)
+    first = take_ready(queue)
     assert [p for _, p in first] == [LOW, LOW]
     queue.add("normal")
-    assert take_all(queue) == [("normal", NORMAL)]
+    assert take_ready(queue) == [("normal", NORMAL)]
     got: list[tuple[str, int]] = []
 
     async def getter() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import socket
 
 import pytest
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSError, AWSSettings, ThrottleConfig
@@ -166,6 +167,32 @@ async def test_a_transport_failure_surfaces_as_an_aws_error(no_retry_backoff: No
         with pytest.raises(AWSError) as info:
             await pool.call("elbv2", "DescribeLoadBalancers")
     assert info.value.code == "EndpointConnectionError"
+    assert info.value.operation == "DescribeLoadBalancers"
+
+
+async def test_an_html_error_page_surfaces_as_an_aws_error(no_retry_backoff: None) -> None:
+    # A front end answering 500 with an HTML page: botocore cannot parse it (its parse error
+    # is not a BotoCoreError), and callers must still see an expected AWS failure.
+    async def broken(request: web.Request) -> web.Response:
+        return web.Response(status=500, content_type="text/html",
+                            text="<!doctype html>\n<title>500 Internal Server Error</title>")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", broken)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    settings = AWSSettings(region="us-west-2", endpoint_url=f"http://127.0.0.1:{port}",
+                           access_key="testing", secret_key="testing", max_retries=0)
+    try:
+        async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
+            with pytest.raises(AWSError) as info:
+                await pool.call("elbv2", "DescribeLoadBalancers")
+    finally:
+        await runner.cleanup()
+    assert info.value.code == "ResponseParserError"
     assert info.value.operation == "DescribeLoadBalancers"
 
 

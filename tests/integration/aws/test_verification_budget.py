@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
+from controller.lanes import paced_controller
 from controller.testing import AWSFaultProxy
+from runtime.client import KubeClient
 from runtime.controller import Controller, Result, reconcile_priority
 from runtime.handlers import Request
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.manager import Manager
+from runtime.workqueue import LOW, NORMAL
 
 CALLS_PER_RECONCILE = 3
 RATE, BURST = 10.0, 3
@@ -31,26 +35,28 @@ class Verifier:
         return Result()
 
 
-def controller(name: str, pool: AWSClientPool, log: list[tuple[str, int, float]],
-               registry: CollectorRegistry) -> Controller:
-    queue: PriorityQueue[Request] = PriorityQueue(
-        name, low_priority_qps=50.0, low_priority_burst=5, low_priority_max_wait=None,
-        low_priority_gate=pool.verification_budget, low_priority_max_in_flight=2)
-    return Controller(name, Verifier(pool, log), max_concurrent_reconciles=3, queue=queue,
-                      registry=registry)
+def controller(manager: Manager, name: str, pool: AWSClientPool,
+               log: list[tuple[str, int, float]]) -> Controller:
+    # As the three controllers build theirs; the reconcile pace is high, so that the budget is
+    # what limits.
+    return paced_controller(manager, name, Verifier(pool, log), max_concurrent_reconciles=3,
+                            low_lane_qps=50.0, verify_burst=5, verify_max_wait=None,
+                            gate=pool.verification_budget)
 
 
 async def test_low_lanes_of_two_controllers_share_the_budget_and_a_change_goes_first(
-        aws_proxy: AWSFaultProxy, no_retry_backoff: None) -> None:
+        aws_proxy: AWSFaultProxy, no_retry_backoff: None, envtest_kubeconfig: Path) -> None:
     registry = CollectorRegistry()
     settings = AWSSettings(region="us-west-2", endpoint_url=aws_proxy.url,
                            access_key="testing", secret_key="testing",
                            throttle=parse_throttle("Elastic Load Balancing v2:^Describe.*=100:100"),
                            verify_calls_qps=RATE, verify_calls_burst=BURST)
     log: list[tuple[str, int, float]] = []
-    async with AWSClientPool(settings, registry=registry) as pool:
+    async with AWSClientPool(settings, registry=registry) as pool, \
+            await KubeClient.from_kubeconfig(envtest_kubeconfig) as client:
         await pool.call("elbv2", "DescribeLoadBalancers")  # the client exists before timing
-        controllers = [controller(f"c{i}", pool, log, registry) for i in range(2)]
+        manager = Manager(client, registry=registry)
+        controllers = [controller(manager, f"c{i}", pool, log) for i in range(2)]
         for c in controllers:
             for j in range(6):
                 c.enqueue(Request("", f"{c.name}-{j}"), priority=LOW)

@@ -9,21 +9,22 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool
 from controller.ingress import controller as ingress_controller
-from controller.ingress.keys import INGRESSCLASSPARAMS
+from controller.ingress.keys import CONTROLLER_NAME, INGRESSCLASSPARAMS
 from controller.targetgroupbinding import controller as tgb_controller
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SECRETS, SERVICES
+from tests.integration.running import RunsManager
 from tests.waiting import eventually
 
 __all__ = ["CRDS", "IngressCluster", "eventually"]
@@ -51,7 +52,9 @@ def path(p: str, service: str, port: int | str = 80, path_type: str = "Prefix") 
 
 
 @dataclass
-class IngressCluster:
+class IngressCluster(RunsManager):
+    default_controller: ClassVar[str] = CONTROLLER_NAME
+
     server: EnvTestServer
     client: KubeClient
     pool: AWSClientPool
@@ -63,52 +66,17 @@ class IngressCluster:
 
     async def start(self, *, on_setup: Callable[[Manager], None] | None = None,
                     **overrides: Any) -> Manager:
-        self.registry = CollectorRegistry()
-        self.manager = Manager(self.client, options=ManagerOptions(), registry=self.registry)
         settings = ingress_controller.IngressSettings(
             cluster_name=self.seed.cluster_name, vpc_id=self.seed.vpc_id,
             default_target_type="ip", cleanup_poll=0.2, **overrides)
-        ingress_controller.setup(self.manager, pool=self.pool, settings=settings)
-        tgb_controller.setup(self.manager, pool=self.pool)
-        if on_setup is not None:
-            on_setup(self.manager)
-        self.task = asyncio.create_task(self.manager.run())
-        await eventually(lambda: asyncio.sleep(0, self.manager is not None
-                                               and self.manager.leading))
-        return self.manager
 
-    async def stop(self) -> int:
-        assert self.manager is not None
-        assert self.task is not None
-        self.manager.stop()
-        code = await asyncio.wait_for(self.task, 15)
-        self.manager, self.task = None, None
-        return code
+        def setup(manager: Manager) -> None:
+            ingress_controller.setup(manager, pool=self.pool, settings=settings)
+            tgb_controller.setup(manager, pool=self.pool)
+            if on_setup is not None:
+                on_setup(manager)
 
-    async def kill(self) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-        self.manager, self.task = None, None
-
-    def reconciles(self, controller: str = "ingress") -> float:
-        return sum(self.registry.get_sample_value(
-            "controller_runtime_reconcile_total",
-            {"controller": controller, "result": r}) or 0.0
-            for r in ("success", "error", "requeue", "requeue_after"))
-
-    async def settled(self, quiet: float = 0.4) -> None:
-        assert self.manager is not None
-        loop = asyncio.get_running_loop()
-        last, since = self.reconciles(), loop.time()
-        while True:
-            await asyncio.sleep(0.05)
-            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
-            now = loop.time()
-            if busy or self.reconciles() != last:
-                last, since = self.reconciles(), now
-            elif now - since >= quiet:
-                return
+        return await self.launch(setup)
 
     # ---- Kubernetes objects -----------------------------------------------------------------
 

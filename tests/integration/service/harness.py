@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
@@ -23,9 +23,9 @@ from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
 from runtime.resources import ENDPOINTSLICES, EVENTS, SERVICES
-from tests.waiting import eventually
+from tests.integration.running import RunsManager
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 NLB_CLASS = "service.k8s.aws/nlb"
@@ -46,7 +46,9 @@ def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.Serv
 
 
 @dataclass
-class Cluster:
+class Cluster(RunsManager):
+    default_controller: ClassVar[str] = service_controller.CONTROLLER_NAME
+
     server: EnvTestServer
     client: KubeClient
     pool: AWSClientPool
@@ -60,47 +62,12 @@ class Cluster:
     async def start(self, *, settings: service_controller.ServiceSettings | None = None,
                     tgb_settings: tgb_controller.TargetGroupBindingSettings | None = None
                     ) -> Manager:
-        self.registry = CollectorRegistry()
-        self.manager = Manager(self.client, options=ManagerOptions(), registry=self.registry)
-        service_controller.setup(self.manager, pool=self.pool,
-                                 settings=settings or service_settings(self.seed))
-        tgb_controller.setup(self.manager, pool=self.pool, settings=tgb_settings)
-        self.task = asyncio.create_task(self.manager.run())
-        await eventually(lambda: asyncio.sleep(0, self.manager is not None
-                                               and self.manager.leading))
-        return self.manager
+        def setup(manager: Manager) -> None:
+            service_controller.setup(manager, pool=self.pool,
+                                     settings=settings or service_settings(self.seed))
+            tgb_controller.setup(manager, pool=self.pool, settings=tgb_settings)
 
-    async def stop(self) -> int:
-        assert self.manager is not None
-        assert self.task is not None
-        self.manager.stop()
-        code = await asyncio.wait_for(self.task, 15)
-        self.manager, self.task = None, None
-        return code
-
-    def reconciles(self, controller: str = service_controller.CONTROLLER_NAME,
-                   result: str | None = None) -> float:
-        results = (result,) if result else ("success", "error", "requeue", "requeue_after")
-        return sum(self.registry.get_sample_value(
-            "controller_runtime_reconcile_total", {"controller": controller, "result": r})
-            or 0.0 for r in results)
-
-    def _total(self) -> float:
-        return sum(self.reconciles(c.name) for c in self.manager.controllers) \
-            if self.manager else 0.0
-
-    async def settled(self, quiet: float = 0.4) -> None:
-        """Wait until no controller has had anything to do for `quiet` seconds."""
-        assert self.manager is not None
-        loop = asyncio.get_running_loop()
-        last, since = self._total(), loop.time()
-        while True:
-            await asyncio.sleep(0.05)
-            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
-            if busy or self._total() != last:
-                last, since = self._total(), loop.time()
-            elif loop.time() - since >= quiet:
-                return
+        return await self.launch(setup)
 
     # ---- Kubernetes objects ---------------------------------------------------------------
 

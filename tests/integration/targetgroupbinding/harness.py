@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
@@ -19,7 +19,7 @@ from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager, ManagerOptions
 from runtime.resources import CONFIGMAPS, ENDPOINTSLICES, EVENTS, NODES, SERVICES
-from tests.waiting import eventually
+from tests.integration.running import RunsManager
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
@@ -27,7 +27,9 @@ CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
 
 @dataclass
-class Cluster:
+class Cluster(RunsManager):
+    default_controller: ClassVar[str] = tgb_controller.CONTROLLER_NAME
+
     server: EnvTestServer
     client: KubeClient
     pool: AWSClientPool
@@ -42,52 +44,9 @@ class Cluster:
                     options: ManagerOptions | None = None,
                     client: KubeClient | None = None) -> Manager:
         """Run a Manager with the TGB controller, as `client` (default: the test's own)."""
-        self.registry = CollectorRegistry()
-        self.manager = Manager(client or self.client, options=options or ManagerOptions(),
-                               registry=self.registry)
-        tgb_controller.setup(self.manager, pool=self.pool, settings=settings)
-        self.task = asyncio.create_task(self.manager.run())
-        await eventually(lambda: asyncio.sleep(0, self.manager is not None
-                                               and self.manager.leading))
-        return self.manager
-
-    def reconciles(self) -> float:
-        """Reconciles finished so far by this cluster's TGB controller."""
-        total = 0.0
-        for result in ("success", "error", "requeue", "requeue_after"):
-            total += self.registry.get_sample_value(
-                "controller_runtime_reconcile_total",
-                {"controller": tgb_controller.CONTROLLER_NAME, "result": result}) or 0.0
-        return total
-
-    async def settled(self, quiet: float = 0.3) -> None:
-        """Wait until the controller has had nothing to do for `quiet` seconds."""
-        assert self.manager is not None
-        ctrl = self.manager.controllers[0]
-        last, since = self.reconciles(), asyncio.get_running_loop().time()
-        while True:
-            await asyncio.sleep(0.05)
-            now = asyncio.get_running_loop().time()
-            busy = len(ctrl.queue) or ctrl.queue.in_flight
-            if busy or self.reconciles() != last:
-                last, since = self.reconciles(), now
-            elif now - since >= quiet:
-                return
-
-    async def stop(self) -> int:
-        assert self.manager is not None
-        assert self.task is not None
-        self.manager.stop()
-        code = await asyncio.wait_for(self.task, 15)
-        self.manager, self.task = None, None
-        return code
-
-    async def kill(self) -> None:
-        """Lose the process: nothing graceful, in-memory caches gone."""
-        assert self.task is not None
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-        self.manager, self.task = None, None
+        return await self.launch(
+            lambda manager: tgb_controller.setup(manager, pool=self.pool, settings=settings),
+            options=options, client=client)
 
     async def target_group(self, name: str, *, target_type: str = "ip", port: int = 80) -> str:
         resp = await self.pool.call("elbv2", "CreateTargetGroup", Name=name, Protocol="HTTP",

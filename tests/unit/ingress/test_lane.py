@@ -3,7 +3,6 @@ prototype, PR #3821): every group event is queued NORMAL on one unpaced FIFO."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -17,7 +16,8 @@ from runtime.client import KubeClient
 from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
 from runtime.store import Store
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.workqueue import LOW, NORMAL
+from tests.queues import finish_ready
 from tests.unit.ingress.objects import SETTINGS, caches, ingress_class, loader, path, service
 from tests.unit.ingress.objects import ingress as ingress_obj
 
@@ -34,18 +34,6 @@ def test_low_lane_pace() -> None:
     assert _settings().low_lane_qps == 2.0
     assert _settings(lane=False).low_lane_qps is None
     assert _settings(checkpoints=False).low_lane_qps is None
-
-
-def _drain(queue: PriorityQueue[Request]) -> int:
-    """How many ready items leave the queue right now."""
-    taken = 0
-    while True:
-        try:
-            key, _ = queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return taken
-        queue.done(key)
-        taken += 1
 
 
 async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
@@ -82,6 +70,6 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             for i in range(6):
                 controller.queue.add(Request("", f"group{i}"), priority=matched)
             seen[lane] = (matched, priority(unchanged, EventKind.RESYNC, LOW),
-                          _drain(controller.queue))
+                          finish_ready(controller.queue))
     assert seen[True] == (LOW, LOW, 2)  # the burst; the rest wait for the pace
     assert seen[False] == (NORMAL, NORMAL, 6)

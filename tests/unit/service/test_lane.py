@@ -3,7 +3,6 @@ prototype, PR #3821): every event is queued NORMAL on one unpaced FIFO."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -19,7 +18,8 @@ from runtime.client import KubeClient
 from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
 from runtime.resources import SERVICES
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.workqueue import LOW, NORMAL
+from tests.queues import finish_ready
 from tests.unit.service.objects import by_class
 
 
@@ -33,18 +33,6 @@ def test_low_lane_pace() -> None:
     assert _settings().low_lane_qps == 2.0
     assert _settings(lane=False).low_lane_qps is None
     assert _settings(checkpoints=False).low_lane_qps is None
-
-
-def _drain(queue: PriorityQueue[Request]) -> int:
-    """How many ready items leave the queue right now."""
-    taken = 0
-    while True:
-        try:
-            key, _ = queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return taken
-        queue.done(key)
-        taken += 1
 
 
 async def test_without_lane_unchanged_services_are_normal_and_unpaced(
@@ -69,6 +57,6 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
             priority = reconciler.priority(unchanged, EventKind.INITIAL_ADD, LOW)
             for i in range(6):
                 controller.queue.add(Request("shop", f"web{i}"), priority=priority)
-            seen[lane] = (priority, _drain(controller.queue))
+            seen[lane] = (priority, finish_ready(controller.queue))
     assert seen[True] == (LOW, 2)  # the burst; the rest wait for the pace
     assert seen[False] == (NORMAL, 6)
