@@ -54,15 +54,7 @@ class Result:
 
 class ReconcileError(Exception):
     """An expected failure (an AWS error, a conflict): retried with backoff, no traceback.
-    API errors from the Kubernetes client are treated the same way.
-
-    With `retry_after` the item is retried after that many seconds instead, and its backoff
-    neither grows nor resets: for failures that say nothing about the item itself (an API
-    rate limit shared by everyone), which must not push a real change minutes out."""
-
-    def __init__(self, *args: object, retry_after: float | None = None) -> None:
-        super().__init__(*args)
-        self.retry_after = retry_after
+    API errors from the Kubernetes client are treated the same way."""
 
 
 class TerminalError(Exception):
@@ -252,11 +244,6 @@ class Controller:
         except (ReconcileError, ApiError) as exc:
             self._metrics.errors.inc()
             self._metrics.results["error"].inc()
-            retry_after = exc.retry_after if isinstance(exc, ReconcileError) else None
-            if retry_after is not None:
-                self.queue.add(request, priority=priority, after=retry_after)
-                log.info("reconcile failed; will retry", error=str(exc), after=retry_after)
-                return
             self.queue.add(request, priority=priority, rate_limited=True)
             log.info("reconcile failed; will retry", error=str(exc),
                      retries=self.queue.num_requeues(request))

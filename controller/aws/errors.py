@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 # Codes AWS uses for request-rate throttling across the services we call.
@@ -11,11 +10,6 @@ THROTTLING_CODES = frozenset({
     "TooManyRequestsException", "RequestThrottled", "RequestThrottledException",
     "SlowDown", "PriorRequestNotComplete", "EC2ThrottledException", "BandwidthLimitExceeded",
 })
-
-
-# After botocore's own retries, a throttled reconcile is retried this many seconds later
-# (jittered), without growing its backoff: throttling is about the account, not the object.
-THROTTLED_RETRY_AFTER = (1.0, 3.0)
 
 
 class AWSConfigError(ValueError):
@@ -64,19 +58,6 @@ class AWSError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (self.code, self.message, self.operation, self.status,
                            self.request_id, self.retry_attempts))
-
-
-def throttled_retry_after(exc: BaseException) -> float | None:
-    """A delay to retry after if AWS throttling caused `exc` (anywhere in its chain of causes),
-    else None (an ordinary failure: exponential backoff)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, AWSError) and current.is_throttling:
-            return random.uniform(*THROTTLED_RETRY_AFTER)
-        current = current.__cause__ or current.__context__
-    return None
 
 
 def _rebuild(code: str, message: str, operation: str, status: int, request_id: str,

@@ -24,7 +24,6 @@ import structlog
 
 from controller import checkpoint
 from controller.aws import AWSClientPool, AWSError
-from controller.aws.errors import throttled_retry_after
 from controller.deploy import DeployError, StackDeployer
 from controller.ingress.caches import Caches, Obj, key_of, meta
 from controller.ingress.groups import (
@@ -179,7 +178,7 @@ class IngressReconciler:
         except (ApiError, AWSError, DeployError) as exc:
             for member in group.members:
                 self._event(member.ingress, "Warning", "FailedDeployModel", str(exc))
-            raise ReconcileError(str(exc), retry_after=throttled_retry_after(exc)) from exc
+            raise ReconcileError(str(exc)) from exc
 
     async def _converge(self, group: Group) -> Result:
         # No member carried the finalizer yet: nothing of this group can be in AWS.

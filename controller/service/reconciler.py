@@ -30,7 +30,6 @@ import structlog
 from controller import checkpoint
 from controller.annotations import AnnotationError
 from controller.aws import AWSError
-from controller.aws.errors import throttled_retry_after
 from controller.deploy import DeployError, DeployResult, StackDeployer
 from controller.model import InvalidStack, Stack
 from controller.service.annotations import qualifies
@@ -183,7 +182,7 @@ class ServiceReconciler:
             result = await self._deployer.deploy(stack, fresh=fresh)
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
-            raise ReconcileError(str(exc), retry_after=throttled_retry_after(exc)) from exc
+            raise ReconcileError(str(exc)) from exc
         writes += await self._apply_bindings(svc, result)
         hostname = result.load_balancer.dns_name if result.load_balancer else None
         body = status_patch(svc, ready=True, reason=REASON_RECONCILED, message=READY_MESSAGE,
@@ -233,7 +232,7 @@ class ServiceReconciler:
             return Result()
         except (DeployError, AWSError, ApiError) as exc:
             self._recorder.event(svc, "Warning", "FailedCleanup", str(exc), resource=SERVICES)
-            raise ReconcileError(str(exc), retry_after=throttled_retry_after(exc)) from exc
+            raise ReconcileError(str(exc)) from exc
         log.info("load balancer deleted", service=key)
         if not (svc.get("metadata") or {}).get("deletionTimestamp"):
             self._recorder.event(svc, "Normal", "DeletedLoadBalancer",

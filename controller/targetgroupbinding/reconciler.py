@@ -21,7 +21,6 @@ from typing import Any, Protocol
 import structlog
 
 from controller.aws import AWSError
-from controller.aws.errors import throttled_retry_after
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
@@ -173,7 +172,7 @@ class TargetGroupBindingReconciler:
             await self._converge(tgb)
         except (ApiError, AWSError) as exc:
             self._recorder.event(tgb, "Warning", "FailedReconcile", str(exc))
-            raise ReconcileError(str(exc), retry_after=throttled_retry_after(exc)) from exc
+            raise ReconcileError(str(exc)) from exc
         finally:
             self._own_versions.pop(request.key, None)
         return Result()

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
@@ -37,7 +37,7 @@ from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.targetgroupbinding import controller as tgb_controller
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AWSFaultProxy, RequestRecord, ServerLimits, seed_vpc, sync_client
+from controller.testing import AWSFaultProxy, ServerLimits, seed_vpc, sync_client
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.handlers import Request
@@ -93,6 +93,7 @@ def unchanged_name(i: int) -> str:
 
 @dataclass
 class IngressBench(restart.Bench):
+    kind: ClassVar[str] = "ingress"
     groups: list[list[int]] = field(default_factory=list)
 
     def ingress_settings(self, **overrides: Any) -> ingress_controller.IngressSettings:
@@ -125,16 +126,7 @@ class IngressBench(restart.Bench):
             "spec": {"type": "ClusterIP", "selector": {"app": name},
                      "ports": [{"name": "http", "port": 80, "targetPort": 8080,
                                 "protocol": "TCP"}]}}
-        ips = [f"10.0.{4 + (2 * index + k) // 250}.{(2 * index + k) % 250 + 1}" for k in (0, 1)]
-        endpoints: Obj = {
-            "metadata": {"name": f"{name}-abc", "labels": {"kubernetes.io/service-name": name}},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": [{"addresses": [ip], "conditions": {"ready": True,
-                                                             "terminating": False},
-                           "targetRef": {"kind": "Pod", "name": f"{name}-{k}",
-                                         "uid": f"uid-{name}-{k}"}}
-                          for k, ip in enumerate(ips)]}
+        endpoints = restart.endpoint_slice(name, index)
         ingress: Obj = {
             "metadata": {"name": name, "annotations": {
                 PREFIX + "target-type": "ip", **(annotations or {})}},
@@ -257,26 +249,6 @@ class IngressBench(restart.Bench):
         return await asyncio.to_thread(self._aws_ready, lb.name,
                                        str(binding["spec"]["targetGroupARN"]))
 
-    def pace(self, records: list[RequestRecord], *, t0: float) -> dict[str, Any]:
-        """The LOW lane as seen by AWS: when each unchanged stack was first looked at (its
-        ALB's listeners for a group, its targets for a binding), against burst + qps * t."""
-        out: dict[str, Any] = {"verify_qps": restart.VERIFY_QPS,
-                               "verify_burst": restart.VERIFY_BURST}
-        for label, operation, key in (("ingress", "DescribeListeners", "LoadBalancerArn"),
-                                      ("targetgroupbinding", "DescribeTargetHealth",
-                                       "TargetGroupArn")):
-            first: dict[str, float] = {}
-            for r in records:
-                arn = r.params.get(key)
-                if r.operation == operation and arn in self.unchanged_arns:
-                    first.setdefault(str(arn), r.time)
-            times = sorted(first.values())
-            out[label] = {"verified": len(times),
-                          "max_per_10s": restart._peak(times, 10.0),
-                          "within_pace": restart._within_pace(times, restart.VERIFY_QPS,
-                                                              restart.VERIFY_BURST)}
-        return out
-
 
 def _request(group: list[int]) -> Request:
     if len(group) == 1:
@@ -287,21 +259,6 @@ def _request(group: list[int]) -> Request:
 def _hostname(ing: Obj) -> str:
     entries = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
     return str(entries[0].get("hostname") or "") if entries else ""
-
-
-def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    lane = modes.get("lane")
-    if lane is None:
-        return {}
-    fresh = lane["fresh_change_latency_s"]
-    pace = lane["pace"]
-    return {
-        "fresh_change_le_2s": fresh is not None and fresh <= 2.0,
-        "zero_mutating_calls_for_unchanged": lane["mutating_calls_for_unchanged"] == 0,
-        "verification_within_pace": bool(pace["ingress"]["within_pace"]
-                                          and pace["targetgroupbinding"]["within_pace"]),
-        "verification_within_budget": bool(pace["budget"]["within_budget"]),
-    }
 
 
 async def run(n: int, cap: float, modes: Iterable[str], *,
@@ -337,4 +294,4 @@ async def run(n: int, cap: float, modes: Iterable[str], *,
     describe = next(c for c in limits.classes if c.name == "describe")
     return {"n": n, "groups": len(groups_of(n)),
             "server_describe_limit": f"{describe.rate:g}:{describe.burst}",
-            "modes": results, "goal": goal(results)}
+            "modes": results, "goal": restart.goal(results, "ingress")}

@@ -56,7 +56,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
@@ -240,6 +240,7 @@ class Bench:
     elbv2: Any  # plain botocore client on moto, bypassing the proxy
     limits: ServerLimits = field(default_factory=ServerLimits)
     unchanged_arns: set[str] = field(default_factory=set)
+    kind: ClassVar[str] = "service"  # what the N unchanged objects are (labels the figures)
 
     def service_settings(self, **overrides: Any) -> service_controller.ServiceSettings:
         values: dict[str, Any] = {
@@ -270,17 +271,7 @@ class Bench:
                      "selector": {"app": name},
                      "ports": [{"name": "http", "port": 80, "targetPort": 8080,
                                 "protocol": "TCP"}]}}
-        ips = [f"10.0.{4 + (2 * index + k) // 250}.{(2 * index + k) % 250 + 1}" for k in (0, 1)]
-        endpoints: Obj = {
-            "metadata": {"name": f"{name}-abc", "labels": {"kubernetes.io/service-name": name}},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": [{"addresses": [ip], "conditions": {"ready": True,
-                                                             "terminating": False},
-                           "targetRef": {"kind": "Pod", "name": f"{name}-{k}",
-                                         "uid": f"uid-{name}-{k}"}}
-                          for k, ip in enumerate(ips)]}
-        for resource, obj in ((SERVICES, body), (ENDPOINTSLICES, endpoints)):
+        for resource, obj in ((SERVICES, body), (ENDPOINTSLICES, endpoint_slice(name, index))):
             with contextlib.suppress(AlreadyExists):
                 await self.client.create(resource, obj, NAMESPACE)
 
@@ -448,9 +439,9 @@ class Bench:
 
     def pace(self, records: list[RequestRecord], *, t0: float) -> dict[str, Any]:
         """The LOW lane as seen by AWS: when each unchanged stack was first looked at (its
-        listeners for a Service, its targets for a binding), against burst + qps * t."""
+        load balancer's listeners, its targets for a binding), against burst + qps * t."""
         out: dict[str, Any] = {"verify_qps": VERIFY_QPS, "verify_burst": VERIFY_BURST}
-        for label, operation, key in (("service", "DescribeListeners", "LoadBalancerArn"),
+        for label, operation, key in ((self.kind, "DescribeListeners", "LoadBalancerArn"),
                                       ("targetgroupbinding", "DescribeTargetHealth",
                                        "TargetGroupArn")):
             first: dict[str, float] = {}
@@ -467,6 +458,20 @@ class Bench:
 
 def unchanged_name(i: int) -> str:
     return f"svc-{i:04d}"
+
+
+def endpoint_slice(service: str, index: int) -> Obj:
+    """Two ready pods for the `index`-th Service, port `http` 8080, IPs unique per index."""
+    ips = [f"10.0.{4 + (2 * index + k) // 250}.{(2 * index + k) % 250 + 1}" for k in (0, 1)]
+    return {
+        "metadata": {"name": f"{service}-abc",
+                     "labels": {"kubernetes.io/service-name": service}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": True, "terminating": False},
+                       "targetRef": {"kind": "Pod", "name": f"{service}-{k}",
+                                     "uid": f"uid-{service}-{k}"}}
+                      for k, ip in enumerate(ips)]}
 
 
 def _arns(record: RequestRecord) -> set[str]:
@@ -510,7 +515,7 @@ def budget_figures(calls: int, seconds: float) -> dict[str, Any]:
             "within_budget": calls <= VERIFY_AWS_BURST + VERIFY_AWS_QPS * seconds + 1}
 
 
-def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def goal(modes: dict[str, dict[str, Any]], kind: str = "service") -> dict[str, Any]:
     lane = modes.get("lane")
     if lane is None:
         return {}
@@ -519,7 +524,7 @@ def goal(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
         "fresh_change_le_2s": fresh is not None and fresh <= 2.0,
         "zero_mutating_calls_for_unchanged": lane["mutating_calls_for_unchanged"] == 0,
-        "verification_within_pace": bool(pace["service"]["within_pace"]
+        "verification_within_pace": bool(pace[kind]["within_pace"]
                                           and pace["targetgroupbinding"]["within_pace"]),
         "verification_within_budget": bool(pace["budget"]["within_budget"]),
     }

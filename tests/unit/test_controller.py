@@ -4,7 +4,6 @@ clock; the reconciler is a small scripted one."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable
 
 import pytest
@@ -227,24 +226,3 @@ def test_a_given_queue_is_used_even_when_empty(clock: FakeClock) -> None:
     ctrl = Controller("c", Scripted({}), clock=clock, registry=CollectorRegistry(), queue=queue)
     assert ctrl.queue is queue
 
-
-async def test_retry_after_neither_grows_nor_resets_the_backoff(clock: FakeClock) -> None:
-    # Three ordinary failures (5, 10, 20 ms), then two throttled ones (retried after 2 s, the
-    # backoff left alone), then an ordinary one: it waits 40 ms, the next step, not 5 ms.
-    rec = Scripted({"ns/x": [
-        _raise(ReconcileError("no")), _raise(ReconcileError("no")), _raise(ReconcileError("no")),
-        _raise(ReconcileError("Throttling", retry_after=2.0)),
-        _raise(ReconcileError("Throttling", retry_after=2.0)),
-        _raise(ReconcileError("no")),
-    ]})
-    rec.clock = clock
-    ctrl = Controller("svc", rec, clock=clock, registry=CollectorRegistry())
-    ctrl.start()
-    ctrl.enqueue(Request("ns", "x"), priority=LOW)
-    await _settle(clock)
-    for step in (0.005, 0.010, 0.020, 2.0, 2.0, 0.040):
-        await _settle(clock, step)
-    times = [t for _, t in rec.calls]
-    gaps = [round(b - a, 6) for a, b in itertools.pairwise(times)]
-    assert gaps == [0.005, 0.010, 0.020, 2.0, 2.0, 0.040]
-    await ctrl.stop(timeout=1)

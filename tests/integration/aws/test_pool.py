@@ -10,7 +10,6 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSError, AWSSettings, ThrottleConfig
-from controller.aws.errors import throttled_retry_after
 from controller.testing import AWSFaultProxy, AwsSeed
 
 
@@ -195,17 +194,3 @@ async def test_an_html_error_page_surfaces_as_an_aws_error(no_retry_backoff: Non
     assert info.value.code == "ResponseParserError"
     assert info.value.operation == "DescribeLoadBalancers"
 
-
-def test_throttling_anywhere_in_the_causes_asks_for_a_short_retry() -> None:
-    throttled = AWSError("Throttling", "Rate exceeded", operation="DescribeRules", status=400)
-    try:
-        try:
-            raise throttled
-        except AWSError as exc:
-            raise RuntimeError("deploy failed") from exc
-    except RuntimeError as wrapped:
-        delay = throttled_retry_after(wrapped)
-    assert delay is not None
-    assert 1.0 <= delay <= 3.0
-    assert throttled_retry_after(AWSError("LoadBalancerNotFound", "", operation="X")) is None
-    assert throttled_retry_after(ValueError("bad")) is None
