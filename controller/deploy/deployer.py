@@ -55,7 +55,8 @@ class StackDeployer:
         self._settings = settings
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(
-            ResolverSettings(vpc_id=settings.vpc_id), clock=self._clock)
+            ResolverSettings(vpc_id=settings.vpc_id, cluster_name=settings.cluster_name),
+            clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
         # Test seams: see `calls.BeforeMutation`.
         self.before_mutation = before_mutation

@@ -8,7 +8,7 @@ from typing import Any
 from controller.deploy.errors import DeployError
 from controller.deploy.run import DeployRun
 from controller.deploy.tags import as_api_tags, converge_tags
-from controller.model import LOAD_BALANCER, LoadBalancer, SubnetDiscovery
+from controller.model import LOAD_BALANCER, LoadBalancer, SubnetDiscovery, SubnetSelector
 
 
 def subnets_of(desc: dict[str, Any]) -> set[str]:
@@ -18,7 +18,7 @@ def subnets_of(desc: dict[str, Any]) -> set[str]:
 async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalancer,
                                  current: dict[str, Any] | None,
                                  current_tags: dict[str, str]) -> dict[str, Any]:
-    if isinstance(lb.subnets, SubnetDiscovery):
+    if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
         raise DeployError(f"load balancer {lb.name}: subnets were not resolved")
     desired_tags = run.desired_tags(resource_id, lb.tags)
     if current is None:
@@ -60,7 +60,7 @@ async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
                   tags: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     # The caller looked the name up in this run and found nothing: never create blindly,
     # because moto (unlike AWS) creates a second load balancer under the same name.
-    assert not isinstance(lb.subnets, SubnetDiscovery)
+    assert not isinstance(lb.subnets, SubnetDiscovery | SubnetSelector)
     params: dict[str, Any] = {
         "Name": lb.name, "Type": lb.type, "Scheme": lb.scheme,
         "IpAddressType": lb.ip_address_type, "Subnets": list(lb.subnets),

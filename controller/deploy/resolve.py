@@ -1,7 +1,14 @@
 """The resolve stage: AWS lookups that turn a stack's placeholders into concrete values.
 
-Subnet discovery picks, per availability zone, the first (by id) subnet of the VPC tagged
-`kubernetes.io/role/elb` (internet-facing) or `kubernetes.io/role/internal-elb` (internal).
+Subnets, as upstream:
+- discovery (`SubnetDiscovery`): the VPC's subnets tagged `kubernetes.io/role/elb`
+  (internet-facing) or `kubernetes.io/role/internal-elb` (internal); a tag selector
+  (`SubnetSelector`, IngressClassParams `subnets.tags`): the VPC's subnets carrying every
+  listed key with one of its values. Either way subnets tagged `kubernetes.io/cluster/<name>`
+  for other clusters only are left out, and per availability zone the one tagged for this
+  cluster wins, then the lowest id;
+- an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
+  name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
 host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones.
 """
@@ -9,18 +16,29 @@ host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more 
 from __future__ import annotations
 
 import fnmatch
+import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from controller.deploy.calls import Calls
 from controller.deploy.errors import ResolveError
-from controller.model import CertificateDiscovery, Listener, LoadBalancer, Stack, SubnetDiscovery
+from controller.model import (
+    CertificateDiscovery,
+    Listener,
+    LoadBalancer,
+    Stack,
+    SubnetDiscovery,
+    SubnetSelector,
+)
 from runtime.clock import Clock, RealClock
 
 
 @dataclass(frozen=True, kw_only=True)
 class ResolverSettings:
     vpc_id: str
+    cluster_name: str = ""  # subnets tagged for other clusters only are not discovered
     ttl: float = 300.0
     certificate_statuses: tuple[str, ...] = ("ISSUED",)
 
@@ -29,6 +47,10 @@ class ResolverSettings:
 class _Entry:
     value: Any
     expires: float
+
+
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]+$")
+_CLUSTER_TAG = "kubernetes.io/cluster/"
 
 
 @dataclass
@@ -59,16 +81,28 @@ class StackResolver:
         self._cache[key] = _Entry(value, self.clock.now() + self.settings.ttl)
 
     async def _load_balancer(self, lb: LoadBalancer, calls: Calls) -> LoadBalancer:
-        if isinstance(lb.subnets, SubnetDiscovery):
-            zones = await self._discover(lb.subnets.role, calls)
+        if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
+            tags: dict[str, Sequence[str]]
+            if isinstance(lb.subnets, SubnetDiscovery):
+                tags = {f"kubernetes.io/role/{lb.subnets.role}": ("1", "")}
+                wanted = f"is tagged kubernetes.io/role/{lb.subnets.role}"
+            else:
+                tags = dict(lb.subnets.tags)
+                wanted = "matches the tags " + ", ".join(
+                    f"{key} in ({', '.join(values)})" for key, values in sorted(tags.items()))
+            zones = await self._select(tags, calls)
+            if not zones:
+                raise ResolveError(f"load balancer {lb.name}: no subnet in VPC "
+                                   f"{self.settings.vpc_id} {wanted}")
             subnets = tuple(sorted(ids[0] for ids in zones.values()))
         else:
-            subnets = tuple(lb.subnets)
+            subnets = tuple(sorted(await self._ids(tuple(lb.subnets), calls)))
             zones = await self._zones_of(subnets, calls)
-        if not subnets:
-            role = lb.subnets.role if isinstance(lb.subnets, SubnetDiscovery) else "?"
-            raise ResolveError(f"load balancer {lb.name}: no subnet in VPC "
-                               f"{self.settings.vpc_id} is tagged kubernetes.io/role/{role}")
+            shared = sorted(zone for zone, ids in zones.items() if len(ids) > 1)
+            if shared:
+                raise ResolveError(
+                    f"load balancer {lb.name}: subnets {', '.join(zones[shared[0]])} are in the "
+                    f"same availability zone {shared[0]}; give at most one per zone")
         if lb.type == "application" and len(zones) < 2:
             raise ResolveError(
                 f"load balancer {lb.name}: an application load balancer needs subnets in at "
@@ -77,24 +111,65 @@ class StackResolver:
             return lb
         return lb.model_copy(update={"subnets": subnets})
 
-    async def _discover(self, role: str, calls: Calls) -> dict[str, list[str]]:
-        key = ("subnet-role", role)
+    async def _select(self, tags: Mapping[str, Sequence[str]],
+                      calls: Calls) -> dict[str, list[str]]:
+        """Zone → eligible subnet ids matching `tags`, best first."""
+        key = ("subnet-select", json.dumps(tags, sort_keys=True))
         cached = self._cached(key)
         if cached is not None:
             zones: dict[str, list[str]] = cached
             return zones
-        zones = {}
-        async for page in calls.paginate(
-                "DescribeSubnets", service="ec2",
-                Filters=[{"Name": "vpc-id", "Values": [self.settings.vpc_id]},
-                         {"Name": f"tag:kubernetes.io/role/{role}", "Values": ["1", ""]}]):
+        filters = [{"Name": "vpc-id", "Values": [self.settings.vpc_id]}]
+        filters += [{"Name": f"tag:{k}", "Values": list(v)} for k, v in sorted(tags.items())]
+        ranked: dict[str, list[tuple[int, str]]] = {}
+        async for page in calls.paginate("DescribeSubnets", service="ec2", Filters=filters):
             for subnet in page.get("Subnets", []):
-                zones.setdefault(subnet["AvailabilityZone"], []).append(subnet["SubnetId"])
                 self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
-        for ids in zones.values():
-            ids.sort()
+                rank = self._cluster_rank(subnet)
+                if rank is not None:
+                    ranked.setdefault(subnet["AvailabilityZone"], []).append(
+                        (rank, subnet["SubnetId"]))
+        zones = {zone: [sid for _, sid in sorted(items)] for zone, items in ranked.items()}
         self._store(key, zones)
         return zones
+
+    def _cluster_rank(self, subnet: dict[str, Any]) -> int | None:
+        """0: tagged for this cluster; 1: for no cluster; None: for other clusters only."""
+        clusters = {str(t.get("Key", ""))[len(_CLUSTER_TAG):] for t in subnet.get("Tags") or []
+                    if str(t.get("Key", "")).startswith(_CLUSTER_TAG)}
+        if not clusters:
+            return 1
+        if self.settings.cluster_name and self.settings.cluster_name in clusters:
+            return 0
+        return None if self.settings.cluster_name else 1
+
+    async def _ids(self, items: tuple[str, ...], calls: Calls) -> list[str]:
+        """Subnet IDs for a list of IDs and Name tags (each name must name one subnet)."""
+        names = sorted(item for item in items if not _SUBNET_ID.match(item))
+        ids = [item for item in items if _SUBNET_ID.match(item)]
+        missing = [n for n in names if self._cached(("subnet-name", n)) is None]
+        if missing:
+            found: dict[str, list[str]] = {}
+            async for page in calls.paginate(
+                    "DescribeSubnets", service="ec2",
+                    Filters=[{"Name": "vpc-id", "Values": [self.settings.vpc_id]},
+                             {"Name": "tag:Name", "Values": missing}]):
+                for subnet in page.get("Subnets", []):
+                    self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
+                    for tag in subnet.get("Tags") or []:
+                        if tag.get("Key") == "Name" and tag.get("Value") in missing:
+                            found.setdefault(str(tag["Value"]), []).append(subnet["SubnetId"])
+            for name in missing:
+                matches = sorted(found.get(name, []))
+                if not matches:
+                    raise ResolveError(f"no subnet named {name!r} in VPC {self.settings.vpc_id}")
+                if len(matches) > 1:
+                    raise ResolveError(f"subnet name {name!r} matches {len(matches)} subnets in "
+                                       f"VPC {self.settings.vpc_id} ({', '.join(matches)}); "
+                                       "use subnet IDs")
+                self._store(("subnet-name", name), matches[0])
+        ids += [str(self._cached(("subnet-name", name))) for name in names]
+        return sorted(set(ids))
 
     async def _zones_of(self, subnets: tuple[str, ...], calls: Calls) -> dict[str, list[str]]:
         missing = [s for s in subnets if self._cached(("subnet-zone", s)) is None]

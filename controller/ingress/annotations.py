@@ -30,6 +30,7 @@ from controller.ingress.schemas import (
     OidcConfig,
     Protocol,
 )
+from controller.model import SubnetSelector
 
 Scheme = Literal["internal", "internet-facing"]
 IpAddressType = Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
@@ -44,7 +45,6 @@ _VERSIONS: tuple[ProtocolVersion, ...] = ("HTTP1", "HTTP2", "GRPC")
 
 _SUCCESS_CODES = re.compile(r"^[0-9]{1,3}(-[0-9]{1,3})?(,[0-9]{1,3}(-[0-9]{1,3})?)*$")
 _ARN = re.compile(r"^arn:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*:\S+$")
-_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]+$")
 _LB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
 _HEALTH_PATH = re.compile(r"^/[\x21-\x7e]{0,1023}$")
 
@@ -58,7 +58,7 @@ class IngressAnnotations:
     scheme: Scheme | None = None
     load_balancer_name: str | None = None
     ip_address_type: IpAddressType | None = None
-    subnets: tuple[str, ...] | None = None
+    subnets: tuple[str, ...] | SubnetSelector | None = None  # a selector only from params
     security_groups: tuple[str, ...] | None = None
     load_balancer_attributes: Mapping[str, str] | None = None
     ssl_redirect: int | None = None
@@ -91,13 +91,10 @@ def _lb_name(key: str, raw: str) -> str:
 
 
 def _subnets(key: str, raw: str) -> tuple[str, ...]:
+    """Subnet IDs or Name tags, as upstream; the resolve stage looks the names up."""
     items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
     if not items:
         raise AnnotationError(key, raw, "names no subnet")
-    for item in items:
-        if not _SUBNET_ID.match(item):
-            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a subnet ID "
-                                            "(subnet-...); subnet names are not supported")
     return items
 
 

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from controller.annotations import quote
 from controller.ingress.annotations import (
     DEFAULT_INBOUND_CIDRS,
@@ -19,6 +21,7 @@ from controller.ingress.annotations import (
 from controller.ingress.classes import ClassParams
 from controller.ingress.groups import Member
 from controller.ingress.keys import PREFIX
+from controller.model import SubnetSelector
 
 
 class BuildError(ValueError):
@@ -30,7 +33,7 @@ class LoadBalancerConfig:
     scheme: Literal["internal", "internet-facing"]
     name: str | None
     ip_address_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
-    subnets: tuple[str, ...] | None
+    subnets: tuple[str, ...] | SubnetSelector | None
     security_groups: tuple[str, ...]
     attributes: Mapping[str, str]
     ssl_redirect: int | None
@@ -55,11 +58,19 @@ def apply_params(ann: IngressAnnotations, params: ClassParams | None) -> Ingress
         update["ssl_policy"] = params.ssl_policy
     if params.inbound_cidrs is not None:
         update["inbound_cidrs"] = tuple(params.inbound_cidrs)
-    if params.subnets is not None:
-        if params.subnets.tags and not params.subnets.ids:
-            raise BuildError(f"IngressClassParams {params.name}: subnets.tags is not supported; "
-                             "use subnets.ids")
-        update["subnets"] = tuple(params.subnets.ids)
+    if params.subnets is not None and (params.subnets.ids or params.subnets.tags):
+        if params.subnets.ids and params.subnets.tags:
+            raise BuildError(f"IngressClassParams {params.name}: subnets: give either ids or "
+                             "tags, not both")
+        if params.subnets.ids:
+            update["subnets"] = tuple(params.subnets.ids)
+        else:
+            try:
+                update["subnets"] = SubnetSelector(tags=dict(params.subnets.tags))
+            except ValueError as exc:
+                reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else exc
+                raise BuildError(f"IngressClassParams {params.name}: subnets.tags: "
+                                 f"{reason}") from None
     if params.load_balancer_attributes:
         update["load_balancer_attributes"] = {**(ann.load_balancer_attributes or {}),
                                               **params.attribute_map()}

@@ -31,7 +31,12 @@ from controller.model.conditions import (
     SourceIpCondition,
 )
 from controller.model.listener import CertificateDiscovery, Listener, ListenerRule
-from controller.model.loadbalancer import LoadBalancer, SubnetDiscovery
+from controller.model.loadbalancer import (
+    LoadBalancer,
+    SubnetDiscovery,
+    SubnetPlaceholder,
+    SubnetSelector,
+)
 from controller.model.naming import (
     load_balancer_name,
     service_load_balancer_name,
@@ -82,6 +87,8 @@ __all__ = [
     "StackKind",
     "Stickiness",
     "SubnetDiscovery",
+    "SubnetPlaceholder",
+    "SubnetSelector",
     "TargetGroup",
     "TargetGroupBindingResource",
     "WeightedTargetGroup",

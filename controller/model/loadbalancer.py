@@ -34,12 +34,44 @@ class SubnetDiscovery(Model):
     role: Literal["elb", "internal-elb"]
 
 
+class SubnetSelector(Model):
+    """Placeholder resolved by the resolve stage: the VPC's subnets that carry every listed tag
+    key with one of its values (IngressClassParams `subnets.tags`), one per availability
+    zone."""
+
+    tags: dict[str, Items[str]]
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _sorted(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {key: sorted_unique(values) for key, values in value.items()}
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _filters(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        if not value:
+            raise ValueError("a subnet tag selector needs at least one tag key")
+        for key, values in value.items():
+            if not key:
+                raise ValueError("a subnet tag selector has an empty tag key")
+            if not values:
+                raise ValueError(f"subnet tag selector key {key!r} lists no value")
+        return value
+
+
+SubnetPlaceholder = SubnetDiscovery | SubnetSelector
+
+
 class LoadBalancer(Tagged):
     name: str
     type: LoadBalancerType
     scheme: Scheme = "internal"
     ip_address_type: IpAddressType = "ipv4"
-    subnets: Items[str] | SubnetDiscovery
+    # Subnet IDs or Name tags as written (the resolve stage turns names into IDs), or a
+    # placeholder for discovery.
+    subnets: Items[str] | SubnetDiscovery | SubnetSelector
     security_groups: Items[str] = ()
     attributes: dict[str, str] = Field(default_factory=dict)
 
@@ -59,8 +91,8 @@ class LoadBalancer(Tagged):
     @field_validator("subnets")
     @classmethod
     def _some_subnets(
-        cls, value: Sequence[str] | SubnetDiscovery
-    ) -> Sequence[str] | SubnetDiscovery:
-        if not isinstance(value, SubnetDiscovery) and not value:
+        cls, value: Sequence[str] | SubnetPlaceholder
+    ) -> Sequence[str] | SubnetPlaceholder:
+        if not isinstance(value, SubnetDiscovery | SubnetSelector) and not value:
             raise ValueError("a load balancer needs at least one subnet")
         return value

@@ -30,6 +30,7 @@ from controller.model import (
     PathPatternCondition,
     Stack,
     StackBuilder,
+    SubnetSelector,
     TargetGroup,
     WeightedTargetGroup,
 )
@@ -208,4 +209,61 @@ async def test_names_taken_by_others_are_not_touched(
     aws_proxy.clear_log()
     with pytest.raises(OwnershipConflict, match=f"target group name {tg.name} is taken"):
         await deployer.deploy(stack)
+    assert _mutations(aws_proxy) == []
+
+
+async def test_subnets_by_name_tag_resolve_to_their_ids(
+        deployer: StackDeployer, aws_seed: AwsSeed, elbv2: Any) -> None:
+    zones = (f"{aws_seed.region}a", f"{aws_seed.region}b")
+    names = [f"{aws_seed.cluster_name}-public-{zone}" for zone in zones]
+    await deployer.deploy(_small_alb(aws_seed, subnets=[names[0], aws_seed.public_subnets[1]]))
+    [lb] = elbv2.describe_load_balancers()["LoadBalancers"]
+    assert {az["SubnetId"] for az in lb["AvailabilityZones"]} == set(aws_seed.public_subnets)
+
+
+@pytest.mark.parametrize(("subnets", "message"), [
+    (["no-such-subnet", "test-cluster-public-us-west-2a"],
+     "no subnet named 'no-such-subnet' in VPC"),
+    (["test-cluster-public-us-west-2a", "test-cluster-private-us-west-2a"],
+     "are in the same availability zone us-west-2a"),
+])
+async def test_bad_explicit_subnets_are_refused_before_any_change(
+        deployer: StackDeployer, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed,
+        subnets: list[str], message: str) -> None:
+    with pytest.raises(ResolveError, match=message):
+        await deployer.deploy(_small_alb(aws_seed, subnets=subnets))
+    assert _mutations(aws_proxy) == []
+
+
+async def test_tag_selector_picks_one_subnet_per_zone_preferring_this_cluster(
+        deployer: StackDeployer, moto_standin: MotoStandIn, aws_seed: AwsSeed,
+        elbv2: Any) -> None:
+    ec2 = sync_client("ec2", moto_standin.url, region=aws_seed.region)
+    zone_a, zone_b = f"{aws_seed.region}a", f"{aws_seed.region}b"
+
+    def subnet(zone: str, cidr: str, *tags: tuple[str, str]) -> str:
+        spec = [{"ResourceType": "subnet", "Tags": [
+            {"Key": "team", "Value": "web"}, *({"Key": k, "Value": v} for k, v in tags)]}]
+        return str(ec2.create_subnet(VpcId=aws_seed.vpc_id, AvailabilityZone=zone,
+                                     CidrBlock=cidr, TagSpecifications=spec)["Subnet"]["SubnetId"])
+
+    try:
+        subnet(zone_a, "10.0.10.0/24", ("kubernetes.io/cluster/other", "owned"))  # not ours
+        untagged_a = subnet(zone_a, "10.0.11.0/24")
+        subnet(zone_b, "10.0.12.0/24")  # loses to the one tagged for this cluster
+        ours_b = subnet(zone_b, "10.0.13.0/24", (f"kubernetes.io/cluster/{CLUSTER}", "shared"))
+        subnet(zone_b, "10.0.14.0/24", ("team", "db"))  # the selector does not match it
+    finally:
+        ec2.close()
+    await deployer.deploy(_small_alb(aws_seed, subnets=SubnetSelector(tags={"team": ["web"]})))
+    [lb] = elbv2.describe_load_balancers()["LoadBalancers"]
+    assert {az["SubnetId"] for az in lb["AvailabilityZones"]} == {untagged_a, ours_b}
+
+
+async def test_a_tag_selector_matching_nothing_is_one_clear_error(
+        deployer: StackDeployer, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed) -> None:
+    with pytest.raises(ResolveError, match=r"no subnet in VPC vpc-\w+ matches the tags "
+                                           r"team in \(nobody\)"):
+        await deployer.deploy(_small_alb(aws_seed, subnets=SubnetSelector(
+            tags={"team": ["nobody"]})))
     assert _mutations(aws_proxy) == []

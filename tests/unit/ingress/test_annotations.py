@@ -84,7 +84,7 @@ def test_service_wins_for_target_group_settings() -> None:
     ("listen-ports", '[{"TCP": 80}]', "want HTTP or HTTPS"),
     ("listen-ports", "80", "unexpected structure"),
     ("ssl-redirect", "https", "is not an integer"),
-    ("subnets", "my-subnet", "not a subnet ID"),
+    ("subnets", " , ", "names no subnet"),
     ("inbound-cidrs", "10.0.0.0/33", "not a CIDR"),
     ("certificate-arn", "cert-1", "not an ARN"),
     ("load-balancer-name", "-bad", "not a valid load balancer name"),

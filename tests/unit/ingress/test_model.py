@@ -13,6 +13,7 @@ from controller.model import (
     ForwardAction,
     RedirectAction,
     SubnetDiscovery,
+    SubnetSelector,
 )
 from runtime.handlers import Request
 from tests.unit.ingress.objects import (
@@ -176,6 +177,31 @@ def test_params_override_annotations() -> None:
     assert (lb.scheme, lb.ip_address_type, lb.subnets) == (
         "internet-facing", "dualstack", ("subnet-1", "subnet-2"))
     assert built.load_balancer.inbound_cidrs == ("0.0.0.0/0", "::/0")
+
+
+def test_params_subnet_tags_become_a_selector_and_names_stay_names() -> None:
+    c = caches(ingress_class("alb", params="p"), service("web"),
+               class_params("p", {"subnets": {"tags": {"team": ["b", "a"], "tier": ["web"]}}}),
+               ingress("a", annotations={A + "subnets": "subnet-9"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.subnets == SubnetSelector(tags={"team": ("a", "b"), "tier": ("web",)})
+    c = caches(ingress_class("alb"), service("web"),
+               ingress("a", annotations={A + "subnets": "public-a, subnet-9"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.subnets == ("public-a", "subnet-9")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"ids": ["subnet-1"], "tags": {"a": ["b"]}}, "give either ids or tags, not both"),
+    ({"tags": {"team": []}}, "subnets.tags: .*lists no value"),
+])
+def test_bad_params_subnets_are_one_build_error(spec: dict[str, object], message: str) -> None:
+    c = caches(ingress_class("alb", params="p"), service("web"),
+               class_params("p", {"subnets": spec}), ingress("a"))
+    with pytest.raises(BuildError, match=message):
+        build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
 
 
 @pytest.mark.parametrize(("objs", "message"), [
