@@ -130,10 +130,16 @@ class HandlerRegistration:
                 await task
 
     async def _run(self) -> None:
+        delivered = 0
         while True:
             while not self._pending:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+            delivered += 1
+            if delivered % _YIELD_EVERY == 0:
+                # A replay of thousands of cached objects would otherwise hold the loop until
+                # it ends, and the workers could not start on what it has queued already.
+                await asyncio.sleep(0)
             notification = self._pending.popleft()
             if isinstance(notification, _Synced):
                 self._synced = True
@@ -154,6 +160,9 @@ class HandlerRegistration:
             except Exception:
                 log.exception("%s: %s handler failed for %s", self._informer.name, kind,
                               _describe(first))
+
+
+_YIELD_EVERY = 64
 
 
 def _describe(obj: Any) -> str:

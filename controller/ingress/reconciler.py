@@ -88,6 +88,11 @@ class IngressReconciler:
         self._recorder = recorder
         self._clock = clock or RealClock()
         self._checkpoints = checkpoints
+        # Replay decisions: request → (its members' resourceVersions, priority). A restart
+        # replays every member and every backend Service of a group, each asking for the same
+        # decision; computing it once per group keeps a 1,000-Ingress replay short. Any other
+        # event (a change) drops them all.
+        self._decisions: dict[Request, tuple[tuple[str, ...], int]] = {}
         self._cleanup_poll = cleanup_poll
         self._writer = BindingWriter(client)
 
@@ -155,14 +160,20 @@ class IngressReconciler:
         if not self._checkpoints:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
+            self._decisions.clear()
             return default
-        value = self.computed_checkpoint(request)
-        if value is None:
-            return NORMAL
         members = self._loader.load(request).members
-        if members and all(checkpoint.stored(m.ingress) == value for m in members):
-            return LOW
-        return NORMAL
+        versions = tuple(str(meta(m.ingress).get("resourceVersion")) for m in members)
+        known = self._decisions.get(request)
+        if known is not None and known[0] == versions:
+            return known[1]
+        value = self.computed_checkpoint(request)
+        decision = NORMAL
+        if (value is not None and members
+                and all(checkpoint.stored(m.ingress) == value for m in members)):
+            decision = LOW
+        self._decisions[request] = (versions, decision)
+        return decision
 
     # ---- reconcile ---------------------------------------------------------------------------
 

@@ -347,3 +347,26 @@ async def test_wait_for_sync_times_out_when_server_is_unreachable(tmp_path: Path
         assert not await informer.wait_for_sync(timeout=0.3)
         assert not informer.has_synced
         await informer.stop()
+
+
+async def test_a_long_replay_lets_other_tasks_run_while_it_proceeds(
+        client: KubeClient, writer: KubeClient) -> None:
+    for start in range(0, 300, 50):
+        await asyncio.gather(*(writer.create(CONFIGMAPS, configmap(f"c{i}"))
+                               for i in range(start, start + 50)))
+    informer = SharedInformer(client, CONFIGMAPS, namespace="default",
+                              settings=InformerSettings(reflector=FAST_REFLECTOR))
+    informer.start()
+    try:
+        assert await informer.wait_for_sync(timeout=5)
+        seen: list[str] = []
+        # A handler added late gets the 300 cached objects replayed. A task scheduled at the
+        # same time (a worker) must not wait for the whole replay.
+        informer.add_handler(on_add=lambda obj, initial: seen.append(key_of(obj)))
+        marker = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(lambda: marker.set_result(len(seen)))
+        replayed_before_marker = await marker
+        await until(lambda: len(seen) == 300)
+        assert replayed_before_marker < 300
+    finally:
+        await informer.stop()

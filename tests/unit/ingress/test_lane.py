@@ -4,13 +4,17 @@ prototype, PR #3821): every group event is queued NORMAL on one unpaced FIFO."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from controller import checkpoint
 from controller.aws import AWSClientPool, AWSSettings
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress import controller as ingress
+from controller.ingress import reconciler as reconciler_module
+from controller.ingress.model import build_group
 from controller.ingress.reconciler import IngressReconciler
 from runtime.client import KubeClient
 from runtime.handlers import EventKind, Request
@@ -73,3 +77,54 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
                           finish_ready(controller.queue))
     assert seen[True] == (LOW, LOW, 2)  # the burst; the rest wait for the pace
     assert seen[False] == (NORMAL, NORMAL, 6)
+
+
+async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
+        envtest_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = caches(ingress_class("alb"), service("web"),
+               ingress_obj("a", paths=[path("/a", "web")], annotations=dict(GROUP)),
+               ingress_obj("b", paths=[path("/b", "web")], annotations=dict(GROUP)))
+    group = Request("", "shop")
+    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                      access_key="unused", secret_key="unused")
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+            AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        reconciler = IngressReconciler(
+            client=client, caches=c, bindings=Store(), loader=loader(c),
+            deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster",
+                                                          vpc_id="vpc-1")),
+            pool=pool, settings=SETTINGS, vpc_id="vpc-1",
+            recorder=Manager(client, registry=CollectorRegistry()).recorder)
+        value = reconciler.computed_checkpoint(group)
+        for rv, name in enumerate(("a", "b"), start=1):
+            member = c.ingresses.get(f"default/{name}")
+            assert member is not None
+            member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+            member["metadata"]["resourceVersion"] = str(rv)
+        builds: list[Request] = []
+
+        def counting_build(g: Any, *args: Any, **kwargs: Any) -> Any:
+            builds.append(g.request)
+            return build_group(g, *args, **kwargs)
+
+        monkeypatch.setattr(reconciler_module, "build_group", counting_build)
+        # A restart replays both members and their Service: one decision for the group.
+        for kind in (EventKind.INITIAL_ADD, EventKind.INITIAL_ADD, EventKind.INITIAL_ADD,
+                     EventKind.RESYNC):
+            assert reconciler.priority(group, kind, LOW) == LOW
+        assert len(builds) == 1
+        # A member rewritten (its checkpoint reset before a deploy): decided again.
+        member = c.ingresses.get("default/a")
+        assert member is not None
+        member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = ""
+        member["metadata"]["resourceVersion"] = "3"
+        assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
+        assert len(builds) == 2
+        member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+        member["metadata"]["resourceVersion"] = "4"
+        assert reconciler.priority(group, EventKind.RESYNC, LOW) == LOW
+        # The backend Service changes (members untouched): its update event drops the
+        # decisions, so the next replay sees that the checkpoint no longer matches.
+        c.services.upsert(service("web", target_port=9090))
+        assert reconciler.priority(group, EventKind.UPDATE, NORMAL) == NORMAL
+        assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
