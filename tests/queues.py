@@ -37,3 +37,15 @@ def finish_ready(queue: PriorityQueue[K]) -> int:
             return taken
         queue.done(key)
         taken += 1
+
+
+async def parked_getter(queue: PriorityQueue[K]) -> tuple[asyncio.Task[None], list[tuple[K, int]]]:
+    """Start a getter and let it park; what it eventually gets lands in the list."""
+    got: list[tuple[K, int]] = []
+
+    async def getter() -> None:
+        got.append(await queue.get())
+
+    task = asyncio.create_task(getter())
+    await settle()
+    return task, got

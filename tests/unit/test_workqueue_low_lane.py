@@ -8,7 +8,7 @@ import pytest
 
 from runtime.clock import FakeClock
 from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
-from tests.queues import settle, take_ready
+from tests.queues import parked_getter, settle, take_ready
 
 
 async def test_lane_boundary_is_below_normal() -> None:
@@ -226,13 +226,7 @@ async def test_a_closed_gate_holds_low_items_but_never_normal_ones() -> None:
     queue.add("low", priority=LOW)
     queue.add("normal")
     assert take_ready(queue) == [("normal", NORMAL)]
-    got: list[tuple[str, int]] = []
-
-    async def getter() -> None:
-        got.append(await queue.get())
-
-    task = asyncio.create_task(getter())
-    await settle()
+    task, got = await parked_getter(queue)
     await clock.advance(4.9)
     assert got == []
     await clock.advance(0.2)  # the gate's own timer wakes the parked getter
@@ -281,13 +275,7 @@ async def test_low_items_in_flight_are_capped_so_a_worker_stays_free() -> None:
     assert [p for _, p in first] == [LOW, LOW]
     queue.add("normal")
     assert take_ready(queue) == [("normal", NORMAL)]
-    got: list[tuple[str, int]] = []
-
-    async def getter() -> None:
-        got.append(await queue.get())
-
-    task = asyncio.create_task(getter())
-    await settle()
+    task, got = await parked_getter(queue)
     assert got == []
     queue.done(first[0][0])  # a LOW slot frees up: the parked getter takes the next LOW item
     await task
