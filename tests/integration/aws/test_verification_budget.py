@@ -79,6 +79,6 @@ async def test_low_lanes_of_two_controllers_share_the_budget_and_a_change_goes_f
     assert low[-1] <= (len(low) - BURST) / RATE + 2.0
     change = [t - changed_at for key, p, t in log if key == "change"]
     assert len(change) == CALLS_PER_RECONCILE
-    assert max(change) < 0.5  # not behind the 2+ s of verifications still owed to the budget
+    assert max(change) < 1.0  # not behind the 2+ s of verifications still owed to the budget
     assert registry.get_sample_value("aiolbc_aws_verification_calls_total", {
         "service": ELBV2, "operation": "DescribeLoadBalancers"}) == 12 * CALLS_PER_RECONCILE
