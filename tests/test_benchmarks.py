@@ -13,15 +13,18 @@ import pytest
 
 BENCH = Path(__file__).resolve().parent / "bench"
 SCRIPTS = sorted(p for p in BENCH.glob("*.py") if not p.name.startswith("_"))
+# Benchmarks with more than one subject run once per subject.
+RUNS = [(script, ()) for script in SCRIPTS] + [(BENCH / "restart.py", ("--kind", "ingress"))]
 
 
 def test_there_are_benchmarks() -> None:
     assert {"envtest.py", "workqueue.py", "informer.py", "deploy.py"} <= {p.name for p in SCRIPTS}
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
-def test_benchmark_quick_run_prints_json(script: Path) -> None:
-    proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True,
+@pytest.mark.parametrize(("script", "args"), RUNS,
+                         ids=[" ".join((s.stem, *a)) for s, a in RUNS])
+def test_benchmark_quick_run_prints_json(script: Path, args: tuple[str, ...]) -> None:
+    proc = subprocess.run([sys.executable, str(script), "--quick", *args], capture_output=True,
                           text=True, timeout=300, cwd=BENCH.parents[1], check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     last = proc.stdout.strip().splitlines()[-1]

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from prometheus_client import CollectorRegistry
@@ -37,7 +35,7 @@ from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.targetgroupbinding import controller as tgb_controller
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AWSFaultProxy, ServerLimits, seed_vpc, sync_client
+from controller.testing import ServerLimits
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.handlers import Request
@@ -94,6 +92,10 @@ def unchanged_name(i: int) -> str:
 @dataclass
 class IngressBench(restart.Bench):
     kind: ClassVar[str] = "ingress"
+
+    @classmethod
+    def shape(cls, n: int) -> dict[str, Any]:
+        return {"groups": len(groups_of(n))}
     groups: list[list[int]] = field(default_factory=list)
 
     def ingress_settings(self, **overrides: Any) -> ingress_controller.IngressSettings:
@@ -265,33 +267,5 @@ async def run(n: int, cap: float, modes: Iterable[str], *,
               limits: ServerLimits) -> dict[str, Any]:
     """`restart.run` for Ingresses; `modes` are names out of off, skip, lane."""
     by_name = {m.name: m for m in MODES}
-    moto, moto_url = await restart._start_moto()
-    try:
-        seed = await asyncio.to_thread(seed_vpc, moto_url, cluster_name=restart.CLUSTER,
-                                       region=REGION)
-        elbv2 = sync_client("elbv2", moto_url, region=REGION)
-        with tempfile.TemporaryDirectory() as tmp:
-            kubeconfig = Path(tmp) / "kubeconfig"
-            envtest = await restart._start_envtest(kubeconfig)
-            try:
-                async with AWSFaultProxy(moto_url) as proxy, \
-                        await KubeClient.from_kubeconfig(kubeconfig) as client:
-                    bench = IngressBench(n=n, kubeconfig=kubeconfig, seed=seed, proxy=proxy,
-                                         client=client, elbv2=elbv2, limits=limits)
-                    await bench.setup()
-                    results: dict[str, dict[str, Any]] = {}
-                    previous: str | None = None
-                    for name in modes:
-                        if previous is not None:
-                            await bench.converge(delete=previous)
-                        results[name] = await bench.measure(by_name[name], cap=cap)
-                        previous = f"fresh-{name}"
-            finally:
-                elbv2.close()
-                await restart._stop(envtest)
-    finally:
-        await restart._stop(moto)
-    describe = next(c for c in limits.classes if c.name == "describe")
-    return {"n": n, "groups": len(groups_of(n)),
-            "server_describe_limit": f"{describe.rate:g}:{describe.burst}",
-            "modes": results, "goal": restart.goal(results, "ingress")}
+    return await restart.run(n, cap, [by_name[name] for name in modes], limits=limits,
+                             bench_type=IngressBench)

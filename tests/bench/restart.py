@@ -242,6 +242,11 @@ class Bench:
     unchanged_arns: set[str] = field(default_factory=set)
     kind: ClassVar[str] = "service"  # what the N unchanged objects are (labels the figures)
 
+    @classmethod
+    def shape(cls, n: int) -> dict[str, Any]:
+        """Figures about how the N objects are arranged, for the result."""
+        return {}
+
     def service_settings(self, **overrides: Any) -> service_controller.ServiceSettings:
         values: dict[str, Any] = {
             "cluster_name": CLUSTER,
@@ -549,8 +554,10 @@ def _rate_burst(text: str) -> tuple[float, int]:
     return value
 
 
-async def run(n: int, cap: float, modes: Iterable[Mode], *,
-              limits: ServerLimits) -> dict[str, Any]:
+async def run(n: int, cap: float, modes: Iterable[Mode], *, limits: ServerLimits,
+              bench_type: type[Bench] | None = None) -> dict[str, Any]:
+    """Set up once, then measure each mode; `bench_type` says what the N objects are."""
+    make = bench_type or Bench
     moto, moto_url = await _start_moto()
     try:
         seed = await asyncio.to_thread(seed_vpc, moto_url, cluster_name=CLUSTER, region=REGION)
@@ -561,8 +568,8 @@ async def run(n: int, cap: float, modes: Iterable[Mode], *,
             try:
                 async with AWSFaultProxy(moto_url) as proxy, \
                         await KubeClient.from_kubeconfig(kubeconfig) as client:
-                    bench = Bench(n=n, kubeconfig=kubeconfig, seed=seed, proxy=proxy,
-                                  client=client, elbv2=elbv2, limits=limits)
+                    bench = make(n=n, kubeconfig=kubeconfig, seed=seed, proxy=proxy,
+                                 client=client, elbv2=elbv2, limits=limits)
                     await bench.setup()
                     results: dict[str, dict[str, Any]] = {}
                     previous: str | None = None
@@ -577,8 +584,9 @@ async def run(n: int, cap: float, modes: Iterable[Mode], *,
     finally:
         await _stop(moto)
     describe = next(c for c in limits.classes if c.name == "describe")
-    return {"n": n, "server_describe_limit": f"{describe.rate:g}:{describe.burst}",
-            "modes": results, "goal": goal(results)}
+    return {"n": n, **make.shape(n),
+            "server_describe_limit": f"{describe.rate:g}:{describe.burst}",
+            "modes": results, "goal": goal(results, make.kind)}
 
 
 def main(argv: list[str] | None = None) -> int:
