@@ -34,7 +34,6 @@ from controller.ingress.keys import ALB_CONTROLLER, PREFIX
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.testing import ServerLimits
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
@@ -242,14 +241,7 @@ class IngressBench(restart.Bench):
                                 self.ingress_settings().builder()).stack
         except BuildError:
             return False
-        [lb] = stack.load_balancers.values()
-        [tgb] = stack.target_group_bindings.values()
-        try:
-            binding = await self.client.get(TARGETGROUPBINDINGS, tgb.name, NAMESPACE)
-        except NotFound:
-            return False
-        return await asyncio.to_thread(self._aws_ready, lb.name,
-                                       str(binding["spec"]["targetGroupARN"]))
+        return await self.stack_ready(stack)
 
 
 def _request(group: list[int]) -> Request:

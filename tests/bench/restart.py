@@ -64,6 +64,7 @@ from controller import checkpoint
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.config import ControllerConfig
 from controller.deploy import DeployerSettings
+from controller.model import Stack
 from controller.service import controller as service_controller
 from controller.service.annotations import PREFIX
 from controller.service.model import build_stack, checkpoint_of
@@ -354,7 +355,10 @@ class Bench:
         ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
         if not ingress or not ingress[0].get("hostname"):
             return False
-        stack = build_stack(svc, settings=self.service_settings().model)
+        return await self.stack_ready(build_stack(svc, settings=self.service_settings().model))
+
+    async def stack_ready(self, stack: Stack) -> bool:
+        """The stack's load balancer is active and its one binding has both pods registered."""
         [lb] = stack.load_balancers.values()
         [tgb] = stack.target_group_bindings.values()
         try:

@@ -10,8 +10,9 @@ an unneeded grant is one the run proves could be dropped.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import yaml
 
 from runtime.client import KubeClient
-from runtime.envtest import RequestRecord, User
+from runtime.envtest import EnvTestServer, RequestRecord, User
 from runtime.envtest.rbac import Attributes, bootstrap_policy, request_attributes, rule_allows
 from runtime.resources import NAMESPACES, SERVICEACCOUNTS, Resource
 
@@ -189,3 +190,18 @@ def _describe(attrs: Attributes) -> str:
     name = f" {attrs.name}" if attrs.name else ""
     return f"{attrs.verb} {attrs.resource}{sub}{name}{where}"
 
+
+
+@contextlib.asynccontextmanager
+async def authorized_server(docs: Iterable[Obj], tmp_path: Path
+                            ) -> AsyncIterator[tuple[EnvTestServer, KubeClient, KubeClient]]:
+    """The local API server with authorization on and only `docs` granting anything to the
+    controller's ServiceAccount: (server, admin client, client as the ServiceAccount)."""
+    async with EnvTestServer(crds=[CRDS], bookmark_interval=0.5, rbac=True) as server:
+        admin_kc = server.write_kubeconfig(tmp_path / "admin")
+        token = server.add_service_account(NAMESPACE, SERVICE_ACCOUNT)
+        sa_kc = server.write_kubeconfig(tmp_path / "controller", token=token)
+        async with await KubeClient.from_kubeconfig(admin_kc) as admin, \
+                await KubeClient.from_kubeconfig(sa_kc) as controller:
+            await install(admin, docs)
+            yield server, admin, controller

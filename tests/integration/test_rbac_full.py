@@ -62,13 +62,12 @@ from runtime.resources import (
     SERVICES,
 )
 from tests.integration.rbac_support import (
-    CRDS,
     NAMESPACE,
     SERVICE_ACCOUNT,
     account,
+    authorized_server,
     baseline_rules,
     grants,
-    install,
     rbac_documents,
     requests_of,
     without_resource,
@@ -185,15 +184,8 @@ async def installation(docs: Sequence[Obj], *, seed: AwsSeed, aws: AWSClientPool
                        tmp_path: Path) -> AsyncIterator[Installation]:
     """The local API server with authorization on and only `docs` granting anything to the
     controller's ServiceAccount."""
-    async with EnvTestServer(crds=[CRDS], bookmark_interval=0.5, rbac=True) as server:
-        admin_kc = server.write_kubeconfig(tmp_path / "admin")
-        token = server.add_service_account(NAMESPACE, SERVICE_ACCOUNT)
-        sa_kc = server.write_kubeconfig(tmp_path / "controller", token=token)
-        async with await KubeClient.from_kubeconfig(admin_kc) as admin, \
-                await KubeClient.from_kubeconfig(sa_kc) as controller:
-            await install(admin, docs)
-            yield Installation(server=server, admin=admin, controller=controller, aws=aws,
-                               seed=seed)
+    async with authorized_server(docs, tmp_path) as (server, admin, controller):
+        yield Installation(server=server, admin=admin, controller=controller, aws=aws, seed=seed)
 
 
 def controller_config(seed: AwsSeed, proxy: AWSFaultProxy) -> ControllerConfig:

@@ -14,30 +14,23 @@ from controller.aws import AWSClientPool
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.testing import AwsSeed
 from runtime.client import KubeClient
-from runtime.envtest import EnvTestServer
 from runtime.manager import ManagerOptions
-from tests.integration.rbac_support import NAMESPACE, SERVICE_ACCOUNT, install, rbac_documents
-from tests.integration.targetgroupbinding.harness import CRDS, Cluster
+from tests.integration.rbac_support import NAMESPACE, authorized_server, rbac_documents
+from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually
 
 
 @pytest.fixture
 async def rbac_cluster(aws_seed: AwsSeed, aws_pool: AWSClientPool, inspect_pool: AWSClientPool,
                        tmp_path: Path) -> AsyncIterator[tuple[Cluster, KubeClient]]:
-    async with EnvTestServer(crds=[CRDS], bookmark_interval=0.5, rbac=True) as server:
-        admin_kc = server.write_kubeconfig(tmp_path / "admin")
-        token = server.add_service_account(NAMESPACE, SERVICE_ACCOUNT)
-        sa_kc = server.write_kubeconfig(tmp_path / "controller", token=token)
-        async with await KubeClient.from_kubeconfig(admin_kc) as admin, \
-                await KubeClient.from_kubeconfig(sa_kc) as controller:
-            await install(admin, rbac_documents())
-            cluster = Cluster(server=server, client=admin, pool=aws_pool, seed=aws_seed,
-                              inspect=inspect_pool)
-            try:
-                yield cluster, controller
-            finally:
-                if cluster.task is not None:
-                    await cluster.kill()
+    async with authorized_server(rbac_documents(), tmp_path) as (server, admin, controller):
+        cluster = Cluster(server=server, client=admin, pool=aws_pool, seed=aws_seed,
+                          inspect=inspect_pool)
+        try:
+            yield cluster, controller
+        finally:
+            if cluster.task is not None:
+                await cluster.kill()
 
 
 async def test_controller_needs_nothing_beyond_the_shipped_rbac(
