@@ -70,7 +70,9 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None) ->
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
-    """Every controller shares the manager's informers, the AWS pool and the registry."""
+    """Every controller shares the manager's informers, the AWS pool and the registry. The
+    region the models are built for is the one the pool's clients use."""
+    region = pool.settings.region
     tgb_settings = targetgroupbinding.TargetGroupBindingSettings(
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
@@ -79,12 +81,14 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
         verify_burst=config.checkpoint_verify_burst,
         verify_max_wait=config.checkpoint_max_wait)
     targetgroupbinding.setup(manager, pool=pool, settings=tgb_settings)
-    service.setup(manager, pool=pool, settings=service.ServiceSettings.from_config(config))
+    service.setup(manager, pool=pool,
+                  settings=service.ServiceSettings.from_config(config, region=region))
     ingress.setup(manager, pool=pool, settings=ingress.IngressSettings(
-        cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
+        cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id or "",
         ingress_class=config.ingress_class, default_scheme=config.default_load_balancer_scheme,
         default_target_type=config.default_target_type,
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
+        external_managed_tags=frozenset(config.external_managed_tags),
         max_concurrent_reconciles=config.ingress_max_concurrent_reconciles,
         checkpoints=config.enable_checkpoints, verify_qps=config.checkpoint_verify_qps,
         verify_burst=config.checkpoint_verify_burst,

@@ -87,7 +87,8 @@ def priority_function(compute_from_cache: Callable[[Obj], str | None], *, enable
     checkpoint, or None when there is nothing to compare (bad input, not ours, being deleted);
     it must not do I/O. `current(obj)` reads the stored checkpoint (an Ingress group passes one
     reading every member). Initial-list adds and resyncs that match go LOW; other
-    initial-list adds and resyncs go NORMAL; other events keep their default. Disabled: all
+    initial-list adds and resyncs go NORMAL, as does any object being deleted; other events
+    keep their default. Disabled: all
     NORMAL, so a restart reconciles everything at full speed, as upstream does."""
 
     def priority(obj: Obj, kind: EventKind, default: int) -> int:
@@ -95,6 +96,8 @@ def priority_function(compute_from_cache: Callable[[Obj], str | None], *, enable
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return NORMAL  # a deletion is always a real change
         try:
             value = compute_from_cache(obj)
         except ValueError:

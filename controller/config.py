@@ -78,6 +78,7 @@ class ControllerConfig(BaseModel):
     ingress_class: str = DEFAULT_INGRESS_CLASS
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     default_tags: dict[str, str] = Field(default_factory=dict)
+    external_managed_tags: tuple[str, ...] = ()
     default_target_type: Literal["instance", "ip"] = "instance"
     default_load_balancer_scheme: Literal["internal", "internet-facing"] = "internal"
     default_ssl_policy: str = DEFAULT_SSL_POLICY
@@ -123,6 +124,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--ingress-class", default=DEFAULT_INGRESS_CLASS)
     a("--load-balancer-class", default=DEFAULT_LOAD_BALANCER_CLASS)
     a("--default-tags", default="", help="tags on every AWS resource: key=value,...")
+    a("--external-managed-tags", default="",
+      help="tag keys managed outside the controller: never removed, refused in annotations")
     a("--default-target-type", default="instance")
     a("--default-load-balancer-scheme", default="internal")
     a("--default-ssl-policy", default=DEFAULT_SSL_POLICY)
@@ -187,6 +190,8 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
             values[key] = value
         elif key == "default_tags":
             values[key] = _convert(flag, parse_key_values, value)
+        elif key == "external_managed_tags":
+            values[key] = tuple(sorted({k.strip() for k in value.split(",") if k.strip()}))
         elif key == "aws_api_endpoints":
             values[key] = _convert(flag, parse_endpoints, value)
         elif key == "aws_api_throttle":

@@ -4,8 +4,8 @@ listeners → rules, then delete what the model no longer has (in reverse)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from controller.aws import AWSClientPool, AWSError
@@ -37,10 +37,11 @@ from runtime.clock import Clock, RealClock
 
 @dataclass(frozen=True, kw_only=True)
 class DeployerSettings:
+    """How the deployer works, never what it deploys: that comes from the Stack alone (its
+    context names the cluster, region and VPC), so a stack's checkpoint covers all of it.
+    `cluster_name` scopes the one-time region scan and must equal every stack's."""
+
     cluster_name: str
-    vpc_id: str
-    default_tags: Mapping[str, str] = field(default_factory=dict)
-    external_managed_tags: frozenset[str] = frozenset()
     # A target group still attached to something being deleted: retry this many times.
     in_use_retries: int = 5
     in_use_backoff: float = 0.2
@@ -54,9 +55,7 @@ class StackDeployer:
         self._pool = pool
         self._settings = settings
         self._clock: Clock = clock or RealClock()
-        self._resolver = resolver or StackResolver(
-            ResolverSettings(vpc_id=settings.vpc_id, cluster_name=settings.cluster_name),
-            clock=self._clock)
+        self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
         # Test seams: see `calls.BeforeMutation`.
         self.before_mutation = before_mutation
@@ -70,26 +69,39 @@ class StackDeployer:
         return Calls(self._pool, before_mutation=self.before_mutation,
                      after_mutation=self.after_mutation, counts=CallCounts())
 
-    def _tracking(self, kind: StackKind, stack_id: str) -> Tracking:
+    def _tracking(self, kind: StackKind, stack_id: str,
+                  external_managed_tags: Sequence[str] = ()) -> Tracking:
         return Tracking(cluster=self._settings.cluster_name, kind=kind, stack_id=stack_id,
-                        external_managed_tags=self._settings.external_managed_tags)
+                        external_managed_tags=frozenset(external_managed_tags))
 
-    async def deploy(self, stack: Stack, *, fresh: bool = False) -> DeployResult:
+    async def deploy(self, stack: Stack, *, fresh: bool = False,
+                     rewrite_write_only: bool = True) -> DeployResult:
         """Converge AWS to `stack`. `fresh` says the caller knows no earlier deploy of this
         stack can have written to AWS (its object never carried our finalizer, which is added
         before the first write): then no predecessor can exist under an older name, and the
         one-time region scan that looks for one is skipped. After a restart with many stacks
         that scan is the costliest thing a first deploy could do, and a new object should not
-        wait for it."""
+        wait for it.
+
+        `rewrite_write_only=False` is for a stack whose checkpoint matched the object's: its
+        write-only fields (OIDC client secrets, which AWS never returns) were written by the
+        deploy that recorded that checkpoint. Otherwise they are written again."""
+        if stack.context.cluster_name != self._settings.cluster_name:
+            raise DeployError(f"stack {stack.id} is for cluster {stack.context.cluster_name}, "
+                              f"this deployer for {self._settings.cluster_name}")
+        region = self._pool.settings.region
+        if stack.context.region != region:
+            raise DeployError(f"stack {stack.id} is for region {stack.context.region}, the "
+                              f"AWS clients for {region}")
         calls = self._calls()
         key: StackKey = (stack.kind, stack.id)
         stack = await self._resolver.resolve(stack, calls)
         cold = not self._owned.known(key)
         owned = self._owned.get(key)
-        run = DeployRun(stack=stack, calls=calls, tracking=self._tracking(stack.kind, stack.id),
-                        vpc_id=self._settings.vpc_id,
-                        default_tags=dict(self._settings.default_tags),
-                        applied_secrets=owned.secrets)
+        run = DeployRun(stack=stack, calls=calls,
+                        tracking=self._tracking(stack.kind, stack.id,
+                                                stack.context.external_managed_tags),
+                        rewrite_write_only=rewrite_write_only)
         try:
             return await self._deploy(run, key, owned, cold=cold and not fresh)
         except BaseException:
@@ -281,7 +293,6 @@ class StackDeployer:
         await self._delete_target_groups(calls, tg_arns)
         owned.load_balancers.clear()
         owned.target_groups.clear()
-        owned.secrets.clear()
         return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
                             mutating_calls=calls.counts.mutating)
 

@@ -89,11 +89,9 @@ async def converge_listener(run: DeployRun, resource_id: str, listener: Listener
                                     Tags=as_api_tags(desired_tags), **params)
         current = resp["Listeners"][0]
         current_tags = desired_tags
-    elif (_differs(params, current)
-          or run.secret_changed(current["ListenerArn"], listener.default_actions)):
+    elif _differs(params, current) or run.must_write(listener.default_actions):
         await run.calls.call("ModifyListener", ListenerArn=current["ListenerArn"], **params)
     arn: str = current["ListenerArn"]
-    run.record_secrets(arn, listener.default_actions)
     await converge_tags(run.calls, run.tracking, arn, current_tags, desired_tags)
     if listener.protocol in _SECURE:
         await _converge_sni(run, arn, _certificates(listener), fresh=fresh)

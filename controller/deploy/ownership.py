@@ -25,8 +25,6 @@ StackKey = tuple[StackKind, str]
 class StackArns:
     load_balancers: set[str] = field(default_factory=set)
     target_groups: set[str] = field(default_factory=set)
-    # Listener/rule ARN → digest of the OIDC secrets this process wrote there.
-    secrets: dict[str, str] = field(default_factory=dict)
 
 
 class OwnedArns:

@@ -10,7 +10,8 @@ Subnets, as upstream:
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
-host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones.
+host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC
+and the cluster come from the stack's context, never from settings of the resolver's own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from controller.model import (
     Listener,
     LoadBalancer,
     Stack,
+    StackContext,
     SubnetDiscovery,
     SubnetSelector,
 )
@@ -37,8 +39,6 @@ from runtime.clock import Clock, RealClock
 
 @dataclass(frozen=True, kw_only=True)
 class ResolverSettings:
-    vpc_id: str
-    cluster_name: str = ""  # subnets tagged for other clusters only are not discovered
     ttl: float = 300.0
     certificate_statuses: tuple[str, ...] = ("ISSUED",)
 
@@ -61,7 +61,8 @@ class StackResolver:
 
     async def resolve(self, stack: Stack, calls: Calls) -> Stack:
         update: dict[str, Any] = {}
-        lbs = {rid: await self._load_balancer(lb, calls)
+        ctx = stack.context
+        lbs = {rid: await self._load_balancer(lb, ctx, calls)
                for rid, lb in stack.load_balancers.items()}
         if lbs != stack.load_balancers:
             update["load_balancers"] = lbs
@@ -80,7 +81,8 @@ class StackResolver:
     def _store(self, key: tuple[str, str], value: Any) -> None:
         self._cache[key] = _Entry(value, self.clock.now() + self.settings.ttl)
 
-    async def _load_balancer(self, lb: LoadBalancer, calls: Calls) -> LoadBalancer:
+    async def _load_balancer(self, lb: LoadBalancer, ctx: StackContext,
+                             calls: Calls) -> LoadBalancer:
         if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
             tags: dict[str, Sequence[str]]
             if isinstance(lb.subnets, SubnetDiscovery):
@@ -90,13 +92,13 @@ class StackResolver:
                 tags = dict(lb.subnets.tags)
                 wanted = "matches the tags " + ", ".join(
                     f"{key} in ({', '.join(values)})" for key, values in sorted(tags.items()))
-            zones = await self._select(tags, calls)
+            zones = await self._select(tags, ctx, calls)
             if not zones:
                 raise ResolveError(f"load balancer {lb.name}: no subnet in VPC "
-                                   f"{self.settings.vpc_id} {wanted}")
+                                   f"{ctx.vpc_id} {wanted}")
             subnets = tuple(sorted(ids[0] for ids in zones.values()))
         else:
-            subnets = tuple(sorted(await self._ids(tuple(lb.subnets), calls)))
+            subnets = tuple(sorted(await self._ids(tuple(lb.subnets), ctx, calls)))
             zones = await self._zones_of(subnets, calls)
             shared = sorted(zone for zone, ids in zones.items() if len(ids) > 1)
             if shared:
@@ -111,21 +113,22 @@ class StackResolver:
             return lb
         return lb.model_copy(update={"subnets": subnets})
 
-    async def _select(self, tags: Mapping[str, Sequence[str]],
+    async def _select(self, tags: Mapping[str, Sequence[str]], ctx: StackContext,
                       calls: Calls) -> dict[str, list[str]]:
         """Zone → eligible subnet ids matching `tags`, best first."""
-        key = ("subnet-select", json.dumps(tags, sort_keys=True))
+        key = ("subnet-select", json.dumps([ctx.vpc_id, ctx.cluster_name, tags],
+                                           sort_keys=True))
         cached = self._cached(key)
         if cached is not None:
             zones: dict[str, list[str]] = cached
             return zones
-        filters = [{"Name": "vpc-id", "Values": [self.settings.vpc_id]}]
+        filters = [{"Name": "vpc-id", "Values": [ctx.vpc_id]}]
         filters += [{"Name": f"tag:{k}", "Values": list(v)} for k, v in sorted(tags.items())]
         ranked: dict[str, list[tuple[int, str]]] = {}
         async for page in calls.paginate("DescribeSubnets", service="ec2", Filters=filters):
             for subnet in page.get("Subnets", []):
                 self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
-                rank = self._cluster_rank(subnet)
+                rank = _cluster_rank(subnet, ctx.cluster_name)
                 if rank is not None:
                     ranked.setdefault(subnet["AvailabilityZone"], []).append(
                         (rank, subnet["SubnetId"]))
@@ -133,26 +136,17 @@ class StackResolver:
         self._store(key, zones)
         return zones
 
-    def _cluster_rank(self, subnet: dict[str, Any]) -> int | None:
-        """0: tagged for this cluster; 1: for no cluster; None: for other clusters only."""
-        clusters = {str(t.get("Key", ""))[len(_CLUSTER_TAG):] for t in subnet.get("Tags") or []
-                    if str(t.get("Key", "")).startswith(_CLUSTER_TAG)}
-        if not clusters:
-            return 1
-        if self.settings.cluster_name and self.settings.cluster_name in clusters:
-            return 0
-        return None if self.settings.cluster_name else 1
-
-    async def _ids(self, items: tuple[str, ...], calls: Calls) -> list[str]:
+    async def _ids(self, items: tuple[str, ...], ctx: StackContext,
+                   calls: Calls) -> list[str]:
         """Subnet IDs for a list of IDs and Name tags (each name must name one subnet)."""
         names = sorted(item for item in items if not _SUBNET_ID.match(item))
         ids = [item for item in items if _SUBNET_ID.match(item)]
-        missing = [n for n in names if self._cached(("subnet-name", n)) is None]
+        missing = [n for n in names if self._cached(("subnet-name", f"{ctx.vpc_id}/{n}")) is None]
         if missing:
             found: dict[str, list[str]] = {}
             async for page in calls.paginate(
                     "DescribeSubnets", service="ec2",
-                    Filters=[{"Name": "vpc-id", "Values": [self.settings.vpc_id]},
+                    Filters=[{"Name": "vpc-id", "Values": [ctx.vpc_id]},
                              {"Name": "tag:Name", "Values": missing}]):
                 for subnet in page.get("Subnets", []):
                     self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
@@ -162,13 +156,13 @@ class StackResolver:
             for name in missing:
                 matches = sorted(found.get(name, []))
                 if not matches:
-                    raise ResolveError(f"no subnet named {name!r} in VPC {self.settings.vpc_id}")
+                    raise ResolveError(f"no subnet named {name!r} in VPC {ctx.vpc_id}")
                 if len(matches) > 1:
                     raise ResolveError(f"subnet name {name!r} matches {len(matches)} subnets in "
-                                       f"VPC {self.settings.vpc_id} ({', '.join(matches)}); "
+                                       f"VPC {ctx.vpc_id} ({', '.join(matches)}); "
                                        "use subnet IDs")
-                self._store(("subnet-name", name), matches[0])
-        ids += [str(self._cached(("subnet-name", name))) for name in names]
+                self._store(("subnet-name", f"{ctx.vpc_id}/{name}"), matches[0])
+        ids += [str(self._cached(("subnet-name", f"{ctx.vpc_id}/{name}"))) for name in names]
         return sorted(set(ids))
 
     async def _zones_of(self, subnets: tuple[str, ...], calls: Calls) -> dict[str, list[str]]:
@@ -215,6 +209,15 @@ class StackResolver:
                 found[cert["CertificateArn"]] = [n.lower() for n in names if n]
         self._store(key, found)
         return found
+
+
+def _cluster_rank(subnet: dict[str, Any], cluster_name: str) -> int | None:
+    """0: tagged for this cluster; 1: for no cluster; None: for other clusters only."""
+    clusters = {str(t.get("Key", ""))[len(_CLUSTER_TAG):] for t in subnet.get("Tags") or []
+                if str(t.get("Key", "")).startswith(_CLUSTER_TAG)}
+    if not clusters:
+        return 1
+    return 0 if cluster_name in clusters else None
 
 
 def _covers(name: str, host: str) -> bool:

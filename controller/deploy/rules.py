@@ -48,10 +48,9 @@ async def converge_rules(run: DeployRun, listener_arn: str, wanted: dict[str, Li
         actions = api_actions(model.actions, run.resolve)
         if (normal_conditions(rule.get("Conditions", [])) != normal_conditions(conditions)
                 or normal_actions(rule.get("Actions", [])) != normal_actions(actions)
-                or run.secret_changed(rule["RuleArn"], model.actions)):
+                or run.must_write(model.actions)):
             await run.calls.call("ModifyRule", RuleArn=rule["RuleArn"], Conditions=conditions,
                                  Actions=actions)
-        run.record_secrets(rule["RuleArn"], model.actions)
         await converge_tags(run.calls, run.tracking, rule["RuleArn"],
                             tags.get(rule["RuleArn"], {}), run.desired_tags(rid, model.tags))
         arns[rid] = rule["RuleArn"]
@@ -63,7 +62,6 @@ async def converge_rules(run: DeployRun, listener_arn: str, wanted: dict[str, Li
             Actions=api_actions(model.actions, run.resolve),
             Tags=as_api_tags(run.desired_tags(rid, model.tags)))
         arns[rid] = resp["Rules"][0]["RuleArn"]
-        run.record_secrets(arns[rid], model.actions)
     for rid, arn in arns.items():
         run.set_status(LISTENER_RULE, rid, "ruleARN", arn)
     return arns

@@ -1,4 +1,5 @@
-"""Per-deploy state shared by the synthesizers: calls, tracking tags, resolved `$ref`s."""
+"""Per-deploy state shared by the synthesizers: calls, tracking tags, resolved `$ref`s, and
+whether write-only fields must be written."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from controller.deploy.calls import Calls
 from controller.deploy.errors import DeployError
 from controller.deploy.tags import Tracking
-from controller.model import Action, AuthenticateOidcAction, Ref, Stack, digest
+from controller.model import Action, Ref, Stack, carries_write_only
 from controller.model.base import MAX_TAGS
 
 
@@ -17,22 +18,20 @@ class DeployRun:
     stack: Stack
     calls: Calls
     tracking: Tracking
-    vpc_id: str
-    default_tags: dict[str, str] = field(default_factory=dict)
+    # AWS never returns write-only fields (an OIDC client secret), so they cannot be compared:
+    # when set, every listener and rule carrying one is written whatever the comparison says.
+    # The reconcilers set it unless the object's checkpoint matched the stack being deployed.
+    rewrite_write_only: bool = True
     # (resource type, resource id, status field) → value, filled as resources converge.
     status: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    # Listener/rule ARN → digest of the OIDC client secrets last written there. AWS never
-    # returns a client secret, so a rotation is only visible against this memory.
-    applied_secrets: dict[str, str] = field(default_factory=dict)
 
-    def secret_changed(self, arn: str, actions: Sequence[Action]) -> bool:
-        """True if this process wrote other secrets to `arn` before. Unknown (first deploy in
-        this process) counts as unchanged: the secret is not rewritten after each restart."""
-        known = self.applied_secrets.get(arn)
-        return known is not None and known != secrets_digest(actions)
+    @property
+    def vpc_id(self) -> str:
+        return self.stack.context.vpc_id
 
-    def record_secrets(self, arn: str, actions: Sequence[Action]) -> None:
-        self.applied_secrets[arn] = secrets_digest(actions)
+    def must_write(self, actions: Sequence[Action]) -> bool:
+        """True if `actions` hold write-only fields this run has to write anyway."""
+        return self.rewrite_write_only and carries_write_only(actions)
 
     def resolve(self, ref: Ref) -> str:
         try:
@@ -45,14 +44,9 @@ class DeployRun:
         self.status[(resource_type, resource_id, field_name)] = value
 
     def desired_tags(self, resource_id: str, model_tags: dict[str, str]) -> dict[str, str]:
-        tags = self.tracking.tags_for(resource_id, {**self.default_tags, **model_tags})
+        """The model's tags (default tags already merged in by the builder) plus tracking."""
+        tags = self.tracking.tags_for(resource_id, model_tags)
         if len(tags) > MAX_TAGS:
-            raise DeployError(f"{resource_id}: {len(tags)} tags with the default and tracking "
-                              f"tags; AWS allows {MAX_TAGS}")
+            raise DeployError(f"{resource_id}: {len(tags)} tags with the tracking tags; AWS "
+                              f"allows {MAX_TAGS}")
         return tags
-
-
-def secrets_digest(actions: Sequence[Action]) -> str:
-    material = [f"{a.client_id}\0{a.client_secret}" for a in actions
-                if isinstance(a, AuthenticateOidcAction)]
-    return digest("\n".join(material).encode())

@@ -210,6 +210,7 @@ class Backends:
             raise BuildError(f"{where}: OIDC Secret {key} needs base64 keys clientID and "
                              "clientSecret")
         oidc = auth.oidc
+        sm = meta(secret)
         return AuthenticateOidcAction(
             issuer=oidc.issuer, authorization_endpoint=oidc.authorization_endpoint,
             token_endpoint=oidc.token_endpoint, user_info_endpoint=oidc.user_info_endpoint,
@@ -217,7 +218,10 @@ class Backends:
             session_cookie_name=auth.session_cookie, scope=auth.scope,
             session_timeout=auth.session_timeout,
             on_unauthenticated_request=auth.on_unauthenticated,
-            authentication_request_extra_params=dict(oidc.extra_params))
+            authentication_request_extra_params=dict(oidc.extra_params),
+            # Stands for the credentials in the checkpoint: any change to the Secret's data
+            # gives it a new resourceVersion, and nothing of the secret is digested.
+            credentials_version=f"{sm.get('uid', '')}/{sm.get('resourceVersion', '')}")
 
 
 def _secret_value(data: Mapping[str, Any], *keys: str) -> str | None:

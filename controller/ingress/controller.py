@@ -41,6 +41,7 @@ from runtime.workqueue import NORMAL
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IngressSettings:
     cluster_name: str
+    region: str
     vpc_id: str
     ingress_class: str = "alb"  # --ingress-class
     default_scheme: Literal["internal", "internet-facing"] = "internal"
@@ -60,10 +61,13 @@ class IngressSettings:
     cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
 
     def builder(self) -> BuilderSettings:
-        return BuilderSettings(cluster_name=self.cluster_name, ingress_class=self.ingress_class,
+        return BuilderSettings(cluster_name=self.cluster_name, region=self.region,
+                               vpc_id=self.vpc_id, ingress_class=self.ingress_class,
                                default_scheme=self.default_scheme,
                                default_target_type=self.default_target_type,
-                               default_ssl_policy=self.default_ssl_policy)
+                               default_ssl_policy=self.default_ssl_policy,
+                               default_tags=dict(self.default_tags),
+                               external_managed_tags=self.external_managed_tags)
 
     @property
     def low_lane_qps(self) -> float | None:
@@ -147,13 +151,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: IngressSettings) -
     ingresses.add_indexer(SECRET_INDEX, ingress_secret_index, exist_ok=True)
     bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index, exist_ok=True)
 
-    deployer = StackDeployer(pool, DeployerSettings(
-        cluster_name=settings.cluster_name, vpc_id=settings.vpc_id,
-        default_tags=dict(settings.default_tags),
-        external_managed_tags=settings.external_managed_tags), clock=manager.clock)
+    deployer = StackDeployer(pool, DeployerSettings(cluster_name=settings.cluster_name),
+                             clock=manager.clock)
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
-        deployer=deployer, pool=pool, settings=settings.builder(), vpc_id=settings.vpc_id,
+        deployer=deployer, pool=pool, settings=settings.builder(),
         recorder=manager.recorder, clock=manager.clock, checkpoints=settings.checkpoints,
         cleanup_poll=settings.cleanup_poll)
     controller = paced_controller(

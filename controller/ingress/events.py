@@ -12,6 +12,7 @@ import structlog
 from controller.checkpoint import ANNOTATIONS as CHECKPOINT_ANNOTATIONS
 from controller.ingress.caches import Obj, meta
 from runtime.handlers import Enqueuer, EventKind, Request, default_priority, unwrap_tombstone
+from runtime.workqueue import NORMAL
 
 log = structlog.get_logger("ingress")
 
@@ -56,11 +57,14 @@ class GroupHandler:
         self._view = view
         self._deletes_only = deletes_only
 
-    def _emit(self, requests: Iterable[Request], kind: EventKind) -> None:
+    def _emit(self, requests: Iterable[Request], kind: EventKind, obj: Obj) -> None:
         default = default_priority(kind)
+        # An object being deleted (a member, a backend Service, a binding) is a real change for
+        # every group it concerns, whatever the checkpoints say.
+        deleting = bool(meta(obj).get("deletionTimestamp"))
         for request in dict.fromkeys(requests):
             try:
-                prio = self._priority(request, kind, default)
+                prio = NORMAL if deleting else self._priority(request, kind, default)
             except Exception:  # never raise into the informer's delivery loop
                 log.exception("priority decision failed", group=request.key)
                 prio = default
@@ -77,21 +81,22 @@ class GroupHandler:
         if self._deletes_only:
             return
         self._emit(self._safe_map(obj), EventKind.INITIAL_ADD if is_initial_list
-                   else EventKind.ADD)
+                   else EventKind.ADD, obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         unchanged = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
         if unchanged:
             if not self._deletes_only:
-                self._emit(self._safe_map(new), EventKind.RESYNC)
+                self._emit(self._safe_map(new), EventKind.RESYNC, new)
             return
         if self._deletes_only:
             if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
-                self._emit(self._safe_map(new), EventKind.UPDATE)
+                self._emit(self._safe_map(new), EventKind.UPDATE, new)
             return
         if self._view is not None and self._view(old) == self._view(new):
             return
-        self._emit([*self._safe_map(new), *self._safe_map(old)], EventKind.UPDATE)
+        self._emit([*self._safe_map(new), *self._safe_map(old)], EventKind.UPDATE, new)
 
     def on_delete(self, obj: Any) -> None:
-        self._emit(self._safe_map(unwrap_tombstone(obj)), EventKind.DELETE)
+        gone = unwrap_tombstone(obj)
+        self._emit(self._safe_map(gone), EventKind.DELETE, gone)

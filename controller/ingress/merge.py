@@ -109,11 +109,19 @@ def _show(value: Any) -> str:
 
 def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
                         default_scheme: Literal["internal", "internet-facing"],
-                        default_ssl_policy: str) -> LoadBalancerConfig:
+                        default_ssl_policy: str,
+                        default_tags: Mapping[str, str] | None = None,
+                        external_managed_tags: frozenset[str] = frozenset()
+                        ) -> LoadBalancerConfig:
     values = {attr: _exclusive(members, attr, suffix) for attr, suffix in EXCLUSIVE_FIELDS}
     tags: dict[str, str] = {}
-    for _, ann in members:
+    for member, ann in members:
+        for name in sorted(set(ann.tags) & external_managed_tags):
+            raise BuildError(f"Ingress {member.key}: tag {name!r} is managed outside the "
+                             "controller (--external-managed-tags)")
         tags.update(ann.tags)
+    # --default-tags win over the tags annotation, as upstream documents.
+    tags.update(default_tags or {})
     ip_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] = (
         values["ip_address_type"] or "ipv4")
     inbound = values["inbound_cidrs"] or (

@@ -12,8 +12,8 @@ ImplementationSpecific in their written order. Priorities count from 1 per liste
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from controller.annotations import AnnotationError
@@ -47,21 +47,38 @@ from controller.model import (
     SourceIpCondition,
     Stack,
     StackBuilder,
+    StackContext,
     SubnetDiscovery,
     load_balancer_name,
 )
 
-BUILDER_VERSION: Final = 1
+# Bump when the same inputs would build a different stack (every stored checkpoint of a group
+# then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC
+# credentials are covered by their Secret's version instead of a digest of the secret.
+BUILDER_VERSION: Final = 2
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 
 
 @dataclass(frozen=True, kw_only=True)
 class BuilderSettings:
+    """Every controller setting that shapes a group's stack, and so its checkpoint."""
+
     cluster_name: str
+    region: str
+    vpc_id: str
     ingress_class: str = "alb"
     default_scheme: Literal["internal", "internet-facing"] = "internal"
     default_target_type: Literal["instance", "ip"] = "instance"
     default_ssl_policy: str = "ELBSecurityPolicy-2016-08"
+    # --default-tags: on every resource, winning over the tags annotation (as upstream).
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+
+    @property
+    def context(self) -> StackContext:
+        return StackContext(cluster_name=self.cluster_name, region=self.region,
+                            vpc_id=self.vpc_id,
+                            external_managed_tags=tuple(self.external_managed_tags))
 
 
 @dataclass(frozen=True)
@@ -95,12 +112,17 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
             raise BuildError(f"Ingress {member.key}: {exc}") from None
         parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
     lb = merge_load_balancer(parsed, default_scheme=settings.default_scheme,
-                             default_ssl_policy=settings.default_ssl_policy)
+                             default_ssl_policy=settings.default_ssl_policy,
+                             default_tags=settings.default_tags,
+                             external_managed_tags=settings.external_managed_tags)
     request = group.request
-    builder = StackBuilder(group.stack_id, kind="ingress")
+    builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster_name,
                         stack_id=group.stack_id, labels=stack_labels(request),
                         default_target_type=settings.default_target_type, tags=lb.tags)
+    # Listeners and rules carry the default tags only (the tags annotation is for the load
+    # balancer and its target groups).
+    listener_tags = dict(settings.default_tags)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(
         settings.cluster_name, str(meta(first).get("namespace")), str(meta(first).get("name")),
@@ -152,7 +174,7 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                 load_balancer_arn=lb_ref, port=port, protocol=protocol,
                 certificates=certificates,
                 ssl_policy=lb.ssl_policy if protocol == "HTTPS" else None,
-                default_actions=defaults))
+                default_actions=defaults, tags=listener_tags))
         except ValueError as exc:
             raise BuildError(f"group {request.key}: listener {port}: {_message(exc)}") from None
         if redirect:
@@ -164,7 +186,7 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
             try:
                 builder.add_rule(f"{port}:{priority}", ListenerRule(
                     listener_arn=listener_ref, priority=priority, conditions=rule.conditions,
-                    actions=actions))
+                    actions=actions, tags=listener_tags))
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None

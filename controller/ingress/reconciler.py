@@ -74,7 +74,7 @@ def binding_stack_index(obj: Obj) -> list[str]:
 class IngressReconciler:
     def __init__(self, *, client: KubeClient, caches: Caches, bindings: Store,
                  loader: GroupLoader, deployer: StackDeployer, pool: AWSClientPool,
-                 settings: BuilderSettings, vpc_id: str, recorder: Recorder,
+                 settings: BuilderSettings, recorder: Recorder,
                  clock: Clock | None = None, checkpoints: bool = True,
                  cleanup_poll: float = 1.0) -> None:
         self._client = client
@@ -84,7 +84,6 @@ class IngressReconciler:
         self._deployer = deployer
         self._pool = pool
         self._settings = settings
-        self._vpc_id = vpc_id
         self._recorder = recorder
         self._clock = clock or RealClock()
         self._checkpoints = checkpoints
@@ -217,6 +216,9 @@ class IngressReconciler:
             # deletion events wake the group; the poll is a safety net.
             await self._writer.delete(stale)
             return Result(requeue_after=self._cleanup_poll)
+        # Write-only fields (OIDC client secrets) are written unless every member's checkpoint
+        # says this very stack was deployed; a LOW verification of a match skips them.
+        matched = all(checkpoint.stored(m.ingress) == value for m in group.members)
         for member in group.members:
             stored = checkpoint.stored(member.ingress)
             if self._checkpoints and stored and stored != value:
@@ -224,7 +226,8 @@ class IngressReconciler:
                 await self._patch(member.ingress, checkpoint.patch(
                     "", timestamp=self._clock.wall()))
         stack = await self._resolve_security_groups(built)
-        result = await self._deployer.deploy(stack, fresh=fresh)
+        result = await self._deployer.deploy(stack, fresh=fresh,
+                                             rewrite_write_only=not matched)
         writes = await self._writer.apply(result.target_group_bindings.values(), current)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         changed = result.mutating_calls > 0 or writes > 0
@@ -274,18 +277,19 @@ class IngressReconciler:
     async def _resolve_security_groups(self, built: BuiltGroup) -> Stack:
         """Security group names → IDs in the VPC (IDs pass through)."""
         stack = built.stack
+        vpc_id = stack.context.vpc_id
         lbs: dict[str, LoadBalancer] = dict(stack.load_balancers)
         for rid, lb in lbs.items():
             names = [sg for sg in lb.security_groups if not sg.startswith("sg-")]
             if not names:
                 continue
             resp = await self._pool.call("ec2", "DescribeSecurityGroups", Filters=[
-                {"Name": "vpc-id", "Values": [self._vpc_id]},
+                {"Name": "vpc-id", "Values": [vpc_id]},
                 {"Name": "group-name", "Values": names}])
             by_name = {g["GroupName"]: g["GroupId"] for g in resp.get("SecurityGroups") or []}
             missing = sorted(set(names) - set(by_name))
             if missing:
-                raise DeployError(f"security groups not found in VPC {self._vpc_id}: "
+                raise DeployError(f"security groups not found in VPC {vpc_id}: "
                                   + ", ".join(missing))
             ids = [sg if sg.startswith("sg-") else by_name[sg] for sg in lb.security_groups]
             lbs[rid] = lb.model_copy(update={"security_groups": tuple(sorted(set(ids)))})

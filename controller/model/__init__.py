@@ -9,6 +9,7 @@ from controller.model.actions import (
     RedirectAction,
     Stickiness,
     WeightedTargetGroup,
+    carries_write_only,
 )
 from controller.model.base import (
     LISTENER,
@@ -19,7 +20,7 @@ from controller.model.base import (
     TARGET_GROUP_BINDING,
     Ref,
 )
-from controller.model.canonical import canonical_json, checkpoint_digest, digest, secret_digest
+from controller.model.canonical import canonical_json, checkpoint_digest, digest
 from controller.model.conditions import (
     Condition,
     HostHeaderCondition,
@@ -42,7 +43,14 @@ from controller.model.naming import (
     service_load_balancer_name,
     target_group_name,
 )
-from controller.model.stack import InvalidStack, Resource, Stack, StackBuilder, StackKind
+from controller.model.stack import (
+    InvalidStack,
+    Resource,
+    Stack,
+    StackBuilder,
+    StackContext,
+    StackKind,
+)
 from controller.model.targetgroup import (
     HealthCheck,
     HealthCheckMatcher,
@@ -84,6 +92,7 @@ __all__ = [
     "SourceIpCondition",
     "Stack",
     "StackBuilder",
+    "StackContext",
     "StackKind",
     "Stickiness",
     "SubnetDiscovery",
@@ -93,10 +102,10 @@ __all__ = [
     "TargetGroupBindingResource",
     "WeightedTargetGroup",
     "canonical_json",
+    "carries_write_only",
     "checkpoint_digest",
     "digest",
     "load_balancer_name",
-    "secret_digest",
     "service_load_balancer_name",
     "target_group_name",
 ]

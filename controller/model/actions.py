@@ -1,9 +1,15 @@
-"""Listener and rule actions. OIDC client credentials are redacted in canonical JSON."""
+"""Listener and rule actions. OIDC client credentials are redacted in canonical JSON.
+
+Write-only fields: AWS accepts an OIDC client secret but never returns it, so the deployer cannot
+compare it. Such actions carry `credentials_version` (the source Secret's uid and
+resourceVersion) instead: it is in the canonical JSON, so a rotated Secret changes the stack's
+checkpoint without any digest of the secret itself being written anywhere, and the deployer
+rewrites every action that `carries_write_only` whenever the checkpoint did not match."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, FieldSerializationInfo, field_serializer, field_validator
 
@@ -59,6 +65,8 @@ class FixedResponseAction(Model):
 
 
 class AuthenticateOidcAction(Model):
+    WRITE_ONLY: ClassVar[frozenset[str]] = frozenset({"client_secret"})
+
     type: Literal["authenticate-oidc"] = "authenticate-oidc"
     issuer: str
     authorization_endpoint: str
@@ -71,15 +79,22 @@ class AuthenticateOidcAction(Model):
     session_timeout: int = Field(default=604800, ge=1, le=604800)
     on_unauthenticated_request: Literal["authenticate", "allow", "deny"] = "authenticate"
     authentication_request_extra_params: dict[str, str] = Field(default_factory=dict)
+    # "<Secret uid>/<resourceVersion>" of the Secret the credentials were read from.
+    credentials_version: str = ""
 
     @field_serializer("client_id", "client_secret")
     def _redact(self, value: str, info: FieldSerializationInfo) -> str:
         # The credentials come from a Kubernetes Secret: they never appear in logged or hashed
-        # JSON; their digest is folded into checkpoints separately (Stack.secret_digest).
+        # JSON; `credentials_version` stands for them in digests.
         ctx: Any = info.context
         if isinstance(ctx, dict) and ctx.get("reveal_secrets"):
             return value
         return REDACTED
+
+
+def carries_write_only(actions: Sequence[Any]) -> bool:
+    """True if any action has a field AWS accepts but never returns (see the module doc)."""
+    return any(getattr(type(action), "WRITE_ONLY", None) for action in actions)
 
 
 Action = Annotated[

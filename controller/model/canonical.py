@@ -1,9 +1,10 @@
 """Canonical JSON and digests.
 
-Canonical form: `{"id", "kind", "resources": {<type>: {<id>: <resource>}}}` with sorted keys,
-compact separators, ASCII escapes, set-valued lists sorted by the models, `$ref`s instead of
-deploy-time values, and OIDC client credentials replaced by `[REDACTED]`. Python dict insertion
-order and pydantic field order therefore never change the bytes.
+Canonical form: `{"id", "kind", "context", "resources": {<type>: {<id>: <resource>}}}` with
+sorted keys, compact separators, ASCII escapes, set-valued lists sorted by the models, `$ref`s
+instead of deploy-time values, and OIDC client credentials replaced by `[REDACTED]` (their
+Secret's version stands for them). Python dict insertion order and pydantic field order
+therefore never change the bytes, and nothing secret is ever digested.
 """
 
 from __future__ import annotations
@@ -36,19 +37,16 @@ def stack_document(stack: Stack, *, reveal_secrets: bool = False) -> dict[str, A
                 rid: res.model_dump(mode="json", by_alias=True, context=ctx)
                 for rid, res in items.items()
             }
-    return {"id": stack.id, "kind": stack.kind, "resources": resources}
+    return {"id": stack.id, "kind": stack.kind,
+            "context": stack.context.model_dump(mode="json", by_alias=True),
+            "resources": resources}
 
 
 def canonical_json(stack: Stack) -> bytes:
     return dumps(stack_document(stack))
 
 
-def secret_digest(stack: Stack) -> str:
-    """Digest of the redacted material alone, so a rotated client secret changes a checkpoint
-    while the canonical JSON (which may be logged) stays free of it."""
-    return digest(dumps([list(item) for item in stack.secret_material()]))
-
-
 def checkpoint_digest(stack: Stack) -> str:
-    """One digest over the canonical JSON with the secret digest folded in."""
-    return digest(canonical_json(stack) + b"\n" + secret_digest(stack).encode())
+    """The digest a checkpoint uses: the canonical JSON's, which covers everything the
+    deployer acts on (write-only credentials through their Secret's version)."""
+    return digest(canonical_json(stack))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from controller.model.actions import AuthenticateOidcAction, ForwardAction
+from controller.model.actions import ForwardAction
 from controller.model.base import (
     LISTENER,
     LISTENER_RULE,
@@ -15,8 +15,10 @@ from controller.model.base import (
     RESOURCE_TYPES,
     TARGET_GROUP,
     TARGET_GROUP_BINDING,
+    Items,
     Model,
     Ref,
+    sorted_unique,
 )
 from controller.model.listener import Listener, ListenerRule
 from controller.model.loadbalancer import LoadBalancer
@@ -68,11 +70,29 @@ def _refs_in(value: Any) -> Iterator[Ref]:
             yield from _refs_in(item)
 
 
+class StackContext(Model):
+    """Where, and for which cluster, the stack is deployed. It is part of the model (and so of
+    the checkpoint) because the deployer acts on it: a changed --cluster-name, region, VPC or
+    set of externally managed tag keys is a changed stack, never a silent checkpoint match."""
+
+    cluster_name: str = Field(min_length=1)
+    region: str = Field(min_length=1)
+    vpc_id: str = Field(min_length=1)
+    # Tag keys someone else manages on our resources: the deployer never removes them.
+    external_managed_tags: Items[str] = ()
+
+    @field_validator("external_managed_tags", mode="after")
+    @classmethod
+    def _sorted(cls, value: Sequence[str]) -> tuple[str, ...]:
+        return tuple(sorted_unique(tuple(value)))
+
+
 class Stack(Model):
     """Stack id: the explicit group name, or `namespace/name` of the Ingress or Service."""
 
     id: str = Field(min_length=1)
     kind: StackKind
+    context: StackContext
     target_groups: dict[str, TargetGroup] = Field(default_factory=dict)
     load_balancers: dict[str, LoadBalancer] = Field(default_factory=dict)
     listeners: dict[str, Listener] = Field(default_factory=dict)
@@ -130,19 +150,13 @@ class Stack(Model):
             for rid in sorted(items):
                 yield rtype, rid, items[rid]
 
-    def secret_material(self) -> list[tuple[str, str, str]]:
-        """(location, client id, client secret) of every OIDC action, sorted by location."""
-        found: list[tuple[str, str, str]] = []
+    def actions(self) -> Iterator[tuple[str, str, Sequence[Any]]]:
+        """(type, id, actions) of every listener and rule, in dependency order."""
         for rtype, rid, res in self.iter_resources():
-            actions: Sequence[Any] = ()
             if isinstance(res, Listener):
-                actions = res.default_actions
+                yield rtype, rid, res.default_actions
             elif isinstance(res, ListenerRule):
-                actions = res.actions
-            for i, action in enumerate(actions):
-                if isinstance(action, AuthenticateOidcAction):
-                    found.append((f"{rtype}/{rid}/{i}", action.client_id, action.client_secret))
-        return found
+                yield rtype, rid, res.actions
 
     def canonical_json(self) -> bytes:
         from controller.model.canonical import canonical_json
@@ -153,11 +167,6 @@ class Stack(Model):
         from controller.model.canonical import digest
 
         return digest(self.canonical_json())
-
-    def secret_digest(self) -> str:
-        from controller.model.canonical import secret_digest
-
-        return secret_digest(self)
 
     def forward_target_group_refs(self) -> set[str]:
         """Resource ids of target groups that some action forwards to."""
@@ -176,9 +185,10 @@ class Stack(Model):
 class StackBuilder:
     """Collects resources, hands out `$ref`s to them, and validates the whole at `build()`."""
 
-    def __init__(self, stack_id: str, *, kind: StackKind) -> None:
+    def __init__(self, stack_id: str, *, kind: StackKind, context: StackContext) -> None:
         self._id = stack_id
         self._kind: StackKind = kind
+        self._context = context
         self._resources: dict[str, dict[str, Resource]] = {t: {} for t in RESOURCE_TYPES}
 
     def add(self, resource_id: str, resource: Resource) -> None:
@@ -204,7 +214,8 @@ class StackBuilder:
         return Ref.to(LISTENER_RULE, resource_id, "ruleARN")
 
     def build(self) -> Stack:
-        document: dict[str, Any] = {"id": self._id, "kind": self._kind}
+        document: dict[str, Any] = {"id": self._id, "kind": self._kind,
+                                    "context": self._context}
         for rtype, items in self._resources.items():
             document[_FIELD_BY_TYPE[rtype]] = dict(items)
         try:

@@ -127,7 +127,8 @@ class ServiceDefaults:
     def from_config(cls, config: ControllerConfig) -> ServiceDefaults:
         return cls(scheme=config.default_load_balancer_scheme,
                    target_type=config.default_target_type,
-                   ssl_policy=config.default_ssl_policy, tags=config.default_tags)
+                   ssl_policy=config.default_ssl_policy, tags=config.default_tags,
+                   external_managed_tags=frozenset(config.external_managed_tags))
 
 
 class _Frozen(BaseModel):

@@ -29,6 +29,8 @@ CONTROLLER_NAME = "service"  # upstream's name, so dashboards match
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServiceSettings:
     cluster_name: str
+    region: str
+    vpc_id: str
     deployer: DeployerSettings
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
@@ -43,17 +45,15 @@ class ServiceSettings:
     cleanup_poll: float = 5.0  # re-check while managed bindings are being deleted
 
     @classmethod
-    def from_config(cls, config: ControllerConfig) -> ServiceSettings:
-        """Settings from `aiolbc run`'s flags. The VPC is needed for subnet discovery."""
+    def from_config(cls, config: ControllerConfig, *, region: str) -> ServiceSettings:
+        """Settings from `aiolbc run`'s flags (`region` as resolved from the flag or the
+        environment). The VPC is needed for subnet discovery."""
         if not config.aws_vpc_id:
             raise ConfigError("--aws-vpc-id: required by the Service controller")
         defaults = ServiceDefaults.from_config(config)
         return cls(
-            cluster_name=config.cluster_name,
-            deployer=DeployerSettings(cluster_name=config.cluster_name,
-                                      vpc_id=config.aws_vpc_id,
-                                      default_tags=dict(config.default_tags),
-                                      external_managed_tags=defaults.external_managed_tags),
+            cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id,
+            deployer=DeployerSettings(cluster_name=config.cluster_name),
             load_balancer_class=config.load_balancer_class, defaults=defaults,
             max_concurrent_reconciles=config.service_max_concurrent_reconciles,
             checkpoints=config.enable_checkpoints, verify_qps=config.checkpoint_verify_qps,
@@ -67,8 +67,8 @@ class ServiceSettings:
 
     @property
     def model(self) -> ModelSettings:
-        return ModelSettings(cluster_name=self.cluster_name,
-                             load_balancer_class=self.load_balancer_class,
+        return ModelSettings(cluster_name=self.cluster_name, region=self.region,
+                             vpc_id=self.vpc_id, load_balancer_class=self.load_balancer_class,
                              defaults=self.defaults)
 
 

@@ -29,6 +29,7 @@ from controller.model import (
     ServiceReference,
     Stack,
     StackBuilder,
+    StackContext,
     SubnetDiscovery,
     TargetGroup,
     TargetGroupBindingResource,
@@ -48,7 +49,8 @@ from controller.service.annotations import (
 
 # Bump when the same inputs would build a different stack: every stored checkpoint of a
 # Service then stops matching, and the next start verifies all of them at normal priority.
-MODEL_VERSION: Final = 1
+# 2: the stack carries its deploy context (cluster, region, VPC, externally managed tags).
+MODEL_VERSION: Final = 2
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 # Upstream's labels on the TargetGroupBindings a Service owns.
 STACK_NAME_LABEL: Final = "service.k8s.aws/stack-name"
@@ -64,8 +66,16 @@ class ModelSettings:
     """The controller configuration that shapes a Service's model (and hence its checkpoint)."""
 
     cluster_name: str
+    region: str
+    vpc_id: str
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
+
+    @property
+    def context(self) -> StackContext:
+        return StackContext(cluster_name=self.cluster_name, region=self.region,
+                            vpc_id=self.vpc_id,
+                            external_managed_tags=tuple(self.defaults.external_managed_tags))
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +130,7 @@ class _Builder:
         self.config = config
         self.settings = settings
         self.stack_id = f"{self.namespace}/{self.name}"
-        self.builder = StackBuilder(self.stack_id, kind="service")
+        self.builder = StackBuilder(self.stack_id, kind="service", context=settings.context)
 
     def build(self) -> Stack:
         ports = self._ports()

@@ -161,6 +161,7 @@ class ServiceReconciler:
         name, ns = str(svc["metadata"]["name"]), str(svc["metadata"]["namespace"])
         writes = 0
         fresh = FINALIZER not in _finalizers(svc)  # never deployed: nothing in AWS yet
+        matched = stored == value  # write-only fields were written for exactly this stack
         if self._checkpoints and stored and stored != value:
             svc = await self._patch(svc, checkpoint.patch("", timestamp=self._clock.wall()))
             stored, writes = "", writes + 1
@@ -179,7 +180,8 @@ class ServiceReconciler:
             await self._writer.delete(stale)
             return Result(requeue_after=self._cleanup_poll)
         try:
-            result = await self._deployer.deploy(stack, fresh=fresh)
+            result = await self._deployer.deploy(stack, fresh=fresh,
+                                                 rewrite_write_only=not matched)
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc

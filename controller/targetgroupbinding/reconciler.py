@@ -129,6 +129,10 @@ class TargetGroupBindingReconciler:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            # Being deleted: its targets must be deregistered now, not at its verification
+            # turn, however unchanged its spec and endpoints are.
+            return NORMAL
         stored = self._stored_checkpoint(obj)
         try:
             if stored and stored in self._checkpoints_from_cache(obj):

@@ -100,6 +100,7 @@ class IngressBench(restart.Bench):
     def ingress_settings(self, **overrides: Any) -> ingress_controller.IngressSettings:
         values: dict[str, Any] = {
             "cluster_name": restart.CLUSTER, "vpc_id": self.seed.vpc_id,
+            "region": self.seed.region,
             "ingress_class": CLASS, "verify_qps": restart.VERIFY_QPS,
             "verify_burst": restart.VERIFY_BURST, "verify_max_wait": restart.VERIFY_MAX_WAIT}
         values.update(overrides)

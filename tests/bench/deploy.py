@@ -51,6 +51,7 @@ from controller.model import (
     RedirectAction,
     Stack,
     StackBuilder,
+    StackContext,
     SubnetDiscovery,
     TargetGroup,
     WeightedTargetGroup,
@@ -66,6 +67,10 @@ MATCH_SERVER_LIMITS = ("Elastic Load Balancing v2:^RegisterTargets|^DeregisterTa
                        "Elastic Load Balancing v2:^Modify.*=3:20")
 
 
+def _context(seed: AwsSeed) -> StackContext:
+    return StackContext(cluster_name=CLUSTER, region=seed.region, vpc_id=seed.vpc_id)
+
+
 def _tg(stack_id: str, svc: str, port: int, protocol: str) -> TargetGroup:
     name = target_group_name(CLUSTER, stack_id=stack_id, service_namespace="bench",
                              service_name=svc, service_uid=f"uid-{stack_id}-{svc}",
@@ -79,7 +84,7 @@ def _tg(stack_id: str, svc: str, port: int, protocol: str) -> TargetGroup:
 
 def alb(seed: AwsSeed, i: int) -> Stack:
     stack_id = f"bench/web{i}"
-    b = StackBuilder(stack_id, kind="ingress")
+    b = StackBuilder(stack_id, kind="ingress", context=_context(seed))
     api = b.add_target_group(f"{stack_id}-api:80", _tg(stack_id, "api", 80, "HTTP"))
     front = b.add_target_group(f"{stack_id}-front:80", _tg(stack_id, "front", 80, "HTTP"))
     lb = b.add_load_balancer("LoadBalancer", LoadBalancer(
@@ -101,9 +106,9 @@ def alb(seed: AwsSeed, i: int) -> Stack:
     return b.build()
 
 
-def nlb(i: int) -> Stack:
+def nlb(seed: AwsSeed, i: int) -> Stack:
     stack_id = f"bench/svc{i}"
-    b = StackBuilder(stack_id, kind="service")
+    b = StackBuilder(stack_id, kind="service", context=_context(seed))
     lb = b.add_load_balancer("LoadBalancer", LoadBalancer(
         name=service_load_balancer_name(CLUSTER, "bench", f"svc{i}", "internal", uid=str(i)),
         type="network", scheme="internal", subnets=SubnetDiscovery(role="internal-elb")))
@@ -139,9 +144,8 @@ async def run(n: int, throttle: str) -> dict[str, object]:
                                    access_key="testing", secret_key="testing",
                                    throttle=parse_throttle(throttle))
             async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
-                deployer = StackDeployer(pool, DeployerSettings(cluster_name=CLUSTER,
-                                                                vpc_id=seed.vpc_id))
-                stacks = [alb(seed, i) if i % 2 == 0 else nlb(i) for i in range(n)]
+                deployer = StackDeployer(pool, DeployerSettings(cluster_name=CLUSTER))
+                stacks = [alb(seed, i) if i % 2 == 0 else nlb(seed, i) for i in range(n)]
                 retries: list[int] = []
                 start = time.perf_counter()
                 first = await asyncio.gather(*(_deploy(deployer, s, retries) for s in stacks))

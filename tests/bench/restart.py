@@ -251,7 +251,8 @@ class Bench:
     def service_settings(self, **overrides: Any) -> service_controller.ServiceSettings:
         values: dict[str, Any] = {
             "cluster_name": CLUSTER,
-            "deployer": DeployerSettings(cluster_name=CLUSTER, vpc_id=self.seed.vpc_id),
+            "region": self.seed.region, "vpc_id": self.seed.vpc_id,
+            "deployer": DeployerSettings(cluster_name=CLUSTER),
             "verify_qps": VERIFY_QPS, "verify_burst": VERIFY_BURST,
             "verify_max_wait": VERIFY_MAX_WAIT,
         }

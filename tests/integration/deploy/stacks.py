@@ -19,6 +19,7 @@ from controller.model import (
     ServiceReference,
     Stack,
     StackBuilder,
+    StackContext,
     Stickiness,
     SubnetDiscovery,
     TargetGroup,
@@ -33,6 +34,10 @@ from controller.testing import AwsSeed
 CLUSTER = "test-cluster"
 
 
+def context(seed: AwsSeed) -> StackContext:
+    return StackContext(cluster_name=CLUSTER, region=seed.region, vpc_id=seed.vpc_id)
+
+
 def _tg_name(stack_id: str, svc: str, port: int, *, protocol: str = "HTTP",
              target_type: str = "ip") -> str:
     return target_group_name(
@@ -45,7 +50,7 @@ def alb_stack(seed: AwsSeed, name: str = "web", *, swap: bool = False,
               scheme: str = "internet-facing", health_path: str = "/healthz",
               idle_timeout: str = "120", with_second_tg: bool = True) -> Stack:
     stack_id = f"default/{name}"
-    b = StackBuilder(stack_id, kind="ingress")
+    b = StackBuilder(stack_id, kind="ingress", context=context(seed))
     api = b.add_target_group(f"{stack_id}-api:80", TargetGroup(
         name=_tg_name(stack_id, "api", 80), protocol="HTTP", port=80, target_type="ip",
         health_check=HealthCheck(path=health_path, matcher=HealthCheckMatcher(http_code="200")),
@@ -89,9 +94,9 @@ def alb_stack(seed: AwsSeed, name: str = "web", *, swap: bool = False,
     return b.build()
 
 
-def nlb_stack(name: str = "dns") -> Stack:
+def nlb_stack(seed: AwsSeed, name: str = "dns") -> Stack:
     stack_id = f"default/{name}"
-    b = StackBuilder(stack_id, kind="service")
+    b = StackBuilder(stack_id, kind="service", context=context(seed))
     tcp = b.add_target_group(f"{stack_id}:53", TargetGroup(
         name=_tg_name(stack_id, name, 53, protocol="TCP"), protocol="TCP", port=53,
         target_type="ip", health_check=HealthCheck(protocol="TCP", interval_seconds=10,

@@ -53,7 +53,7 @@ async def test_alb_stack_converges_from_empty_and_second_run_is_read_only(
 async def test_nlb_stack_converges_and_a_restarted_deployer_makes_no_changes(
         deployer: StackDeployer, aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
         aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any) -> None:
-    stack = nlb_stack()
+    stack = nlb_stack(aws_seed)
     result = await deployer.deploy(stack)
     inv = inventory(elbv2)
     assert_no_duplicates(inv)
@@ -77,7 +77,7 @@ async def test_nlb_stack_converges_and_a_restarted_deployer_makes_no_changes(
 async def test_delete_stack_removes_everything_and_is_idempotent(
         deployer: StackDeployer, aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
         aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any) -> None:
-    keep = nlb_stack("other")
+    keep = nlb_stack(aws_seed, "other")
     await deployer.deploy(alb_stack(aws_seed))
     await deployer.deploy(keep)
     await deployer.delete_stack("default/web", "ingress")
@@ -127,16 +127,16 @@ async def test_model_changes_modify_in_place_and_replace_what_cannot_change(
 
 async def test_a_fresh_stack_is_created_without_the_region_scan(
         aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
-        aws_proxy: AWSFaultProxy, elbv2: Any) -> None:
+        aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any) -> None:
     # A restarted process creating a new object's load balancer: a stack that may have been
     # deployed before is first looked for under older names (a one-time region scan); one the
     # caller knows is new is not, so it does not wait behind listing every load balancer.
     cold = StackDeployer(aws_pool, deployer_settings)
-    await cold.deploy(nlb_stack("brand-new"), fresh=True)
+    await cold.deploy(nlb_stack(aws_seed, "brand-new"), fresh=True)
     assert not cold.owned.scanned
     assert len(inventory(elbv2)["lbs"]) == 1
 
     maybe_known = StackDeployer(aws_pool, deployer_settings)
-    await maybe_known.deploy(nlb_stack("seen-before"))
+    await maybe_known.deploy(nlb_stack(aws_seed, "seen-before"))
     assert maybe_known.owned.scanned
     assert_no_duplicates(inventory(elbv2))

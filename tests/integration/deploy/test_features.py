@@ -35,7 +35,13 @@ from controller.model import (
     WeightedTargetGroup,
 )
 from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn, sync_client
-from tests.integration.deploy.stacks import CLUSTER, alb_stack, assert_no_duplicates, inventory
+from tests.integration.deploy.stacks import (
+    CLUSTER,
+    alb_stack,
+    assert_no_duplicates,
+    context,
+    inventory,
+)
 
 
 def _mutations(proxy: AWSFaultProxy) -> list[str]:
@@ -46,7 +52,7 @@ def _small_alb(seed: AwsSeed, *, subnets: Any = None, certificates: Any = None,
                security_groups: tuple[str, ...] = (), ip_address_type: str = "ipv4",
                rule_path: str = "/app/*", oidc: bool = False,
                secret: str = "secret") -> Stack:
-    b = StackBuilder("default/small", kind="ingress")
+    b = StackBuilder("default/small", kind="ingress", context=context(seed))
     tg = b.add_target_group("default/small:80", TargetGroup(
         name="k8s-default-small-0000000001", protocol="HTTP", port=80, target_type="ip"))
     lb = b.add_load_balancer("LoadBalancer", LoadBalancer(
@@ -111,7 +117,7 @@ async def test_certificate_discovery_by_host(
         elbv2: Any) -> None:
     # moto leaves requested certificates PENDING_VALIDATION; real discovery wants ISSUED.
     resolver = StackResolver(ResolverSettings(
-        vpc_id=aws_seed.vpc_id, certificate_statuses=("ISSUED", "PENDING_VALIDATION")))
+        certificate_statuses=("ISSUED", "PENDING_VALIDATION")))
     deployer = StackDeployer(aws_pool, deployer_settings, resolver=resolver)
     result = await deployer.deploy(_small_alb(
         aws_seed, certificates=CertificateDiscovery(hosts=["Shop.Example.com"])))
@@ -155,23 +161,31 @@ async def test_subnets_security_groups_and_ip_address_type_follow_the_model(
     assert _mutations(aws_proxy) == []
 
 
-async def test_rule_edit_and_oidc_secret_rotation(
+async def test_rule_edit_and_write_only_secrets(
         deployer: StackDeployer, aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
         aws_proxy: AWSFaultProxy, aws_seed: AwsSeed) -> None:
     await deployer.deploy(_small_alb(aws_seed))
     aws_proxy.clear_log()
-    await deployer.deploy(_small_alb(aws_seed, rule_path="/other/*", oidc=True))
-    assert _mutations(aws_proxy) == ["ModifyRule"]
-    aws_proxy.clear_log()
-    await deployer.deploy(_small_alb(aws_seed, rule_path="/other/*", oidc=True))
+    # Nothing write-only anywhere: asking for rewrites changes nothing.
+    await deployer.deploy(_small_alb(aws_seed), rewrite_write_only=True)
     assert _mutations(aws_proxy) == []
-    # AWS never shows the secret: a rotation is caught against what this process wrote.
-    rotated = _small_alb(aws_seed, rule_path="/other/*", oidc=True, secret="rotated")
-    await deployer.deploy(rotated)
+    await deployer.deploy(_small_alb(aws_seed, rule_path="/other/*", oidc=True),
+                          rewrite_write_only=False)
     assert _mutations(aws_proxy) == ["ModifyRule"]
     aws_proxy.clear_log()
-    await deployer.deploy(rotated)
+    await deployer.deploy(_small_alb(aws_seed, rule_path="/other/*", oidc=True),
+                          rewrite_write_only=False)
+    assert _mutations(aws_proxy) == []
+    # AWS never shows the secret, and nothing is remembered between deploys: a caller whose
+    # checkpoint did not match asks for the rewrite, and only the rule carrying it is written,
+    # by this deployer or a new one (a restarted process).
+    rotated = _small_alb(aws_seed, rule_path="/other/*", oidc=True, secret="rotated")
+    await deployer.deploy(rotated, rewrite_write_only=False)
+    assert _mutations(aws_proxy) == []
     await StackDeployer(aws_pool, deployer_settings).deploy(rotated)
+    assert _mutations(aws_proxy) == ["ModifyRule"]
+    aws_proxy.clear_log()
+    await StackDeployer(aws_pool, deployer_settings).deploy(rotated, rewrite_write_only=False)
     assert _mutations(aws_proxy) == []
 
 

@@ -52,7 +52,7 @@ async def test_every_crash_point_converges_without_duplicates(
         kind: str, phase: str, aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
         aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any) -> None:
     def build(name: str) -> Any:
-        return alb_stack(aws_seed, name) if kind == "alb" else nlb_stack(name)
+        return alb_stack(aws_seed, name) if kind == "alb" else nlb_stack(aws_seed, name)
 
     probe = await StackDeployer(aws_pool, deployer_settings).deploy(build("probe"))
     total = probe.mutating_calls

@@ -54,11 +54,10 @@ async def test_ten_concurrent_stacks_converge_under_throttling_within_client_lim
     settings = AWSSettings(region=aws_seed.region, endpoint_url=aws_proxy.url,
                            access_key="testing", secret_key="testing",
                            throttle=parse_throttle(THROTTLE))
-    stacks = [alb_stack(aws_seed, f"web{i}") if i % 2 else nlb_stack(f"svc{i}")
+    stacks = [alb_stack(aws_seed, f"web{i}") if i % 2 else nlb_stack(aws_seed, f"svc{i}")
               for i in range(10)]
     async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
-        deployer = StackDeployer(pool, DeployerSettings(cluster_name="test-cluster",
-                                                        vpc_id=aws_seed.vpc_id))
+        deployer = StackDeployer(pool, DeployerSettings(cluster_name="test-cluster"))
         throttling = aws_proxy.inject("Throttling", service="elbv2", rate=0.3)
         results = await asyncio.gather(*(deployer.deploy(s) for s in stacks))
         assert throttling.fired > 20

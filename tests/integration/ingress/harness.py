@@ -67,7 +67,8 @@ class IngressCluster(RunsManager):
     async def start(self, *, on_setup: Callable[[Manager], None] | None = None,
                     **overrides: Any) -> Manager:
         settings = ingress_controller.IngressSettings(
-            cluster_name=self.seed.cluster_name, vpc_id=self.seed.vpc_id,
+            cluster_name=self.seed.cluster_name, region=self.seed.region,
+            vpc_id=self.seed.vpc_id,
             default_target_type="ip", cleanup_poll=0.2, **overrides)
 
         def setup(manager: Manager) -> None:

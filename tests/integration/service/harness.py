@@ -37,7 +37,8 @@ Obj = dict[str, Any]
 def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.ServiceSettings:
     values: dict[str, Any] = {
         "cluster_name": seed.cluster_name,
-        "deployer": DeployerSettings(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id,
+        "region": seed.region, "vpc_id": seed.vpc_id,
+        "deployer": DeployerSettings(cluster_name=seed.cluster_name,
                                      in_use_backoff=0.01),
         "cleanup_poll": 0.2,
     }

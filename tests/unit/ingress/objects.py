@@ -10,7 +10,8 @@ from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, cla
 from controller.ingress.model import BuilderSettings
 
 Obj = dict[str, Any]
-SETTINGS = BuilderSettings(cluster_name="test-cluster", default_target_type="ip")
+SETTINGS = BuilderSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
+                           default_target_type="ip")
 
 
 def backend(service: str, port: int | str = 80) -> Obj:
@@ -63,7 +64,8 @@ def class_params(name: str, spec: Obj) -> Obj:
 
 
 def secret(name: str, data: dict[str, str], *, namespace: str = "default") -> Obj:
-    return {"metadata": {"name": name, "namespace": namespace},
+    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                         "resourceVersion": "1"},
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
 
 

@@ -29,7 +29,7 @@ GROUP = {"alb.ingress.kubernetes.io/group.name": "shop"}
 
 
 def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.IngressSettings:
-    return ingress.IngressSettings(cluster_name="test-cluster", vpc_id="vpc-1",
+    return ingress.IngressSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
                                    default_target_type="ip", verify_qps=2.0, verify_burst=2,
                                    lane=lane, checkpoints=checkpoints)
 
@@ -58,9 +58,8 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             controller = ingress.setup(manager, pool=pool, settings=settings)
             reconciler = IngressReconciler(
                 client=client, caches=c, bindings=Store(), loader=loader(c),
-                deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster",
-                                                              vpc_id="vpc-1")),
-                pool=pool, settings=SETTINGS, vpc_id="vpc-1", recorder=manager.recorder)
+                deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
+                pool=pool, settings=SETTINGS, recorder=manager.recorder)
             value = reconciler.computed_checkpoint(unchanged)
             assert value is not None
             for name in ("a", "b"):  # the group was deployed: every member carries it
@@ -91,9 +90,8 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
         reconciler = IngressReconciler(
             client=client, caches=c, bindings=Store(), loader=loader(c),
-            deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster",
-                                                          vpc_id="vpc-1")),
-            pool=pool, settings=SETTINGS, vpc_id="vpc-1",
+            deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
+            pool=pool, settings=SETTINGS,
             recorder=Manager(client, registry=CollectorRegistry()).recorder)
         value = reconciler.computed_checkpoint(group)
         for rv, name in enumerate(("a", "b"), start=1):

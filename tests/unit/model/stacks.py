@@ -112,6 +112,12 @@ def stack_documents(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "id": draw(st.sampled_from(["ns/web", "shared-group"])),
         "kind": "ingress",
+        "context": {
+            "cluster_name": draw(st.sampled_from(["prod", "staging"])),
+            "region": draw(st.sampled_from(["us-west-2", "eu-west-1"])),
+            "vpc_id": draw(st.builds(lambda w: f"vpc-{w}", _word)),
+            "external_managed_tags": draw(st.lists(_word, max_size=2, unique=True)),
+        },
         "target_groups": target_groups,
         "load_balancers": {"LoadBalancer": lb},
         "listeners": listeners,

@@ -17,6 +17,7 @@ from controller.model import (
     PathPatternCondition,
     Ref,
     StackBuilder,
+    StackContext,
     SubnetDiscovery,
     TargetGroup,
     TargetGroupBindingResource,
@@ -26,7 +27,8 @@ from controller.model.targetgroup import ServiceReference
 
 
 def _builder() -> tuple[StackBuilder, Ref, Ref]:
-    b = StackBuilder("ns/web", kind="ingress")
+    b = StackBuilder("ns/web", kind="ingress", context=StackContext(
+        cluster_name="c", region="us-west-2", vpc_id="vpc-1"))
     tg = b.add_target_group("ns/svc:80", TargetGroup(name="k8s-ns-svc-0123456789",
                                                      protocol="HTTP", port=80, target_type="ip"))
     lb = b.add_load_balancer("LoadBalancer", LoadBalancer(

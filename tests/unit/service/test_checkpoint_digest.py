@@ -5,6 +5,7 @@ controller configuration that shapes the model."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from controller.service.annotations import PREFIX
 from controller.service.model import checkpoint_of
 
 NLB = "service.k8s.aws/nlb"
-SETTINGS = ModelSettings(cluster_name="prod")
+SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
 CERT = {"aws-load-balancer-ssl-cert": "arn:aws:acm:us-west-2:1:certificate/a"}
 HTTP_HC = {"aws-load-balancer-healthcheck-protocol": "HTTP"}
 LOGS = {"aws-load-balancer-access-log-enabled": "true"}
@@ -138,12 +139,16 @@ def test_changes_with_identity_and_ip_family() -> None:
 
 
 @pytest.mark.parametrize("other", [
-    ModelSettings(cluster_name="staging"),
-    ModelSettings(cluster_name="prod", defaults=ServiceDefaults(scheme="internet-facing")),
-    ModelSettings(cluster_name="prod", defaults=ServiceDefaults(target_type="ip")),
-    ModelSettings(cluster_name="prod", defaults=ServiceDefaults(tags={"env": "prod"})),
-    ModelSettings(cluster_name="prod", defaults=ServiceDefaults(ssl_policy="Other")),
-    ModelSettings(cluster_name="prod", load_balancer_class="example.com/nlb"),
+    dataclasses.replace(SETTINGS, cluster_name="staging"),
+    dataclasses.replace(SETTINGS, region="eu-west-1"),
+    dataclasses.replace(SETTINGS, vpc_id="vpc-2"),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(scheme="internet-facing")),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(target_type="ip")),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(tags={"env": "prod"})),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(ssl_policy="Other")),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(
+        external_managed_tags=frozenset({"owner"}))),
+    dataclasses.replace(SETTINGS, load_balancer_class="example.com/nlb"),
 ])
 def test_changes_with_controller_configuration(other: ModelSettings) -> None:
     service = svc(CERT)

@@ -25,7 +25,8 @@ from tests.unit.service.objects import by_class
 
 def _settings(*, lane: bool = True, checkpoints: bool = True) -> service.ServiceSettings:
     return service.ServiceSettings(
-        cluster_name="prod", deployer=DeployerSettings(cluster_name="prod", vpc_id="vpc-1"),
+        cluster_name="prod", region="us-west-2", vpc_id="vpc-1",
+        deployer=DeployerSettings(cluster_name="prod"),
         verify_qps=2.0, verify_burst=2, lane=lane, checkpoints=checkpoints)
 
 

@@ -28,7 +28,7 @@ from controller.service import (
 )
 from controller.service.annotations import PREFIX
 
-SETTINGS = ModelSettings(cluster_name="prod")
+SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
 CERT = "arn:aws:acm:us-west-2:1:certificate/a"
 
 
@@ -127,7 +127,7 @@ def test_annotations_reach_the_model() -> None:
         "aws-load-balancer-target-node-labels": "pool=edge",
         "aws-load-balancer-multi-cluster-target-group": "true",
         "aws-load-balancer-attributes": "load_balancing.cross_zone.enabled=true",
-    }), settings=ModelSettings(cluster_name="prod",
+    }), settings=ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1",
                                defaults=ServiceDefaults(tags={"env": "prod"})))
     lb = stack.load_balancers["LoadBalancer"]
     assert (lb.name, lb.scheme, lb.subnets) == ("my-nlb", "internet-facing",

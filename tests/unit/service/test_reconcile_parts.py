@@ -24,7 +24,7 @@ from runtime.handlers import EnqueueFromMap, Request
 from runtime.workqueue import LOW, NORMAL
 from tests.unit.service.objects import by_class, service
 
-SETTINGS = ModelSettings(cluster_name="prod")
+SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
 ARN = "arn:aws:elasticloadbalancing:us-west-2:1:targetgroup/x/1"
 
 

@@ -15,11 +15,12 @@ def test_settings_from_flags() -> None:
         "--service-max-concurrent-reconciles", "7", "--enable-checkpoints", "false",
         "--checkpoint-verify-qps", "3", "--checkpoint-verify-burst", "4",
         "--checkpoint-max-wait", "2m"])
-    settings = ServiceSettings.from_config(config)
+    settings = ServiceSettings.from_config(config, region="eu-west-1")
     assert settings.cluster_name == "prod"
-    assert settings.deployer.vpc_id == "vpc-1"
+    assert (settings.region, settings.vpc_id) == ("eu-west-1", "vpc-1")
     assert settings.deployer.cluster_name == "prod"
-    assert dict(settings.deployer.default_tags) == {"env": "prod"}
+    assert settings.model.context.vpc_id == "vpc-1"
+    assert settings.model.context.region == "eu-west-1"
     assert settings.load_balancer_class == "x/nlb"
     assert settings.defaults.scheme == "internet-facing"
     assert dict(settings.defaults.tags) == {"env": "prod"}
@@ -32,4 +33,4 @@ def test_settings_from_flags() -> None:
 
 def test_vpc_is_required() -> None:
     with pytest.raises(ConfigError, match=r"^--aws-vpc-id: required by the Service controller$"):
-        ServiceSettings.from_config(parse_config(["--cluster-name", "prod"]))
+        ServiceSettings.from_config(parse_config(["--cluster-name", "prod"]), region="eu-west-1")
