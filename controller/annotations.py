@@ -17,9 +17,11 @@ group member and compares or combines what each returns.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -198,6 +200,31 @@ def parse_enum(key: str, raw: str, allowed: Sequence[S], *, ignore_case: bool = 
 
 # --- lookup --------------------------------------------------------------------------------
 
+# Keys looked up while `recording()` is active. The parsers' catalogues of the keys they read
+# (which the checkpoint tests walk) are checked against it, so a key read without being
+# catalogued is found by a test, not by a user whose change was missed after a restart.
+_RECORDING: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
+    "annotation_reads", default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[set[str]]:
+    """Collect every annotation key looked up (present or not) in this context."""
+    reads: set[str] = set()
+    token = _RECORDING.set(reads)
+    try:
+        yield reads
+    finally:
+        _RECORDING.reset(token)
+
+
+def note_read(key: str) -> None:
+    """Record a key read without an `AnnotationReader` (a prefix family such as
+    `actions.*`, or a key another module reads directly)."""
+    reads = _RECORDING.get()
+    if reads is not None:
+        reads.add(key)
+
 
 def annotations_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """`metadata.annotations` of a plain-dict object, or an empty mapping when there is none."""
@@ -241,6 +268,7 @@ class AnnotationReader:
     def lookup(self, suffix: str) -> tuple[str, str] | None:
         """(full key, raw value) from the first source holding the key, else None."""
         key = self.key(suffix)
+        note_read(key)
         for source in self._sources:
             if key in source:
                 value = source[key]
@@ -252,6 +280,7 @@ class AnnotationReader:
 
     def has(self, suffix: str) -> bool:
         key = self.key(suffix)
+        note_read(key)
         return any(key in source for source in self._sources)
 
     def get(self, suffix: str, parser: Callable[[str, str], T]) -> T | None:

@@ -35,13 +35,42 @@ RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 
                      6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
 RESULTS = ("success", "error", "requeue", "requeue_after")
 
-_PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("reconcile_priority",
-                                                               default=NORMAL)
+class ReconcilePriority:
+    """The priority of one running reconcile. It is raised in flight when the key gets a
+    higher-priority add meanwhile (a real change arriving during its verification): the key
+    cannot be handed out twice, so the running reconcile itself stops waiting like a LOW one
+    (for the verification budget, say) and finishes as fast as a real change would."""
+
+    __slots__ = ("_raised", "value")
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+        self._raised = asyncio.Event()
+
+    def raise_to(self, priority: int) -> None:
+        if priority > self.value:
+            self.value = priority
+            self._raised.set()
+
+    async def raised(self) -> None:
+        """Return once the priority has been raised (never, if it is not)."""
+        await self._raised.wait()
+
+
+_PRIORITY: contextvars.ContextVar[ReconcilePriority | None] = contextvars.ContextVar(
+    "reconcile_priority", default=None)
 
 
 def reconcile_priority() -> int:
     """The queue priority of the reconcile running in this task. A reconciler uses it to tell a
     paced LOW-lane verification from a real change (checkpoints skip work only for the latter)."""
+    cell = _PRIORITY.get()
+    return cell.value if cell is not None else NORMAL
+
+
+def current_priority() -> ReconcilePriority | None:
+    """The running reconcile's priority cell (None outside a reconcile), to wait on its
+    promotion."""
     return _PRIORITY.get()
 
 
@@ -141,10 +170,14 @@ class Controller:
         self._busy: set[asyncio.Task[None]] = set()
         self._watches: list[tuple[Source, Any]] = []
         self._registrations: list[tuple[Source, Any]] = []
+        self._running: dict[Request, ReconcilePriority] = {}
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
         self._metrics.enqueues.labels(controller=self.name, priority=str(priority)).inc()
+        running = self._running.get(request)
+        if running is not None:
+            running.raise_to(priority)
         self.queue.add(request, priority=priority)
 
     def enqueue_after(self, request: Request, after: float, *, priority: int = NORMAL) -> None:
@@ -226,11 +259,15 @@ class Controller:
         try:
             with structlog.contextvars.bound_contextvars(
                     controller=self.name, key=request.key, reconcile_id=reconcile_id):
-                token = _PRIORITY.set(priority)
+                cell = ReconcilePriority(priority)
+                self._running[request] = cell
+                token = _PRIORITY.set(cell)
                 try:
                     result = await self._reconciler.reconcile(request)
                 finally:
                     _PRIORITY.reset(token)
+                    self._running.pop(request, None)
+                    priority = cell.value
         except asyncio.CancelledError:
             raise
         except TerminalError as exc:

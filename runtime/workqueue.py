@@ -231,6 +231,9 @@ class PriorityQueue(Generic[K]):
                 entry.priority = priority
                 self._push_ready(entry, now)
                 self._metrics.reprioritized(old, priority)
+                # A LOW entry held back by the lane's pace or gate may have left every getter
+                # parked until the lane's next token; lifted out of the lane it is ready now.
+                self._wake_one()
             return
 
         changed = priority > entry.priority

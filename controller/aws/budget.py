@@ -13,10 +13,14 @@ throttled. With a budget:
 - each controller's queue lets a LOW item go only while the budget is open (`time_to_open`
   is 0), so verifications start at the rate the budget refills, whatever each one costs.
 
-NORMAL reconciles never touch the budget.
+NORMAL reconciles never touch the budget, and a verification promoted in flight (its key got a
+real change meanwhile) stops waiting for it.
 """
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
 
 from runtime.clock import Clock, RealClock
 from runtime.ratelimit import TokenBucket
@@ -42,9 +46,23 @@ class VerificationBudget:
         verifications already running is paid back."""
         return self._bucket.time_to_next()
 
-    async def spend(self) -> float:
-        """Charge one call and wait until it is due; return the time waited."""
+    async def spend(self, promoted: Callable[[], Awaitable[None]] | None = None) -> float:
+        """Charge one call and wait until it is due, or until `promoted()` completes (the
+        reconcile became a real change: it no longer waits like a verification); return the
+        time waited."""
         delay = self._bucket.reserve()
-        if delay > 0:
+        if delay <= 0:
+            return 0.0
+        if promoted is None:
             await self._clock.sleep(delay)
-        return delay
+            return delay
+        start = self._clock.now()
+        sleep = asyncio.ensure_future(self._clock.sleep(delay))
+        raised = asyncio.ensure_future(promoted())
+        try:
+            await asyncio.wait({sleep, raised}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleep, raised):
+                task.cancel()
+            await asyncio.gather(sleep, raised, return_exceptions=True)
+        return self._clock.now() - start

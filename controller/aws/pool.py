@@ -33,7 +33,7 @@ from controller.aws.metrics import AWSMetrics, metrics_for
 from controller.aws.settings import AWSSettings
 from controller.aws.throttle import Throttler
 from runtime.clock import Clock, RealClock
-from runtime.controller import reconcile_priority
+from runtime.controller import current_priority
 from runtime.workqueue import NORMAL
 
 
@@ -185,11 +185,13 @@ class AWSClientPool:
     async def _invoke(self, entry: _Client, operation: str,
                       params: dict[str, Any]) -> dict[str, Any]:
         metrics, service_id = self._metrics, entry.service_id
-        verifying = reconcile_priority() < NORMAL
+        cell = current_priority()
+        verifying = cell is not None and cell.value < NORMAL
         waited = 0.0
-        if verifying and self._budget is not None:
+        if verifying and self._budget is not None and cell is not None:
             metrics.verification_calls.labels(service_id, operation).inc()
-            waited += await self._budget.spend()
+            waited += await self._budget.spend(cell.raised)
+            verifying = cell.value < NORMAL
         waited += await self._throttler.wait(service_id, operation, yield_=verifying)
         metrics.throttle_wait.labels(service_id, operation).observe(waited)
         method = getattr(entry.client, xform_name(operation))

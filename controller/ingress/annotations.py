@@ -18,6 +18,7 @@ from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
     AnnotationReader,
+    note_read,
     parse_enum,
     parse_json,
     quote,
@@ -38,6 +39,27 @@ IpAddressType = Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
 DEFAULT_INBOUND_CIDRS: Final = ("0.0.0.0/0",)
 DEFAULT_INBOUND_CIDRS_DUALSTACK: Final = ("0.0.0.0/0", "::/0")
 GRPC_HEALTH_CHECK_PATH: Final = "/AWS.ALB/healthcheck"
+
+# Every `alb.ingress.kubernetes.io/` key the Ingress controller reads, on the Ingress or on a
+# backend Service (`actions.*` and `conditions.*` stand for their families). Reads are checked
+# against it by the tests (`controller.annotations.recording`), and the restart tests walk it:
+# a key added here needs a case there.
+INGRESS_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for suffix in (
+    # load balancer and listeners (the group's members merged)
+    "scheme", "load-balancer-name", "ip-address-type", "subnets", "security-groups",
+    "load-balancer-attributes", "ssl-redirect", "inbound-cidrs", "ssl-policy", "listen-ports",
+    "certificate-arn", "tags", "actions.*", "conditions.*",
+    # groups
+    "group.name", "group.order",
+    # target groups (Service first, then Ingress)
+    "target-type", "backend-protocol", "backend-protocol-version", "target-group-attributes",
+    "healthcheck-port", "healthcheck-protocol", "healthcheck-path",
+    "healthcheck-interval-seconds", "healthcheck-timeout-seconds", "healthy-threshold-count",
+    "unhealthy-threshold-count", "success-codes", "multi-cluster-target-group",
+    # authentication (Service first, then Ingress)
+    "auth-type", "auth-idp-oidc", "auth-scope", "auth-session-cookie", "auth-session-timeout",
+    "auth-on-unauthenticated-request",
+))
 
 ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
 _PROTOCOLS: tuple[Protocol, ...] = ("HTTP", "HTTPS")
@@ -145,6 +167,7 @@ def _listen_ports(key: str, raw: str) -> tuple[ListenPort, ...]:
 def _name_suffixed(annotations: Mapping[str, Any], stem: str) -> dict[str, tuple[str, str]]:
     """`<prefix><stem><name>` keys → {name: (full key, raw value)}."""
     start = PREFIX + stem
+    note_read(start + "*")
     found: dict[str, tuple[str, str]] = {}
     for key, value in annotations.items():
         if isinstance(key, str) and key.startswith(start) and len(key) > len(start):

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from controller.annotations import note_read
 from controller.ingress.caches import Caches, Obj, meta
 from controller.ingress.keys import (
     ALB_CONTROLLER,
@@ -130,6 +131,7 @@ def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInf
     """None when another controller (or nobody) owns the Ingress; raises ClassError when it is
     ours but its class parameters cannot be used."""
     annotations = meta(ing).get("annotations") or {}
+    note_read(LEGACY_CLASS_ANNOTATION)
     legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):
         return IngressClassInfo(None, None) if annotation_matches(legacy, ingress_class) else None

@@ -48,6 +48,9 @@ class MotoStandIn:
             return self
         from moto.server import ThreadedMotoServer
 
+        from controller.testing import moto_fidelity
+
+        moto_fidelity.apply()
         # verbose=False leaves werkzeug's per-request access log on.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)

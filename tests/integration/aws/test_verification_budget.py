@@ -82,3 +82,33 @@ async def test_low_lanes_of_two_controllers_share_the_budget_and_a_change_goes_f
     assert max(change) < 1.0  # not behind the 2+ s of verifications still owed to the budget
     assert registry.get_sample_value("aiolbc_aws_verification_calls_total", {
         "service": ELBV2, "operation": "DescribeLoadBalancers"}) == 12 * CALLS_PER_RECONCILE
+
+
+async def test_a_real_change_promotes_its_keys_verification_in_flight(
+        aws_proxy: AWSFaultProxy, no_retry_backoff: None, envtest_kubeconfig: Path) -> None:
+    # The budget lets one call through, then owes 100 s: a verification of "k" is started and
+    # stuck. A real change to "k" cannot be handed to a second worker while "k" runs; it
+    # promotes the running reconcile instead, whose remaining calls no longer wait.
+    registry = CollectorRegistry()
+    settings = AWSSettings(region="us-west-2", endpoint_url=aws_proxy.url,
+                           access_key="testing", secret_key="testing",
+                           verify_calls_qps=0.01, verify_calls_burst=1)
+    log: list[tuple[str, int, float]] = []
+    async with AWSClientPool(settings, registry=registry) as pool, \
+            await KubeClient.from_kubeconfig(envtest_kubeconfig) as client:
+        manager = Manager(client, registry=registry)
+        c = controller(manager, "c", pool, log)
+        c.enqueue(Request("", "k"), priority=LOW)
+        c.start()
+        while not log:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+        assert [p for _, p, _ in log] == [LOW]  # the second call waits for the budget
+        changed_at = time.monotonic()
+        c.enqueue(Request("", "k"), priority=NORMAL)
+        while len(log) < 2 * CALLS_PER_RECONCILE:
+            await asyncio.sleep(0.01)
+            assert time.monotonic() - changed_at < 5, "the promoted reconcile still waits"
+        await c.stop()
+    # The promoted verification finishes at NORMAL, then the change's own reconcile runs.
+    assert [p for _, p, _ in log] == [LOW, *[NORMAL] * (2 * CALLS_PER_RECONCILE - 1)]
