@@ -100,9 +100,7 @@ async def test_a_real_change_promotes_its_keys_verification_in_flight(
         c = controller(manager, "c", pool, log)
         c.enqueue(Request("", "k"), priority=LOW)
         c.start()
-        while not log:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.5)
         assert [p for _, p, _ in log] == [LOW]  # the second call waits for the budget
         changed_at = time.monotonic()
         c.enqueue(Request("", "k"), priority=NORMAL)
