@@ -167,6 +167,7 @@ def _resource_problems(path: str, resources: list[str]) -> list[Cause]:
 
 def _rule_problems(kind: str, path: str, rule: Any) -> list[Cause]:
     _check_type(kind, path, rule, dict)
+    rule = rule or {}
     ops = _strings(kind, f"{path}.operations", rule.get("operations"))
     groups = _strings(kind, f"{path}.apiGroups", rule.get("apiGroups"))
     versions = _strings(kind, f"{path}.apiVersions", rule.get("apiVersions"))
@@ -215,6 +216,7 @@ def _client_problems(kind: str, path: str, client: Any) -> list[Cause]:
         where = f"{path}.url"
         try:
             parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises for a port that is not a number
         except ValueError as exc:
             return [(where, "FieldValueRequired",
                      f"Required value: url must be a valid URL: {exc}{form}")]
@@ -294,6 +296,7 @@ def problems(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
     for i, hook in enumerate(hooks or []):
         path = f"webhooks[{i}]"
         _check_type(kind, path, hook, dict)
+        hook = hook or {}
         name = hook.get("name")
         _check_type(kind, f"{path}.name", name, str)
         causes += _fully_qualified(f"{path}.name", name or "")

@@ -85,8 +85,12 @@ def verdict(raw: bytes, uid: str, *, mutating: bool) -> Verdict:
         raise InvalidResponse("couldn't get version/kind; json parse error: the answer is not "
                               "a JSON object")
     response = review.get("response")
-    if not isinstance(response, dict):
+    if response is None:
         raise InvalidResponse("received invalid webhook response: webhook response was absent")
+    if not isinstance(response, dict) or not isinstance(response.get("allowed", False), bool):
+        raise InvalidResponse("couldn't decode the answer: json: cannot unmarshal into Go "
+                              "struct field AdmissionReview.response of type "
+                              "v1.AdmissionResponse")
     got_uid = response.get("uid")
     if got_uid != uid:
         raise InvalidResponse(f'received invalid webhook response: expected response.uid="{uid}'

@@ -49,6 +49,18 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list field; stored objects are not schema-checked, so anything else
+    counts as empty."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _port_named(ports: Any, name: str) -> int | None:
+    number = next((p.get("port") for p in _dicts(ports) if (p.get("name") or "") == name),
+                  None)
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
 class ServiceResolver:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -71,8 +83,8 @@ class ServiceResolver:
         kind = _get(svc, "spec", "type") or "ClusterIP"
         if kind not in ("ClusterIP", "LoadBalancer", "NodePort"):
             raise ResolveError(f'unsupported service type "{kind}"')
-        svc_port = next((p for p in _get(svc, "spec", "ports") or []
-                         if isinstance(p, dict) and p.get("port") == port), None)
+        svc_port = next((p for p in _dicts(_get(svc, "spec", "ports"))
+                         if p.get("port") == port), None)
         if svc_port is None:
             raise ResolveError(f'no service port {port} found for service "{name}"')
         port_name = svc_port.get("name") or ""
@@ -89,27 +101,25 @@ class ServiceResolver:
     def _from_slices(self, namespace: str, name: str, port_name: str) -> tuple[str, int] | None:
         for entry in self._store.entries("discovery.k8s.io/endpointslices", namespace):
             slice_ = entry.obj
-            if (_get(slice_, "metadata", "labels") or {}).get(SERVICE_NAME_LABEL) != name:
+            labels = _get(slice_, "metadata", "labels")
+            if not isinstance(labels, dict) or labels.get(SERVICE_NAME_LABEL) != name:
                 continue
-            number = next((p.get("port") for p in slice_.get("ports") or []
-                           if isinstance(p, dict) and (p.get("name") or "") == port_name), None)
-            if not isinstance(number, int):
+            number = _port_named(slice_.get("ports"), port_name)
+            if number is None:
                 continue
-            for endpoint in slice_.get("endpoints") or []:
-                ready = _get(endpoint, "conditions", "ready")
-                addresses = _get(endpoint, "addresses") or []
-                if ready is not False and addresses:
-                    return str(addresses[0]), number
+            for endpoint in _dicts(slice_.get("endpoints")):
+                addresses = [a for a in _get(endpoint, "addresses") or [] if isinstance(a, str)]
+                if _get(endpoint, "conditions", "ready") is not False and addresses:
+                    return addresses[0], number
         return None
 
     def _from_endpoints(self, namespace: str, name: str,
                         port_name: str) -> tuple[str, int] | None:
         endpoints = self._store.get("/endpoints", namespace, name)
-        for subset in (endpoints.obj.get("subsets") or []) if endpoints else []:
-            addresses = [a.get("ip") for a in subset.get("addresses") or []
-                         if isinstance(a, dict) and a.get("ip")]
-            number = next((p.get("port") for p in subset.get("ports") or []
-                           if isinstance(p, dict) and (p.get("name") or "") == port_name), None)
-            if addresses and isinstance(number, int):
-                return str(addresses[0]), number
+        for subset in _dicts(endpoints.obj.get("subsets")) if endpoints else []:
+            addresses = [a["ip"] for a in _dicts(subset.get("addresses"))
+                         if isinstance(a.get("ip"), str)]
+            number = _port_named(subset.get("ports"), port_name)
+            if addresses and number is not None:
+                return addresses[0], number
         return None

@@ -526,6 +526,58 @@ async def test_answers_that_break_the_protocol_are_call_failures(
         await http.delete(f"{VALIDATING}/{name}")
 
 
+async def test_malformed_answers_fail_with_one_clear_message(
+        http: Http, hooks: WebhookServer) -> None:
+    hooks.on("/text", lambda _: b"<html>oops</html>")
+    hooks.on("/typed", lambda _: {"allowed": "yes"})
+    hooks.on("/bad-patch", lambda _: {"allowed": True, "patchType": "JSONPatch",
+                                      "patch": "not base64!"})
+    hooks.on("/odd-patch", lambda _: {"allowed": True, "patchType": "MergePatch",
+                                      "patch": "e30="})
+    cases = [("text.example.com", "/text", "couldn't get version/kind; json parse error: "),
+             ("typed.example.com", "/typed", "couldn't decode the answer: "),
+             ("bad-patch.example.com", "/bad-patch",
+              "received undecodable patch in webhook response: "),
+             ("odd-patch.example.com", "/odd-patch", 'unsupported patch type "MergePatch"')]
+    for name, path, text in cases:
+        await mutating(http, hook(name, url_client(hooks, path), [rule(["configmaps"])]),
+                       name=name)
+        status, body = await http.post(CM, cm("c"))
+        assert status == 500
+        assert body["message"].startswith(
+            f'Internal error occurred: failed calling webhook "{name}": {text}'), body
+        await http.delete(f"{MUTATING}/{name}")
+    # A configuration with holes in it is refused, not stored.
+    status, body = await http.post(VALIDATING, {"metadata": {"name": "holes"},
+                                                "webhooks": [None, {"name": "x.y.z",
+                                                                    "rules": [None]}]})
+    assert status == 422
+    assert "webhooks[0].name: Required value" in body["message"]
+    assert "webhooks[1].rules[0].operations: Required value" in body["message"]
+    status, body = await http.post(VALIDATING, configuration(
+        "ValidatingWebhookConfiguration", "port", [hook("port.example.com", {
+            "url": "https://127.0.0.1:http/x"}, [rule(["configmaps"])])]))
+    assert status == 422
+    assert "webhooks[0].clientConfig.url: Required value: url must be a valid URL" in \
+        body["message"]
+
+
+async def test_reviews_are_admitted_too(http: Http, hooks: WebhookServer) -> None:
+    hooks.on("/reviews", deny("reviews are off", code=403, reason="Forbidden"))
+    await validating(http, hook("reviews.example.com", url_client(hooks, "/reviews"),
+                                [rule(["subjectaccessreviews"], groups=["authorization.k8s.io"],
+                                      operations=["CREATE"])]))
+    status, body = await http.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "spec": {"user": "alice", "resourceAttributes": {"verb": "get", "resource": "pods"}}})
+    assert status == 403
+    assert body["message"] == ('admission webhook "reviews.example.com" denied the request: '
+                               "reviews are off")
+    [request] = hooks.requests("/reviews")
+    assert request["resource"]["resource"] == "subjectaccessreviews"
+    assert request["object"]["spec"]["user"] == "alice"
+    assert "name" not in request
+
+
 async def test_every_validating_webhook_is_asked(http: Http, hooks: WebhookServer) -> None:
     hooks.on("/yes", allow())
     hooks.on("/no", deny("second opinion: no"))

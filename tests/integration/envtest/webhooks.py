@@ -17,8 +17,9 @@ from aiohttp import web
 from runtime.envtest.tls import Certificate, self_signed
 
 Obj = dict[str, Any]
-# Gets the AdmissionReview request, returns the response fields (uid is filled in).
-Handler = Callable[[Obj], Obj | Awaitable[Obj]]
+# Gets the AdmissionReview request, returns the response fields (uid is filled in), or the raw
+# body to answer with instead.
+Handler = Callable[[Obj], Obj | bytes | Awaitable[Obj]]
 SERVICE_NAME = "hooks.default.svc"
 
 
@@ -81,6 +82,8 @@ class WebhookServer:
         answer = handler(review["request"])
         if isinstance(answer, Awaitable):
             answer = await answer
+        if isinstance(answer, bytes):
+            return web.Response(body=answer, content_type="application/json")
         body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                 "response": {"uid": review["request"]["uid"], **answer}}
         return web.json_response(body)
