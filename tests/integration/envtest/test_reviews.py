@@ -58,9 +58,11 @@ async def server() -> AsyncIterator[EnvTestServer]:
 
 @pytest.fixture
 async def admin(server: EnvTestServer) -> AsyncIterator[Http]:
+    context = server.client_ssl_context()
+    assert context is not None
     async with aiohttp.ClientSession(
             base_url=server.url, headers={"Authorization": f"Bearer {server.admin_token}"},
-            connector=aiohttp.TCPConnector(ssl=server.client_ssl_context())) as session:
+            connector=aiohttp.TCPConnector(ssl=context)) as session:
         yield Http(session)
 
 
