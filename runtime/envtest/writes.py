@@ -89,8 +89,10 @@ class WritePath:
         admitted = await self.admission.mutate(attrs, obj, None, decode=self._decoder(rt))
         assert admitted is not None
         final = self.api.prepare_create(rt, namespace, admitted)
-        await self.admission.validate(replace(attrs, name=final["metadata"]["name"]), final,
-                                      None)
+        name = final["metadata"]["name"]
+        # Validating webhooks are told the generated name.
+        await self.admission.validate(attrs if attrs.name == name else replace(attrs, name=name),
+                                      final, None)
         return self.api.commit_create(rt, final, dry_run=dry_run)
 
     # -- update and patch --------------------------------------------------------------------
