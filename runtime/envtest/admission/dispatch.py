@@ -62,7 +62,6 @@ class Admission:
     def __init__(self, store: Store, registry: Registry, *, services: ServiceResolver) -> None:
         self._store = store
         self._registry = registry
-        self.services = services
         self._transport = Transport(services)
         # Parsed configurations, by name and resourceVersion.
         self._parsed: dict[tuple[str, str, str], list[Webhook]] = {}
