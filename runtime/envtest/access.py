@@ -20,12 +20,18 @@ from runtime.envtest.rbac import (
     request_attributes,
 )
 from runtime.envtest.registry import ResourceType
-from runtime.envtest.reviews import access_review, self_review
-from runtime.envtest.routes import Target, json_response, read_body
+from runtime.envtest.reviews import (
+    access_review,
+    self_review,
+    subject_access_review,
+    token_review,
+)
 from runtime.envtest.store import Store
 
 _REVIEWS = {("authorization.k8s.io", "selfsubjectaccessreviews"),
-            ("authentication.k8s.io", "selfsubjectreviews")}
+            ("authorization.k8s.io", "subjectaccessreviews"),
+            ("authentication.k8s.io", "selfsubjectreviews"),
+            ("authentication.k8s.io", "tokenreviews")}
 
 
 def is_review(rt: ResourceType) -> bool:
@@ -38,6 +44,7 @@ class AccessControl:
         self.enabled = enabled
         self.authenticator = Authenticator(admin_token=admin_token, tokens=tokens)
         self.authorizer = RBACAuthorizer(store)
+        self._store = store
         self.denials: list[Denial] = []
 
     def identify(self, request: web.Request) -> User | None:
@@ -65,12 +72,29 @@ class AccessControl:
             self.denials.append(denial(attrs, str(err.body["message"])))
             raise err
 
-    async def review(self, request: web.Request, target: Target,
-                     user: User | None) -> web.Response:
-        body: Any = await read_body(request)
+    def user_info(self, user: User | None) -> dict[str, Any]:
+        """The authentication.k8s.io/v1 UserInfo of a caller (the admin when nobody is
+        authenticated, as with RBAC off). A service account's uid is its ServiceAccount's,
+        when that object exists."""
         who = user or ADMIN
-        if target.rt.plural == "selfsubjectreviews":
-            answer = self_review(target.rt, body, who)
-        else:
-            answer = access_review(target.rt, body, who, self.authorize)
-        return json_response(answer, status=201)
+        uid = who.uid
+        account = who.service_account
+        if not uid and account is not None:
+            entry = self._store.get("/serviceaccounts", *account)
+            uid = str(entry.obj["metadata"].get("uid") or "") if entry is not None else ""
+        info: dict[str, Any] = {"username": who.name}
+        if uid:
+            info["uid"] = uid
+        info["groups"] = list(who.groups)
+        return info
+
+    def answer(self, rt: ResourceType, body: Any, user: User | None) -> dict[str, Any]:
+        """The answered review (one of the `is_review` kinds)."""
+        who = user or ADMIN
+        if rt.plural == "selfsubjectreviews":
+            return self_review(rt, body, who, self.user_info(who))
+        if rt.plural == "tokenreviews":
+            return token_review(rt, body, self.authenticator.user_of, self.user_info)
+        if rt.plural == "subjectaccessreviews":
+            return subject_access_review(rt, body, self.authorize)
+        return access_review(rt, body, who, self.authorize)

@@ -6,17 +6,41 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
+from runtime.envtest.faults import Faults, RequestRecord
+from runtime.envtest.rbac import Denial
 from runtime.envtest.routes import json_response, method_not_allowed, not_found_path
 from runtime.envtest.status import bad_request
 
-if TYPE_CHECKING:
-    from runtime.envtest.server import EnvTestServer
-
 ADMIN_PREFIX = "/_envtest/"
+
+
+class AdminTarget(Protocol):
+    """The parts of `EnvTestServer` the endpoints drive. Named here, rather than importing the
+    server, so that the server can own its admin handlers without an import cycle."""
+
+    faults: Faults
+    bookmark_interval: float
+
+    @property
+    def revision(self) -> int: ...
+    @property
+    def watch_count(self) -> int: ...
+    @property
+    def rbac(self) -> bool: ...
+    @property
+    def denials(self) -> list[Denial]: ...
+    @property
+    def request_log(self) -> list[RequestRecord]: ...
+    def clear_request_log(self) -> None: ...
+    def clear_denials(self) -> None: ...
+    def compact(self) -> None: ...
+    async def close_watches(self, *, timeout: float = 2.0) -> None: ...
+    async def pause(self) -> None: ...
+    async def resume(self) -> None: ...
 
 
 class AdminHandlers:
@@ -27,7 +51,7 @@ class AdminHandlers:
     `PUT /_envtest/bookmark-interval` {seconds};
     `GET /_envtest/state`."""
 
-    def __init__(self, server: EnvTestServer) -> None:
+    def __init__(self, server: AdminTarget) -> None:
         self._server = server
         self._tasks: set[asyncio.Task[None]] = set()
 

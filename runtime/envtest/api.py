@@ -13,6 +13,7 @@ from typing import Any
 
 from runtime.clock import Clock, RealClock
 from runtime.envtest import objectmeta, patch
+from runtime.envtest.admission import configuration
 from runtime.envtest.crds import CRDServing
 from runtime.envtest.garbage import GarbageCollector
 from runtime.envtest.registry import CRD_GROUP, CRD_PLURAL, Registry, ResourceType
@@ -73,7 +74,24 @@ class ObjectAPI:
 
     def create(self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
                ) -> Entry:
-        obj = self._decode(rt, body)
+        obj = self.decode_new(rt, namespace, body)
+        return self.commit_create(rt, self.prepare_create(rt, namespace, obj), dry_run=dry_run)
+
+    def decode_new(self, rt: ResourceType, namespace: str, body: Any) -> Obj:
+        """The object a create sends, decoded (and defaulted) as admission first sees it: in the
+        request's namespace."""
+        obj = self.decode(rt, body)
+        meta = obj["metadata"]
+        self._check_namespace_field(rt, meta, namespace)
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        return obj
+
+    def prepare_create(self, rt: ResourceType, namespace: str, obj: Obj) -> Obj:
+        """`obj` as it would be stored (name, uid, timestamps, defaults), validated; nothing is
+        written."""
         meta = obj["metadata"]
         self._check_namespace_field(rt, meta, namespace)
         if rt.namespaced:
@@ -91,13 +109,11 @@ class ObjectAPI:
                     "selfLink"):
             meta.pop(fld, None)
         if rt.namespaced:
-            self._check_namespace_usable(rt, namespace, name or generate)
+            self.check_namespace_usable(rt, namespace, name or generate)
         if not name:
             name = self._free_name(rt, namespace, generate)
             meta["name"] = name
-        problems = objectmeta.name_problems(rt, name)
-        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
-            problems += self.crds.problems(obj)
+        problems = objectmeta.name_problems(rt, name) + self._kind_problems(rt, obj)
         if problems:
             raise invalid(rt, name, problems)
         if self.store.get(rt.store_key, namespace if rt.namespaced else "", name) is not None:
@@ -110,12 +126,26 @@ class ObjectAPI:
         if rt.plural == "services" and not rt.group:
             self._services_created += 1
         objectmeta.apply_create_defaults(rt, obj, ip_counter=self._services_created)
+        return obj
+
+    def commit_create(self, rt: ResourceType, obj: Obj, *, dry_run: bool = False) -> Entry:
+        """Store a prepared object (a name taken meanwhile is 409 AlreadyExists)."""
+        meta = obj["metadata"]
+        if self.store.get(rt.store_key, meta.get("namespace") or "", meta["name"]) is not None:
+            raise already_exists(rt, meta["name"])
         if dry_run:
             return Entry(obj)
         event = self.store.commit(rt.store_key, "ADDED", obj, None)
         if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
             return self.crds.establish(event.entry)
         return event.entry
+
+    def _kind_problems(self, rt: ResourceType, obj: Obj) -> list[objectmeta.Cause]:
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+            return self.crds.problems(obj)
+        if configuration.is_configuration(rt):
+            return configuration.problems(rt, obj)
+        return []
 
     def _free_name(self, rt: ResourceType, namespace: str, prefix: str) -> str:
         # The real server retries a generated name that is taken before giving up.
@@ -129,7 +159,19 @@ class ObjectAPI:
 
     def update(self, rt: ResourceType, namespace: str, name: str, body: Any, *,
                subresource: str | None = None, dry_run: bool = False) -> Entry:
-        obj = self._decode(rt, body)
+        obj, current = self.decode_update(rt, namespace, name, body)
+        if current is None:
+            if rt.create_on_update and subresource is None:
+                obj["metadata"].pop("resourceVersion", None)
+                return self.create(rt, namespace, obj, dry_run=dry_run)
+            raise not_found(rt, name)
+        new = self.prepare_replace(rt, current, obj, subresource=subresource)
+        return self.commit_replace(rt, current, new, subresource=subresource, dry_run=dry_run)
+
+    def decode_update(self, rt: ResourceType, namespace: str, name: str, body: Any
+                      ) -> tuple[Obj, Entry | None]:
+        """The object a PUT sends and the stored one it replaces (None: there is none)."""
+        obj = self.decode(rt, body)
         meta = obj["metadata"]
         self._check_namespace_field(rt, meta, namespace)
         body_name = meta.get("name") or ""
@@ -141,17 +183,11 @@ class ObjectAPI:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        key_ns = namespace if rt.namespaced else ""
-        current = self.store.get(rt.store_key, key_ns, name)
-        if current is None:
-            if rt.create_on_update and subresource is None:
-                meta.pop("resourceVersion", None)
-                return self.create(rt, namespace, obj, dry_run=dry_run)
-            raise not_found(rt, name)
-        return self._replace(rt, current, obj, subresource=subresource, dry_run=dry_run)
+        return obj, self.store.get(rt.store_key, namespace if rt.namespaced else "", name)
 
-    def _replace(self, rt: ResourceType, current: Entry, obj: Obj, *, subresource: str | None,
-                 dry_run: bool) -> Entry:
+    def prepare_replace(self, rt: ResourceType, current: Entry, obj: Obj, *,
+                        subresource: str | None) -> Obj:
+        """The object that would replace `current`, validated; nothing is written."""
         name = current.name
         meta = obj["metadata"]
         old = current.obj
@@ -192,10 +228,9 @@ class ObjectAPI:
                 new["spec"] = old.get("spec", {})
             if objectmeta.spec_part(new) != objectmeta.spec_part(old):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
-            if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
-                problems = self.crds.problems(new)
-                if problems:
-                    raise invalid(rt, name, problems)
+            problems = self._kind_problems(rt, new)
+            if problems:
+                raise invalid(rt, name, problems)
         new_meta = new["metadata"]
         if old_meta.get("deletionTimestamp"):
             added = [f for f in new_meta.get("finalizers") or []
@@ -207,7 +242,11 @@ class ObjectAPI:
                     "Forbidden: no new finalizers can be added if the object is being deleted, "
                     f"found new finalizers []string{{{listed}}}")])
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
-        if new == old:
+        return new
+
+    def commit_replace(self, rt: ResourceType, current: Entry, new: Obj, *,
+                       subresource: str | None, dry_run: bool = False) -> Entry:
+        if new == current.obj:
             return current  # a no-op write neither bumps the revision nor emits an event
         if dry_run:
             return Entry(new)
@@ -215,6 +254,7 @@ class ObjectAPI:
         self.gc.references_dropped(current, event.entry)
         if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL and subresource is None:
             self.crds.serve(event.entry)
+        new_meta = new["metadata"]
         if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
             self.remove(rt, event.entry)
         return event.entry
@@ -224,6 +264,15 @@ class ObjectAPI:
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body: Any,
               *, subresource: str | None = None, dry_run: bool = False) -> Entry:
         current = self.get(rt, namespace if rt.namespaced else "", name)
+        obj = self.apply_patch(rt, current, content_type, body)
+        new = self.prepare_replace(rt, current, obj, subresource=subresource)
+        return self.commit_replace(rt, current, new, subresource=subresource, dry_run=dry_run)
+
+    def apply_patch(self, rt: ResourceType, current: Entry, content_type: str, body: Any
+                    ) -> Obj:
+        """`current` with the patch applied, decoded; a resourceVersion inside the patch
+        survives into the result and acts as a precondition."""
+        name = current.name
         target = copy.deepcopy(current.obj)
         if content_type == patch.MERGE_PATCH:
             if not isinstance(body, dict):
@@ -249,9 +298,7 @@ class ObjectAPI:
         if isinstance(meta, dict) and meta.get("name", name) != name:
             raise bad_request(f"the name of the object ({meta.get('name')}) does not match the "
                               f"name on the URL ({name})")
-        obj = self._decode(rt, result)
-        # A resourceVersion inside the patch survives into the result and acts as precondition.
-        return self._replace(rt, current, obj, subresource=subresource, dry_run=dry_run)
+        return self.decode(rt, result)
 
     # -- delete ----------------------------------------------------------------------------
 
@@ -260,15 +307,8 @@ class ObjectAPI:
                ) -> tuple[Entry, bool]:
         """Returns the object and whether it is gone (False: waiting on finalizers)."""
         current = self.get(rt, namespace if rt.namespaced else "", name)
-        pre = (options or {}).get("preconditions") or {}
+        self.check_delete_preconditions(rt, current, options)
         meta = current.obj["metadata"]
-        if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
-                           f"UID in object meta: {meta['uid']}")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
-                           f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                           f"{meta['resourceVersion']}")
         if dry_run:
             return current, not meta.get("finalizers")
         if rt.plural == "namespaces" and not rt.group:
@@ -287,6 +327,19 @@ class ObjectAPI:
         if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
             self.crds.withdraw(name)
         return self.remove(rt, current, orphan=_orphans(options)), True
+
+    def check_delete_preconditions(self, rt: ResourceType, current: Entry,
+                                   options: dict[str, Any] | None) -> None:
+        pre = (options or {}).get("preconditions") or {}
+        meta = current.obj["metadata"]
+        name = current.name
+        if pre.get("uid") and pre["uid"] != meta["uid"]:
+            raise conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                           f"UID in object meta: {meta['uid']}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: "
+                           f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                           f"{meta['resourceVersion']}")
 
     def remove(self, rt: ResourceType, current: Entry, *, orphan: bool = False) -> Entry:
         gone = copy.copy(current.obj)
@@ -309,7 +362,7 @@ class ObjectAPI:
             raise bad_request("the namespace of the provided object does not match the namespace "
                               "sent on the request")
 
-    def _check_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
+    def check_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
         ns = self.store.get(NAMESPACES_KEY, "", namespace)
         if ns is None:
             raise namespace_not_found(namespace)
@@ -358,7 +411,8 @@ class ObjectAPI:
 
     # -- decoding --------------------------------------------------------------------------
 
-    def _decode(self, rt: ResourceType, body: Any) -> Obj:
+    def decode(self, rt: ResourceType, body: Any) -> Obj:
+        """A request body as an object of `rt`, with the defaults decoding fills in."""
         if not isinstance(body, dict):
             raise bad_request("Object 'Kind' is missing in the request body" if body is None
                               else "the body of the request is not a JSON object")
@@ -392,6 +446,8 @@ class ObjectAPI:
         obj = objectmeta.normalized(rt, copy.deepcopy(body))
         obj["metadata"] = {k: v for k, v in obj["metadata"].items()
                            if k != "managedFields" and v is not None}
+        if configuration.is_configuration(rt):
+            configuration.apply_defaults(rt, obj)
         return obj
 
 

@@ -24,11 +24,20 @@ class User:
 
     name: str
     groups: tuple[str, ...] = ()
+    uid: str = ""
 
     def with_authenticated(self) -> User:
         if AUTHENTICATED in self.groups:
             return self
-        return User(self.name, (*self.groups, AUTHENTICATED))
+        return User(self.name, (*self.groups, AUTHENTICATED), self.uid)
+
+    @property
+    def service_account(self) -> tuple[str, str] | None:
+        """(namespace, name) for a service-account identity."""
+        if not self.name.startswith(SA_PREFIX):
+            return None
+        namespace, sep, name = self.name[len(SA_PREFIX):].partition(":")
+        return (namespace, name) if sep and namespace and name and ":" not in name else None
 
     @property
     def is_admin(self) -> bool:
@@ -88,6 +97,9 @@ class Authenticator:
         if token != self.admin_token:
             self._tokens.pop(token, None)
 
+    def user_of(self, token: str) -> User | None:
+        return self._tokens.get(token)
+
     def user_for(self, header: str | None) -> User | None:
         """The user an `Authorization` header names; None if it names nobody."""
         if not header:
@@ -95,4 +107,4 @@ class Authenticator:
         scheme, _, token = header.strip().partition(" ")
         if scheme.lower() != "bearer":
             return None
-        return self._tokens.get(token.strip())
+        return self.user_of(token.strip())

@@ -156,7 +156,11 @@ def openapi_document(registry: Registry, group: str, version: str) -> dict[str, 
                          "x-kubernetes-group-version-kind": [gvk]}
         scope = f"{prefix}/namespaces/{{namespace}}" if rt.namespaced else prefix
         if rt.verbs != ALL_VERBS:
-            paths[f"{scope}/{rt.plural}"] = {"post": _operation(rt, "post", ref)}
+            # The real document has only `post` here; kubectl then validates against
+            # /openapi/v2, which is not served. The `patch` is where kubectl looks for
+            # server-side field validation, so `kubectl create -f` of a review works.
+            paths[f"{scope}/{rt.plural}"] = {"post": _operation(rt, "post", ref),
+                                             "patch": _operation(rt, "patch", ref)}
             continue
         item = {action: _operation(rt, action, ref)
                 for action in ("get", "put", "patch", "delete")}

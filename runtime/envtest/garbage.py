@@ -9,16 +9,27 @@ dependents, and removes the finalizer once no dependent with `blockOwnerDeletion
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from runtime.clock import Clock
 from runtime.envtest import objectmeta
 from runtime.envtest.registry import ResourceType
 from runtime.envtest.store import Entry, Store
 
-if TYPE_CHECKING:
-    from runtime.envtest.api import ObjectAPI
-
 FOREGROUND = "foregroundDeletion"
+
+
+class Deleter(Protocol):
+    """The verbs the collector uses (`ObjectAPI` has them). Named here, rather than importing
+    the verb layer, because the verb layer owns the collector: no import cycle."""
+
+    @property
+    def clock(self) -> Clock: ...
+    def type_for(self, store_key: str) -> ResourceType | None: ...
+    def delete(self, rt: ResourceType, namespace: str, name: str,
+               options: dict[str, Any] | None = None, *, dry_run: bool = False
+               ) -> tuple[Entry, bool]: ...
+    def remove(self, rt: ResourceType, current: Entry, *, orphan: bool = False) -> Entry: ...
 
 
 def _refs(entry: Entry) -> list[dict[str, Any]]:
@@ -32,7 +43,7 @@ def _waiting(entry: Entry) -> bool:
 
 
 class GarbageCollector:
-    def __init__(self, api: ObjectAPI, store: Store) -> None:
+    def __init__(self, api: Deleter, store: Store) -> None:
         self._api = api
         self._store = store
         # Owners whose dependents are being processed right now: a dependent's removal inside

@@ -10,9 +10,12 @@ from typing import Any
 from aiohttp import web
 
 from runtime.envtest import discovery, tables
+from runtime.envtest.access import is_review
 from runtime.envtest.api import ObjectAPI, encode_for
+from runtime.envtest.auth import User
 from runtime.envtest.listing import Lister
 from runtime.envtest.registry import Registry, ResourceType
+from runtime.envtest.reviews import check_kind
 from runtime.envtest.routes import (
     Target,
     dry_run,
@@ -31,6 +34,10 @@ from runtime.envtest.selectors import (
 from runtime.envtest.status import StatusError, bad_request, gone
 from runtime.envtest.store import Entry, Store
 from runtime.envtest.watch import WatchStream, error_line
+from runtime.envtest.writes import Caller, WritePath
+
+# Answers a review kind for a caller: (kind, admitted body, user) -> the review with status.
+ReviewAnswer = Callable[[ResourceType, Any, User | None], dict[str, Any]]
 
 
 class WatchHub:
@@ -74,10 +81,13 @@ def _invalid_list_options(problems: list[tuple[str, str]]) -> StatusError:
 
 
 class ApiHandlers:
-    def __init__(self, *, api: ObjectAPI, store: Store, registry: Registry, hub: WatchHub,
+    def __init__(self, *, api: ObjectAPI, writes: WritePath, reviews: ReviewAnswer,
+                 store: Store, registry: Registry, hub: WatchHub,
                  openapi: discovery.OpenAPICache, bookmark_interval: Callable[[], float],
                  address: Callable[[], str], wall: Callable[[], float]) -> None:
         self.api = api
+        self.writes = writes
+        self._reviews = reviews
         self._wall = wall
         self.store = store
         self.registry = registry
@@ -135,7 +145,8 @@ class ApiHandlers:
 
     # -- resources -------------------------------------------------------------------------
 
-    async def resource(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def resource(self, request: web.Request, target: Target,
+                       caller: Caller) -> web.StreamResponse:
         verb = target.verb
         if verb == "get":
             return self._get(request, target)
@@ -144,14 +155,16 @@ class ApiHandlers:
         if verb == "watch":
             return await self._watch(request, target)
         if verb == "create":
-            return await self._create(request, target)
+            if is_review(target.rt):
+                return await self._review(request, target, caller)
+            return await self._create(request, target, caller)
         if verb == "update":
-            return await self._update(request, target)
+            return await self._update(request, target, caller)
         if verb == "patch":
-            return await self._patch(request, target)
+            return await self._patch(request, target, caller)
         if verb == "delete":
-            return await self._delete(request, target)
-        return await self._delete_collection(request, target)
+            return await self._delete(request, target, caller)
+        return await self._delete_collection(request, target, caller)
 
     def _namespace(self, target: Target, *, required: bool) -> str:
         if not target.rt.namespaced:
@@ -281,34 +294,52 @@ class ApiHandlers:
             self.store.unsubscribe(rt.store_key, stream.push)
             self.hub.remove(stream)
 
-    async def _create(self, request: web.Request, target: Target) -> web.Response:
+    async def _review(self, request: web.Request, target: Target,
+                      caller: Caller) -> web.Response:
+        rt = target.rt
+        body = await read_body(request)
+        if body is None and rt.plural == "selfsubjectreviews":
+            body = {}  # `kubectl auth whoami` may send nothing
+        admitted = await self.writes.review(rt, check_kind(rt, body), caller=caller,
+                                            query=target.query,
+                                            decode=lambda obj: check_kind(rt, obj))
+        return json_response(self._reviews(rt, admitted, caller.user), status=201)
+
+    async def _create(self, request: web.Request, target: Target,
+                      caller: Caller) -> web.Response:
         if target.rt.namespaced and target.namespace is None:
             raise method_not_allowed(request.method, request.path)
         body = await read_body(request)
-        entry = self.api.create(target.rt, self._namespace(target, required=True), body,
-                                dry_run=dry_run(target.query))
+        entry = await self.writes.create(target.rt, self._namespace(target, required=True), body,
+                                         caller=caller, query=target.query,
+                                         dry_run=dry_run(target.query))
         return json_response(encode_for(entry, target.rt), status=201)
 
-    async def _update(self, request: web.Request, target: Target) -> web.Response:
+    async def _update(self, request: web.Request, target: Target,
+                      caller: Caller) -> web.Response:
         assert target.name is not None
         body = await read_body(request)
-        entry = self.api.update(target.rt, self._namespace(target, required=True), target.name,
-                                body, subresource=target.subresource,
-                                dry_run=dry_run(target.query))
+        entry = await self.writes.update(target.rt, self._namespace(target, required=True),
+                                         target.name, body, subresource=target.subresource,
+                                         caller=caller, query=target.query,
+                                         dry_run=dry_run(target.query))
         return json_response(encode_for(entry, target.rt))
 
-    async def _patch(self, request: web.Request, target: Target) -> web.Response:
+    async def _patch(self, request: web.Request, target: Target,
+                     caller: Caller) -> web.Response:
         assert target.name is not None
         content_type = request.content_type
         if content_type == "application/apply-patch+yaml":
             raise StatusError(415, "server-side apply is not supported by this server")
         body = await read_body(request)
-        entry = self.api.patch(target.rt, self._namespace(target, required=True), target.name,
-                               content_type, body, subresource=target.subresource,
-                               dry_run=dry_run(target.query))
+        entry = await self.writes.patch(target.rt, self._namespace(target, required=True),
+                                        target.name, content_type, body,
+                                        subresource=target.subresource, caller=caller,
+                                        query=target.query, dry_run=dry_run(target.query))
         return json_response(encode_for(entry, target.rt))
 
-    async def _delete(self, request: web.Request, target: Target) -> web.Response:
+    async def _delete(self, request: web.Request, target: Target,
+                      caller: Caller) -> web.Response:
         assert target.name is not None
         options = await read_body(request)
         if options is not None and not isinstance(options, dict):
@@ -318,13 +349,15 @@ class ApiHandlers:
         if policy:
             options = {**(options or {}), "propagationPolicy": policy}
         rt = target.rt
-        entry, deleted = self.api.delete(rt, self._namespace(target, required=True),
-                                         target.name, options, dry_run=dry)
+        entry, deleted = await self.writes.delete(rt, self._namespace(target, required=True),
+                                                  target.name, options, caller=caller,
+                                                  dry_run=dry)
         if rt.returns_deleted_object or not deleted:
             return json_response(encode_for(entry, rt))
         return json_response(_success(rt, entry.name, entry.obj["metadata"].get("uid", "")))
 
-    async def _delete_collection(self, request: web.Request, target: Target) -> web.Response:
+    async def _delete_collection(self, request: web.Request, target: Target,
+                                 caller: Caller) -> web.Response:
         options = await read_body(request)
         if options is not None and not isinstance(options, dict):
             raise bad_request("the body of the request is not a DeleteOptions object")
@@ -335,8 +368,15 @@ class ApiHandlers:
         deleted = []
         for entry in self.api.entries(rt, namespace):
             if match is None or match(entry.obj):
-                gone_entry, _ = self.api.delete(rt, entry.namespace, entry.name, options,
-                                                dry_run=dry)
+                try:
+                    # Each item is admitted on its own, as the real server deletes them.
+                    gone_entry, _ = await self.writes.delete(rt, entry.namespace, entry.name,
+                                                             options, caller=caller,
+                                                             dry_run=dry)
+                except StatusError as err:
+                    if err.code == 404:
+                        continue  # deleted meanwhile
+                    raise
                 deleted.append(gone_entry)
         body = self.lister.page(rt, deleted, revision=self.store.revision,
                                 compacted=self.store.compacted, match=None, limit=0,

@@ -36,6 +36,7 @@ _MERGE_KEYS: dict[str, str] = {
     "topologySpreadConstraints": "topologyKey",
     "taints": "key",
     "addresses": "type",
+    "webhooks": "name",
 }
 # Container ports are keyed by containerPort, Service ports by port.
 _CONTAINER_FIELDS = {"containers", "initContainers", "ephemeralContainers"}

@@ -298,7 +298,8 @@ def _cluster_binding(name: str, groups: list[str]) -> dict[str, Any]:
 
 def bootstrap_policy() -> list[tuple[str, dict[str, Any]]]:
     """(plural, object) for the default roles that let any authenticated user discover the API
-    and review its own access, and `cluster-admin` for `system:masters`."""
+    and review its own access, `cluster-admin` for `system:masters`, and the unbound
+    `system:auth-delegator`."""
     discovery_urls = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
                       "/openapi/*", "/readyz", "/version", "/version/"]
     public_urls = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
@@ -315,6 +316,13 @@ def bootstrap_policy() -> list[tuple[str, dict[str, Any]]]:
              "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
              "verbs": ["create"]},
             {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"],
+             "verbs": ["create"]}]),
+        # For servers that delegate authentication and authorization (secure metrics); bound
+        # by whoever runs one, never by default.
+        _cluster_role("system:auth-delegator", [
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+             "verbs": ["create"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
              "verbs": ["create"]}]),
     ]
     bindings = [

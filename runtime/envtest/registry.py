@@ -13,6 +13,7 @@ from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 RBAC_GROUP = "rbac.authorization.k8s.io"
+ADMISSION_GROUP = "admissionregistration.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +106,19 @@ BUILTINS: tuple[ResourceType, ...] = (
     ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews",
                  "SelfSubjectAccessReview", "selfsubjectaccessreview", namespaced=False,
                  verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview",
+                 "subjectaccessreview", namespaced=False, verbs=("create",)),
     ResourceType("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview",
                  "selfsubjectreview", namespaced=False, verbs=("create",)),
+    ResourceType("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", "tokenreview",
+                 namespaced=False, verbs=("create",)),
+    # Stored like any kind; with webhooks configured, every write is admitted through them.
+    ResourceType(ADMISSION_GROUP, "v1", "mutatingwebhookconfigurations",
+                 "MutatingWebhookConfiguration", "mutatingwebhookconfiguration",
+                 namespaced=False, categories=("api-extensions",)),
+    ResourceType(ADMISSION_GROUP, "v1", "validatingwebhookconfigurations",
+                 "ValidatingWebhookConfiguration", "validatingwebhookconfiguration",
+                 namespaced=False, categories=("api-extensions",)),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                  "CustomResourceDefinition", "customresourcedefinition", namespaced=False,
                  short_names=("crd", "crds"), categories=("api-extensions",), has_status=True,

@@ -134,6 +134,83 @@ def labels_match(selector: LabelSelector, obj: Mapping[str, Any]) -> bool:
     return all(req.matches(labels) for req in selector)
 
 
+_EXPRESSION_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+_KEY_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
+              "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+              "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+              "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+def selector_problems(selector: Any, path: str) -> list[tuple[str, str, str]]:
+    """What ValidateLabelSelector says about a metav1.LabelSelector object, as (field, reason
+    type, message) causes; empty when `label_selector` can use it."""
+    if selector is None:
+        return []
+    if not isinstance(selector, dict):
+        return [(path, "FieldValueInvalid", "Invalid value: must be an object")]
+    causes: list[tuple[str, str, str]] = []
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, dict):
+        causes.append((f"{path}.matchLabels", "FieldValueInvalid",
+                       "Invalid value: must be a map of strings"))
+        labels = {}
+    for key, value in labels.items():
+        if not _KEY.match(key):
+            causes.append((f"{path}.matchLabels", "FieldValueInvalid",
+                           f'Invalid value: "{key}": {_KEY_MSG}'))
+        if not isinstance(value, str) or len(value) > 63 or not _VALUE.match(value):
+            causes.append((f"{path}.matchLabels", "FieldValueInvalid",
+                           f'Invalid value: "{value}": {_VALUE_MSG}'))
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return [*causes, (f"{path}.matchExpressions", "FieldValueInvalid",
+                          "Invalid value: must be a list")]
+    for i, expr in enumerate(expressions):
+        where = f"{path}.matchExpressions[{i}]"
+        if not isinstance(expr, dict):
+            causes.append((where, "FieldValueInvalid", "Invalid value: must be an object"))
+            continue
+        op, values = expr.get("operator"), expr.get("values") or []
+        key = expr.get("key")
+        if not isinstance(key, str) or not _KEY.match(key):
+            causes.append((f"{where}.key", "FieldValueInvalid",
+                           f'Invalid value: "{key}": {_KEY_MSG}'))
+        if op not in _EXPRESSION_OPS:
+            causes.append((f"{where}.operator", "FieldValueInvalid",
+                           f'Invalid value: "{op}": not a valid selector operator'))
+        elif op in ("In", "NotIn") and not values:
+            causes.append((f"{where}.values", "FieldValueRequired", "Required value: must be "
+                           "specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist") and values:
+            causes.append((f"{where}.values", "FieldValueForbidden", "Forbidden: may not be "
+                           "specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            causes.append((f"{where}.values", "FieldValueInvalid",
+                           "Invalid value: must be a list of strings"))
+    return causes
+
+
+def label_selector(selector: Any) -> LabelSelector:
+    """A metav1.LabelSelector object (matchLabels, matchExpressions) as requirements; an empty
+    or missing one selects everything. Assumes `selector_problems` found nothing."""
+    if not isinstance(selector, dict):
+        return ()
+    reqs = [Requirement(key, "=", frozenset([value]))
+            for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        reqs.append(Requirement(expr["key"], _EXPRESSION_OPS[expr["operator"]],
+                                frozenset(expr.get("values") or ())))
+    return tuple(reqs)
+
+
+def labels_of(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """Whether a label set (rather than an object) is selected."""
+    return all(req.matches(labels) for req in selector)
+
+
 @dataclass(frozen=True, slots=True)
 class FieldRequirement:
     path: tuple[str, ...]

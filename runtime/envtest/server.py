@@ -17,8 +17,9 @@ from aiohttp import web
 
 from runtime.clock import Clock, RealClock
 from runtime.envtest import discovery
-from runtime.envtest.access import AccessControl, is_review
+from runtime.envtest.access import AccessControl
 from runtime.envtest.admin import ADMIN_PREFIX, AdminHandlers
+from runtime.envtest.admission import Admission, ServiceResolver, Warnings
 from runtime.envtest.api import ObjectAPI
 from runtime.envtest.auth import User, service_account_user
 from runtime.envtest.faults import Faults, RequestRecord
@@ -29,6 +30,7 @@ from runtime.envtest.routes import error_response, parse_target
 from runtime.envtest.status import StatusError
 from runtime.envtest.store import Store
 from runtime.envtest.tls import Certificate, self_signed
+from runtime.envtest.writes import Caller, WritePath
 
 HOST = "127.0.0.1"
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -36,6 +38,7 @@ _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patc
                  "DELETE": "delete"}
 _RECORD = web.RequestKey("envtest.record", tuple)
 _USER = web.RequestKey("envtest.user", str)
+_WARNINGS = web.RequestKey("envtest.warnings", Warnings)
 _log = logging.getLogger(__name__)
 
 
@@ -73,15 +76,20 @@ class EnvTestServer:
         self._openapi = discovery.OpenAPICache(self._registry)
         self.api.crds.on_withdraw = self._hub.close_for
         self.api.crds.on_registry_change = self._openapi.invalidate
-        self._handlers = ApiHandlers(api=self.api, store=self._store, registry=self._registry,
-                                     hub=self._hub, openapi=self._openapi,
+        self._services = ServiceResolver(self._store)
+        self.admission = Admission(self._store, self._registry, services=self._services)
+        self.access = AccessControl(self._store, enabled=rbac,
+                                    admin_token=admin_token or self._new_token("admin"),
+                                    tokens=tokens)
+        self._handlers = ApiHandlers(api=self.api,
+                                     writes=WritePath(self.api, self.admission),
+                                     reviews=self.access.answer, store=self._store,
+                                     registry=self._registry, hub=self._hub,
+                                     openapi=self._openapi,
                                      bookmark_interval=lambda: self.bookmark_interval,
                                      address=lambda: f"{HOST}:{self._port}",
                                      wall=(clock or RealClock()).wall)
         self._admin = AdminHandlers(self)
-        self.access = AccessControl(self._store, enabled=rbac,
-                                    admin_token=admin_token or self._new_token("admin"),
-                                    tokens=tokens)
         self._log: list[RequestRecord] = []
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
@@ -102,6 +110,7 @@ class EnvTestServer:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         app.on_response_prepare.append(self._record)
+        app.on_response_prepare.append(_add_warnings)
         runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await runner.setup()
         self._runner = runner
@@ -118,6 +127,7 @@ class EnvTestServer:
         await self._admin.cancel()
         await self.pause()
         await self._runner.cleanup()
+        await self.admission.close()
         self._runner = None
 
     async def __aenter__(self) -> EnvTestServer:
@@ -225,6 +235,18 @@ class EnvTestServer:
         self.add_token(token, service_account_user(namespace, name))
         return token
 
+    # -- admission webhooks ----------------------------------------------------------------
+
+    def map_service(self, namespace: str, name: str, port: int, target: str | int) -> None:
+        """Let webhooks with `clientConfig.service` {namespace, name, port} reach `target` (a
+        port on 127.0.0.1, or a loopback `HOST:PORT`): it stands in for the Service, which then
+        need not exist. TLS is still checked for `<name>.<namespace>.svc`. Without a mapping the
+        Service's EndpointSlices (else Endpoints) must name a loopback address."""
+        self._services.map(namespace, name, port, target)
+
+    def unmap_service(self, namespace: str, name: str, port: int) -> None:
+        self._services.unmap(namespace, name, port)
+
     def compact(self) -> None:
         """Forced compaction: watching from any revision before now answers 410 Gone."""
         self._store.compact()
@@ -314,6 +336,7 @@ class EnvTestServer:
         if target is not None:
             verb, resource = target.verb, target.rt.plural
         request[_RECORD] = (verb, request.path, query)
+        warnings = request[_WARNINGS] = Warnings()
         try:
             # Authentication and authorization run before routing, so an unauthorized caller
             # learns nothing about what exists.
@@ -329,9 +352,8 @@ class EnvTestServer:
                 raise problem
             if target is None:
                 return await self._handlers.non_resource(request)
-            if is_review(target.rt):
-                return await self.access.review(request, target, user)
-            return await self._handlers.resource(request, target)
+            caller = Caller(user, self.access.user_info(user), warnings)
+            return await self._handlers.resource(request, target, caller)
         except StatusError as err:
             return error_response(err)
         except Exception as exc:
@@ -344,3 +366,11 @@ class EnvTestServer:
             verb, path, query = record
             self._log.append(RequestRecord(verb, path, query, response.status,
                                            request.get(_USER, "")))
+
+
+async def _add_warnings(request: web.Request, response: web.StreamResponse) -> None:
+    # Sent with failures too: a webhook may warn and then deny.
+    warnings = request.get(_WARNINGS)
+    if warnings is not None:
+        for value in warnings.header_values():
+            response.headers.add("Warning", value)

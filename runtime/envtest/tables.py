@@ -144,6 +144,12 @@ _KIND_COLUMNS: dict[tuple[str, str], list[_Column]] = {
     ("coordination.k8s.io", "leases"): [
         ("Holder", "string", 0, lambda o, _: _get(o, "spec", "holderIdentity") or ""),
         ("Age", "string", 0, _age)],
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): [
+        ("Webhooks", "integer", 0, lambda o, _: len(o.get("webhooks") or [])),
+        ("Age", "string", 0, _age)],
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): [
+        ("Webhooks", "integer", 0, lambda o, _: len(o.get("webhooks") or [])),
+        ("Age", "string", 0, _age)],
     ("apiextensions.k8s.io", "customresourcedefinitions"): [
         ("Created At", "date", 0,
          lambda o, _: _get(o, "metadata", "creationTimestamp"))],

@@ -2,7 +2,9 @@
 
 kubectl (client-go) sends bearer tokens only over TLS, so a server that authenticates needs it
 for kubectl to log in. The certificate is its own CA: a kubeconfig trusts it through
-`certificate-authority-data`. Needs the `cryptography` package, imported only when TLS is used.
+`certificate-authority-data`, a webhook configuration through `caBundle` (for webhook servers in
+tests, with the `<service>.<namespace>.svc` names they answer for). Needs the `cryptography`
+package, imported only when TLS is used.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ class Certificate:
         return ssl.create_default_context(cadata=self.cert_pem.decode())
 
 
-def self_signed(*, host: str = "127.0.0.1", days: int = 30) -> Certificate:
+def self_signed(*, host: str = "127.0.0.1", dns_names: tuple[str, ...] = ("localhost",),
+                days: int = 30) -> Certificate:
     try:
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
@@ -61,8 +64,8 @@ def self_signed(*, host: str = "127.0.0.1", days: int = 30) -> Certificate:
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
                        critical=False)
         .add_extension(x509.SubjectAlternativeName([
-            x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("localhost")]),
-            critical=False)
+            x509.IPAddress(ipaddress.ip_address(host)),
+            *(x509.DNSName(name) for name in dns_names)]), critical=False)
         .sign(key, hashes.SHA256())
     )
     return Certificate(

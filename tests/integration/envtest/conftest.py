@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from runtime.envtest import EnvTestServer
+from tests.integration.envtest.webhooks import WebhookServer
 
 
 class Http:
@@ -84,3 +85,12 @@ WIDGET_CRD: dict[str, Any] = {
 }
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+
+
+@pytest.fixture
+async def hooks() -> AsyncIterator[WebhookServer]:
+    """A running HTTPS webhook server (see webhooks.py)."""
+    server = WebhookServer()
+    await server.start()
+    yield server
+    await server.stop()
