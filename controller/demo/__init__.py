@@ -22,9 +22,11 @@ from pathlib import Path
 
 from controller.demo.display import Display
 from controller.demo.replica import Replica, replica_flags
-from controller.demo.standins import StandIns, standins
+from controller.demo.standins import DemoExtraMissing, StandIns, require_extra, standins
 from controller.demo.workload import Workload
 from runtime.logging import configure_logging
+
+__all__ = ["DemoExtraMissing", "add_arguments", "require_extra", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,19 +2,27 @@
 the AWS resources a cluster's load balancers need (VPC, tagged subnets, instances, a
 certificate).
 
-moto is imported only when a server starts, so importing this module needs no test extras.
+moto (with flask and flask-cors, the `demo` extra) is imported with this module, so a missing
+extra shows as an ImportError naming the missing module when the stand-ins are imported.
 """
 
 from __future__ import annotations
 
 import logging
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import botocore.session
 from botocore.config import Config
+
+with warnings.catch_warnings():
+    # moto warns about `moto[server]` before re-raising a missing flask part; the ImportError
+    # alone names what is missing, and the warning would be a second line of output.
+    warnings.simplefilter("ignore", UserWarning)
+    from moto.server import ThreadedMotoServer
 
 from controller.aws.settings import DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY
 
@@ -46,8 +54,6 @@ class MotoStandIn:
     def start(self) -> MotoStandIn:
         if self._server is not None:
             return self
-        from moto.server import ThreadedMotoServer
-
         # verbose=False leaves werkzeug's per-request access log on.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)

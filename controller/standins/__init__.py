@@ -1,14 +1,14 @@
 """Local stand-ins for AWS, used by the tests and by `aiolbc demo`: a moto server on loopback
 with a seeded VPC, and a fault-injecting proxy in front of it. Never imports pytest."""
 
-from controller.testing.fault_proxy import (
+from controller.standins.fault_proxy import (
     AWSFaultProxy,
     Fault,
     OperationClass,
     RequestRecord,
     ServerLimits,
 )
-from controller.testing.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync_client
+from controller.standins.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync_client
 
 __all__ = [
     "AWSFaultProxy",

@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from controller.testing.aws_wire import (
+from controller.standins.aws_wire import (
     ERROR_STATUS,
     AWSRequest,
     error_code_of,
