@@ -1,5 +1,6 @@
-"""Local stand-ins for AWS, used by the tests and by `aiolbc demo`: a moto server on loopback
-with a seeded VPC, and a fault-injecting proxy in front of it. Never imports pytest."""
+"""Local stand-ins for AWS, used by the tests and by `aiolbc demo` (the `demo` extra): a moto
+server on loopback with a seeded VPC, and a fault-injecting proxy in front of it that also
+answers target health as AWS does. Never imports pytest."""
 
 from controller.standins.fault_proxy import (
     AWSFaultProxy,
@@ -9,15 +10,23 @@ from controller.standins.fault_proxy import (
     ServerLimits,
 )
 from controller.standins.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync_client
+from controller.standins.target_health import (
+    Health,
+    TargetHealth,
+    TargetHealthSettings,
+)
 
 __all__ = [
     "AWSFaultProxy",
     "AwsSeed",
     "Fault",
+    "Health",
     "MotoStandIn",
     "OperationClass",
     "RequestRecord",
     "ServerLimits",
+    "TargetHealth",
+    "TargetHealthSettings",
     "seed_vpc",
     "sync_client",
 ]
