@@ -10,6 +10,7 @@ from controller.standins.fault_proxy import (
     ServerLimits,
 )
 from controller.standins.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync_client
+from controller.standins.pod_enis import PodEni, create_pod_eni, join_node_security_group
 from controller.standins.target_health import (
     Health,
     TargetHealth,
@@ -23,10 +24,13 @@ __all__ = [
     "Health",
     "MotoStandIn",
     "OperationClass",
+    "PodEni",
     "RequestRecord",
     "ServerLimits",
     "TargetHealth",
     "TargetHealthSettings",
+    "create_pod_eni",
+    "join_node_security_group",
     "seed_vpc",
     "sync_client",
 ]
