@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 REGION = "us-west-2"
 CLUSTER = "demo"
+# Target health as AWS reports it, at demo speed: checks pass 2 s after registration (AWS: at
+# least healthy threshold x interval), draining lasts 5 s (AWS default: 300 s).
+HEALTH_CHECK_SECONDS = 2.0
+DRAINING_SECONDS = 5.0
 INSTALL_HINT = "pip install 'aiolbc[demo]'"
 # Top-level modules the `demo` extra brings; an ImportError naming another module is a bug,
 # not a missing extra, and must not be reported as one.
@@ -83,7 +87,9 @@ class StandIns:
     server: EnvTestServer
     kubeconfig: Path
     kubectl: Kubectl
-    aws_url: str  # the request-logging proxy in front of moto, for the controllers
+    # The request-logging proxy in front of moto, for the controllers; it answers target
+    # health as AWS does.
+    aws_url: str
     moto_url: str  # moto itself, for the demo's own looks (kept out of the proxy's log)
     seed: AwsSeed
     proxy: AWSFaultProxy  # no faults: its log shows every AWS call
@@ -92,14 +98,16 @@ class StandIns:
 @contextlib.asynccontextmanager
 async def standins(workdir: Path, *, port: int = 0) -> AsyncIterator[StandIns]:
     import_standins()
-    from controller.standins import AWSFaultProxy, MotoStandIn
+    from controller.standins import AWSFaultProxy, MotoStandIn, TargetHealthSettings
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto = MotoStandIn().start()
     try:
         seed = await asyncio.to_thread(moto.seed, cluster_name=CLUSTER, region=REGION)
         async with EnvTestServer(port=port, bookmark_interval=1.0) as server, \
-                AWSFaultProxy(moto.url) as proxy:
+                AWSFaultProxy(moto.url, target_health=TargetHealthSettings(
+                    health_check_delay=HEALTH_CHECK_SECONDS,
+                    deregistration_delay=DRAINING_SECONDS)) as proxy:
             kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
             yield StandIns(server=server, kubeconfig=kubeconfig,
                            kubectl=Kubectl(find_kubectl(), kubeconfig, workdir),
