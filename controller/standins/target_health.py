@@ -164,10 +164,9 @@ class TargetHealth:
 
     def complete_draining(self, arn: str | None = None) -> None:
         """End the deregistration delay now, for one target group or for all."""
-        groups = [self._groups[arn]] if arn in self._groups else (
-            [] if arn is not None else list(self._groups.values()))
-        for group in groups:
-            group.draining.clear()
+        for group_arn, group in self._groups.items():
+            if arn is None or group_arn == arn:
+                group.draining.clear()
 
     # ---- what the wire handler reports -------------------------------------------------------
 
