@@ -1,8 +1,9 @@
 # aiolbc controller image. Build from the repository root:
 #   docker build -t aiolbc:0.1.0 .
-# Two stages: the builder installs the package (runtime dependencies only, no test extra) into a
-# virtualenv; the final stage gets that virtualenv and nothing else, and runs as a numeric
-# non-root user so that `runAsNonRoot` can be verified by the kubelet.
+# Two stages: the builder installs the package (runtime dependencies only, no test or demo extra,
+# so `aiolbc demo` in the image only says how to install it) into a virtualenv; the final stage
+# gets that virtualenv and nothing else, and runs as a numeric non-root user so that
+# `runAsNonRoot` can be verified by the kubelet.
 #
 # The base is pinned by its full version tag. To pin the digest as well, resolve it once with
 # `docker buildx imagetools inspect python:3.11.13-slim-bookworm` and append `@sha256:...` to

@@ -50,6 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if args.command == "demo":
         try:
+            demo.require_extra()
+        except demo.DemoExtraMissing as exc:
+            print(f"aiolbc demo: {exc}", file=sys.stderr)
+            return 2
+        try:
             return asyncio.run(demo.run(args))
         except KeyboardInterrupt:
             return 0

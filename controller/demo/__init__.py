@@ -22,9 +22,11 @@ from pathlib import Path
 
 from controller.demo.display import Display
 from controller.demo.replica import Replica, replica_flags
-from controller.demo.standins import StandIns, standins
+from controller.demo.standins import DemoExtraMissing, StandIns, require_extra, standins
 from controller.demo.workload import Workload
 from runtime.logging import configure_logging
+
+__all__ = ["DemoExtraMissing", "add_arguments", "require_extra", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +112,7 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
                      "(lease 3s, renew 2s, retry 0.5s)")
         leader = await workload.wait_for_leader(replicas, display)
         await workload.wait_converged(display)
+        await workload.report_health(display)
 
         standby = next(r for r in replicas if r is not leader)
         display.step(f"SIGKILL to the leader {leader.name} (no lease release) and scaling "
@@ -120,6 +123,7 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
         await workload.wait_leader(standby, display, since=killed_at)
         took_over = time.monotonic()
         await workload.report_takeover(new_ip, display, took_over=took_over)
+        await workload.report_health(display)
         display.step("kubectl get targetgroupbindings,services,ingresses -A")
         display.output(await local.kubectl("get", "targetgroupbindings,services,ingresses",
                                            "-A"))

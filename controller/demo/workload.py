@@ -33,6 +33,7 @@ class Workload:
         self.local = local
         self.client: KubeClient | None = None
         self.pool: AWSClientPool | None = None
+        self.proxy_pool: AWSClientPool | None = None
         self.target_groups: dict[str, str] = {}  # TGB name → target group ARN
 
     async def _kube(self) -> KubeClient:
@@ -46,9 +47,17 @@ class Workload:
                                                   access_key="demo", secret_key="demo"))
         return self.pool
 
+    async def _aws_as_controllers_see_it(self) -> AWSClientPool:
+        if self.proxy_pool is None:
+            self.proxy_pool = AWSClientPool(AWSSettings(
+                region=REGION, endpoint_url=self.local.aws_url, access_key="demo",
+                secret_key="demo"))
+        return self.proxy_pool
+
     async def close(self) -> None:
-        if self.pool is not None:
-            await self.pool.close()
+        for pool in (self.pool, self.proxy_pool):
+            if pool is not None:
+                await pool.close()
         if self.client is not None:
             await self.client.close()
 
@@ -174,6 +183,22 @@ class Workload:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"not converged within {CONVERGE_TIMEOUT:.0f} s")
             await asyncio.sleep(0.2)
+
+    async def report_health(self, display: Display) -> None:
+        """Target health summed over every target group, as the controllers see it: the
+        proxy answers as AWS would, where moto alone says `healthy` at once."""
+        groups = (await (await self._aws()).call("elbv2", "DescribeTargetGroups"))
+        seen = await self._aws_as_controllers_see_it()
+        counts: Counter[str] = Counter()
+        for group in groups.get("TargetGroups") or []:
+            resp = await seen.call("elbv2", "DescribeTargetHealth",
+                                   TargetGroupArn=group["TargetGroupArn"])
+            for description in resp.get("TargetHealthDescriptions") or []:
+                health = description.get("TargetHealth") or {}
+                reason = health.get("Reason")
+                counts[f"{health.get('State')}" + (f" ({reason})" if reason else "")] += 1
+        summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        display.step(f"target health as AWS reports it: {summary or 'no targets'}")
 
     async def scale_web(self) -> str:
         await self._slice("web", [*WEB_IPS, NEW_IP])

@@ -33,8 +33,8 @@ from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, cla
 from controller.ingress.keys import ALB_CONTROLLER, PREFIX
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
+from controller.standins import ServerLimits
 from controller.targetgroupbinding import controller as tgb_controller
-from controller.testing import ServerLimits
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.handlers import Request

@@ -59,7 +59,7 @@ from controller.model import (
     service_load_balancer_name,
     target_group_name,
 )
-from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn
+from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
 
 CLUSTER = "bench-cluster"
 MATCH_SERVER_LIMITS = ("Elastic Load Balancing v2:^RegisterTargets|^DeregisterTargets=4:20,"

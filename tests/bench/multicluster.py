@@ -37,13 +37,13 @@ from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSSettings
 from controller.aws.throttle import ThrottleConfig
+from controller.standins import MotoStandIn
 from controller.targetgroupbinding.controller import (
     TargetGroupBindingSettings,
     build_reconciler,
 )
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import MotoStandIn
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.handlers import Request

@@ -68,9 +68,7 @@ from controller.model import Stack
 from controller.service import controller as service_controller
 from controller.service.annotations import PREFIX
 from controller.service.model import build_stack, checkpoint_of
-from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import (
+from controller.standins import (
     AWSFaultProxy,
     AwsSeed,
     OperationClass,
@@ -79,6 +77,8 @@ from controller.testing import (
     seed_vpc,
     sync_client,
 )
+from controller.targetgroupbinding import controller as tgb_controller
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.clock import RealClock
 from runtime.errors import AlreadyExists, NotFound

@@ -31,9 +31,9 @@ import pytest
 
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import DEFAULT_LEADER_ELECTION_ID
+from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
 from controller.targetgroupbinding.controller import CONTROLLER_NAME
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn
 from runtime.client import KubeClient
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
 from runtime.workqueue import LOW, NORMAL

@@ -44,8 +44,8 @@ from controller.config import ControllerConfig, parse_config
 from controller.ingress.keys import INGRESSCLASSPARAMS
 from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
 from controller.service.status import CONDITION_TYPE
+from controller.standins import AWSFaultProxy, AwsSeed
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AWSFaultProxy, AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer, RequestRecord, service_account_user
 from runtime.errors import NotFound

@@ -1,7 +1,7 @@
 """The Dockerfile, read statically (no image is built here): a pinned slim Python 3.11 base, a
-builder stage that installs the package without its test extra, a final stage that only copies
-the virtualenv and runs aiolbc as a numeric non-root user in exec form; `.dockerignore` keeps
-the local virtualenv, tests and VCS data out of the build context."""
+builder stage that installs the package without its extras (test, demo), a final stage that
+only copies the virtualenv and runs aiolbc as a numeric non-root user in exec form;
+`.dockerignore` keeps the local virtualenv, tests and VCS data out of the build context."""
 
 from __future__ import annotations
 
@@ -77,13 +77,18 @@ def _exec_form(instruction: Instruction) -> list[str]:
     return [str(v) for v in value]
 
 
-def _test_requirements() -> set[str]:
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+def _extra_requirements() -> set[str]:
+    """The distributions of every extra (test, demo), the project's own name (an extra that
+    includes another) left out."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     names = set()
-    for requirement in pyproject["project"]["optional-dependencies"]["test"]:
-        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
-        assert name
-        names.add(name.group(0).lower())
+    for requirements in project["optional-dependencies"].values():
+        for requirement in requirements:
+            name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+            assert name
+            names.add(name.group(0).lower())
+    names.discard(project["name"])
+    assert {"moto", "pytest"} <= names
     return names
 
 
@@ -107,14 +112,14 @@ def test_is_multi_stage_on_a_pinned_slim_python_311(stages: list[Stage]) -> None
     assert stages[0].image == stages[-1].image
 
 
-def test_builder_installs_the_package_without_test_dependencies(stages: list[Stage]) -> None:
+def test_builder_installs_the_package_without_extras(stages: list[Stage]) -> None:
     builder, final = stages[0], stages[-1]
     runs = " ".join(i.args for i in builder.all("RUN"))
     assert re.search(rf"{VENV}/bin/(pip|python -m pip) install \.(\s|$)", runs), runs
     assert not re.search(r"install\s[^&;|]*\[", runs), "an extra is installed"
-    for name in _test_requirements():
+    for name in _extra_requirements():
         assert not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", runs, re.IGNORECASE), \
-            f"test dependency {name} installed"
+            f"{name}, a dependency of an extra, installed"
     assert final.all("RUN") == [], "the final stage should only copy the built virtualenv"
     copies = [i.args.split() for i in final.all("COPY")]
     assert [f"--from={builder.name}", VENV, VENV] in copies

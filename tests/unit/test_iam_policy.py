@@ -2,7 +2,7 @@
 
 The set is re-derived from the source on every run, so the policy cannot drift: every
 `<x>.call(...)` / `<x>.paginate(...)` under `controller/` (except the local stand-ins in
-`controller/testing/`) is read with `ast`. Two call shapes exist:
+`controller/standins/`) is read with `ast`. Two call shapes exist:
 - the client pool: `pool.call("elbv2", "DescribeTargetGroups", ...)` (service, operation);
 - the deployer's `Calls`: `calls.call("CreateRule", ..., service="ec2")` (operation first, the
   service a keyword defaulting to `Calls`' own default).
@@ -29,7 +29,7 @@ from controller.deploy.calls import Calls
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "controller"
-EXCLUDED = (SOURCE / "testing",)
+EXCLUDED = (SOURCE / "standins",)
 POLICY = REPO / "manifests" / "iam-policy.json"
 
 # botocore client name → IAM action prefix (they differ for ELBv2 and the tagging API).

@@ -14,7 +14,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 
-from controller.testing import (
+from controller.standins import (
     AWSFaultProxy,
     AwsSeed,
     MotoStandIn,

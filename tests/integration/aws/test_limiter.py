@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 
 
 async def test_describe_class_is_held_to_its_rate(aws_proxy: AWSFaultProxy) -> None:

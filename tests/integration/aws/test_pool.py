@@ -10,7 +10,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSError, AWSSettings, ThrottleConfig
-from controller.testing import AWSFaultProxy, AwsSeed
+from controller.standins import AWSFaultProxy, AwsSeed
 
 
 async def test_calls_reach_elbv2_ec2_and_acm(aws_pool: AWSClientPool, aws_seed: AwsSeed) -> None:

@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSConfigError, AWSSettings, parse_endpoints
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 
 
 def test_parse_endpoints_accepts_client_names_and_upstream_ids() -> None:

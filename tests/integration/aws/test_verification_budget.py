@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
 from controller.lanes import paced_controller
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 from runtime.client import KubeClient
 from runtime.controller import Controller, Result, reconcile_priority
 from runtime.handlers import Request

@@ -10,7 +10,7 @@ import pytest
 
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer
-from controller.testing import AwsSeed, MotoStandIn, sync_client
+from controller.standins import AwsSeed, MotoStandIn, sync_client
 from tests.integration.deploy.stacks import CLUSTER
 
 

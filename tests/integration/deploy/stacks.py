@@ -29,7 +29,7 @@ from controller.model import (
     service_load_balancer_name,
     target_group_name,
 )
-from controller.testing import AwsSeed
+from controller.standins import AwsSeed
 
 CLUSTER = "test-cluster"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer
-from controller.testing import AWSFaultProxy, AwsSeed
+from controller.standins import AWSFaultProxy, AwsSeed
 from tests.integration.deploy.stacks import alb_stack, assert_no_duplicates, inventory, nlb_stack
 
 

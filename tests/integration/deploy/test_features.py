@@ -34,7 +34,7 @@ from controller.model import (
     TargetGroup,
     WeightedTargetGroup,
 )
-from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn, sync_client
+from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn, sync_client
 from tests.integration.deploy.stacks import (
     CLUSTER,
     alb_stack,

@@ -8,7 +8,7 @@ import pytest
 
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer, resource_tag
-from controller.testing import AWSFaultProxy, AwsSeed
+from controller.standins import AWSFaultProxy, AwsSeed
 from tests.integration.deploy.stacks import alb_stack, assert_no_duplicates, inventory, nlb_stack
 
 

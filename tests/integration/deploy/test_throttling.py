@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.deploy import DeployerSettings, StackDeployer
-from controller.testing import AWSFaultProxy, AwsSeed, RequestRecord
+from controller.standins import AWSFaultProxy, AwsSeed, RequestRecord
 from tests.integration.deploy.stacks import alb_stack, assert_no_duplicates, inventory, nlb_stack
 
 # (operation regex, rate per second, burst): the client-side limits under test. Slow enough

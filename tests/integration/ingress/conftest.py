@@ -5,7 +5,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from controller.aws import AWSClientPool
-from controller.testing import AwsSeed
+from controller.standins import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from tests.integration.ingress.harness import CRDS, IngressCluster

@@ -16,9 +16,9 @@ from prometheus_client import CollectorRegistry
 from controller.aws import AWSClientPool
 from controller.ingress import controller as ingress_controller
 from controller.ingress.keys import CONTROLLER_NAME, INGRESSCLASSPARAMS
+from controller.standins import AwsSeed
 from controller.targetgroupbinding import controller as tgb_controller
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.checkpoint import CHECKPOINT_ANNOTATION
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 from runtime.handlers import Request
 from runtime.manager import Manager
 from runtime.workqueue import LOW, NORMAL

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from controller.checkpoint import CHECKPOINT_ANNOTATION
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 from runtime.resources import SERVICES
 from tests.integration.ingress.harness import (
     IngressCluster,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.testing import MotoStandIn
+from controller.standins import MotoStandIn
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from tests.integration.restart.world import CRDS, World

@@ -26,7 +26,7 @@ from controller.aws import AWSClientPool
 from controller.config import parse_config
 from controller.ingress.keys import INGRESSCLASSPARAMS
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AwsSeed, MotoStandIn, sync_client
+from controller.standins import AwsSeed, MotoStandIn, sync_client
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from controller.aws import AWSClientPool
-from controller.testing import AwsSeed, MotoStandIn, sync_client
+from controller.standins import AwsSeed, MotoStandIn, sync_client
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from tests.integration.service.harness import CRDS, Cluster

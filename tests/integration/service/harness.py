@@ -17,9 +17,9 @@ from controller.deploy import DeployerSettings
 from controller.service import controller as service_controller
 from controller.service.annotations import PREFIX
 from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
+from controller.standins import AwsSeed
 from controller.targetgroupbinding import controller as tgb_controller
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound

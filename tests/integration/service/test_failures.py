@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.service.status import CONDITION_TYPE
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 from runtime.resources import SERVICES
 from tests.integration.service.harness import Cluster, condition, hostname
 from tests.waiting import eventually

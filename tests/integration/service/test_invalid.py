@@ -7,7 +7,7 @@ import asyncio
 
 from controller.service.reconciler import FINALIZER
 from controller.service.status import CONDITION_TYPE
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 from tests.integration.service.harness import Cluster, condition, hostname
 from tests.waiting import eventually
 

@@ -10,8 +10,8 @@ from typing import Any
 from controller.checkpoint import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
 from controller.service.reconciler import FINALIZER
 from controller.service.status import CONDITION_TYPE
+from controller.standins import AWSFaultProxy
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AWSFaultProxy
 from runtime.resources import SERVICES
 from tests.integration.service.harness import Cluster, condition, hostname, http_port
 from tests.waiting import eventually

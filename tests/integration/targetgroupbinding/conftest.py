@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSSettings
-from controller.testing import AwsSeed, MotoStandIn
+from controller.standins import AwsSeed, MotoStandIn
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from tests.integration.targetgroupbinding.harness import CRDS, Cluster

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.testing import AWSFaultProxy
+from controller.standins import AWSFaultProxy
 from runtime.conditions import find_condition
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from controller.standins import AWSFaultProxy
 from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AWSFaultProxy
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually
 

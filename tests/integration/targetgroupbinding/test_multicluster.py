@@ -17,8 +17,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSSettings
+from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
 from controller.targetgroupbinding.multicluster import configmap_name
-from controller.testing import AWSFaultProxy, AwsSeed, MotoStandIn
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.resources import CONFIGMAPS

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from controller.aws import AWSClientPool
+from controller.standins import AwsSeed
 from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
-from controller.testing import AwsSeed
 from runtime.client import KubeClient
 from runtime.manager import ManagerOptions
 from tests.integration.rbac_support import NAMESPACE, authorized_server, rbac_documents

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+from controller.standins import AWSFaultProxy
 from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
 from controller.targetgroupbinding.controller import TargetGroupBindingSettings
-from controller.testing import AWSFaultProxy
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually
 

@@ -1,5 +1,5 @@
-"""Just enough of the AWS wire protocols to recognise a request and to fake an error answer:
-query (ELBv2), ec2 (EC2) and JSON (ACM)."""
+"""Just enough of the AWS wire protocols to recognise a request, read its form, and fake an
+answer: query (ELBv2), ec2 (EC2) and JSON (ACM)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
-_CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/[^/]+/(?P<region>[^/]+)/(?P<service>[^/]+)/")
+_CREDENTIAL_SCOPE = re.compile(
+    r"Credential=(?P<key>[^/,\s]+)/[^/]+/(?P<region>[^/]+)/(?P<service>[^/]+)/")
 _QUERY_NAMESPACES = {
     "elbv2": "http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/",
     "elb": "http://elasticloadbalancing.amazonaws.com/doc/2012-06-01/",
@@ -41,6 +42,7 @@ class AWSRequest:
     protocol: str  # "query", "ec2" or "json"
     region: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    access_key: str = ""  # moto picks the account from it
 
     @property
     def mutating(self) -> bool:
@@ -53,22 +55,39 @@ def identify(headers: Mapping[str, str], body: bytes, query: Mapping[str, str]) 
     signing_name = scope.group("service") if scope else ""
     signing_name = _SIGNING_ALIASES.get(signing_name, signing_name)
     region = scope.group("region") if scope else ""
+    access_key = scope.group("key") if scope else ""
     target = headers.get("X-Amz-Target", "")
     if target:
         return AWSRequest(service=signing_name, operation=target.rpartition(".")[2],
-                          protocol="json", region=region)
-    form: dict[str, str] = dict(query)
-    content_type = headers.get("Content-Type", "")
-    if body and "x-www-form-urlencoded" in content_type:
-        form.update({k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"),
-                                                  keep_blank_values=True).items()})
+                          protocol="json", region=region, access_key=access_key)
+    form = request_form(headers, body, query)
     operation = form.get("Action", "")
     service = signing_name
     if signing_name == "elasticloadbalancing":
         service = "elbv2" if form.get("Version") == "2015-12-01" else "elb"
     protocol = "ec2" if signing_name == "ec2" else "query"
     return AWSRequest(service=service, operation=operation, protocol=protocol, region=region,
-                      params=_interesting_params(operation, form))
+                      params=_interesting_params(operation, form), access_key=access_key)
+
+
+def request_form(headers: Mapping[str, str], body: bytes,
+                 query: Mapping[str, str]) -> dict[str, str]:
+    """The parameters of a query- or ec2-protocol request (URL query and form body)."""
+    form: dict[str, str] = dict(query)
+    if body and "x-www-form-urlencoded" in headers.get("Content-Type", ""):
+        form.update({k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"),
+                                                  keep_blank_values=True).items()})
+    return form
+
+
+def target_members(form: Mapping[str, str]) -> list[dict[str, str]]:
+    """`Targets.member.N.{Id,Port,AvailabilityZone}`, in member order."""
+    members: dict[int, dict[str, str]] = {}
+    for key, value in form.items():
+        match = _TARGET_MEMBER.fullmatch(key)
+        if match:
+            members.setdefault(int(match.group("n")), {})[match.group("field")] = value
+    return [m for _, m in sorted(members.items())]
 
 
 def _interesting_params(operation: str, form: Mapping[str, str]) -> dict[str, Any]:
@@ -78,14 +97,9 @@ def _interesting_params(operation: str, form: Mapping[str, str]) -> dict[str, An
         if key in form:
             params[key] = form[key]
     if operation in ("RegisterTargets", "DeregisterTargets"):
-        members: dict[int, dict[str, str]] = {}
-        for key, value in form.items():
-            match = _TARGET_MEMBER.fullmatch(key)
-            if match:
-                members.setdefault(int(match.group("n")), {})[match.group("field")] = value
         params["Targets"] = [
             f"{m['Id']}:{m['Port']}" if "Port" in m else m.get("Id", "")
-            for _, m in sorted(members.items())
+            for m in target_members(form)
         ]
     return params
 
@@ -123,4 +137,15 @@ def error_response(request: AWSRequest, code: str, message: str) -> tuple[str, b
     xml = (f"<ErrorResponse{xmlns}><Error><Type>{kind}</Type><Code>{escape(code)}</Code>"
            f"<Message>{escape(message)}</Message></Error>"
            f"<RequestId>{request_id}</RequestId></ErrorResponse>")
+    return "text/xml", xml.encode()
+
+
+def query_response(service: str, operation: str, result: str) -> tuple[str, bytes]:
+    """(content type, body) of a successful query-protocol answer; `result` is the XML inside
+    `<{operation}Result>`."""
+    namespace = _QUERY_NAMESPACES.get(service, "")
+    xmlns = f' xmlns="{namespace}"' if namespace else ""
+    xml = (f"<{operation}Response{xmlns}><{operation}Result>{result}</{operation}Result>"
+           f"<ResponseMetadata><RequestId>{uuid.uuid4()}</RequestId></ResponseMetadata>"
+           f"</{operation}Response>")
     return "text/xml", xml.encode()

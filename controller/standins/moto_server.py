@@ -1,20 +1,28 @@
 """moto in server mode on loopback, as a local stand-in for EC2, ELBv2 and ACM, plus a seed of
-the AWS resources a cluster's load balancers need (VPC, tagged subnets, instances, a
-certificate).
+the AWS resources a cluster's load balancers need (VPC, tagged subnets, a cluster-owned node
+security group, instances in it, a certificate).
 
-moto is imported only when a server starts, so importing this module needs no test extras.
+moto (with flask and flask-cors, the `demo` extra) is imported with this module, so a missing
+extra shows as an ImportError naming the missing module when the stand-ins are imported.
 """
 
 from __future__ import annotations
 
 import logging
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import botocore.session
 from botocore.config import Config
+
+with warnings.catch_warnings():
+    # moto warns about `moto[server]` before re-raising a missing flask part; the ImportError
+    # alone names what is missing, and the warning would be a second line of output.
+    warnings.simplefilter("ignore", UserWarning)
+    from moto.server import ThreadedMotoServer
 
 from controller.aws.settings import DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY
 
@@ -46,9 +54,7 @@ class MotoStandIn:
     def start(self) -> MotoStandIn:
         if self._server is not None:
             return self
-        from moto.server import ThreadedMotoServer
-
-        from controller.testing import moto_fidelity
+        from controller.standins import moto_fidelity
 
         moto_fidelity.apply()
         # verbose=False leaves werkzeug's per-request access log on.
@@ -93,6 +99,9 @@ class AwsSeed:
     region: str
     cluster_name: str = "test-cluster"
     domain: str = "*.example.com"
+    # Tagged `kubernetes.io/cluster/<cluster_name>: owned`, as EKS tags its cluster group; the
+    # seeded instances' primary ENIs are in it.
+    node_security_group_id: str = ""
 
 
 def sync_client(service: str, endpoint_url: str, *, region: str = DEFAULT_REGION) -> Any:
@@ -109,8 +118,9 @@ def seed_vpc(endpoint_url: str, *, cluster_name: str = "test-cluster",
              domain: str = "*.example.com", image_id: str = "ami-12c6146b",
              instance_type: str = "t3.medium") -> AwsSeed:
     """Create a VPC with two public and two private subnets in `<region>a` and `<region>b`,
-    tagged for load-balancer subnet discovery and shared with `cluster_name`, two instances
-    (one per private subnet) and an ACM certificate for `domain`."""
+    tagged for load-balancer subnet discovery and shared with `cluster_name`, a node security
+    group owned by `cluster_name`, two instances in it (one per private subnet) and an ACM
+    certificate for `domain`."""
     ec2 = sync_client("ec2", endpoint_url, region=region)
     acm = sync_client("acm", endpoint_url, region=region)
     try:
@@ -135,11 +145,18 @@ def seed_vpc(endpoint_url: str, *, cluster_name: str = "test-cluster",
                     {"Key": "Name", "Value": f"{cluster_name}-{kind}-{zone}"})],
             )["Subnet"]
             subnets[kind].append(subnet["SubnetId"])
+        node_group = ec2.create_security_group(
+            GroupName=f"{cluster_name}-node", VpcId=vpc_id,
+            Description=f"nodes of cluster {cluster_name}",
+            TagSpecifications=[_tags(
+                "security-group", {"Key": f"kubernetes.io/cluster/{cluster_name}",
+                                   "Value": "owned"},
+                {"Key": "Name", "Value": f"{cluster_name}-node"})])["GroupId"]
         instance_ids = []
         for subnet_id in subnets["private"]:
             reservation = ec2.run_instances(
                 ImageId=image_id, InstanceType=instance_type, MinCount=1, MaxCount=1,
-                SubnetId=subnet_id,
+                SubnetId=subnet_id, SecurityGroupIds=[node_group],
                 TagSpecifications=[_tags("instance", cluster_tag,
                                          {"Key": "Name", "Value": f"{cluster_name}-node"})])
             instance_ids.append(reservation["Instances"][0]["InstanceId"])
@@ -151,7 +168,7 @@ def seed_vpc(endpoint_url: str, *, cluster_name: str = "test-cluster",
     return AwsSeed(vpc_id=vpc_id, public_subnets=tuple(subnets["public"]),
                    private_subnets=tuple(subnets["private"]), instance_ids=tuple(instance_ids),
                    certificate_arn=certificate_arn, region=region, cluster_name=cluster_name,
-                   domain=domain)
+                   domain=domain, node_security_group_id=node_group)
 
 
 def _tags(resource_type: str, *tags: dict[str, str]) -> dict[str, Any]:

@@ -8,6 +8,9 @@ client-side throttles and error handling meet the answers real AWS gives:
   a rate (0..1, drawn from the injected `random.Random`) or for the next N matching requests.
 - `enable_server_limits(...)`: a server-side token bucket per operation class, modelled on
   the published ELBv2 request limits; a request finding its bucket empty gets `Throttling`.
+- `target_health=TargetHealthSettings(...)` (or `enable_target_health`): ELBv2 target health
+  as AWS reports it (`initial`, `unused`, `draining`, ...) instead of moto's instant `healthy`;
+  `target_health` is the model tests and the demo drive (`target_health.py`).
 - `log`: one `RequestRecord` per HTTP request (each botocore retry is a request).
 """
 
@@ -22,13 +25,16 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from controller.testing.aws_wire import (
+from controller.standins.aws_wire import (
     ERROR_STATUS,
     AWSRequest,
     error_code_of,
     error_response,
     identify,
+    request_form,
 )
+from controller.standins.target_health import TargetHealth, TargetHealthSettings
+from controller.standins.target_health_handler import TargetHealthHandler
 from runtime.clock import Clock, RealClock
 from runtime.ratelimit import TokenBucket
 
@@ -54,7 +60,9 @@ class RequestRecord:
     outcome: str  # "ok" or the AWS error code answered
     status: int
     mutating: bool
-    source: str  # "upstream" (moto answered), "injected" (a fault) or "limit" (server bucket)
+    # "upstream" (moto answered), "injected" (a fault), "limit" (server bucket) or
+    # "target-health" (the target-health model answered)
+    source: str
 
 
 @dataclass(eq=False)
@@ -143,7 +151,7 @@ class AWSFaultProxy:
 
     def __init__(self, upstream_url: str, *, clock: Clock | None = None,
                  rng: random.Random | None = None, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, target_health: TargetHealthSettings | None = None) -> None:
         self._upstream = upstream_url.rstrip("/")
         self._clock: Clock = clock or RealClock()
         self._rng = rng or random.Random(0)
@@ -157,6 +165,9 @@ class AWSFaultProxy:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._url: str | None = None
+        self._health: TargetHealthHandler | None = None
+        if target_health is not None:
+            self.enable_target_health(target_health)
 
     @property
     def url(self) -> str:
@@ -207,6 +218,30 @@ class AWSFaultProxy:
     def disable_server_limits(self) -> None:
         self._limits = None
 
+    def enable_target_health(self, settings: TargetHealthSettings | None = None
+                             ) -> TargetHealth:
+        """Answer target health as AWS does from now on; targets registered earlier are
+        picked up, as registered now, at the first DescribeTargetHealth."""
+        if self._health is None:
+            model = TargetHealth(settings or TargetHealthSettings(), self._clock)
+            self._health = TargetHealthHandler(model, self._upstream)
+        elif settings is not None:
+            self._health.model.settings = settings
+        return self._health.model
+
+    @property
+    def target_health(self) -> TargetHealth:
+        """The target-health model (`enable_target_health` or `target_health=` first)."""
+        if self._health is None:
+            raise RuntimeError("target health is not enabled on this proxy")
+        return self._health.model
+
+    def routing_changed(self) -> None:
+        """Tell the target-health model that listeners or rules changed around the proxy
+        (directly at moto), so that it looks again which target groups are in use."""
+        if self._health is not None:
+            self._health.routing_changed()
+
     async def start(self) -> AWSFaultProxy:
         if self._runner is not None:
             return self
@@ -231,6 +266,8 @@ class AWSFaultProxy:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+        if self._health is not None:
+            await self._health.close()
 
     async def __aenter__(self) -> AWSFaultProxy:
         return await self.start()
@@ -277,7 +314,27 @@ class AWSFaultProxy:
             limits = self._limits.limits
             return self._answer_error(aws, arrived, limits.error, 400, limits.message,
                                       source="limit")
-        return await self._forward(request, body, aws, arrived)
+        if self._health is not None and self._health.handles(aws):
+            return await self._serve_target_health(self._health, request, body, aws, arrived)
+        response = await self._forward(request, body, aws, arrived)
+        if self._health is not None:
+            self._health.observe(aws, response.status)
+        return response
+
+    async def _serve_target_health(self, health: TargetHealthHandler, request: web.Request,
+                                   body: bytes, aws: AWSRequest,
+                                   arrived: float) -> web.StreamResponse:
+        form = request_form(request.headers, body, request.query)
+        if aws.operation == "DescribeTargetHealth":
+            answer = await health.describe(aws, form)
+            self._record(aws, arrived, answer.outcome, answer.status, "target-health")
+            return web.Response(status=answer.status, body=answer.body,
+                                headers={"Content-Type": answer.content_type})
+        # (De)registration: moto validates and keeps the registry; the model follows it.
+        response = await self._forward(request, body, aws, arrived)
+        if response.status < 300:
+            await health.changed(aws, form)
+        return response
 
     def _answer_error(self, aws: AWSRequest, arrived: float, code: str, status: int,
                       message: str | None, *, source: str) -> web.Response:
