@@ -25,8 +25,8 @@ from controller import app
 from controller.aws import AWSClientPool
 from controller.config import parse_config
 from controller.ingress.keys import INGRESSCLASSPARAMS
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.standins import AwsSeed, MotoStandIn, sync_client
+from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
