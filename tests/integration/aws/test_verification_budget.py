@@ -17,6 +17,7 @@ from runtime.controller import Controller, Result, reconcile_priority
 from runtime.handlers import Request
 from runtime.manager import Manager
 from runtime.workqueue import LOW, NORMAL
+from tests.waiting import eventually
 
 CALLS_PER_RECONCILE = 3
 RATE, BURST = 10.0, 3
@@ -100,7 +101,8 @@ async def test_a_real_change_promotes_its_keys_verification_in_flight(
         c = controller(manager, "c", pool, log)
         c.enqueue(Request("", "k"), priority=LOW)
         c.start()
-        await asyncio.sleep(0.5)
+        await eventually(lambda: asyncio.sleep(0, log))
+        await asyncio.sleep(0.3)
         assert [p for _, p, _ in log] == [LOW]  # the second call waits for the budget
         changed_at = time.monotonic()
         c.enqueue(Request("", "k"), priority=NORMAL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from controller.checkpoint import CHECKPOINT_ANNOTATION
+from controller.ingress.model import BUILDER_VERSION
 from controller.standins import AWSFaultProxy
 from runtime.resources import SERVICES
 from tests.integration.ingress.harness import (
@@ -66,7 +67,7 @@ async def test_create_edit_delete(icluster: IngressCluster, aws_proxy: AWSFaultP
     ing = await c.get_ingress("shop")
     assert ing is not None
     assert ing["metadata"]["finalizers"] == ["ingress.k8s.aws/resources"]
-    assert ing["metadata"]["annotations"][CHECKPOINT_ANNOTATION].startswith("v1:")
+    assert ing["metadata"]["annotations"][CHECKPOINT_ANNOTATION].startswith(f"v{BUILDER_VERSION}:")
 
     # A change the model does not read costs a reconcile but no AWS call.
     await c.settled()

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from controller.checkpoint import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.service.model import MODEL_VERSION
 from controller.service.reconciler import FINALIZER
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy
@@ -53,7 +54,7 @@ async def test_create_change_delete(cluster: Cluster, aws_proxy: AWSFaultProxy) 
     await eventually(lambda: asyncio.sleep(0, cluster.registered(tg_arn) == {
         ("10.0.1.1", 8080), ("10.0.1.2", 8080)}), message="targets not registered")
     assert FINALIZER in svc["metadata"]["finalizers"]
-    assert svc["metadata"]["annotations"][CHECKPOINT_ANNOTATION].startswith("v1:")
+    assert svc["metadata"]["annotations"][CHECKPOINT_ANNOTATION].startswith(f"v{MODEL_VERSION}:")
     await eventually(lambda: _has_event(cluster, "web", "SuccessfullyReconciled"))
 
     # Our own writes and the TGB controller's, and an unrelated label, cost no AWS call.
