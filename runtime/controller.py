@@ -15,10 +15,9 @@ Requeues keep the priority the item had when it was taken, unless the Result nam
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
@@ -27,43 +26,56 @@ from prometheus_client import CollectorRegistry
 from runtime import metrics
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError
-from runtime.handlers import Request
-from runtime.workqueue import NORMAL, PriorityQueue, ShutDown
+from runtime.reconcile import (
+    NORMAL,
+    ReconcileError,
+    Reconciler,
+    Request,
+    Result,
+    TerminalError,
+    current_reconcile,
+    reconcile_priority,
+)
+from runtime.workqueue import PriorityQueue, QueueOptions, ShutDown, with_defaults
+
+__all__ = [
+    "Controller",
+    "ControllerOptions",
+    # compatibility re-exports: the reconcile contract lives in runtime.reconcile
+    "ReconcileError",
+    "Reconciler",
+    "Result",
+    "TerminalError",
+    "controller_options",
+    "reconcile_priority",
+]
 
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
                      0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
                      6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
 RESULTS = ("success", "error", "requeue", "requeue_after")
 
-_PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("reconcile_priority",
-                                                               default=NORMAL)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerOptions:
+    """How a controller runs (controller-runtime's controller `Options`): its worker count and
+    its queue's options (rate limiter, backoff, LOW lane). Unset fields take the defaults of
+    `controller_options`."""
+
+    max_concurrent_reconciles: int | None = None
+    queue: QueueOptions = field(default_factory=QueueOptions)
 
 
-def reconcile_priority() -> int:
-    """The queue priority of the reconcile running in this task. A reconciler uses it to tell a
-    paced LOW-lane verification from a real change (checkpoints skip work only for the latter)."""
-    return _PRIORITY.get()
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    requeue: bool = False
-    requeue_after: float = 0.0
-    priority: int | None = None
-
-
-class ReconcileError(Exception):
-    """An expected failure (an AWS error, a conflict): retried with backoff, no traceback.
-    API errors from the Kubernetes client are treated the same way."""
-
-
-class TerminalError(Exception):
-    """Bad input that retrying cannot fix; the reconciler has already reported it on the object
-    (Warning Event, status condition). Not retried until the object changes."""
-
-
-class Reconciler(Protocol):
-    async def reconcile(self, request: Request) -> Result: ...
+def controller_options(options: ControllerOptions | None = None) -> ControllerOptions:
+    """`options` with every unset field filled in (the queue's by `workqueue.with_defaults`);
+    ValueError for values that make no sense."""
+    options = options if options is not None else ControllerOptions()
+    workers = options.max_concurrent_reconciles
+    workers = 1 if workers is None else workers
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"max_concurrent_reconciles must be an integer >= 1, got {workers!r}")
+    return ControllerOptions(max_concurrent_reconciles=workers,
+                             queue=with_defaults(options.queue))
 
 
 class Source(Protocol):
@@ -107,7 +119,15 @@ class _Metrics:
         self.enqueues = metrics.counter(
             reg, "aiolbc_controller_enqueues_total",
             "Requests enqueued by event handlers, by priority", ("controller", "priority"))
+        self._enqueues_by_priority: dict[int, Any] = {}  # resolved children: no .labels() each
         self.name = name
+
+    def enqueued(self, priority: int) -> None:
+        child = self._enqueues_by_priority.get(priority)
+        if child is None:
+            child = self.enqueues.labels(controller=self.name, priority=str(priority))
+            self._enqueues_by_priority[priority] = child
+        child.inc()
 
 
 class Controller:
@@ -144,7 +164,7 @@ class Controller:
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
-        self._metrics.enqueues.labels(controller=self.name, priority=str(priority)).inc()
+        self._metrics.enqueued(priority)
         self.queue.add(request, priority=priority)
 
     def enqueue_after(self, request: Request, after: float, *, priority: int = NORMAL) -> None:
@@ -224,13 +244,10 @@ class Controller:
         self._metrics.active.inc()
         started = time.perf_counter()
         try:
-            with structlog.contextvars.bound_contextvars(
-                    controller=self.name, key=request.key, reconcile_id=reconcile_id):
-                token = _PRIORITY.set(priority)
-                try:
-                    result = await self._reconciler.reconcile(request)
-                finally:
-                    _PRIORITY.reset(token)
+            with (structlog.contextvars.bound_contextvars(
+                    controller=self.name, key=request.key, reconcile_id=reconcile_id),
+                  current_reconcile(priority=priority, reconcile_id=reconcile_id)):
+                result = await self._reconciler.reconcile(request)
         except asyncio.CancelledError:
             raise
         except TerminalError as exc:

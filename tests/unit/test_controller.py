@@ -13,6 +13,7 @@ from runtime.clock import FakeClock
 from runtime.controller import Controller, ReconcileError, Result, TerminalError
 from runtime.handlers import EnqueueForObject, EnqueueFromMap, Request
 from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from tests.queues import low_lane
 
 
 class Scripted:
@@ -221,7 +222,7 @@ def test_map_handler_wakes_old_and_new_owners() -> None:
 
 
 def test_a_given_queue_is_used_even_when_empty(clock: FakeClock) -> None:
-    queue: PriorityQueue[Request] = PriorityQueue("paced", clock=clock, low_priority_qps=1.0)
+    queue: PriorityQueue[Request] = PriorityQueue("paced", clock=clock, options=low_lane(qps=1.0))
     assert len(queue) == 0
     ctrl = Controller("c", Scripted({}), clock=clock, registry=CollectorRegistry(), queue=queue)
     assert ctrl.queue is queue

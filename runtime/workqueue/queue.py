@@ -1,0 +1,537 @@
+"""The priority work queue: controller-runtime's priority-queue contract, plus a LOW lane that is
+paced and cannot be starved (its policy: `lowlane.py`; its options: `options.py`).
+
+Contract
+- One entry per key. Ready items leave in order of higher priority, then earlier ready time, then
+  FIFO (a monotonic counter assigned whenever an entry becomes ready or changes).
+- Re-adding a queued key keeps the higher priority and the earlier ready time: an already-ready
+  entry ignores a new `after`; a waiting one becomes ready now on an immediate add, and a new
+  `after` can only shorten its wait. A priority rise moves the entry to the end of its new level.
+- A key handed out by `get` is never handed out again before `done(key)`. Adds made meanwhile are
+  merged into one deferred entry (same rules) that takes effect at `done`.
+- `len(queue)` counts ready items only; delayed ones are not ready.
+
+LOW lane: items below `NORMAL` leave only when the lane admits them, so a restart cannot flood
+the APIs behind the reconciler; normal items never wait for it. A LOW item ready for `max_wait`
+seconds or more is *promoted*: handed out ahead of every other item (oldest first, ties by
+priority), so constant normal traffic cannot starve it (controller-runtime #3496). Its reported
+priority stays LOW.
+
+Shutdown (client-go semantics): `shutdown()` drops new adds and delayed entries; `get` keeps
+handing out ready entries (LOW ones still paced) and raises `ShutDown` once none is left.
+`shutdown(drain=True)` also waits until no item is in flight; a later `shutdown()` ends that wait.
+
+Everything runs on one event loop with no locks: `get` parks on a future that is only a wake-up
+signal, and the item is taken synchronously once the getter runs, so a cancelled getter can never
+lose an item and no lock is ever held across a hand-off. Adding a new key and handing out a ready
+normal item take short inlined paths; merges, delays and the LOW lane take the general ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+from collections import ChainMap, deque
+from collections.abc import Hashable, Iterator
+from typing import Generic, TypeVar
+
+from prometheus_client import CollectorRegistry
+
+from runtime.clock import Clock, RealClock
+from runtime.reconcile import NORMAL
+from runtime.workqueue.levels import Levels, Ready
+from runtime.workqueue.lowlane import LowLane
+from runtime.workqueue.metrics import Durations, QueueMetrics, queue_metrics
+from runtime.workqueue.options import LaneGate, QueueOptions, from_keywords, with_defaults
+from runtime.workqueue.ratelimit import RateLimiter
+
+__all__ = ["PriorityQueue", "ShutDown"]
+
+K = TypeVar("K", bound=Hashable)
+
+# A delayed entry, ranked in the waiting heap: (ready_at, -priority, seq, key).
+_Later = tuple[float, int, int, K]
+
+
+_BATCH = Durations.BATCH
+
+
+def _age_rank(entry: Ready[K]) -> tuple[float, int, int]:
+    return entry[2], -entry[1], entry[3]
+
+
+class ShutDown(Exception):
+    """The queue is shut down and has no ready item left for this getter."""
+
+
+class PriorityQueue(Generic[K]):
+    """Work queue keyed by `K` (hashable; usually a `Request`).
+
+    `name` labels the metrics (both `name` and `controller`); with `registry` None or `name` ""
+    nothing is recorded. `options` (defaults: `with_defaults`) set the rate limiter of
+    rate-limited adds and the LOW lane. All methods must be called from the event loop's thread.
+
+    Worker loop::
+
+        while True:
+            try:
+                key, priority = await queue.get()
+            except ShutDown:
+                return
+            try:
+                ...  # on failure: queue.add(key, priority=priority, rate_limited=True)
+            finally:
+                queue.done(key)
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        options: QueueOptions | None = None,
+        # compatibility keywords, folded into `options`
+        rate_limiter: RateLimiter[K] | None = None,
+        low_priority_qps: float | None = None,
+        low_priority_burst: int = 10,
+        low_priority_max_wait: float | None = 60.0,
+        low_priority_gate: LaneGate | None = None,
+        low_priority_max_in_flight: int | None = None,
+    ) -> None:
+        legacy = from_keywords(rate_limiter=rate_limiter, qps=low_priority_qps,
+                               burst=low_priority_burst, max_wait=low_priority_max_wait,
+                               gate=low_priority_gate, max_in_flight=low_priority_max_in_flight)
+        if legacy is not None:
+            if options is not None:
+                raise TypeError("pass options= or the low_priority_* keywords, not both")
+            options = legacy
+        self.options = with_defaults(options)
+        self.name = name
+        self._clock: Clock = clock or RealClock()
+        self._now = self._clock.now
+        assert self.options.rate_limiter is not None
+        self._limiter: RateLimiter[K] = self.options.rate_limiter
+        self._lane: LowLane[K] = LowLane(self.options.low_lane, clock=self._clock)
+        self._max_wait = self._lane.max_wait
+
+        # A queued key is in exactly one of `_ready` and `_later`, and never in flight.
+        self._ready: dict[K, Ready[K]] = {}
+        self._later: dict[K, _Later[K]] = {}
+        self._waiting: list[_Later[K]] = []  # heap of `_later`'s entries (and stale ones)
+        self._normal: Levels[K] = Levels()
+        self._low: Levels[K] = Levels()
+        self._n_normal = 0
+        self._n_low = 0
+        self._stale = 0  # entries left behind in the levels by priority rises
+        # A lower bound on the ready time of the oldest ready LOW entry: while it is younger than
+        # max_wait, nothing can be promoted and handing out skips the LOW lane entirely.
+        self._low_since = math.inf
+        self._deferred: dict[K, tuple[int, float]] = {}  # re-added in flight: (priority, ready_at)
+        self._processing: dict[K, float] = {}  # in flight → when it was handed out
+        self._seq = itertools.count(1).__next__
+
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._timer: asyncio.Task[None] | None = None
+        self._timer_at = math.inf
+        self._shutting_down = False
+        self._drain_waiters: list[asyncio.Future[bool]] = []
+
+        # controller-runtime's adds (entries becoming ready) and retries (delayed adds)
+        self.adds = 0
+        self.retries = 0
+        self._metrics: QueueMetrics | None = None
+        # The histograms' raw observation lists, appended to directly on the hot path.
+        self._queue_times: list[float] | None = None
+        self._work_times: list[float] | None = None
+        if registry is not None and name:
+            self._metrics = queue_metrics(registry, name, self)
+            self._queue_times = self._metrics.queue_duration.pending
+            self._work_times = self._metrics.work_duration.pending
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def add(
+        self, key: K, *, priority: int = NORMAL, after: float = 0.0, rate_limited: bool = False
+    ) -> None:
+        """Queue `key`, or merge into its queued entry. With `rate_limited` the limiter's
+        `when(key)` (which counts a failure) gives the delay; with `after` too, the shorter wins.
+        Dropped once the queue is shutting down."""
+        if self._shutting_down:
+            return
+        if rate_limited or after > 0:
+            delay = after
+            if rate_limited:
+                limited = self._limiter.when(key)
+                delay = min(after, limited) if after > 0 else limited
+            self._add(key, priority, delay)
+            return
+        now = self._now()
+        waiting = self._waiting
+        if waiting and waiting[0][0] <= now:
+            self._promote_due(now)
+        ready = self._ready
+        if key not in ready and key not in self._later and key not in self._processing:
+            # The common case, `_make_ready` inlined: a new key, ready now.
+            entry = (key, priority, now, self._seq())
+            ready[key] = entry
+            if priority >= NORMAL:
+                fifo = self._normal.fifos.get(priority)
+                if fifo is None:
+                    self._normal.push(entry)
+                else:
+                    fifo.append(entry)
+                self._n_normal += 1
+            else:
+                if not self._n_low:
+                    self._low_since = now
+                self._low.push(entry)
+                self._n_low += 1
+            self.adds += 1
+            if self._getters:
+                self._wake_one()
+            return
+        self._add(key, priority, 0.0, now)
+
+    async def get(self) -> tuple[K, int]:
+        """Wait for the next item and return `(key, priority)`. The caller must call
+        `done(key)` when finished. Raises `ShutDown` once shut down with nothing ready."""
+        while True:
+            item = self._take()
+            if item is not None:
+                if self._getters and (self._n_normal or self._n_low):
+                    self._wake_one()
+                return item
+            if self._shutting_down and not (self._n_normal or self._n_low):
+                raise ShutDown(f"work queue {self.name!r} is shut down")
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(waiter)
+            self._reschedule()
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # hand the wake-up we consumed to another getter
+                raise
+
+    def get_nowait(self) -> tuple[K, int]:
+        """Like `get` but never waits: raises `asyncio.QueueEmpty` if nothing can be handed out
+        now, `ShutDown` if shut down with nothing ready."""
+        item = self._take()
+        if item is not None:
+            return item
+        if self._shutting_down and not (self._n_normal or self._n_low):
+            raise ShutDown(f"work queue {self.name!r} is shut down")
+        raise asyncio.QueueEmpty
+
+    def done(self, key: K) -> None:
+        """Finish processing `key`; a deferred re-add takes effect now."""
+        started = self._processing.pop(key, None)
+        if started is None:
+            return
+        now = self._now()
+        worked = self._work_times
+        if worked is not None:  # Durations.observe, inlined (hot path)
+            worked.append(now - started)
+            # One check for both lists: the hand-out list is longer only by what is in flight.
+            if len(worked) >= _BATCH:
+                self._fold()
+        lane = self._lane
+        if lane.in_flight and lane.finished(key) and self._n_low:
+            self._wake_one()  # a LOW slot is free again
+            self._reschedule()
+        if self._deferred:
+            deferred = self._deferred.pop(key, None)
+            if deferred is not None:
+                priority, ready_at = deferred
+                if ready_at <= now or not self._shutting_down:
+                    self._promote_due(now)
+                    self._enqueue(key, priority, ready_at, now)
+        if self._drain_waiters and not self._processing:
+            self._release_drain_waiters()
+
+    def forget(self, key: K) -> None:
+        """Reset the rate limiter's failure history for `key`."""
+        self._limiter.forget(key)
+
+    def num_requeues(self, key: K) -> int:
+        return self._limiter.num_requeues(key)
+
+    async def shutdown(self, *, drain: bool = False) -> None:
+        if not self._shutting_down:
+            self._shutting_down = True
+            self._later.clear()
+            self._waiting.clear()
+            self._cancel_timer()
+            while self._getters:
+                self._wake_one()
+        if not drain:
+            self._release_drain_waiters()
+            return
+        while self._processing:
+            drained: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(drained)
+            if not await drained:  # a plain shutdown() ended the drain
+                return
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._processing)
+
+    def __len__(self) -> int:
+        self._promote_due(self._now())
+        return self._n_normal + self._n_low
+
+    @property
+    def queued(self) -> int:
+        """Queued entries, ready or not (in-flight ones aside)."""
+        return len(self._ready) + len(self._later)
+
+    @property
+    def _items(self) -> ChainMap[K, object]:
+        # compatibility: the former entry table, which a benchmark script inspects
+        return ChainMap(self._ready, self._later)  # type: ignore[arg-type]
+
+    # ---- what the metrics collector reads at scrape time ------------------------------------
+
+    def ready_priorities(self) -> Iterator[int]:
+        return (entry[1] for entry in list(self._ready.values()))
+
+    def in_flight_ages(self) -> list[float]:
+        now = self._now()
+        return [now - started for started in list(self._processing.values())]
+
+    # ---- adding -----------------------------------------------------------------------------
+
+    def _add(self, key: K, priority: int, delay: float, now: float | None = None) -> None:
+        if delay > 0:
+            self.retries += 1
+        if now is None:
+            now = self._now()
+            # Entries due by now become ready before this add ranks anything, so FIFO ranks
+            # follow readiness order no matter when the timer last ran.
+            self._promote_due(now)
+        ready_at = now + delay if delay > 0 else now
+
+        if key in self._processing:
+            deferred = self._deferred.get(key)
+            if deferred is not None:
+                priority = max(deferred[0], priority)
+                ready_at = min(deferred[1], ready_at)
+            self._deferred[key] = (priority, ready_at)
+            return
+
+        ready = self._ready.get(key)
+        if ready is not None:
+            old = ready[1]
+            if priority > old:  # a rise: to the end of the new level, and not a new add
+                self._count_ready(old, -1)
+                self._push_ready(key, priority, now)
+                self._stale += 1
+                if self._stale > self._n_normal + self._n_low + 64:
+                    self._compact()
+            return
+
+        later = self._later.get(key)
+        if later is None:
+            self._enqueue(key, priority, ready_at, now)
+            return
+        old_ready_at, old = later[0], -later[1]
+        changed = priority > old
+        priority = max(priority, old)
+        if delay <= 0:
+            del self._later[key]
+            self._make_ready(key, priority, now)
+            self._wake_one()
+        elif changed or ready_at < old_ready_at:
+            self._make_waiting(key, priority, min(ready_at, old_ready_at))
+            self._reschedule()
+        if len(self._waiting) > 2 * len(self._later) + 64:
+            self._compact()
+
+    def _enqueue(self, key: K, priority: int, ready_at: float, now: float) -> None:
+        if ready_at > now:
+            self._make_waiting(key, priority, ready_at)
+            self._reschedule()
+        else:
+            self._make_ready(key, priority, now)
+            self._wake_one()
+
+    def _make_waiting(self, key: K, priority: int, ready_at: float) -> None:
+        entry = (ready_at, -priority, self._seq(), key)
+        self._later[key] = entry
+        heapq.heappush(self._waiting, entry)
+
+    def _make_ready(self, key: K, priority: int, ready_at: float) -> None:
+        self._push_ready(key, priority, ready_at)
+        self.adds += 1
+
+    def _push_ready(self, key: K, priority: int, ready_at: float) -> None:
+        entry = (key, priority, ready_at, self._seq())
+        self._ready[key] = entry
+        if priority < NORMAL:
+            if not self._n_low:
+                self._low_since = ready_at
+            self._low.push(entry)
+        else:
+            self._normal.push(entry)
+        self._count_ready(priority, +1)
+
+    def _count_ready(self, priority: int, delta: int) -> None:
+        if priority < NORMAL:
+            self._n_low += delta
+        else:
+            self._n_normal += delta
+
+    def _promote_due(self, now: float) -> int:
+        moved = 0
+        waiting = self._waiting
+        later = self._later
+        while waiting and waiting[0][0] <= now:
+            entry = heapq.heappop(waiting)
+            key = entry[3]
+            if later.get(key) is entry:
+                del later[key]
+                self._make_ready(key, -entry[1], entry[0])
+                moved += 1
+        return moved
+
+    # ---- handing out ------------------------------------------------------------------------
+
+    def _take(self) -> tuple[K, int] | None:
+        now = self._now()
+        waiting = self._waiting
+        if waiting and waiting[0][0] <= now:
+            self._promote_due(now)
+        ready = self._ready
+        max_wait = self._max_wait
+        if self._n_normal and (not self._n_low or max_wait is None
+                               or now - self._low_since < max_wait):
+            # No LOW item can have aged: the best normal item goes (Levels.pop, inlined).
+            normal = self._normal
+            fifo = normal.fifos[normal.top]
+            entry = fifo.popleft()
+            if not fifo or ready.get(entry[0]) is not entry:
+                entry = normal.settle(entry, ready)
+            self._n_normal -= 1
+        else:
+            found = self._pick_with_low(now)
+            if found is None:
+                return None
+            entry = found
+        key, priority, ready_at, _ = entry
+        del ready[key]
+        self._processing[key] = now
+        queued = self._queue_times
+        if queued is not None:  # Durations.observe, inlined; `done` folds for both lists
+            queued.append(now - ready_at)
+        return key, priority
+
+    def _pick_with_low(self, now: float) -> Ready[K] | None:
+        """Aged LOW items first (the lane permitting), then normal ones, then LOW ones."""
+        lane = self._lane
+        max_wait = self._max_wait
+        entry: Ready[K] | None = None
+        if self._n_low and max_wait is not None and now - self._low_since >= max_wait:
+            # Perhaps aged: find the oldest (ties by priority; each FIFO's head is its oldest).
+            oldest = min(self._low.heads(self._ready), key=_age_rank)
+            self._low_since = oldest[2]
+            if now - oldest[2] >= max_wait and lane.admit():
+                entry = self._low.pop_head(oldest[1])
+        if entry is None and self._n_normal:
+            self._n_normal -= 1
+            return self._normal.pop(self._ready)
+        if entry is None and self._n_low and (lane.free or lane.admit()):
+            entry = self._low.pop(self._ready)
+        if entry is not None:
+            self._n_low -= 1
+            lane.started(entry[0])
+        return entry
+
+    def _wake_one(self) -> None:
+        while self._getters:
+            waiter = self._getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    # ---- timer ------------------------------------------------------------------------------
+
+    def _next_deadline(self) -> float:
+        deadline = math.inf
+        waiting = self._waiting
+        later = self._later
+        while waiting:
+            head = waiting[0]
+            if later.get(head[3]) is head:
+                deadline = head[0]
+                break
+            heapq.heappop(waiting)
+        # Only a parked getter cares when the lane admits the next LOW item; with normal items
+        # ready it would not be parked. With every LOW slot busy, `done` is what wakes it.
+        lane = self._lane
+        if self._getters and self._n_low and lane.paced and not lane.full():
+            deadline = min(deadline, self._now() + lane.time_to_admit())
+        return deadline
+
+    def _reschedule(self) -> None:
+        deadline = self._next_deadline()
+        if deadline == math.inf:
+            return
+        if self._timer is not None and self._timer_at <= deadline:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop yet: get/len promote due entries themselves
+        self._cancel_timer()
+        self._timer_at = deadline
+        self._timer = loop.create_task(self._fire(deadline), name=f"workqueue-timer-{self.name}")
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._timer_at = math.inf
+
+    async def _fire(self, deadline: float) -> None:
+        await self._clock.sleep(deadline - self._now())
+        self._timer = None
+        self._timer_at = math.inf
+        wakes = self._promote_due(self._now())
+        if self._n_low:
+            wakes += 1  # the lane may admit a LOW item now
+        for _ in range(wakes):
+            if not self._getters:
+                break
+            self._wake_one()
+        self._reschedule()
+
+    # ---- housekeeping -----------------------------------------------------------------------
+
+    def _release_drain_waiters(self) -> None:
+        finished = not self._processing
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(finished)
+        self._drain_waiters.clear()
+
+    def _fold(self) -> None:
+        assert self._metrics is not None
+        self._metrics.queue_duration.fold()
+        self._metrics.work_duration.fold()
+
+    def _compact(self) -> None:
+        """Drop the stale entries lazy deletion left behind, once they dominate."""
+        later = self._later
+        self._waiting[:] = [e for e in self._waiting if later.get(e[3]) is e]
+        heapq.heapify(self._waiting)
+        self._normal.compact(self._ready)
+        self._low.compact(self._ready)
+        self._stale = 0
