@@ -95,7 +95,8 @@ class _Handler:
                     return False
             except Exception as exc:  # fail open: a reconcile too many beats a change missed
                 self._failures.failed("event predicate", key_of(obj), exc,
-                                      predicate=type(predicate).__name__)
+                                      predicate=getattr(predicate, "__name__",
+                                                        type(predicate).__name__))
         return True
 
     def _priority_of(self, obj: Obj, kind: EventKind) -> int:
