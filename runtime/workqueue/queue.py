@@ -23,27 +23,23 @@ handing out ready entries (LOW ones still paced) and raises `ShutDown` once none
 
 Everything runs on one event loop with no locks: `get` parks on a future that is only a wake-up
 signal, and the item is taken synchronously once the getter runs, so a cancelled getter can never
-lose an item and no lock is ever held across a hand-off. Adding a new key and handing out a ready
-normal item take short inlined paths; merges, delays and the LOW lane take the general ones.
+lose an item and no lock is ever held across a hand-off. The bookkeeping is `entries.py`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import math
-from collections import ChainMap, deque
-from collections.abc import Hashable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Hashable
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from runtime.clock import Clock, RealClock
 from runtime.reconcile import NORMAL
-from runtime.workqueue.levels import Levels, Ready
+from runtime.workqueue.entries import Entries
 from runtime.workqueue.lowlane import LowLane
-from runtime.workqueue.metrics import Durations, QueueMetrics, queue_metrics
+from runtime.workqueue.metrics import Durations, queue_metrics
 from runtime.workqueue.options import LaneGate, QueueOptions, from_keywords, with_defaults
 from runtime.workqueue.ratelimit import RateLimiter
 
@@ -51,22 +47,14 @@ __all__ = ["PriorityQueue", "ShutDown"]
 
 K = TypeVar("K", bound=Hashable)
 
-# A delayed entry, ranked in the waiting heap: (ready_at, -priority, seq, key).
-_Later = tuple[float, int, int, K]
-
-
 _BATCH = Durations.BATCH
-
-
-def _age_rank(entry: Ready[K]) -> tuple[float, int, int]:
-    return entry[2], -entry[1], entry[3]
 
 
 class ShutDown(Exception):
     """The queue is shut down and has no ready item left for this getter."""
 
 
-class PriorityQueue(Generic[K]):
+class PriorityQueue(Entries[K]):
     """Work queue keyed by `K` (hashable; usually a `Request`).
 
     `name` labels the metrics (both `name` and `controller`); with `registry` None or `name` ""
@@ -111,45 +99,16 @@ class PriorityQueue(Generic[K]):
         self.options = with_defaults(options)
         self.name = name
         self._clock: Clock = clock or RealClock()
-        self._now = self._clock.now
         assert self.options.rate_limiter is not None
         self._limiter: RateLimiter[K] = self.options.rate_limiter
-        self._lane: LowLane[K] = LowLane(self.options.low_lane, clock=self._clock)
-        self._max_wait = self._lane.max_wait
-
-        # A queued key is in exactly one of `_ready` and `_later`, and never in flight.
-        self._ready: dict[K, Ready[K]] = {}
-        self._later: dict[K, _Later[K]] = {}
-        self._waiting: list[_Later[K]] = []  # heap of `_later`'s entries (and stale ones)
-        self._normal: Levels[K] = Levels()
-        self._low: Levels[K] = Levels()
-        self._n_normal = 0
-        self._n_low = 0
-        self._stale = 0  # entries left behind in the levels by priority rises
-        # A lower bound on the ready time of the oldest ready LOW entry: while it is younger than
-        # max_wait, nothing can be promoted and handing out skips the LOW lane entirely.
-        self._low_since = math.inf
-        self._deferred: dict[K, tuple[int, float]] = {}  # re-added in flight: (priority, ready_at)
-        self._processing: dict[K, float] = {}  # in flight → when it was handed out
-        self._seq = itertools.count(1).__next__
-
-        self._getters: deque[asyncio.Future[None]] = deque()
+        super().__init__(clock=self._clock, lane=LowLane(self.options.low_lane, clock=self._clock))
         self._timer: asyncio.Task[None] | None = None
         self._timer_at = math.inf
         self._shutting_down = False
         self._drain_waiters: list[asyncio.Future[bool]] = []
 
-        # controller-runtime's adds (entries becoming ready) and retries (delayed adds)
-        self.adds = 0
-        self.retries = 0
-        self._metrics: QueueMetrics | None = None
-        # The histograms' raw observation lists, appended to directly on the hot path.
-        self._queue_times: list[float] | None = None
-        self._work_times: list[float] | None = None
         if registry is not None and name:
-            self._metrics = queue_metrics(registry, name, self)
-            self._queue_times = self._metrics.queue_duration.pending
-            self._work_times = self._metrics.work_duration.pending
+            self._record_into(queue_metrics(registry, name, self))
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -262,8 +221,7 @@ class PriorityQueue(Generic[K]):
     async def shutdown(self, *, drain: bool = False) -> None:
         if not self._shutting_down:
             self._shutting_down = True
-            self._later.clear()
-            self._waiting.clear()
+            self._delayed.clear()
             self._cancel_timer()
             while self._getters:
                 self._wake_one()
@@ -280,199 +238,15 @@ class PriorityQueue(Generic[K]):
     def shutting_down(self) -> bool:
         return self._shutting_down
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._processing)
-
     def __len__(self) -> int:
         self._promote_due(self._now())
         return self._n_normal + self._n_low
 
-    @property
-    def queued(self) -> int:
-        """Queued entries, ready or not (in-flight ones aside)."""
-        return len(self._ready) + len(self._later)
-
-    @property
-    def _items(self) -> ChainMap[K, object]:
-        # compatibility: the former entry table, which a benchmark script inspects
-        return ChainMap(self._ready, self._later)  # type: ignore[arg-type]
-
-    # ---- what the metrics collector reads at scrape time ------------------------------------
-
-    def ready_priorities(self) -> Iterator[int]:
-        return (entry[1] for entry in list(self._ready.values()))
-
-    def in_flight_ages(self) -> list[float]:
-        now = self._now()
-        return [now - started for started in list(self._processing.values())]
-
-    # ---- adding -----------------------------------------------------------------------------
-
-    def _add(self, key: K, priority: int, delay: float, now: float | None = None) -> None:
-        if delay > 0:
-            self.retries += 1
-        if now is None:
-            now = self._now()
-            # Entries due by now become ready before this add ranks anything, so FIFO ranks
-            # follow readiness order no matter when the timer last ran.
-            self._promote_due(now)
-        ready_at = now + delay if delay > 0 else now
-
-        if key in self._processing:
-            deferred = self._deferred.get(key)
-            if deferred is not None:
-                priority = max(deferred[0], priority)
-                ready_at = min(deferred[1], ready_at)
-            self._deferred[key] = (priority, ready_at)
-            return
-
-        ready = self._ready.get(key)
-        if ready is not None:
-            old = ready[1]
-            if priority > old:  # a rise: to the end of the new level, and not a new add
-                self._count_ready(old, -1)
-                self._push_ready(key, priority, now)
-                self._stale += 1
-                if self._stale > self._n_normal + self._n_low + 64:
-                    self._compact()
-            return
-
-        later = self._later.get(key)
-        if later is None:
-            self._enqueue(key, priority, ready_at, now)
-            return
-        old_ready_at, old = later[0], -later[1]
-        changed = priority > old
-        priority = max(priority, old)
-        if delay <= 0:
-            del self._later[key]
-            self._make_ready(key, priority, now)
-            self._wake_one()
-        elif changed or ready_at < old_ready_at:
-            self._make_waiting(key, priority, min(ready_at, old_ready_at))
-            self._reschedule()
-        if len(self._waiting) > 2 * len(self._later) + 64:
-            self._compact()
-
-    def _enqueue(self, key: K, priority: int, ready_at: float, now: float) -> None:
-        if ready_at > now:
-            self._make_waiting(key, priority, ready_at)
-            self._reschedule()
-        else:
-            self._make_ready(key, priority, now)
-            self._wake_one()
-
-    def _make_waiting(self, key: K, priority: int, ready_at: float) -> None:
-        entry = (ready_at, -priority, self._seq(), key)
-        self._later[key] = entry
-        heapq.heappush(self._waiting, entry)
-
-    def _make_ready(self, key: K, priority: int, ready_at: float) -> None:
-        self._push_ready(key, priority, ready_at)
-        self.adds += 1
-
-    def _push_ready(self, key: K, priority: int, ready_at: float) -> None:
-        entry = (key, priority, ready_at, self._seq())
-        self._ready[key] = entry
-        if priority < NORMAL:
-            if not self._n_low:
-                self._low_since = ready_at
-            self._low.push(entry)
-        else:
-            self._normal.push(entry)
-        self._count_ready(priority, +1)
-
-    def _count_ready(self, priority: int, delta: int) -> None:
-        if priority < NORMAL:
-            self._n_low += delta
-        else:
-            self._n_normal += delta
-
-    def _promote_due(self, now: float) -> int:
-        moved = 0
-        waiting = self._waiting
-        later = self._later
-        while waiting and waiting[0][0] <= now:
-            entry = heapq.heappop(waiting)
-            key = entry[3]
-            if later.get(key) is entry:
-                del later[key]
-                self._make_ready(key, -entry[1], entry[0])
-                moved += 1
-        return moved
-
-    # ---- handing out ------------------------------------------------------------------------
-
-    def _take(self) -> tuple[K, int] | None:
-        now = self._now()
-        waiting = self._waiting
-        if waiting and waiting[0][0] <= now:
-            self._promote_due(now)
-        ready = self._ready
-        max_wait = self._max_wait
-        if self._n_normal and (not self._n_low or max_wait is None
-                               or now - self._low_since < max_wait):
-            # No LOW item can have aged: the best normal item goes (Levels.pop, inlined).
-            normal = self._normal
-            fifo = normal.fifos[normal.top]
-            entry = fifo.popleft()
-            if not fifo or ready.get(entry[0]) is not entry:
-                entry = normal.settle(entry, ready)
-            self._n_normal -= 1
-        else:
-            found = self._pick_with_low(now)
-            if found is None:
-                return None
-            entry = found
-        key, priority, ready_at, _ = entry
-        del ready[key]
-        self._processing[key] = now
-        queued = self._queue_times
-        if queued is not None:  # Durations.observe, inlined; `done` folds for both lists
-            queued.append(now - ready_at)
-        return key, priority
-
-    def _pick_with_low(self, now: float) -> Ready[K] | None:
-        """Aged LOW items first (the lane permitting), then normal ones, then LOW ones."""
-        lane = self._lane
-        max_wait = self._max_wait
-        entry: Ready[K] | None = None
-        if self._n_low and max_wait is not None and now - self._low_since >= max_wait:
-            # Perhaps aged: find the oldest (ties by priority; each FIFO's head is its oldest).
-            oldest = min(self._low.heads(self._ready), key=_age_rank)
-            self._low_since = oldest[2]
-            if now - oldest[2] >= max_wait and lane.admit():
-                entry = self._low.pop_head(oldest[1])
-        if entry is None and self._n_normal:
-            self._n_normal -= 1
-            return self._normal.pop(self._ready)
-        if entry is None and self._n_low and (lane.free or lane.admit()):
-            entry = self._low.pop(self._ready)
-        if entry is not None:
-            self._n_low -= 1
-            lane.started(entry[0])
-        return entry
-
-    def _wake_one(self) -> None:
-        while self._getters:
-            waiter = self._getters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-
     # ---- timer ------------------------------------------------------------------------------
 
     def _next_deadline(self) -> float:
-        deadline = math.inf
-        waiting = self._waiting
-        later = self._later
-        while waiting:
-            head = waiting[0]
-            if later.get(head[3]) is head:
-                deadline = head[0]
-                break
-            heapq.heappop(waiting)
+        head = self._delayed.next_ready_at()
+        deadline = math.inf if head is None else head
         # Only a parked getter cares when the lane admits the next LOW item; with normal items
         # ready it would not be parked. With every LOW slot busy, `done` is what wakes it.
         lane = self._lane
@@ -522,16 +296,3 @@ class PriorityQueue(Generic[K]):
                 waiter.set_result(finished)
         self._drain_waiters.clear()
 
-    def _fold(self) -> None:
-        assert self._metrics is not None
-        self._metrics.queue_duration.fold()
-        self._metrics.work_duration.fold()
-
-    def _compact(self) -> None:
-        """Drop the stale entries lazy deletion left behind, once they dominate."""
-        later = self._later
-        self._waiting[:] = [e for e in self._waiting if later.get(e[3]) is e]
-        heapq.heapify(self._waiting)
-        self._normal.compact(self._ready)
-        self._low.compact(self._ready)
-        self._stale = 0
