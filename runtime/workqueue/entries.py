@@ -45,8 +45,9 @@ class Entries(Generic[K]):
         self._delayed: Delayed[K] = Delayed()
         self._later = self._delayed.entries  # the two, aliased for the hot paths
         self._waiting = self._delayed.heap
-        self._normal: Levels[K] = Levels()
-        self._low: Levels[K] = Levels()
+        self._seen: dict[int, None] = {}
+        self._normal: Levels[K] = Levels(self._seen)
+        self._low: Levels[K] = Levels(self._seen)
         self._n_normal = 0
         self._n_low = 0
         self._stale = 0  # entries left behind in the levels by priority rises
@@ -93,6 +94,9 @@ class Entries(Generic[K]):
 
     def ready_priorities(self) -> Iterator[int]:
         return (entry[1] for entry in list(self._ready.values()))
+
+    def priorities_seen(self) -> list[int]:
+        return list(self._seen)
 
     def in_flight_ages(self) -> list[float]:
         now = self._now()

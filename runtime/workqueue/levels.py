@@ -23,13 +23,18 @@ K = TypeVar("K", bound=Hashable)
 # (key, priority, ready_at, seq)
 Ready = tuple[K, int, float, int]
 
+SEEN_LIMIT = 64  # priorities remembered for metrics; more than the metrics' label limit
+
 
 class Levels(Generic[K]):
-    __slots__ = ("fifos", "top")
+    __slots__ = ("fifos", "seen", "top")
 
-    def __init__(self) -> None:
+    def __init__(self, seen: dict[int, None]) -> None:
         self.fifos: dict[int, deque[Ready[K]]] = {}
         self.top = 0  # the highest priority with a FIFO; meaningless while there is none
+        # Every priority that ever had a FIFO, first come first (shared by a queue's levels, for
+        # its metrics: a FIFO is made per level, not per item, so this costs the hot path nothing).
+        self.seen = seen
 
     def push(self, entry: Ready[K]) -> None:
         priority = entry[1]
@@ -38,6 +43,8 @@ class Levels(Generic[K]):
             fifo = self.fifos[priority] = deque()
             if len(self.fifos) == 1 or priority > self.top:
                 self.top = priority
+            if priority not in self.seen and len(self.seen) < SEEN_LIMIT:
+                self.seen[priority] = None
         fifo.append(entry)
 
     def pop(self, ready: dict[K, Ready[K]]) -> Ready[K]:

@@ -66,6 +66,10 @@ class QueueState(Protocol):
         """The priority of every ready item."""
         ...
 
+    def priorities_seen(self) -> Iterable[int]:
+        """Every priority an item was ready with so far, in the order they first were."""
+        ...
+
     def in_flight_ages(self) -> list[float]:
         """Seconds each handed-out item has been in flight."""
         ...
@@ -224,6 +228,9 @@ class _Collector:
         label = self._labels[name].label
         depth: dict[str, int] = dict.fromkeys(self._labels[name].priorities.values(), 0)
         ages: list[float] = []
+        for queue in queues:
+            for priority in queue.state.priorities_seen():  # a series from the first item on
+                depth.setdefault(label(priority), 0)
         for queue in queues:
             for priority in list(queue.state.ready_priorities()):
                 key = label(priority)
