@@ -36,6 +36,13 @@ def _age_rank(entry: Ready[K]) -> tuple[float, int, int]:
 
 
 class Entries(Generic[K]):
+    # Slots, not a __dict__: the hot paths read a dozen attributes per item, and an instance
+    # dict with more keys than CPython shares per class makes every one of those reads slower.
+    __slots__ = ("_deferred", "_delayed", "_getters", "_lane", "_later", "_low", "_low_since",
+                 "_max_wait", "_metrics", "_n_low", "_n_normal", "_normal", "_now", "_processing",
+                 "_queue_times", "_ready", "_seen", "_seq", "_stale", "_waiting", "_work_times",
+                 "adds", "retries")
+
     def __init__(self, *, clock: Clock, lane: LowLane[K]) -> None:
         self._now = clock.now
         self._lane = lane

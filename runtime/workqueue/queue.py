@@ -74,6 +74,10 @@ class PriorityQueue(Entries[K]):
                 queue.done(key)
     """
 
+    # `__dict__` too: tests may wrap a method of one queue.
+    __slots__ = ("__dict__", "_clock", "_drain_waiters", "_limiter", "_shutting_down", "_timer",
+                 "_timer_at", "name", "options")
+
     def __init__(
         self,
         name: str = "",
