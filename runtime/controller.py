@@ -41,13 +41,12 @@ from runtime.workqueue import PriorityQueue, QueueOptions, ShutDown, with_defaul
 __all__ = [
     "Controller",
     "ControllerOptions",
-    # compatibility re-exports: the reconcile contract lives in runtime.reconcile
-    "ReconcileError",
-    "Reconciler",
-    "Result",
-    "TerminalError",
+    "ReconcileError",  # compatibility re-export (runtime.reconcile)
+    "Reconciler",  # compatibility re-export (runtime.reconcile)
+    "Result",  # compatibility re-export (runtime.reconcile)
+    "TerminalError",  # compatibility re-export (runtime.reconcile)
     "controller_options",
-    "reconcile_priority",
+    "reconcile_priority",  # compatibility re-export (runtime.reconcile)
 ]
 
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,

@@ -23,8 +23,6 @@ from typing import Any, Protocol
 
 from runtime.failures import FailureLog
 from runtime.objects import Obj, is_deleting, key_of, resource_version_of
-
-# compatibility re-exports: these now live in runtime.predicates and runtime.reconcile
 from runtime.predicates import Event, EventKind, Predicate
 from runtime.reconcile import LOW, NORMAL, Request
 
@@ -32,10 +30,10 @@ __all__ = [
     "EnqueueForObject",
     "EnqueueFromMap",
     "Enqueuer",
-    "EventKind",
+    "EventKind",  # compatibility re-export (runtime.predicates)
     "MapFn",
     "PriorityFn",
-    "Request",
+    "Request",  # compatibility re-export (runtime.reconcile)
     "default_priority",
     "unwrap_tombstone",
 ]
