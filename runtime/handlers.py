@@ -50,9 +50,6 @@ PriorityFn = Callable[[Obj, EventKind, int], int]
 
 MapFn = Callable[[Obj], Iterable[Request]]
 
-_FAILURES = FailureLog()
-
-
 def unwrap_tombstone(obj: Any) -> Obj:
     """A delete missed by the watch and found at relist arrives as a tombstone holding the last
     known state; handlers want that state."""
@@ -78,7 +75,7 @@ class _Handler:
         self._target = target
         self._priority = priority
         self._predicates = tuple(predicates)
-        self._failures = failures if failures is not None else _FAILURES
+        self._failures = failures if failures is not None else FailureLog()
 
     def _requests(self, obj: Obj) -> Iterable[Request]:
         raise NotImplementedError

@@ -16,7 +16,7 @@ Which events each predicate judges:
   already terminating (their deletion started before this process looked).
 
 Predicates run in the informer's delivery loop: they must be quick and must not do I/O. One that
-raises is treated by the handler like a failing map function (logged, the event dropped).
+raises is logged and the event let through: a reconcile too many costs less than a change missed.
 """
 
 from __future__ import annotations

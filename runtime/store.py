@@ -58,7 +58,7 @@ class Store:
     def __init__(self, *, key_func: Callable[[Obj], str] = object_key,
                  failures: FailureLog | None = None) -> None:
         self._key_func = key_func
-        self._failures = failures if failures is not None else _FAILURES
+        self._failures = failures if failures is not None else FailureLog()
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
@@ -187,9 +187,6 @@ class Store:
                     keys.discard(key)
                     if not keys:
                         del index[value]
-
-
-_FAILURES = FailureLog()
 
 
 def _describe(func: IndexFunc) -> str:
