@@ -31,8 +31,8 @@ K = TypeVar("K", bound=Hashable)
 _BATCH = Durations.BATCH
 
 
-def _age_rank(entry: Ready[K]) -> tuple[float, int, int]:
-    return entry[2], -entry[1], entry[3]
+def _age_rank(entry: Ready[K]) -> tuple[float, int]:
+    return entry[2], -entry[1]
 
 
 class Entries(Generic[K]):
@@ -168,7 +168,7 @@ class Entries(Generic[K]):
         self.adds += 1
 
     def _push_ready(self, key: K, priority: int, ready_at: float) -> None:
-        entry = (key, priority, ready_at, self._seq())
+        entry = (key, priority, ready_at)
         self._ready[key] = entry
         if priority < NORMAL:
             if not self._n_low:
@@ -213,7 +213,7 @@ class Entries(Generic[K]):
             if found is None:
                 return None
             entry = found
-        key, priority, ready_at, _ = entry
+        key, priority, ready_at = entry
         del ready[key]
         self._processing[key] = now
         queued = self._queue_times

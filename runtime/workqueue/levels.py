@@ -1,9 +1,9 @@
 """Ready entries of one lane (normal or LOW): a FIFO per priority, highest priority first.
 
-Entries join in readiness order (the queue makes due entries ready before it ranks anything, and
-each gets the next number of one counter), so each FIFO is already ordered by ready time, then
-FIFO, and the whole structure by the queue's rank, without comparing anything: a priority queue
-in O(1) per item instead of a heap's O(log n) tuple comparisons.
+Entries join in readiness order (the queue makes due entries ready before it ranks anything), so
+each FIFO is already ordered by ready time, then FIFO, and the whole structure by the queue's
+rank, without comparing anything: a priority queue in O(1) per item instead of a heap's
+O(log n) tuple comparisons.
 
 Deletion is lazy: an entry is an immutable tuple that is live only while the queue's `ready`
 mapping holds that very tuple under its key; replacing or removing it there leaves a stale copy
@@ -20,8 +20,9 @@ __all__ = ["Levels", "Ready"]
 
 K = TypeVar("K", bound=Hashable)
 
-# (key, priority, ready_at, seq)
-Ready = tuple[K, int, float, int]
+# (key, priority, ready_at). No sequence number: within a FIFO the order is the FIFO's, and the
+# heads of two FIFOs differ in priority, which breaks their ties.
+Ready = tuple[K, int, float]
 
 SEEN_LIMIT = 64  # priorities remembered for metrics; more than the metrics' label limit
 

@@ -138,7 +138,7 @@ class PriorityQueue(Entries[K]):
         ready = self._ready
         if key not in ready and key not in self._later and key not in self._processing:
             # The common case, `_make_ready` inlined: a new key, ready now.
-            entry = (key, priority, now, self._seq())
+            entry = (key, priority, now)
             ready[key] = entry
             if priority >= NORMAL:
                 fifo = self._normal.fifos.get(priority)
