@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.controller import Controller, ControllerOptions, Source, controller_options
+from runtime.failures import FailureLog
 from runtime.handlers import EnqueueForObject, EnqueueFromMap, Enqueuer, MapFn, PriorityFn
 from runtime.manager import Manager
 from runtime.predicates import Predicate
@@ -110,7 +111,9 @@ class ControllerBuilder:
         if watch.factory is not None:
             return watch.factory(controller)
         predicates = (*self._filters, *watch.predicates)
+        failures = FailureLog(clock=self._manager.clock)
         if watch.map_fn is None:
-            return EnqueueForObject(controller, priority=watch.priority, predicates=predicates)
+            return EnqueueForObject(controller, priority=watch.priority, predicates=predicates,
+                                    failures=failures)
         return EnqueueFromMap(controller, watch.map_fn, priority=watch.priority,
-                              predicates=predicates)
+                              predicates=predicates, failures=failures)

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from runtime.client import KubeClient, strip_managed_fields
 from runtime.clock import Clock, RealClock
+from runtime.failures import FailureLog
 from runtime.objects import Obj, resource_version_of
 from runtime.reflector import Reflector, ReflectorSettings
 from runtime.resources import Resource
@@ -191,7 +192,7 @@ class SharedInformer:
         self.settings = settings or InformerSettings()
         self._clock: Clock = clock or RealClock()
         self._rng = rng or random.Random()
-        self.store = Store()
+        self.store = Store(failures=FailureLog(clock=self._clock))
         self.reflector = Reflector(
             client, resource, self, namespace=namespace, label_selector=label_selector,
             field_selector=field_selector, settings=self.settings.reflector,
