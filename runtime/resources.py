@@ -62,15 +62,3 @@ INGRESSCLASSES = Resource("networking.k8s.io", "v1", "ingressclasses", "IngressC
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                      "CustomResourceDefinition", namespaced=False)
-
-
-def object_key(obj: dict[str, object]) -> str:
-    """client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` for cluster-scoped objects."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        raise ValueError("object has no metadata")
-    name = meta.get("name")
-    namespace = meta.get("namespace")
-    if not isinstance(name, str):
-        raise ValueError("object has no metadata.name")
-    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
