@@ -26,6 +26,8 @@ from typing import Any, Final, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from controller.errors import InvalidInput
+
 T = TypeVar("T")
 S = TypeVar("S", bound=str)
 
@@ -59,9 +61,11 @@ def quote(value: str) -> str:
     return text
 
 
-class AnnotationError(ValueError):
+class AnnotationError(InvalidInput):
     """An annotation value the controller cannot use. `str()` is one line naming key and value,
     e.g. `annotation example.com/interval: "ten" is not an integer`."""
+
+    condition_reason = "InvalidAnnotation"
 
     def __init__(self, key: str, value: str | None, reason: str) -> None:
         super().__init__(key, value, reason)

@@ -17,19 +17,21 @@ before a changed model is deployed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import structlog
 
+from controller.apis import (
+    CHECKPOINT_ANNOTATION,
+    CHECKPOINT_ANNOTATIONS,
+    CHECKPOINT_TIMESTAMP_ANNOTATION,
+)
 from controller.model import Stack, checkpoint_digest
 from runtime.handlers import EventKind, PriorityFn
 from runtime.workqueue import LOW, NORMAL
 
 Obj = dict[str, Any]
 
-CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
-CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
-ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
 
 log = structlog.get_logger("checkpoint")
 
@@ -70,13 +72,13 @@ def patch(value: str, *, timestamp: float) -> Obj:
 
 def removal_patch() -> Obj:
     """Merge patch dropping both annotations (an object we no longer manage)."""
-    return {"metadata": {"annotations": dict.fromkeys(sorted(ANNOTATIONS))}}
+    return {"metadata": {"annotations": dict.fromkeys(sorted(CHECKPOINT_ANNOTATIONS))}}
 
 
 def without_checkpoint(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
     """Annotations minus the checkpoint ones, for comparing objects we and another controller
     both write (a managed TargetGroupBinding carries the TGB controller's checkpoint)."""
-    return {k: v for k, v in (annotations or {}).items() if k not in ANNOTATIONS}
+    return {k: v for k, v in (annotations or {}).items() if k not in CHECKPOINT_ANNOTATIONS}
 
 
 def priority_function(compute_from_cache: Callable[[Obj], str | None], *, enabled: bool,
@@ -117,9 +119,6 @@ def _name(obj: Obj) -> str:
 
 
 __all__ = [
-    "ANNOTATIONS",
-    "CHECKPOINT_ANNOTATION",
-    "CHECKPOINT_TIMESTAMP_ANNOTATION",
     "compute",
     "group_stored",
     "matches",

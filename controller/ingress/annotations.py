@@ -23,7 +23,7 @@ from controller.annotations import (
     parse_json,
     quote,
 )
-from controller.ingress.keys import PREFIX
+from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.schemas import (
     ActionSpec,
     ConditionSpec,

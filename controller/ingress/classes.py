@@ -21,18 +21,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller.annotations import note_read
-from controller.ingress.caches import Caches, Obj, meta
-from controller.ingress.keys import (
+from controller.apis import (
     ALB_CONTROLLER,
     DEFAULT_CLASS_ANNOTATION,
     INGRESSCLASSPARAMS,
     LEGACY_CLASS_ANNOTATION,
+    LabelSelector,
 )
-from controller.selectors import LabelSelector
+from controller.errors import InvalidInput
+from controller.ingress.caches import Caches, Obj, meta
 
 
-class ClassError(ValueError):
+class ClassError(InvalidInput):
     """The Ingress is ours but its class cannot be used; the message is shown as is."""
+
+    condition_reason = "InvalidIngressClass"
 
 
 class _Spec(BaseModel):

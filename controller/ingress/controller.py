@@ -8,6 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from controller.apis import (
+    INGRESS_ANNOTATION_PREFIX as PREFIX,
+)
+from controller.apis import (
+    INGRESSCLASSPARAMS,
+    TARGETGROUPBINDINGS,
+    USE_ANNOTATION,
+)
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress import events
@@ -20,7 +28,6 @@ from controller.ingress.groups import (
     class_keys,
     index_keys,
 )
-from controller.ingress.keys import CONTROLLER_NAME, INGRESSCLASSPARAMS, PREFIX, USE_ANNOTATION
 from controller.ingress.model import BuilderSettings
 from controller.ingress.reconciler import (
     BINDING_STACK_INDEX,
@@ -30,12 +37,13 @@ from controller.ingress.reconciler import (
     binding_stack_index,
 )
 from controller.lanes import paced_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.controller import Controller
 from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
 from runtime.workqueue import NORMAL
+
+CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from controller.checkpoint import ANNOTATIONS as CHECKPOINT_ANNOTATIONS
+from controller.apis import CHECKPOINT_ANNOTATIONS as CHECKPOINT_ANNOTATIONS
 from controller.ingress.caches import Obj, meta
 from runtime.handlers import Enqueuer, EventKind, Request, default_priority, unwrap_tombstone
 from runtime.workqueue import NORMAL

@@ -15,16 +15,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from controller.annotations import AnnotationError, AnnotationReader
+from controller.apis import (
+    INGRESS_ANNOTATION_PREFIX as PREFIX,
+)
+from controller.apis import (
+    INGRESS_FINALIZER,
+    INGRESS_GROUP_FINALIZER_PREFIX,
+    INGRESS_STACK_LABEL,
+    INGRESS_STACK_NAME_LABEL,
+    INGRESS_STACK_NAMESPACE_LABEL,
+)
 from controller.ingress.caches import Caches, Obj, key_of, meta
 from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
-from controller.ingress.keys import (
-    EXPLICIT_FINALIZER_PREFIX,
-    IMPLICIT_FINALIZER,
-    PREFIX,
-    STACK_LABEL,
-    STACK_NAME_LABEL,
-    STACK_NAMESPACE_LABEL,
-)
 from runtime.handlers import Request
 
 # Ingress → Request.key of every group it may belong to or have belonged to, from the Ingress
@@ -49,13 +51,16 @@ def stack_id(request: Request) -> str:
 
 
 def finalizer_of(request: Request) -> str:
-    return EXPLICIT_FINALIZER_PREFIX + request.name if is_explicit(request) else IMPLICIT_FINALIZER
+    if is_explicit(request):
+        return INGRESS_GROUP_FINALIZER_PREFIX + request.name
+    return INGRESS_FINALIZER
 
 
 def stack_labels(request: Request) -> dict[str, str]:
     if is_explicit(request):
-        return {STACK_LABEL: request.name}
-    return {STACK_NAMESPACE_LABEL: request.namespace, STACK_NAME_LABEL: request.name}
+        return {INGRESS_STACK_LABEL: request.name}
+    return {INGRESS_STACK_NAMESPACE_LABEL: request.namespace,
+            INGRESS_STACK_NAME_LABEL: request.name}
 
 
 def request_of_key(key: str) -> Request:
@@ -85,10 +90,10 @@ def former_groups(ing: Obj) -> list[Request]:
     """Groups whose finalizer the Ingress still carries: it may still have rules there."""
     found: list[Request] = []
     for fin in meta(ing).get("finalizers") or []:
-        if fin == IMPLICIT_FINALIZER:
+        if fin == INGRESS_FINALIZER:
             found.append(implicit(ing))
-        elif isinstance(fin, str) and fin.startswith(EXPLICIT_FINALIZER_PREFIX):
-            name = fin.removeprefix(EXPLICIT_FINALIZER_PREFIX)
+        elif isinstance(fin, str) and fin.startswith(INGRESS_GROUP_FINALIZER_PREFIX):
+            name = fin.removeprefix(INGRESS_GROUP_FINALIZER_PREFIX)
             if name:
                 found.append(Request("", name))
     return found

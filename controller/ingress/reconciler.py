@@ -23,6 +23,12 @@ from typing import Any, Protocol
 import structlog
 
 from controller import checkpoint
+from controller.apis import (
+    INGRESS_STACK_LABEL,
+    INGRESS_STACK_NAME_LABEL,
+    INGRESS_STACK_NAMESPACE_LABEL,
+    INGRESSCLASSPARAMS,
+)
 from controller.aws import AWSClientPool, AWSError
 from controller.deploy import DeployError, StackDeployer
 from controller.ingress.caches import Caches, Obj, key_of, meta
@@ -31,12 +37,6 @@ from controller.ingress.groups import (
     Group,
     GroupLoader,
     request_of_key,
-)
-from controller.ingress.keys import (
-    INGRESSCLASSPARAMS,
-    STACK_LABEL,
-    STACK_NAME_LABEL,
-    STACK_NAMESPACE_LABEL,
 )
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, BuiltGroup, build_group
@@ -65,9 +65,10 @@ class Recorder(Protocol):
 
 def binding_stack_index(obj: Obj) -> list[str]:
     labels = meta(obj).get("labels") or {}
-    if labels.get(STACK_LABEL):
-        return [str(labels[STACK_LABEL])]
-    name, namespace = labels.get(STACK_NAME_LABEL), labels.get(STACK_NAMESPACE_LABEL)
+    if labels.get(INGRESS_STACK_LABEL):
+        return [str(labels[INGRESS_STACK_LABEL])]
+    name = labels.get(INGRESS_STACK_NAME_LABEL)
+    namespace = labels.get(INGRESS_STACK_NAMESPACE_LABEL)
     return [f"{namespace}/{name}"] if name and namespace else []
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from controller.errors import InvalidInput
 from controller.model.actions import ForwardAction
 from controller.model.base import (
     LISTENER,
@@ -43,8 +44,10 @@ _TYPE_BY_CLASS: dict[type[Model], str] = {
 }
 
 
-class InvalidStack(ValueError):
+class InvalidStack(InvalidInput):
     """The stack breaks a rule AWS would enforce (or moto would not): one clear message."""
+
+    condition_reason = "InvalidModel"
 
 
 def resource_type_of(resource: Resource) -> str:

@@ -1,6 +1,7 @@
 """Service → Network Load Balancer: which Services qualify, their annotations parsed, the pure
 model builder, and the reconciler that deploys the stack and its TargetGroupBindings."""
 
+from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
 from controller.service.annotations import (
     PREFIX,
     SERVICE_ANNOTATION_KEYS,
@@ -13,8 +14,6 @@ from controller.service.annotations import (
 )
 from controller.service.model import (
     MODEL_VERSION,
-    STACK_NAME_LABEL,
-    STACK_NAMESPACE_LABEL,
     InvalidService,
     ModelSettings,
     build_stack,
@@ -25,8 +24,8 @@ __all__ = [
     "MODEL_VERSION",
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
-    "STACK_NAMESPACE_LABEL",
-    "STACK_NAME_LABEL",
+    "SERVICE_STACK_NAMESPACE_LABEL",
+    "SERVICE_STACK_NAME_LABEL",
     "HealthCheckSettings",
     "InvalidService",
     "ModelSettings",

@@ -13,10 +13,13 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from controller.apis import (
+    SERVICE_STACK_NAME_LABEL,
+    SERVICE_STACK_NAMESPACE_LABEL,
+    TARGETGROUPBINDINGS,
+)
 from controller.deploy import ResolvedTargetGroupBinding
 from controller.model import TargetGroupBindingResource
-from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.handlers import Request
@@ -28,7 +31,8 @@ SERVICE_STACK_INDEX: Final = "service-stack"  # managed TGB → "namespace/servi
 
 def service_stack_index(obj: Obj) -> list[str]:
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    name, namespace = labels.get(STACK_NAME_LABEL), labels.get(STACK_NAMESPACE_LABEL)
+    name = labels.get(SERVICE_STACK_NAME_LABEL)
+    namespace = labels.get(SERVICE_STACK_NAMESPACE_LABEL)
     return [f"{namespace}/{name}"] if name and namespace else []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.config import DEFAULT_LOAD_BALANCER_CLASS, ConfigError, ControllerConfig
 from controller.deploy import DeployerSettings, StackDeployer
@@ -17,7 +18,6 @@ from controller.service.bindings import (
 )
 from controller.service.model import ModelSettings
 from controller.service.reconciler import ServiceReconciler
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.controller import Controller
 from runtime.handlers import EnqueueFromMap
 from runtime.manager import Manager

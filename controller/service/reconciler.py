@@ -29,6 +29,7 @@ import structlog
 
 from controller import checkpoint
 from controller.annotations import AnnotationError
+from controller.apis import CHECKPOINT_TIMESTAMP_ANNOTATION, SERVICE_FINALIZER
 from controller.aws import AWSError
 from controller.deploy import DeployError, DeployResult, StackDeployer
 from controller.model import InvalidStack, Stack
@@ -62,7 +63,6 @@ from runtime.workqueue import NORMAL
 
 Obj = dict[str, Any]
 
-FINALIZER = "service.k8s.aws/resources"
 READY_MESSAGE = "load balancer provisioned"
 
 log = structlog.get_logger("service")
@@ -80,7 +80,8 @@ def _finalizers(obj: Obj) -> list[str]:
 def requests_for_service(obj: Obj, *, load_balancer_class: str) -> list[Request]:
     """Services we build for, or still hold a finalizer on; the rest never need us, so they
     are not even queued (most Services of a cluster are not load balancers)."""
-    if FINALIZER in _finalizers(obj) or qualifies(obj, load_balancer_class=load_balancer_class):
+    if (SERVICE_FINALIZER in _finalizers(obj)
+            or qualifies(obj, load_balancer_class=load_balancer_class)):
         return [Request.for_object(obj)]
     return []
 
@@ -127,7 +128,7 @@ class ServiceReconciler:
         meta = svc.get("metadata") or {}
         if meta.get("deletionTimestamp") or not qualifies(
                 svc, load_balancer_class=self._settings.load_balancer_class):
-            if FINALIZER not in _finalizers(svc):
+            if SERVICE_FINALIZER not in _finalizers(svc):
                 return Result()
             return await self._cleanup(svc)
         try:
@@ -149,7 +150,8 @@ class ServiceReconciler:
     def _converged_in_cache(self, svc: Obj, stack: Stack) -> bool:
         cond = find_condition(svc, CONDITION_TYPE) or {}
         generation = (svc.get("metadata") or {}).get("generation")
-        if (FINALIZER not in _finalizers(svc) or hostname_of(svc) is None or not is_ready(svc)
+        if (SERVICE_FINALIZER not in _finalizers(svc) or hostname_of(svc) is None
+                or not is_ready(svc)
                 or cond.get("observedGeneration") != generation):
             return False
         cached = self._managed_bindings(svc)
@@ -160,14 +162,14 @@ class ServiceReconciler:
     async def _deploy(self, svc: Obj, stack: Stack, value: str, stored: str) -> Result:
         name, ns = str(svc["metadata"]["name"]), str(svc["metadata"]["namespace"])
         writes = 0
-        fresh = FINALIZER not in _finalizers(svc)  # never deployed: nothing in AWS yet
+        fresh = SERVICE_FINALIZER not in _finalizers(svc)  # never deployed: nothing in AWS yet
         matched = stored == value  # write-only fields were written for exactly this stack
         if self._checkpoints and stored and stored != value:
             svc = await self._patch(svc, checkpoint.patch("", timestamp=self._clock.wall()))
             stored, writes = "", writes + 1
-        if FINALIZER not in _finalizers(svc):
+        if SERVICE_FINALIZER not in _finalizers(svc):
             svc = await self._patch(svc, {"metadata": {
-                "finalizers": [*_finalizers(svc), FINALIZER],
+                "finalizers": [*_finalizers(svc), SERVICE_FINALIZER],
                 "resourceVersion": svc["metadata"]["resourceVersion"]}})
             writes += 1
         # Bindings the model dropped (a removed port, a replaced target group) go first, and
@@ -224,9 +226,9 @@ class ServiceReconciler:
                 svc = await self._client.patch(SERVICES, str(meta["name"]), body,
                                                str(meta["namespace"]), subresource="status")
             meta = svc["metadata"]
-            update: Obj = {"finalizers": [f for f in _finalizers(svc) if f != FINALIZER],
+            update: Obj = {"finalizers": [f for f in _finalizers(svc) if f != SERVICE_FINALIZER],
                            "resourceVersion": meta["resourceVersion"]}
-            if checkpoint.stored(svc) or checkpoint.CHECKPOINT_TIMESTAMP_ANNOTATION in (
+            if checkpoint.stored(svc) or CHECKPOINT_TIMESTAMP_ANNOTATION in (
                     meta.get("annotations") or {}):
                 update["annotations"] = checkpoint.removal_patch()["metadata"]["annotations"]
             await self._patch(svc, {"metadata": update})
@@ -270,4 +272,4 @@ def _build_reason(exc: Exception) -> str:
     return "InvalidModel"
 
 
-__all__ = ["FINALIZER", "ServiceReconciler", "requests_for_service"]
+__all__ = ["SERVICE_FINALIZER", "ServiceReconciler", "requests_for_service"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.lanes import paced_controller
 from controller.targetgroupbinding.multicluster import TargetTracker
@@ -17,7 +18,6 @@ from controller.targetgroupbinding.reconciler import (
     tgb_service_index,
     tgb_target_type_index,
 )
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from runtime.controller import Controller
 from runtime.handlers import EnqueueForObject, EnqueueFromMap

@@ -20,19 +20,14 @@ from typing import Any, Protocol
 
 import structlog
 
+from controller.apis import TARGETGROUPBINDING_FINALIZER, TARGETGROUPBINDINGS
+from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
     configmap_name,
     deregistrable,
-)
-from controller.targetgroupbinding.spec import (
-    FINALIZER,
-    TARGETGROUPBINDINGS,
-    InvalidSpec,
-    TargetGroupBindingSpec,
-    parse_spec,
 )
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo, TargetGroups
 from controller.targetgroupbinding.targets import (
@@ -280,7 +275,7 @@ class TargetGroupBindingReconciler:
 
     async def _finalize(self, tgb: Obj) -> None:
         meta = tgb["metadata"]
-        if FINALIZER not in (meta.get("finalizers") or []):
+        if TARGETGROUPBINDING_FINALIZER not in (meta.get("finalizers") or []):
             return
         ns, name = str(meta["namespace"]), str(meta["name"])
         try:
@@ -310,7 +305,7 @@ class TargetGroupBindingReconciler:
                 await self._tracker.cleanup(ns, name)
             else:
                 self._tracker.forget(ns, name)
-        finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+        finalizers = [f for f in meta.get("finalizers") or [] if f != TARGETGROUPBINDING_FINALIZER]
         try:
             await self._patch(tgb, {"metadata": {"finalizers": finalizers,
                                                  "resourceVersion": meta["resourceVersion"]}})
@@ -320,10 +315,11 @@ class TargetGroupBindingReconciler:
     async def _ensure_finalizer(self, tgb: Obj) -> Obj:
         meta = tgb["metadata"]
         finalizers = list(meta.get("finalizers") or [])
-        if FINALIZER in finalizers:
+        if TARGETGROUPBINDING_FINALIZER in finalizers:
             return tgb
         return await self._patch(tgb, {"metadata": {
-            "finalizers": [*finalizers, FINALIZER], "resourceVersion": meta["resourceVersion"]}})
+            "finalizers": [*finalizers, TARGETGROUPBINDING_FINALIZER],
+            "resourceVersion": meta["resourceVersion"]}})
 
     async def _patch(self, tgb: Obj, body: Obj) -> Obj:
         meta = tgb["metadata"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from controller.apis.targetgroupbinding import InvalidSpec
 from controller.aws import AWSClientPool, AWSError
-from controller.targetgroupbinding.spec import InvalidSpec
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
 

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from controller.targetgroupbinding.spec import InvalidSpec, LabelSelector
+from controller.apis import LabelSelector
+from controller.apis.targetgroupbinding import InvalidSpec
 
 Obj = dict[str, Any]
 

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from prometheus_client import CollectorRegistry
 
 from controller import checkpoint
+from controller.apis import ALB_CONTROLLER
+from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress import controller as ingress_controller
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
-from controller.ingress.keys import ALB_CONTROLLER, PREFIX
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.standins import ServerLimits

@@ -35,6 +35,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.aws.throttle import ThrottleConfig
 from controller.standins import MotoStandIn
@@ -43,7 +44,6 @@ from controller.targetgroupbinding.controller import (
     build_reconciler,
 )
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.handlers import Request

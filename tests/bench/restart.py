@@ -61,6 +61,7 @@ from typing import Any, ClassVar
 from prometheus_client import CollectorRegistry
 
 from controller import checkpoint
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.config import ControllerConfig
 from controller.deploy import DeployerSettings
@@ -78,7 +79,6 @@ from controller.standins import (
     sync_client,
 )
 from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.clock import RealClock
 from runtime.errors import AlreadyExists, NotFound

@@ -15,6 +15,7 @@ from runtime.controller import Controller
 from runtime.handlers import EnqueueForObject, EnqueueFromMap
 from runtime.reconcile import (
     ReconcileError,
+    ReconcilePriority,
     Request,
     Result,
     TerminalError,
@@ -263,8 +264,8 @@ async def test_the_running_reconcile_knows_its_priority_and_id(clock: FakeClock)
 
 
 def test_current_reconcile_restores_the_outer_values() -> None:
-    with current_reconcile(priority=LOW, reconcile_id="outer"):
-        with current_reconcile(priority=7, reconcile_id="inner"):
+    with current_reconcile(priority=ReconcilePriority(LOW), reconcile_id="outer"):
+        with current_reconcile(priority=ReconcilePriority(7), reconcile_id="inner"):
             assert (reconcile_priority(), reconcile_id()) == (7, "inner")
         assert (reconcile_priority(), reconcile_id()) == (LOW, "outer")
     assert (reconcile_priority(), reconcile_id()) == (NORMAL, "")

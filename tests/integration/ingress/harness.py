@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
+from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.ingress import controller as ingress_controller
-from controller.ingress.keys import CONTROLLER_NAME, INGRESSCLASSPARAMS
+from controller.ingress.controller import CONTROLLER_NAME
 from controller.standins import AwsSeed
 from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound

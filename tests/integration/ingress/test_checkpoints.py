@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.standins import AWSFaultProxy
 from runtime.handlers import Request
 from runtime.manager import Manager

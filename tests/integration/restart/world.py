@@ -22,11 +22,10 @@ from botocore.exceptions import ClientError
 from prometheus_client import CollectorRegistry
 
 from controller import app
+from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.config import parse_config
-from controller.ingress.keys import INGRESSCLASSPARAMS
 from controller.standins import AwsSeed, MotoStandIn, sync_client
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound

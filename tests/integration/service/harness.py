@@ -12,14 +12,17 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
+from controller.apis import (
+    SERVICE_STACK_NAME_LABEL,
+    SERVICE_STACK_NAMESPACE_LABEL,
+    TARGETGROUPBINDINGS,
+)
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings
 from controller.service import controller as service_controller
 from controller.service.annotations import PREFIX
-from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
 from controller.standins import AwsSeed
 from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
@@ -122,7 +125,8 @@ class Cluster(RunsManager):
         await self.client.update(ENDPOINTSLICES, body)
 
     async def bindings(self, service: str) -> list[Obj]:
-        selector = f"{STACK_NAME_LABEL}={service},{STACK_NAMESPACE_LABEL}={self.namespace}"
+        selector = (f"{SERVICE_STACK_NAME_LABEL}={service},"
+                    f"{SERVICE_STACK_NAMESPACE_LABEL}={self.namespace}")
         listed = await self.client.list(TARGETGROUPBINDINGS, self.namespace,
                                         label_selector=selector)
         return list(listed["items"])

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.standins import AwsSeed
 from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound

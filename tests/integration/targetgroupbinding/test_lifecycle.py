@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
 from controller.standins import AWSFaultProxy
-from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually
 

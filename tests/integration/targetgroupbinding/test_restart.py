@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.standins import AWSFaultProxy
-from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
 from controller.targetgroupbinding.controller import TargetGroupBindingSettings
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually

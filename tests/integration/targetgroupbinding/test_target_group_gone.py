@@ -3,7 +3,7 @@ binding still completes (its targets went with the target group)."""
 
 from __future__ import annotations
 
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.apis import TARGETGROUPBINDINGS
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.aws import AWSClientPool, AWSSettings
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress import controller as ingress
@@ -65,7 +65,7 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             for name in ("a", "b"):  # the group was deployed: every member carries it
                 member = c.ingresses.get(f"default/{name}")
                 assert member is not None
-                member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+                member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
             priority = ingress.group_priority(settings, reconciler.priority)
             matched = priority(unchanged, EventKind.INITIAL_ADD, LOW)
             assert priority(changed, EventKind.INITIAL_ADD, LOW) == NORMAL
@@ -97,7 +97,7 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         for rv, name in enumerate(("a", "b"), start=1):
             member = c.ingresses.get(f"default/{name}")
             assert member is not None
-            member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+            member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
             member["metadata"]["resourceVersion"] = str(rv)
         builds: list[Request] = []
 
@@ -114,11 +114,11 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         # A member rewritten (its checkpoint reset before a deploy): decided again.
         member = c.ingresses.get("default/a")
         assert member is not None
-        member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = ""
+        member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = ""
         member["metadata"]["resourceVersion"] = "3"
         assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
         assert len(builds) == 2
-        member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+        member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
         member["metadata"]["resourceVersion"] = "4"
         assert reconciler.priority(group, EventKind.RESYNC, LOW) == LOW
         # The backend Service changes (members untouched): its update event drops the

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings, ServiceDefaults
 from controller.service.annotations import PREFIX
 from controller.service.model import checkpoint_of

@@ -7,13 +7,12 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.service import controller as service
 from controller.service.model import checkpoint_of
 from controller.service.reconciler import ServiceReconciler
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
@@ -40,7 +39,7 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
         envtest_kubeconfig: Path) -> None:
     unchanged = by_class({"aws-load-balancer-nlb-target-type": "ip"})
     model = _settings().model
-    unchanged["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = checkpoint_of(
+    unchanged["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = checkpoint_of(
         unchanged, settings=model)
     aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
                       access_key="unused", secret_key="unused")
