@@ -3,8 +3,8 @@ for anything a user must fix (an annotation, a spec, a class parameter, a model 
 refuse): its `str()` is one line meant for the object's Warning Event and status condition, the
 reconcile makes no AWS call for that object, and it is not retried until the object changes.
 
-`condition_reason` is the status condition reason of the family member (upstream's names where it has
-them): the toolkit in `controller/reconcilers.py` reports every member the same way."""
+`condition_reason` is the status condition reason of each member (upstream's names where it
+has them): the toolkit in `controller/reconcilers.py` reports every member the same way."""
 
 from __future__ import annotations
 
