@@ -14,13 +14,14 @@ A class's `spec.parameters` must reference an existing cluster-scoped IngressCla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from controller.annotations import note_read
+from controller import validators
+from controller.annotations import AnnotationError, note_read, quote
 from controller.apis import (
     ALB_CONTROLLER,
     DEFAULT_CLASS_ANNOTATION,
@@ -96,12 +97,33 @@ class IngressClassInfo:
 
 def parse_params(obj: Obj) -> ClassParams:
     name = str(meta(obj).get("name") or "")
+    spec = obj.get("spec")
     try:
-        return ClassParams.model_validate({**(obj.get("spec") or {}), "name": name})
+        params = ClassParams.model_validate({**(spec if isinstance(spec, dict) else {}),
+                                             "name": name})
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ClassError(f"IngressClassParams {name}: spec.{where}: {first.get('msg')}") from None
+    # The same rule for an AWS field as the annotation carrying it.
+    checks: list[tuple[str, str, Callable[[str, str], object]]] = []
+    if params.load_balancer_name:
+        checks.append(("loadBalancerName", params.load_balancer_name,
+                       validators.load_balancer_name))
+    if params.certificate_arn:
+        checks.append(("certificateArn", ",".join(params.certificate_arn),
+                       validators.certificate_arns))
+    if params.inbound_cidrs is not None:
+        checks.append(("inboundCIDRs", ",".join(params.inbound_cidrs), validators.cidrs))
+    if params.subnets is not None and params.subnets.ids:
+        checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))
+    for field_name, raw, check in checks:
+        try:
+            check(f"spec.{field_name}", raw)
+        except AnnotationError as exc:
+            raise ClassError(f"IngressClassParams {name}: spec.{field_name}: "
+                             f"{quote(raw)} {exc.reason}") from None
+    return params
 
 
 def annotation_matches(value: str, ingress_class: str) -> bool:
