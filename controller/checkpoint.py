@@ -28,6 +28,7 @@ from controller.apis import (
 )
 from controller.model import Stack, checkpoint_digest
 from runtime.handlers import EventKind, PriorityFn
+from runtime.objects import is_deleting
 from runtime.workqueue import LOW, NORMAL
 
 Obj = dict[str, Any]
@@ -81,34 +82,37 @@ def without_checkpoint(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (annotations or {}).items() if k not in CHECKPOINT_ANNOTATIONS}
 
 
-def priority_function(compute_from_cache: Callable[[Obj], str | None], *, enabled: bool,
-                      current: Callable[[Obj], str] = stored) -> PriorityFn:
-    """A handler priority function (runtime.handlers.PriorityFn).
+def priority_function(compute_from_cache: Callable[[Obj], str | Iterable[str] | None], *,
+                      enabled: bool, current: Callable[[Obj], str] = stored) -> PriorityFn:
+    """The one priority decision of every controller, as a handler priority function
+    (runtime.handlers.PriorityFn).
 
     `compute_from_cache(obj)` runs the pure stage from the informer caches and returns the
-    checkpoint, or None when there is nothing to compare (bad input, not ours, being deleted);
-    it must not do I/O. `current(obj)` reads the stored checkpoint (an Ingress group passes one
-    reading every member). Initial-list adds and resyncs that match go LOW; other
-    initial-list adds and resyncs go NORMAL, as does any object being deleted; other events
-    keep their default. Disabled: all
-    NORMAL, so a restart reconciles everything at full speed, as upstream does."""
+    checkpoint (or the checkpoints it could be, when one input is known only from AWS), or None
+    when there is nothing to compare (bad input, not ours); it must not do I/O. `current(obj)`
+    reads the stored checkpoint. Initial-list adds and resyncs that match go LOW; other
+    initial-list adds and resyncs go NORMAL, as does any object being deleted; other events keep
+    their default. Disabled: all NORMAL, so a restart reconciles everything at full speed, as
+    upstream does."""
 
     def priority(obj: Obj, kind: EventKind, default: int) -> int:
         if not enabled:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(obj):
             return NORMAL  # a deletion is always a real change
         try:
             value = compute_from_cache(obj)
+            have = current(obj)
         except ValueError:
             return NORMAL  # bad input: its reconcile reports it, at once and without AWS calls
         except Exception:
             # A handler must never raise into the informer's delivery loop.
             log.exception("checkpoint computation failed", object=_name(obj))
             return NORMAL
-        return LOW if matches(value, current(obj)) else NORMAL
+        candidates = (value,) if value is None or isinstance(value, str) else tuple(value)
+        return LOW if any(matches(c, have) for c in candidates) else NORMAL
 
     return priority
 

@@ -11,19 +11,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller.aws import DEFAULT_THROTTLE, ThrottleConfig, parse_endpoints, parse_throttle
+from controller.defaults import (
+    DEFAULT_AWS_MAX_RETRIES,
+    DEFAULT_HEALTH_PROBE_BIND_ADDR,
+    DEFAULT_INGRESS_CLASS,
+    DEFAULT_LEADER_ELECTION_ID,
+    DEFAULT_LOAD_BALANCER_CLASS,
+    DEFAULT_MAX_CONCURRENT_RECONCILES,
+    DEFAULT_METRICS_BIND_ADDR,
+    DEFAULT_SSL_POLICY,
+    DEFAULT_SYNC_PERIOD,
+    DEFAULT_TGB_MAX_BACKOFF,
+)
 from runtime.httpserver import parse_bind_address
-
-# Upstream defaults (pkg/config/*.go), kept as named constants so docs and tests can cite them.
-DEFAULT_LEADER_ELECTION_ID = "aws-load-balancer-controller-leader"
-DEFAULT_METRICS_BIND_ADDR = ":8080"
-DEFAULT_HEALTH_PROBE_BIND_ADDR = ":61779"
-DEFAULT_INGRESS_CLASS = "alb"
-DEFAULT_LOAD_BALANCER_CLASS = "service.k8s.aws/nlb"
-DEFAULT_SSL_POLICY = "ELBSecurityPolicy-2016-08"
-DEFAULT_MAX_CONCURRENT_RECONCILES = 3
-DEFAULT_SYNC_PERIOD = 10 * 3600.0
-DEFAULT_TGB_MAX_BACKOFF = 1000.0  # 16m40s
-DEFAULT_AWS_MAX_RETRIES = 10
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,

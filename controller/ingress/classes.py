@@ -30,7 +30,8 @@ from controller.apis import (
     LabelSelector,
 )
 from controller.errors import InvalidInput
-from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.caches import Caches
+from runtime.objects import Obj, meta
 
 
 class ClassError(InvalidInput):

@@ -25,9 +25,10 @@ from controller.apis import (
     INGRESS_STACK_NAME_LABEL,
     INGRESS_STACK_NAMESPACE_LABEL,
 )
-from controller.ingress.caches import Caches, Obj, key_of, meta
+from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
 from runtime.handlers import Request
+from runtime.objects import Obj, key_of, meta
 
 # Ingress → Request.key of every group it may belong to or have belonged to, from the Ingress
 # alone (its own key, its group.name annotation, its finalizers). Class and params lookups are

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 from controller.annotations import AnnotationError
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
-from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, Member, is_explicit, stack_labels
 from controller.ingress.merge import (
     BuildError,
@@ -51,6 +51,7 @@ from controller.model import (
     SubnetDiscovery,
     load_balancer_name,
 )
+from runtime.objects import Obj, meta
 
 # Bump when the same inputs would build a different stack (every stored checkpoint of a group
 # then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC

@@ -1,7 +1,7 @@
 """Service → Network Load Balancer: which Services qualify, their annotations parsed, the pure
-model builder, and the reconciler that deploys the stack and its TargetGroupBindings."""
+model builder, and the reconciler that deploys the stack and its TargetGroupBindings. The same
+facade as every controller package: `Settings`, `setup(manager, *, pool, settings)`."""
 
-from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
 from controller.service.annotations import (
     PREFIX,
     SERVICE_ANNOTATION_KEYS,
@@ -19,21 +19,23 @@ from controller.service.model import (
     build_stack,
     checkpoint_input,
 )
+from controller.service.wiring import CONTROLLER_NAME, Settings, setup
 
 __all__ = [
+    "CONTROLLER_NAME",
     "MODEL_VERSION",
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
-    "SERVICE_STACK_NAMESPACE_LABEL",
-    "SERVICE_STACK_NAME_LABEL",
     "HealthCheckSettings",
     "InvalidService",
     "ModelSettings",
     "ServiceDefaults",
     "ServiceLBConfig",
+    "Settings",
     "build_stack",
     "checkpoint_input",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",
+    "setup",
 ]

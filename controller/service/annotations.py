@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,13 +25,10 @@ from controller.annotations import (
     parse_port,
     quote,
 )
-from controller.config import DEFAULT_SSL_POLICY
+from controller.defaults import DEFAULT_SSL_POLICY
 from controller.model.listener import AlpnPolicy
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
-
-if TYPE_CHECKING:
-    from controller.config import ControllerConfig
 
 PREFIX: Final = "service.beta.kubernetes.io/"
 
@@ -121,12 +118,6 @@ class ServiceDefaults:
         return hash((self.scheme, self.target_type, self.ssl_policy,
                      frozenset(self.tags.items()), self.external_managed_tags))
 
-    @classmethod
-    def from_config(cls, config: ControllerConfig) -> ServiceDefaults:
-        return cls(scheme=config.default_load_balancer_scheme,
-                   target_type=config.default_target_type,
-                   ssl_policy=config.default_ssl_policy, tags=config.default_tags,
-                   external_managed_tags=frozenset(config.external_managed_tags))
 
 
 class _Frozen(BaseModel):

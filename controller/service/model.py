@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from controller import checkpoint
 from controller.annotations import TRAFFIC_PORT, TrafficPort
 from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
-from controller.config import DEFAULT_LOAD_BALANCER_CLASS
+from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.errors import InvalidInput
 from controller.model import (
     ForwardAction,

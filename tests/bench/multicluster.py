@@ -38,9 +38,10 @@ from prometheus_client import CollectorRegistry
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.aws.throttle import ThrottleConfig
+from controller.reconcilers import LaneSettings
 from controller.standins import MotoStandIn
-from controller.targetgroupbinding.controller import (
-    TargetGroupBindingSettings,
+from controller.targetgroupbinding import (
+    Settings,
     build_reconciler,
 )
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
@@ -133,7 +134,7 @@ async def run(*, rounds: int, targets: int, churn: float) -> dict[str, Any]:
             async with await KubeClient.from_kubeconfig(kubeconfig) as client:
                 manager = Manager(client, registry=CollectorRegistry())
                 reconciler = build_reconciler(
-                    manager, pool=pool, settings=TargetGroupBindingSettings(checkpoints=False))
+                    manager, pool=pool, settings=Settings(lanes=LaneSettings(checkpoints=False)))
                 bindings_store = manager.informer(TARGETGROUPBINDINGS).store
                 slices_store = manager.informer(ENDPOINTSLICES).store
                 runner = asyncio.create_task(manager.run())

@@ -31,9 +31,9 @@ import pytest
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
-from controller.config import DEFAULT_LEADER_ELECTION_ID
+from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
-from controller.targetgroupbinding.controller import CONTROLLER_NAME
+from controller.targetgroupbinding import CONTROLLER_NAME
 from runtime.client import KubeClient
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
 from runtime.workqueue import LOW, NORMAL

@@ -24,7 +24,7 @@ INVALID = {
                    "internet-facing"),
     "bad-cert": ({"aws-load-balancer-ssl-cert": "not-an-arn"},
                  f'annotation {P}aws-load-balancer-ssl-cert: "not-an-arn" has "not-an-arn", '
-                 "which is not a certificate ARN"),
+                 "which is not a certificate ARN (ACM or IAM)"),
     "bad-name": ({"aws-load-balancer-name": "x" * 40},
                  f'annotation {P}aws-load-balancer-name: "{"x" * 40}" is longer than 32 '
                  "characters"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import copy
 
-from controller.ingress.events import GroupHandler, ingress_view
 from controller.ingress.groups import GroupLoader
+from controller.ingress.watches import GroupHandler, ingress_view
 from runtime.handlers import EventKind, Request
 from runtime.workqueue import LOW, NORMAL
 from tests.unit.ingress.objects import caches, ingress, ingress_class, loader

@@ -1,4 +1,4 @@
-"""`IngressSettings.lane=False`: checkpoint skips without the paced LOW lane (upstream's
+"""`LaneSettings(lane=False)`: checkpoint skips without the paced LOW lane (upstream's
 prototype, PR #3821): every group event is queued NORMAL on one unpaced FIFO."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from prometheus_client import CollectorRegistry
 from controller.apis import CHECKPOINT_ANNOTATION
 from controller.aws import AWSClientPool, AWSSettings
 from controller.deploy import DeployerSettings, StackDeployer
-from controller.ingress import controller as ingress
 from controller.ingress import reconciler as reconciler_module
+from controller.ingress import wiring as ingress
 from controller.ingress.model import build_group
 from controller.ingress.reconciler import IngressReconciler
+from controller.reconcilers import LaneSettings
 from runtime.client import KubeClient
 from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
@@ -28,16 +29,17 @@ from tests.unit.ingress.objects import ingress as ingress_obj
 GROUP = {"alb.ingress.kubernetes.io/group.name": "shop"}
 
 
-def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.IngressSettings:
-    return ingress.IngressSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
-                                   default_target_type="ip", verify_qps=2.0, verify_burst=2,
-                                   lane=lane, checkpoints=checkpoints)
+def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.Settings:
+    return ingress.Settings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
+                            default_target_type="ip", lanes=LaneSettings(
+                                verify_qps=2.0, verify_burst=2, lane=lane,
+                                checkpoints=checkpoints))
 
 
 def test_low_lane_pace() -> None:
-    assert _settings().low_lane_qps == 2.0
-    assert _settings(lane=False).low_lane_qps is None
-    assert _settings(checkpoints=False).low_lane_qps is None
+    assert _settings().lanes.low_lane_qps == 2.0
+    assert _settings(lane=False).lanes.low_lane_qps is None
+    assert _settings(checkpoints=False).lanes.low_lane_qps is None
 
 
 async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
@@ -66,7 +68,7 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
                 member = c.ingresses.get(f"default/{name}")
                 assert member is not None
                 member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
-            priority = ingress.group_priority(settings, reconciler.priority)
+            priority = ingress.group_priority(settings.lanes, reconciler.priority)
             matched = priority(unchanged, EventKind.INITIAL_ADD, LOW)
             assert priority(changed, EventKind.INITIAL_ADD, LOW) == NORMAL
             assert priority(unchanged, EventKind.UPDATE, NORMAL) == NORMAL

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from controller import app
 from controller.annotations import AnnotationError
 from controller.config import parse_config
 from controller.service import ServiceDefaults, ServiceLBConfig, parse_service_config
@@ -179,10 +180,11 @@ def test_controller_defaults_apply() -> None:
 
 
 def test_defaults_from_controller_flags() -> None:
-    config = parse_config(["--cluster-name", "c", "--default-load-balancer-scheme",
+    config = parse_config(["--cluster-name", "c", "--aws-vpc-id", "vpc-1",
+                           "--default-load-balancer-scheme",
                            "internet-facing", "--default-target-type", "ip",
                            "--default-ssl-policy", "P", "--default-tags", "a=1,b=2"])
-    defaults = ServiceDefaults.from_config(config)
+    defaults = app.service_settings(config, region="us-west-2").defaults
     assert defaults == ServiceDefaults(scheme="internet-facing", target_type="ip",
                                        ssl_policy="P", tags={"a": "1", "b": "2"})
 

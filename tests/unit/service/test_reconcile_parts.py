@@ -13,18 +13,12 @@ from controller.apis import (
     CHECKPOINT_TIMESTAMP_ANNOTATION,
     SERVICE_FINALIZER,
 )
+from controller.bindings import desired_object, matches_model, up_to_date
 from controller.deploy import ResolvedTargetGroupBinding
 from controller.service import ModelSettings, build_stack
-from controller.service.bindings import (
-    desired_object,
-    matches_model,
-    service_for_binding,
-    service_stack_index,
-    up_to_date,
-)
 from controller.service.model import checkpoint_of
-from controller.service.reconciler import requests_for_service
 from controller.service.status import CONDITION_TYPE, clear_patch, status_patch
+from controller.service.watches import service_for_binding, service_stack_index, services_we_build
 from runtime.handlers import EnqueueFromMap, Request
 from runtime.workqueue import LOW, NORMAL
 from tests.unit.service.objects import by_class, service
@@ -112,7 +106,7 @@ class Recorded:
 
 def _handler(target: Recorded, *, enabled: bool = True) -> EnqueueFromMap:
     return EnqueueFromMap(
-        target, partial(requests_for_service, load_balancer_class="service.k8s.aws/nlb"),
+        target, services_we_build("service.k8s.aws/nlb"),
         priority=checkpoint.priority_function(partial(checkpoint_of, settings=SETTINGS),
                                               enabled=enabled))
 
