@@ -27,12 +27,10 @@ from controller.apis import (
     CHECKPOINT_TIMESTAMP_ANNOTATION,
 )
 from controller.model import Stack, checkpoint_digest
-from runtime.handlers import EventKind, PriorityFn
-from runtime.objects import is_deleting
-from runtime.workqueue import LOW, NORMAL
-
-Obj = dict[str, Any]
-
+from runtime.handlers import PriorityFn
+from runtime.objects import Obj, is_deleting
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL
 
 log = structlog.get_logger("checkpoint")
 

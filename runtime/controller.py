@@ -32,22 +32,15 @@ from runtime.reconcile import (
     ReconcilePriority,
     Reconciler,
     Request,
-    Result,
     TerminalError,
     current_reconcile,
-    reconcile_priority,
 )
 from runtime.workqueue import PriorityQueue, QueueOptions, ShutDown, with_defaults
 
 __all__ = [
     "Controller",
     "ControllerOptions",
-    "ReconcileError",  # compatibility re-export (runtime.reconcile)
-    "Reconciler",  # compatibility re-export (runtime.reconcile)
-    "Result",  # compatibility re-export (runtime.reconcile)
-    "TerminalError",  # compatibility re-export (runtime.reconcile)
     "controller_options",
-    "reconcile_priority",  # compatibility re-export (runtime.reconcile)
 ]
 
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,

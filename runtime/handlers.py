@@ -30,10 +30,8 @@ __all__ = [
     "EnqueueForObject",
     "EnqueueFromMap",
     "Enqueuer",
-    "EventKind",  # compatibility re-export (runtime.predicates)
     "MapFn",
     "PriorityFn",
-    "Request",  # compatibility re-export (runtime.reconcile)
     "default_priority",
     "unwrap_tombstone",
 ]

@@ -27,8 +27,8 @@ from controller.apis import (
 )
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
-from runtime.handlers import Request
 from runtime.objects import Obj, key_of, meta
+from runtime.reconcile import Request
 
 # Ingress → Request.key of every group it may belong to or have belonged to, from the Ingress
 # alone (its own key, its group.name annotation, its finalizers). Class and params lookups are

@@ -36,8 +36,8 @@ from controller.reconcilers import ObjectWriter, Recorder
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Conflict, NotFound
-from runtime.handlers import EventKind
 from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, name_of
+from runtime.predicates import EventKind
 from runtime.reconcile import (
     LOW,
     NORMAL,

@@ -24,10 +24,11 @@ from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
-from runtime.handlers import Enqueuer, EventKind, Request, default_priority, unwrap_tombstone
+from runtime.handlers import Enqueuer, default_priority, unwrap_tombstone
 from runtime.objects import Obj, key_of, meta
+from runtime.predicates import EventKind
+from runtime.reconcile import NORMAL, Request
 from runtime.store import NAMESPACE_INDEX
-from runtime.workqueue import NORMAL
 
 log = structlog.get_logger("ingress")
 

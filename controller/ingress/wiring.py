@@ -37,9 +37,10 @@ from controller.ingress.watches import (
 from controller.reconcilers import LaneSettings, controller_options
 from runtime.builder import ControllerBuilder, HandlerFactory
 from runtime.controller import Controller
-from runtime.handlers import Enqueuer, EventKind, Request
+from runtime.handlers import Enqueuer
 from runtime.manager import Manager
-from runtime.reconcile import NORMAL
+from runtime.predicates import EventKind
+from runtime.reconcile import NORMAL, Request
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
 
 CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match

@@ -17,12 +17,10 @@ import calendar
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from controller.apis import LabelSelector
 from controller.apis.targetgroupbinding import InvalidSpec
-
-Obj = dict[str, Any]
+from runtime.objects import Obj
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 

@@ -5,8 +5,6 @@ README.md in `runtime/` tells the whole story."""
 
 from __future__ import annotations
 
-# compatibility re-export: the priorities belong to the reconcile contract
-from runtime.reconcile import LOW, NORMAL
 from runtime.workqueue.options import LaneGate, LowLaneOptions, QueueOptions, with_defaults
 from runtime.workqueue.queue import PriorityQueue, ShutDown
 from runtime.workqueue.ratelimit import (
@@ -18,8 +16,6 @@ from runtime.workqueue.ratelimit import (
 )
 
 __all__ = [
-    "LOW",
-    "NORMAL",
     "BucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
     "LaneGate",

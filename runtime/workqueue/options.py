@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from runtime.workqueue.ratelimit import ItemExponentialFailureRateLimiter, RateLimiter
 
-__all__ = ["LaneGate", "LowLaneOptions", "QueueOptions", "from_keywords", "with_defaults"]
+__all__ = ["LaneGate", "LowLaneOptions", "QueueOptions", "with_defaults"]
 
 
 class LaneGate(Protocol):
@@ -90,16 +90,3 @@ def with_defaults(options: QueueOptions | None = None) -> QueueOptions:
         low_lane=replace(low, burst=DEFAULT_LOW_BURST if low.burst is None else low.burst,
                          max_wait=float(max_wait)),
     )
-
-
-def from_keywords(*, rate_limiter: RateLimiter[Any] | None, qps: float | None, burst: int,
-                  max_wait: float | None, gate: LaneGate | None,
-                  max_in_flight: int | None) -> QueueOptions | None:
-    """The queue's former keywords (`low_priority_qps=`...) as options, or None when every one is
-    at its former default. There, `max_wait=None` meant "never promote"."""
-    if (rate_limiter is None and qps is None and burst == 10 and max_wait == 60.0
-            and gate is None and max_in_flight is None):
-        return None
-    return QueueOptions(rate_limiter=rate_limiter, low_lane=LowLaneOptions(
-        qps=qps, burst=burst, max_wait=math.inf if max_wait is None else max_wait, gate=gate,
-        max_in_flight=max_in_flight))

@@ -40,7 +40,7 @@ from runtime.reconcile import NORMAL
 from runtime.workqueue.entries import Entries
 from runtime.workqueue.lowlane import LowLane
 from runtime.workqueue.metrics import Durations, queue_metrics
-from runtime.workqueue.options import LaneGate, QueueOptions, from_keywords, with_defaults
+from runtime.workqueue.options import QueueOptions, with_defaults
 from runtime.workqueue.ratelimit import RateLimiter
 
 __all__ = ["PriorityQueue", "ShutDown"]
@@ -85,21 +85,7 @@ class PriorityQueue(Entries[K]):
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
         options: QueueOptions | None = None,
-        # compatibility keywords, folded into `options`
-        rate_limiter: RateLimiter[K] | None = None,
-        low_priority_qps: float | None = None,
-        low_priority_burst: int = 10,
-        low_priority_max_wait: float | None = 60.0,
-        low_priority_gate: LaneGate | None = None,
-        low_priority_max_in_flight: int | None = None,
     ) -> None:
-        legacy = from_keywords(rate_limiter=rate_limiter, qps=low_priority_qps,
-                               burst=low_priority_burst, max_wait=low_priority_max_wait,
-                               gate=low_priority_gate, max_in_flight=low_priority_max_in_flight)
-        if legacy is not None:
-            if options is not None:
-                raise TypeError("pass options= or the low_priority_* keywords, not both")
-            options = legacy
         self.options = with_defaults(options)
         self.name = name
         self._clock: Clock = clock or RealClock()

@@ -37,8 +37,9 @@ from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.standins import ServerLimits
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
-from runtime.handlers import Request
 from runtime.manager import Manager, ManagerOptions
+from runtime.objects import Obj
+from runtime.reconcile import Request
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SERVICES
 
 if TYPE_CHECKING:  # the type checker sees tests/ as a package; a script sees its own directory
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # the type checker sees tests/ as a package; a script sees it
 else:
     import restart
 
-Obj = dict[str, Any]
 NAMESPACE, REGION = restart.NAMESPACE, restart.REGION
 
 CLASS = "alb"

@@ -47,9 +47,9 @@ from controller.targetgroupbinding import (
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
-from runtime.handlers import Request
 from runtime.logging import configure_logging
 from runtime.manager import Manager
+from runtime.reconcile import Request
 from runtime.resources import ENDPOINTSLICES, SERVICES
 from runtime.store import Store
 

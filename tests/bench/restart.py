@@ -84,6 +84,7 @@ from runtime.clock import RealClock
 from runtime.errors import AlreadyExists, NotFound
 from runtime.logging import configure_logging
 from runtime.manager import Manager, ManagerOptions
+from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES, SERVICES
 
 CLUSTER = "bench-cluster"
@@ -98,7 +99,6 @@ VERIFY_AWS_BURST = int(ControllerConfig.model_fields["checkpoint_verify_aws_burs
 WINDOW = 300.0
 CONVERGE_WORKERS = 16
 IDLE_HOLD = 1.0
-Obj = dict[str, Any]
 CLOCK = RealClock()
 
 

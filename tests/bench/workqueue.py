@@ -22,7 +22,8 @@ from prometheus_client import CollectorRegistry
 
 from runtime.clock import RealClock
 from runtime.controller import ControllerOptions, controller_options
-from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
+from runtime.reconcile import LOW, NORMAL
+from runtime.workqueue import PriorityQueue, ShutDown
 
 PRIORITIES = (NORMAL, NORMAL, NORMAL, 5, LOW)
 

@@ -35,8 +35,8 @@ from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
 from controller.targetgroupbinding import CONTROLLER_NAME
 from runtime.client import KubeClient
+from runtime.reconcile import LOW, NORMAL
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
-from runtime.workqueue import LOW, NORMAL
 from tests.e2e.processes import ControllerProcess, EnvTestProcess, controller_environment
 from tests.fixtures.envtest import Kubectl
 from tests.waiting import eventually

@@ -53,6 +53,7 @@ from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer, RequestRecord, service_account_user
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import (
     CONFIGMAPS,
     ENDPOINTSLICES,
@@ -77,7 +78,6 @@ from tests.integration.rbac_support import (
 )
 from tests.waiting import eventually
 
-Obj = dict[str, Any]
 LEASE = "aws-load-balancer-controller-leader"
 IDENTITY = "aiolbc-rbac-test"
 WORKLOADS = "default"

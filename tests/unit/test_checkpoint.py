@@ -20,8 +20,9 @@ from controller.model import (
     StackContext,
     SubnetDiscovery,
 )
-from runtime.handlers import EnqueueForObject, EventKind, Request
-from runtime.workqueue import LOW, NORMAL
+from runtime.handlers import EnqueueForObject
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 
 
 def alb(*, client_secret: str = "s3cret", client_id: str = "id", port: int = 443,

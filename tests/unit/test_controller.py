@@ -14,6 +14,8 @@ from runtime.clock import FakeClock
 from runtime.controller import Controller
 from runtime.handlers import EnqueueForObject, EnqueueFromMap
 from runtime.reconcile import (
+    LOW,
+    NORMAL,
     ReconcileError,
     ReconcilePriority,
     Request,
@@ -23,7 +25,7 @@ from runtime.reconcile import (
     reconcile_id,
     reconcile_priority,
 )
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.workqueue import PriorityQueue
 from tests.queues import low_lane
 
 

@@ -11,8 +11,14 @@ from structlog.testing import capture_logs
 
 from runtime.clock import FakeClock
 from runtime.failures import FailureLog
-from runtime.handlers import EnqueueForObject, EnqueueFromMap, EventKind
-from runtime.predicates import Event, GenerationChanged, LabelChanged, ResourceVersionChanged
+from runtime.handlers import EnqueueForObject, EnqueueFromMap
+from runtime.predicates import (
+    Event,
+    EventKind,
+    GenerationChanged,
+    LabelChanged,
+    ResourceVersionChanged,
+)
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import DeletedFinalStateUnknown
 

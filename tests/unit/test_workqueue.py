@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 
 import pytest
 
 from runtime.clock import FakeClock
+from runtime.reconcile import LOW, NORMAL
 from runtime.workqueue import (
-    LOW,
-    NORMAL,
     ItemExponentialFailureRateLimiter,
     PriorityQueue,
     QueueOptions,
@@ -369,19 +367,3 @@ async def test_worker_loop_with_rate_limited_retries_on_fake_time() -> None:
 async def test_non_numeric_max_wait_is_rejected_clearly() -> None:
     with pytest.raises(ValueError, match="LOW lane: max_wait must be a number"):
         PriorityQueue[str]("q", options=low_lane(max_wait="soon"))
-
-
-async def test_former_keywords_still_configure_the_lane() -> None:
-    clock = FakeClock()
-    old: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_qps=1.0,
-                                            low_priority_burst=1, low_priority_max_wait=None,
-                                            low_priority_max_in_flight=3)
-    lane = old.options.low_lane
-    assert (lane.qps, lane.burst, lane.max_wait, lane.max_in_flight) == (1.0, 1, math.inf, 3)
-    for key in ("a", "b"):
-        old.add(key, priority=LOW)
-    assert take_ready(old) == [("a", LOW)]  # paced: one token
-    with pytest.raises(TypeError, match="not both"):
-        PriorityQueue[str]("q", options=QueueOptions(), low_priority_qps=1.0)
-    with pytest.raises(ValueError, match="LOW lane: max_wait must be a number"):
-        PriorityQueue[str]("q", low_priority_max_wait=-1.0)

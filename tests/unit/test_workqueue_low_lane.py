@@ -8,7 +8,8 @@ import math
 import pytest
 
 from runtime.clock import FakeClock
-from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
+from runtime.reconcile import LOW, NORMAL
+from runtime.workqueue import PriorityQueue, ShutDown
 from tests.queues import low_lane, parked_getter, settle, take_ready
 
 

@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.clock import FakeClock
-from runtime.workqueue import LOW, PriorityQueue
+from runtime.reconcile import LOW
+from runtime.workqueue import PriorityQueue
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -27,9 +27,8 @@ from hypothesis.stateful import (
 )
 
 from runtime.clock import FakeClock
+from runtime.reconcile import LOW, NORMAL
 from runtime.workqueue import (
-    LOW,
-    NORMAL,
     ItemExponentialFailureRateLimiter,
     LowLaneOptions,
     PriorityQueue,

@@ -13,10 +13,10 @@ from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
 from controller.reconcilers import LaneSettings, controller_options
 from controller.standins import AWSFaultProxy
 from runtime.client import KubeClient
-from runtime.controller import Controller, Result, reconcile_priority
-from runtime.handlers import Request
+from runtime.controller import Controller
 from runtime.manager import Manager
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.reconcile import LOW, NORMAL, Request, Result, reconcile_priority
+from runtime.workqueue import PriorityQueue
 from tests.waiting import eventually
 
 CALLS_PER_RECONCILE = 3

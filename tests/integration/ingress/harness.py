@@ -24,6 +24,7 @@ from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SECRETS, SERVICES
 from tests.integration.running import RunsManager
 from tests.waiting import eventually
@@ -32,7 +33,6 @@ __all__ = ["CRDS", "IngressCluster", "eventually"]
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
-Obj = dict[str, Any]
 
 
 

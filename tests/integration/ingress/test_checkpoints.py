@@ -7,9 +7,8 @@ from typing import Any
 
 from controller.apis import CHECKPOINT_ANNOTATION
 from controller.standins import AWSFaultProxy
-from runtime.handlers import Request
 from runtime.manager import Manager
-from runtime.workqueue import LOW, NORMAL
+from runtime.reconcile import LOW, NORMAL, Request
 from tests.integration.ingress.harness import IngressCluster, path
 from tests.waiting import eventually
 

@@ -27,12 +27,12 @@ from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES, EVENTS, SERVICES
 from tests.integration.running import RunsManager
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 NLB_CLASS = "service.k8s.aws/nlb"
-Obj = dict[str, Any]
 
 
 

@@ -15,7 +15,7 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.merge import BuildError
 from controller.ingress.model import build_group
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     SETTINGS,
     caches,

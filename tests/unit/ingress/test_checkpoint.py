@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from controller import checkpoint
 from controller.apis import CHECKPOINT_ANNOTATION
 from controller.ingress.model import BUILDER_VERSION, build_group
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     SETTINGS,
     caches,

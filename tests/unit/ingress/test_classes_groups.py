@@ -9,7 +9,7 @@ import pytest
 
 from controller.ingress.classes import ClassError, classify, parse_params
 from controller.ingress.groups import finalizer_of, index_keys, stack_labels
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     caches,
     class_params,

@@ -7,8 +7,8 @@ import copy
 
 from controller.ingress.groups import GroupLoader
 from controller.ingress.watches import GroupHandler, ingress_view
-from runtime.handlers import EventKind, Request
-from runtime.workqueue import LOW, NORMAL
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 from tests.unit.ingress.objects import caches, ingress, ingress_class, loader
 
 A = "alb.ingress.kubernetes.io/"

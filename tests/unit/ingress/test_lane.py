@@ -18,10 +18,10 @@ from controller.ingress.model import build_group
 from controller.ingress.reconciler import IngressReconciler
 from controller.reconcilers import LaneSettings
 from runtime.client import KubeClient
-from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
-from runtime.workqueue import LOW, NORMAL
 from tests.queues import finish_ready
 from tests.unit.ingress.objects import SETTINGS, caches, ingress_class, loader, path, service
 from tests.unit.ingress.objects import ingress as ingress_obj

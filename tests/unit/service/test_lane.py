@@ -15,10 +15,10 @@ from controller.reconcilers import LaneSettings
 from controller.service.model import checkpoint_of
 from controller.service.reconciler import ServiceReconciler
 from runtime.client import KubeClient
-from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 from runtime.resources import SERVICES
-from runtime.workqueue import LOW, NORMAL
 from tests.queues import finish_ready
 from tests.unit.service.objects import by_class
 

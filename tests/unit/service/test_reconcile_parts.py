@@ -19,8 +19,8 @@ from controller.service import ModelSettings, build_stack
 from controller.service.model import checkpoint_of
 from controller.service.status import CONDITION_TYPE, clear_patch, status_patch
 from controller.service.watches import service_for_binding, service_stack_index, services_we_build
-from runtime.handlers import EnqueueFromMap, Request
-from runtime.workqueue import LOW, NORMAL
+from runtime.handlers import EnqueueFromMap
+from runtime.reconcile import LOW, NORMAL, Request
 from tests.unit.service.objects import by_class, service
 
 SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
