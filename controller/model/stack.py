@@ -161,16 +161,6 @@ class Stack(Model):
             elif isinstance(res, ListenerRule):
                 yield rtype, rid, res.actions
 
-    def canonical_json(self) -> bytes:
-        from controller.model.canonical import canonical_json
-
-        return canonical_json(self)
-
-    def digest(self) -> str:
-        from controller.model.canonical import digest
-
-        return digest(self.canonical_json())
-
     def forward_target_group_refs(self) -> set[str]:
         """Resource ids of target groups that some action forwards to."""
         used: set[str] = set()
