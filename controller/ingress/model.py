@@ -28,6 +28,7 @@ from controller.ingress.merge import (
     merge_load_balancer,
 )
 from controller.ingress.schemas import ListenPort
+from controller.ingress.spec import check_spec
 from controller.model import (
     Action,
     CertificateDiscovery,
@@ -107,6 +108,9 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                          f"{message}")
     parsed: list[tuple[Member, IngressAnnotations]] = []
     for member in group.members:
+        problem = check_spec(member.ingress)
+        if problem is not None:
+            raise BuildError(f"Ingress {member.key}: {problem}")
         try:
             ann = parse_ingress(member.ingress)
         except AnnotationError as exc:
