@@ -44,12 +44,14 @@ from controller.model import (
     PathPatternCondition,
     QueryStringCondition,
     QueryStringKeyValue,
+    Quotas,
     RedirectAction,
     SourceIpCondition,
     Stack,
     StackBuilder,
     StackContext,
     SubnetDiscovery,
+    check_quotas,
     load_balancer_name,
 )
 from runtime.objects import Obj, meta
@@ -75,6 +77,7 @@ class BuilderSettings:
     # --default-tags: on every resource, winning over the tags annotation (as upstream).
     default_tags: Mapping[str, str] = field(default_factory=dict)
     external_managed_tags: frozenset[str] = frozenset()
+    quotas: Quotas = field(default_factory=Quotas)
 
     @property
     def context(self) -> StackContext:
@@ -197,6 +200,7 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                                  f"{_message(exc)}") from None
     try:
         stack = builder.build()
+        check_quotas(stack, settings.quotas)
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))
