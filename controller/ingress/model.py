@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from pydantic import ValidationError
+
 from controller.annotations import AnnotationError
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
@@ -52,6 +54,7 @@ from controller.model import (
     StackContext,
     SubnetDiscovery,
     check_quotas,
+    describe_validation_error,
     load_balancer_name,
 )
 from runtime.objects import Obj, meta
@@ -103,6 +106,16 @@ class _Rule:
 
 def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
     """Raises BuildError (one line) for anything a user must fix."""
+    try:
+        return _build_group(group, caches, settings)
+    except ValidationError as exc:
+        # A model refused on construction (a value longer than AWS allows, say) wherever it
+        # was built: one line, never a traceback.
+        raise BuildError(f"group {group.request.key}: {describe_validation_error(exc)}"
+                         ) from None
+
+
+def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
     if not group.members:
         raise BuildError(f"group {group.request.key} has no members")
     if group.errors:

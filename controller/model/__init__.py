@@ -52,6 +52,7 @@ from controller.model.stack import (
     StackContext,
     StackKind,
     check_quotas,
+    describe_validation_error,
 )
 from controller.model.targetgroup import (
     HealthCheck,
@@ -108,6 +109,7 @@ __all__ = [
     "carries_write_only",
     "check_quotas",
     "checkpoint_digest",
+    "describe_validation_error",
     "digest",
     "load_balancer_name",
     "service_load_balancer_name",

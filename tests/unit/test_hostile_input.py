@@ -156,6 +156,10 @@ DEEP = _nested(5000)
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "listen-ports", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "actions.x", "x" * 300_000))
 @example({"metadata": {"name": "web", "namespace": "default"}, "spec": {"rules": "garbage"}})
+@example({"metadata": {"name": "web", "namespace": "default"}, "spec": {
+    "ingressClassName": "alb", "rules": [{"host": "h" * 300, "http": {"paths": [
+        {"path": "/" + "a" * 300, "pathType": "Prefix",
+         "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
 @example({"metadata": {"name": "web", "namespace": "default"}, "spec": "garbage"})
 def test_ingress_functions(obj: Obj) -> None:
     caches = _caches(obj)
