@@ -1,18 +1,20 @@
 """The Ingress group reconciler.
 
-One reconcile of a group key:
-1. load the group from the cache: active members (sorted) and Ingresses leaving it (they still
-   carry its finalizer: deleted, moved to another group or class);
-2. no active member → delete the stack's TargetGroupBindings, wait until they are gone (their
-   finalizer deregisters targets), delete the AWS stack, drop the leavers' finalizers;
-3. otherwise add the group finalizer to members and build the stack (pure stage; bad input →
-   Warning Event on every member, terminal error, no AWS call). A normal-priority reconcile
-   whose checkpoint matches on every member, with status, finalizers and bindings in place,
-   stops here without AWS calls (a LOW-lane verification never does). Bindings the stack no
-   longer wants are deleted and waited for; then the checkpoint is reset where it changes,
-   the stack deployed, the wanted bindings applied, the load balancer hostname written to
-   every member's status and the group checkpoint to every member, and the leavers'
-   finalizers dropped (their rules are gone now).
+One reconcile of a group key, in the steps every controller takes:
+1. read: the group from the cache — active members (sorted) and Ingresses leaving it (they
+   still carry its finalizer: deleted, moved to another group or class);
+2. qualify: no active member → delete the stack's TargetGroupBindings, wait until they are gone
+   (their finalizer deregisters targets), delete the AWS stack, release the leavers (status and
+   checkpoint cleared, finalizer dropped: one PATCH of metadata);
+3. build (pure stage; bad input → Warning Event on every member, terminal error, no AWS call);
+4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
+   finalizers and bindings in place, stops here without AWS calls (a LOW verification never
+   does);
+5. finalizer on every member, in the same PATCH as the reset of an older checkpoint;
+6. deploy: bindings the stack no longer wants are deleted and waited for; then the stack, and
+   the wanted bindings;
+7. status (the load balancer's hostname) and the group checkpoint on every member; the
+   leavers' finalizers dropped (their rules are gone now).
 """
 
 from __future__ import annotations
