@@ -5,6 +5,7 @@ it, and a client for the local API server."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -92,9 +93,7 @@ def registry() -> CollectorRegistry:
 async def client(envtest_kubeconfig: Path) -> AsyncIterator[KubeClient]:
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig, settings=FAST,
                                                 registry=CollectorRegistry()) as kube:
-        try:
+        with contextlib.suppress(AlreadyExists):
             await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": NAMESPACE}})
-        except AlreadyExists:
-            pass
         yield kube
