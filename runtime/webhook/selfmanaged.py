@@ -189,7 +189,8 @@ class SelfManagedCertificates:
         self.settings = settings
         self._clock: Clock = clock or RealClock()
         self._missing: set[str] = set()
-        self.current: SecretBundle | None = None
+        self.current: SecretBundle | None = None  # the bundle last settled
+        self.last_error: str | None = None  # why the last pass of `run` failed, if it did
 
     # ---- the loop ---------------------------------------------------------------------------
 
@@ -201,15 +202,20 @@ class SelfManagedCertificates:
                 bundle = await self.settle_secret()
                 deliver(bundle.serving)
                 await self.inject(bundle)
-            except (ApiError, ProvisionError, CertificateError, OSError) as exc:
+            except Exception as exc:
+                # Whatever went wrong, the loop must go on: it is what renews the certificate.
                 failures += 1
                 delay = min(self.settings.retry_max,
                             self.settings.retry_min * 2 ** min(failures - 1, 16))
-                log.warning("webhook certificate sync failed; retrying",
-                            secret=self._secret_key, error=str(exc) or type(exc).__name__,
-                            retry_in=delay)
+                expected = isinstance(exc, ApiError | ProvisionError | CertificateError |
+                                      OSError | TimeoutError)
+                self.last_error = str(exc) or type(exc).__name__
+                (log.warning if expected else log.error)(
+                    "webhook certificate sync failed; retrying", secret=self._secret_key,
+                    error=self.last_error, retry_in=delay)
             else:
                 failures = 0
+                self.last_error = None
                 delay = self.settings.sync_interval
             await self._clock.sleep(delay)
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import datetime
 import hashlib
 import ssl
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -20,10 +22,11 @@ from prometheus_client import CollectorRegistry
 
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
-from runtime.errors import ApiError
+from runtime.errors import ApiError, NotFound
 from runtime.resources import (
     CONFIGMAPS,
     MUTATINGWEBHOOKCONFIGURATIONS,
+    NAMESPACES,
     SECRETS,
     VALIDATINGWEBHOOKCONFIGURATIONS,
 )
@@ -277,3 +280,31 @@ async def test_concurrent_passes_settle_on_one_secret(client: KubeClient) -> Non
     assert len({r.serving for r in results}) == 1
     stored = secret_data(await client.get(SECRETS, SECRET, NAMESPACE))
     assert results[0].serving.cert_pem == stored["tls.crt"]
+
+
+async def test_a_failing_pass_is_retried_until_the_certificate_is_served(
+        envtest: EnvTestServer, client: KubeClient, tmp_path: Path) -> None:
+    # The Secret's namespace does not exist yet: every pass fails until it does.
+    settings = dataclasses.replace(SETTINGS, secret_namespace="later", retry_min=0.05,
+                                   retry_max=0.1)
+    server, certificates = replica(client, tmp_path / "certs", settings=settings)
+    async with server:
+        async def failed() -> bool:
+            return certificates.last_error is not None
+
+        await eventually(failed)
+        assert 'namespaces "later" not found' in str(certificates.last_error)
+        with pytest.raises(NotFound):
+            await client.get(SECRETS, SECRET, "later")
+        assert await server.ready() is False
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": "later"}})
+        await eventually(server.ready)
+        stored = secret_data(await client.get(SECRETS, SECRET, "later"))
+        assert server.certificate is not None
+        assert server.certificate.pair.cert_pem == stored["tls.crt"]
+
+        async def recovered() -> bool:
+            return certificates.last_error is None
+
+        await eventually(recovered)
