@@ -22,6 +22,11 @@ from controller.defaults import (
     DEFAULT_SSL_POLICY,
     DEFAULT_SYNC_PERIOD,
     DEFAULT_TGB_MAX_BACKOFF,
+    DEFAULT_WEBHOOK_BIND_PORT,
+    DEFAULT_WEBHOOK_CERT_DIR,
+    DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+    DEFAULT_WEBHOOK_SECRET_NAME,
+    DEFAULT_WEBHOOK_SERVICE_NAME,
 )
 from runtime.httpserver import parse_bind_address
 
@@ -105,6 +110,15 @@ class ControllerConfig(BaseModel):
     # 0 = no budget: verifications are paced by reconciles only.
     checkpoint_verify_aws_qps: float = Field(default=5.0, ge=0, allow_inf_nan=False)
     checkpoint_verify_aws_burst: int = Field(default=10, ge=1)
+    webhook_bind_port: int = Field(default=DEFAULT_WEBHOOK_BIND_PORT, ge=1, le=65535)
+    webhook_cert_dir: str = Field(default=DEFAULT_WEBHOOK_CERT_DIR, min_length=1)
+    webhook_cert_file: str = Field(default="tls.crt", min_length=1)
+    webhook_key_file: str = Field(default="tls.key", min_length=1)
+    webhook_tls_mode: Literal["self-managed", "files"] = "self-managed"
+    webhook_secret_name: str = Field(default=DEFAULT_WEBHOOK_SECRET_NAME, min_length=1)
+    webhook_service_name: str = Field(default=DEFAULT_WEBHOOK_SERVICE_NAME, min_length=1)
+    webhook_configuration_name: str = Field(default=DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+                                            min_length=1)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +166,22 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--checkpoint-verify-aws-qps", default="5",
       help="AWS calls per second all verifications together may make (0: no limit)")
     a("--checkpoint-verify-aws-burst", default="10")
+    a("--webhook-bind-port", default=str(DEFAULT_WEBHOOK_BIND_PORT),
+      help="port the admission webhook server listens on")
+    a("--webhook-cert-dir", default=DEFAULT_WEBHOOK_CERT_DIR,
+      help="directory of the webhook serving certificate and key")
+    a("--webhook-cert-file", default="tls.crt", help="certificate file in --webhook-cert-dir")
+    a("--webhook-key-file", default="tls.key", help="key file in --webhook-cert-dir")
+    a("--webhook-tls-mode", default="self-managed",
+      help="self-managed: the controller keeps its own CA and certificate in "
+      "--webhook-secret-name and injects the CA into its webhook configurations; files: serve "
+      "the files in --webhook-cert-dir (e.g. mounted from cert-manager), reloaded on change")
+    a("--webhook-secret-name", default=DEFAULT_WEBHOOK_SECRET_NAME,
+      help="Secret (in the controller's namespace) of the self-managed certificate")
+    a("--webhook-service-name", default=DEFAULT_WEBHOOK_SERVICE_NAME,
+      help="Service the API server calls the webhooks through (the certificate's DNS names)")
+    a("--webhook-configuration-name", default=DEFAULT_WEBHOOK_CONFIGURATION_NAME,
+      help="Mutating- and ValidatingWebhookConfiguration that get the self-managed CA bundle")
 
 
 def _bool(flag: str, text: str) -> bool:

@@ -2,7 +2,8 @@
 recorder and HTTP endpoints, started and stopped in the right order.
 
 Start-up (as controller-runtime's manager):
-1. the metrics and probe servers, on every replica (a standby is scraped and probed too);
+1. the metrics and probe servers, and the webhook server if one was added, on every replica (a
+   standby is scraped, probed and serves admission webhooks too);
 2. the event recorder and every informer; `/readyz` turns ready once the caches are synced;
 3. leader election, if enabled; controllers (and other leader-only runnables) start only while
    leading. A standby's informers stay synced, so a takeover starts warm: no relist, and every
@@ -24,7 +25,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -38,6 +39,9 @@ from runtime.httpserver import MetricsServer, ProbeServer
 from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory
 from runtime.leaderelection import LeaderElectionLost, LeaderElector
 from runtime.resources import Resource
+
+if TYPE_CHECKING:
+    from runtime.webhook import WebhookServer
 
 log = structlog.get_logger("manager")
 
@@ -89,6 +93,7 @@ class Manager:
                 registry=self.registry)
         self._controllers: list[Controller] = []
         self._runnables: list[LeaderRunnable] = []
+        self._webhook_server: WebhookServer | None = None
         self._stopping: asyncio.Event | None = None
         self._leading = False
         self.probes.add_healthz_check("ping", lambda: True)
@@ -113,6 +118,14 @@ class Manager:
     def add_leader_runnable(self, runnable: LeaderRunnable) -> None:
         """Something else that may act only while leading; it gets a stop event."""
         self._runnables.append(runnable)
+
+    def add_webhook_server(self, server: WebhookServer) -> None:
+        """Serve admission webhooks with the process on every replica, leader or not; `/readyz`
+        includes a `webhook` check that passes once it serves TLS."""
+        if self._webhook_server is not None:
+            raise ValueError("the manager already has a webhook server")
+        self._webhook_server = server
+        self.probes.add_readyz_check("webhook", server.ready)
 
     @property
     def controllers(self) -> list[Controller]:
@@ -145,6 +158,13 @@ class Manager:
         self._stopping = asyncio.Event()
         await self.metrics_server.start()
         await self.probes.start()
+        if self._webhook_server is not None:
+            try:
+                await self._webhook_server.start()
+            except OSError:
+                await self.probes.stop()
+                await self.metrics_server.stop()
+                raise
         self.recorder.start()
         self.informers.start()
         try:
@@ -165,6 +185,8 @@ class Manager:
             with contextlib.suppress(Exception):
                 await self.recorder.stop()
             await self.informers.stop()
+            if self._webhook_server is not None:
+                await self._webhook_server.stop()
             await self.probes.stop()
             await self.metrics_server.stop()
 

@@ -527,4 +527,8 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--checkpoint-max-wait": "the pace of verifications",
     "--checkpoint-verify-aws-qps": "the AWS budget of verifications",
     "--checkpoint-verify-aws-burst": "the AWS budget of verifications",
+    **{flag: "how admission webhooks are served, not what is deployed" for flag in (
+        "--webhook-bind-port", "--webhook-cert-dir", "--webhook-cert-file",
+        "--webhook-key-file", "--webhook-tls-mode", "--webhook-secret-name",
+        "--webhook-service-name", "--webhook-configuration-name")},
 }
