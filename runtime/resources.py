@@ -62,6 +62,11 @@ INGRESSCLASSES = Resource("networking.k8s.io", "v1", "ingressclasses", "IngressC
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                      "CustomResourceDefinition", namespaced=False)
+# Create-only reviews: who a token belongs to, and what a user may do (secure metrics).
+TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+                        namespaced=False)
+SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
+                                "SubjectAccessReview", namespaced=False)
 
 
 def object_key(obj: dict[str, object]) -> str:
