@@ -33,11 +33,12 @@ def _server_context() -> ssl.SSLContext:
 def load_server_context(directory: str | Path) -> ssl.SSLContext:
     """A server context from `directory`'s tls.crt and tls.key (PEM)."""
     cert, key = Path(directory) / CERT_FILE, Path(directory) / KEY_FILE
+    for path in (cert, key):
+        if not path.is_file():
+            raise CertificateError(f"{path} does not exist")
     context = _server_context()
     try:
         context.load_cert_chain(cert, key)
-    except FileNotFoundError as exc:
-        raise CertificateError(f"{exc.filename} does not exist") from None
     except (OSError, ssl.SSLError) as exc:
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
         raise CertificateError(f"{cert} and {key} are not a usable certificate and key "
