@@ -89,7 +89,8 @@ async def test_readyz_fails_while_an_informer_cannot_list_or_watch(
     assert await _sample(manager, "aiolbc_informer_healthy", "configmaps") == 0
     assert await _sample(manager, "aiolbc_informer_healthy", "services") == 1
     failures = await _sample(manager, "aiolbc_informer_list_watch_failures_total", "configmaps")
-    assert failures is not None and failures >= 1
+    assert failures is not None
+    assert failures >= 1
     # Synced once is synced: the cache is stale, not missing.
     assert await _sample(manager, "aiolbc_informer_synced", "configmaps") == 1
 

@@ -173,7 +173,7 @@ async def test_a_certificate_directory_is_served_and_verifiable(tmp_path: Path) 
 
 
 def test_an_unusable_certificate_directory_is_one_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(CertificateError, match="tls.crt does not exist"):
+    with pytest.raises(CertificateError, match=r"tls\.crt does not exist"):
         load_server_context(tmp_path)
     (tmp_path / CERT_FILE).write_text("not a certificate")
     (tmp_path / KEY_FILE).write_text("not a key")

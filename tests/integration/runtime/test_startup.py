@@ -49,7 +49,8 @@ async def test_a_server_that_comes_up_late_is_waited_for(tmp_path: Path) -> None
         assert not waiting.done()
         async with EnvTestServer(port=port):
             version = await asyncio.wait_for(waiting, 30)
-    assert version.get("major") and version.get("gitVersion")
+    assert version.get("major")
+    assert version.get("gitVersion")
 
 
 async def test_an_absent_server_ends_with_one_line_naming_it(tmp_path: Path) -> None:
