@@ -11,11 +11,11 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controller import ingress
+from controller import ingress, service, targetgroupbinding
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
-from controller.service import controller as service
-from controller.targetgroupbinding import controller as targetgroupbinding
+from controller.reconcilers import LaneSettings
+from controller.service import ServiceDefaults
 from runtime import metrics
 from runtime.client import KubeClient
 from runtime.httpserver import BindError
@@ -74,30 +74,55 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None) ->
     )
 
 
-def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
-    """Every controller shares the manager's informers, the AWS pool and the registry. The
-    region the models are built for is the one the pool's clients use."""
-    region = pool.settings.region
-    tgb_settings = targetgroupbinding.TargetGroupBindingSettings(
-        max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
-        max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
-        checkpoints=config.enable_checkpoints,
-        verify_qps=config.checkpoint_verify_qps,
-        verify_burst=config.checkpoint_verify_burst,
-        verify_max_wait=config.checkpoint_max_wait)
-    targetgroupbinding.setup(manager, pool=pool, settings=tgb_settings)
-    service.setup(manager, pool=pool,
-                  settings=service.ServiceSettings.from_config(config, region=region))
-    ingress.setup(manager, pool=pool, settings=ingress.IngressSettings(
+def lane_settings(config: ControllerConfig) -> LaneSettings:
+    return LaneSettings(checkpoints=config.enable_checkpoints,
+                        verify_qps=config.checkpoint_verify_qps,
+                        verify_burst=config.checkpoint_verify_burst,
+                        verify_max_wait=config.checkpoint_max_wait)
+
+
+def service_settings(config: ControllerConfig, *, region: str) -> service.Settings:
+    """`region`: as resolved from the flag or the environment. The VPC is needed for subnet
+    discovery."""
+    if not config.aws_vpc_id:
+        raise ConfigError("--aws-vpc-id: required by the Service controller")
+    return service.Settings(
+        cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id,
+        load_balancer_class=config.load_balancer_class,
+        defaults=ServiceDefaults(scheme=config.default_load_balancer_scheme,
+                                 target_type=config.default_target_type,
+                                 ssl_policy=config.default_ssl_policy, tags=config.default_tags,
+                                 external_managed_tags=frozenset(config.external_managed_tags)),
+        max_concurrent_reconciles=config.service_max_concurrent_reconciles,
+        lanes=lane_settings(config))
+
+
+def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settings:
+    return ingress.Settings(
         cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id or "",
         ingress_class=config.ingress_class, default_scheme=config.default_load_balancer_scheme,
         default_target_type=config.default_target_type,
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
         external_managed_tags=frozenset(config.external_managed_tags),
         max_concurrent_reconciles=config.ingress_max_concurrent_reconciles,
-        checkpoints=config.enable_checkpoints, verify_qps=config.checkpoint_verify_qps,
-        verify_burst=config.checkpoint_verify_burst,
-        verify_max_wait=config.checkpoint_max_wait))
+        lanes=lane_settings(config))
+
+
+def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
+    return targetgroupbinding.Settings(
+        max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
+        max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
+        lanes=lane_settings(config))
+
+
+def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
+    """Every controller shares the manager's informers, the AWS pool and the registry. The
+    region the models are built for is the one the pool's clients use. This is the one place
+    where flags become settings."""
+    region = pool.settings.region
+    targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding_settings(config))
+    service.setup(manager, pool=pool, settings=service_settings(config, region=region))
+    ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region))
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,

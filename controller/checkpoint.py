@@ -17,19 +17,20 @@ before a changed model is deployed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import structlog
 
+from controller.apis import (
+    CHECKPOINT_ANNOTATION,
+    CHECKPOINT_ANNOTATIONS,
+    CHECKPOINT_TIMESTAMP_ANNOTATION,
+)
 from controller.model import Stack, checkpoint_digest
-from runtime.handlers import EventKind, PriorityFn
-from runtime.workqueue import LOW, NORMAL
-
-Obj = dict[str, Any]
-
-CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
-CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
-ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
+from runtime.handlers import PriorityFn
+from runtime.objects import Obj, is_deleting
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL
 
 log = structlog.get_logger("checkpoint")
 
@@ -70,43 +71,46 @@ def patch(value: str, *, timestamp: float) -> Obj:
 
 def removal_patch() -> Obj:
     """Merge patch dropping both annotations (an object we no longer manage)."""
-    return {"metadata": {"annotations": dict.fromkeys(sorted(ANNOTATIONS))}}
+    return {"metadata": {"annotations": dict.fromkeys(sorted(CHECKPOINT_ANNOTATIONS))}}
 
 
 def without_checkpoint(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
     """Annotations minus the checkpoint ones, for comparing objects we and another controller
     both write (a managed TargetGroupBinding carries the TGB controller's checkpoint)."""
-    return {k: v for k, v in (annotations or {}).items() if k not in ANNOTATIONS}
+    return {k: v for k, v in (annotations or {}).items() if k not in CHECKPOINT_ANNOTATIONS}
 
 
-def priority_function(compute_from_cache: Callable[[Obj], str | None], *, enabled: bool,
-                      current: Callable[[Obj], str] = stored) -> PriorityFn:
-    """A handler priority function (runtime.handlers.PriorityFn).
+def priority_function(compute_from_cache: Callable[[Obj], str | Iterable[str] | None], *,
+                      enabled: bool, current: Callable[[Obj], str] = stored) -> PriorityFn:
+    """The one priority decision of every controller, as a handler priority function
+    (runtime.handlers.PriorityFn).
 
     `compute_from_cache(obj)` runs the pure stage from the informer caches and returns the
-    checkpoint, or None when there is nothing to compare (bad input, not ours, being deleted);
-    it must not do I/O. `current(obj)` reads the stored checkpoint (an Ingress group passes one
-    reading every member). Initial-list adds and resyncs that match go LOW; other
-    initial-list adds and resyncs go NORMAL, as does any object being deleted; other events
-    keep their default. Disabled: all
-    NORMAL, so a restart reconciles everything at full speed, as upstream does."""
+    checkpoint (or the checkpoints it could be, when one input is known only from AWS), or None
+    when there is nothing to compare (bad input, not ours); it must not do I/O. `current(obj)`
+    reads the stored checkpoint. Initial-list adds and resyncs that match go LOW; other
+    initial-list adds and resyncs go NORMAL, as does any object being deleted; other events keep
+    their default. Disabled: all NORMAL, so a restart reconciles everything at full speed, as
+    upstream does."""
 
     def priority(obj: Obj, kind: EventKind, default: int) -> int:
         if not enabled:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(obj):
             return NORMAL  # a deletion is always a real change
         try:
             value = compute_from_cache(obj)
+            have = current(obj)
         except ValueError:
             return NORMAL  # bad input: its reconcile reports it, at once and without AWS calls
         except Exception:
             # A handler must never raise into the informer's delivery loop.
             log.exception("checkpoint computation failed", object=_name(obj))
             return NORMAL
-        return LOW if matches(value, current(obj)) else NORMAL
+        candidates = (value,) if value is None or isinstance(value, str) else tuple(value)
+        return LOW if any(matches(c, have) for c in candidates) else NORMAL
 
     return priority
 
@@ -117,9 +121,6 @@ def _name(obj: Obj) -> str:
 
 
 __all__ = [
-    "ANNOTATIONS",
-    "CHECKPOINT_ANNOTATION",
-    "CHECKPOINT_TIMESTAMP_ANNOTATION",
     "compute",
     "group_stored",
     "matches",

@@ -19,23 +19,24 @@ from pydantic import (
     model_validator,
 )
 
-from controller import validation
+from controller import flagrules
 from controller.aws import DEFAULT_THROTTLE, ThrottleConfig, parse_endpoints, parse_throttle
+from controller.defaults import (
+    DEFAULT_AWS_MAX_RETRIES,
+    DEFAULT_HEALTH_PROBE_BIND_ADDR,
+    DEFAULT_INGRESS_CLASS,
+    DEFAULT_LEADER_ELECTION_ID,
+    DEFAULT_LOAD_BALANCER_CLASS,
+    DEFAULT_MAX_CONCURRENT_RECONCILES,
+    DEFAULT_METRICS_BIND_ADDR,
+    DEFAULT_SSL_POLICY,
+    DEFAULT_SYNC_PERIOD,
+    DEFAULT_TGB_MAX_BACKOFF,
+)
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.leaselock import JITTER_FACTOR
 from runtime.servingcerts import CERT_FILE, KEY_FILE
 
-# Upstream defaults (pkg/config/*.go), kept as named constants so docs and tests can cite them.
-DEFAULT_LEADER_ELECTION_ID = "aws-load-balancer-controller-leader"
-DEFAULT_METRICS_BIND_ADDR = ":8080"
-DEFAULT_HEALTH_PROBE_BIND_ADDR = ":61779"
-DEFAULT_INGRESS_CLASS = "alb"
-DEFAULT_LOAD_BALANCER_CLASS = "service.k8s.aws/nlb"
-DEFAULT_SSL_POLICY = "ELBSecurityPolicy-2016-08"
-DEFAULT_MAX_CONCURRENT_RECONCILES = 3
-DEFAULT_SYNC_PERIOD = 10 * 3600.0
-DEFAULT_TGB_MAX_BACKOFF = 1000.0  # 16m40s
-DEFAULT_AWS_MAX_RETRIES = 10
 # How long `aiolbc run` keeps trying to reach the API server before giving up: shorter than the
 # shipped liveness probe's window (10 s delay + 3 x 10 s), so the process says why it failed
 # before the kubelet kills it for not answering.
@@ -165,43 +166,43 @@ class ControllerConfig(BaseModel):
     @field_validator("cluster_name")
     @classmethod
     def _cluster_name(cls, value: str) -> str:
-        return _ok(validation.cluster_name_problem(value), value)
+        return _ok(flagrules.cluster_name_problem(value), value)
 
     @field_validator("watch_namespace", "leader_election_namespace")
     @classmethod
     def _namespace(cls, value: str | None) -> str | None:
-        return value if not value else _ok(validation.dns_label_problem(value), value)
+        return value if not value else _ok(flagrules.dns_label_problem(value), value)
 
     @field_validator("leader_election_id")
     @classmethod
     def _lease_name(cls, value: str) -> str:
-        return _ok(validation.dns_subdomain_problem(value), value)
+        return _ok(flagrules.dns_subdomain_problem(value), value)
 
     @field_validator("ingress_class")
     @classmethod
     def _ingress_class(cls, value: str) -> str:
         # Empty is upstream's "the legacy `alb` annotation value only".
-        return value if not value else _ok(validation.dns_subdomain_problem(value), value)
+        return value if not value else _ok(flagrules.dns_subdomain_problem(value), value)
 
     @field_validator("load_balancer_class")
     @classmethod
     def _load_balancer_class(cls, value: str) -> str:
-        return _ok(validation.qualified_name_problem(value), value)
+        return _ok(flagrules.qualified_name_problem(value), value)
 
     @field_validator("aws_region")
     @classmethod
     def _region(cls, value: str | None) -> str | None:
-        return value if value is None else _ok(validation.region_problem(value), value)
+        return value if value is None else _ok(flagrules.region_problem(value), value)
 
     @field_validator("default_tags")
     @classmethod
     def _default_tags(cls, value: dict[str, str]) -> dict[str, str]:
-        return _ok(validation.tags_problem(value), value)
+        return _ok(flagrules.tags_problem(value), value)
 
     @field_validator("external_managed_tags")
     @classmethod
     def _external_managed_tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _ok(validation.tag_keys_problem(value), value)
+        return _ok(flagrules.tag_keys_problem(value), value)
 
     @field_validator("metrics_bind_addr", "health_probe_bind_addr")
     @classmethod

@@ -37,8 +37,8 @@ from runtime.kubeconfig import (
     load_in_cluster,
     load_kubeconfig,
 )
-from runtime.ratelimit import TokenBucket
 from runtime.resources import Resource
+from runtime.tokenbucket import TokenBucket
 
 log = logging.getLogger(__name__)
 

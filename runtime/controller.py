@@ -15,10 +15,9 @@ Requeues keep the priority the item had when it was taken, unless the Result nam
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
@@ -27,72 +26,51 @@ from prometheus_client import CollectorRegistry
 from runtime import metrics
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError
-from runtime.handlers import Request
-from runtime.workqueue import NORMAL, PriorityQueue, ShutDown
+from runtime.hotloop import HotLoopGuard, HotLoopOptions
+from runtime.reconcile import (
+    NORMAL,
+    ReconcileError,
+    ReconcilePriority,
+    Reconciler,
+    Request,
+    TerminalError,
+    current_reconcile,
+)
+from runtime.workqueue import PriorityQueue, QueueOptions, ShutDown, with_defaults
+
+__all__ = [
+    "Controller",
+    "ControllerOptions",
+    "controller_options",
+]
 
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
                      0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
                      6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
 RESULTS = ("success", "error", "requeue", "requeue_after")
 
-class ReconcilePriority:
-    """The priority of one running reconcile. It is raised in flight when the key gets a
-    higher-priority add meanwhile (a real change arriving during its verification): the key
-    cannot be handed out twice, so the running reconcile itself stops waiting like a LOW one
-    (for the verification budget, say) and finishes as fast as a real change would."""
 
-    __slots__ = ("_raised", "value")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerOptions:
+    """How a controller runs (controller-runtime's controller `Options`): its worker count and
+    its queue's options (rate limiter, backoff, LOW lane). Unset fields take the defaults of
+    `controller_options`."""
 
-    def __init__(self, value: int) -> None:
-        self.value = value
-        self._raised = asyncio.Event()
-
-    def raise_to(self, priority: int) -> None:
-        if priority > self.value:
-            self.value = priority
-            self._raised.set()
-
-    async def raised(self) -> None:
-        """Return once the priority has been raised (never, if it is not)."""
-        await self._raised.wait()
+    max_concurrent_reconciles: int | None = None
+    queue: QueueOptions = field(default_factory=QueueOptions)
+    hot_loop: HotLoopOptions = field(default_factory=HotLoopOptions)
 
 
-_PRIORITY: contextvars.ContextVar[ReconcilePriority | None] = contextvars.ContextVar(
-    "reconcile_priority", default=None)
-
-
-def reconcile_priority() -> int:
-    """The queue priority of the reconcile running in this task. A reconciler uses it to tell a
-    paced LOW-lane verification from a real change (checkpoints skip work only for the latter)."""
-    cell = _PRIORITY.get()
-    return cell.value if cell is not None else NORMAL
-
-
-def current_priority() -> ReconcilePriority | None:
-    """The running reconcile's priority cell (None outside a reconcile), to wait on its
-    promotion."""
-    return _PRIORITY.get()
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    requeue: bool = False
-    requeue_after: float = 0.0
-    priority: int | None = None
-
-
-class ReconcileError(Exception):
-    """An expected failure (an AWS error, a conflict): retried with backoff, no traceback.
-    API errors from the Kubernetes client are treated the same way."""
-
-
-class TerminalError(Exception):
-    """Bad input that retrying cannot fix; the reconciler has already reported it on the object
-    (Warning Event, status condition). Not retried until the object changes."""
-
-
-class Reconciler(Protocol):
-    async def reconcile(self, request: Request) -> Result: ...
+def controller_options(options: ControllerOptions | None = None) -> ControllerOptions:
+    """`options` with every unset field filled in (the queue's by `workqueue.with_defaults`);
+    ValueError for values that make no sense."""
+    options = options if options is not None else ControllerOptions()
+    workers = options.max_concurrent_reconciles
+    workers = 1 if workers is None else workers
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"max_concurrent_reconciles must be an integer >= 1, got {workers!r}")
+    return ControllerOptions(max_concurrent_reconciles=workers,
+                             queue=with_defaults(options.queue), hot_loop=options.hot_loop)
 
 
 class Source(Protocol):
@@ -128,6 +106,11 @@ class _Metrics:
         metrics.gauge(reg, "controller_runtime_max_concurrent_reconciles",
                       "Maximum number of concurrent reconciles per controller",
                       ("controller",)).labels(**label).set(workers)
+        # Not a controller-runtime metric: reconciles the hot-loop guard deferred.
+        self.hot_loop = metrics.counter(
+            reg, "aiolbc_controller_hot_loop_deferrals_total",
+            "Reconciles deferred because their key was reconciled too often lately",
+            ("controller",)).labels(**label)
         self.active = metrics.gauge(
             reg, "controller_runtime_active_workers",
             "Number of currently used workers per controller", ("controller",)).labels(**label)
@@ -136,7 +119,15 @@ class _Metrics:
         self.enqueues = metrics.counter(
             reg, "aiolbc_controller_enqueues_total",
             "Requests enqueued by event handlers, by priority", ("controller", "priority"))
+        self._enqueues_by_priority: dict[int, Any] = {}  # resolved children: no .labels() each
         self.name = name
+
+    def enqueued(self, priority: int) -> None:
+        child = self._enqueues_by_priority.get(priority)
+        if child is None:
+            child = self.enqueues.labels(controller=self.name, priority=str(priority))
+            self._enqueues_by_priority[priority] = child
+        child.inc()
 
 
 class Controller:
@@ -153,6 +144,7 @@ class Controller:
         queue: PriorityQueue[Request] | None = None,
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
+        hot_loop: HotLoopOptions | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be >= 1")
@@ -171,10 +163,13 @@ class Controller:
         self._watches: list[tuple[Source, Any]] = []
         self._registrations: list[tuple[Source, Any]] = []
         self._running: dict[Request, ReconcilePriority] = {}
+        self._guard: HotLoopGuard[Request] = HotLoopGuard(hot_loop or HotLoopOptions(),
+                                                          clock=self._clock)
+        self._admitted = 0
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
-        self._metrics.enqueues.labels(controller=self.name, priority=str(priority)).inc()
+        self._metrics.enqueued(priority)
         running = self._running.get(request)
         if running is not None:
             running.raise_to(priority)
@@ -246,10 +241,25 @@ class Controller:
                 return
             self._busy.add(me)  # stop() lets busy workers finish their item
             try:
-                await self._process(request, priority)
+                if not self._hot(request, priority):
+                    await self._process(request, priority)
             finally:
                 self._busy.discard(me)
                 self.queue.done(request)
+
+    def _hot(self, request: Request, priority: int) -> bool:
+        """Defer a key reconciled too often lately (runtime/hotloop.py); True if deferred."""
+        self._admitted += 1
+        if self._admitted % 1024 == 0:
+            self._guard.prune()
+        delay = self._guard.admit(request)
+        if delay <= 0:
+            return False
+        self._metrics.hot_loop.inc()
+        self._log.info("reconciled too often lately; deferred", key=request.key, delay=delay)
+        # Added while in flight: takes effect at done(), `delay` seconds later.
+        self.queue.add(request, priority=priority, after=delay)
+        return True
 
     async def _process(self, request: Request, priority: int) -> None:
         reconcile_id = uuid.uuid4().hex[:12]
@@ -257,17 +267,16 @@ class Controller:
         self._metrics.active.inc()
         started = time.perf_counter()
         try:
-            with structlog.contextvars.bound_contextvars(
-                    controller=self.name, key=request.key, reconcile_id=reconcile_id):
-                cell = ReconcilePriority(priority)
-                self._running[request] = cell
-                token = _PRIORITY.set(cell)
-                try:
+            cell = ReconcilePriority(priority)
+            self._running[request] = cell
+            try:
+                with (structlog.contextvars.bound_contextvars(
+                        controller=self.name, key=request.key, reconcile_id=reconcile_id),
+                      current_reconcile(priority=cell, reconcile_id=reconcile_id)):
                     result = await self._reconciler.reconcile(request)
-                finally:
-                    _PRIORITY.reset(token)
-                    self._running.pop(request, None)
-                    priority = cell.value
+            finally:
+                self._running.pop(request, None)
+                priority = cell.value
         except asyncio.CancelledError:
             raise
         except TerminalError as exc:

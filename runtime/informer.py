@@ -33,13 +33,14 @@ from typing import Any, Protocol
 
 from runtime.client import KubeClient, strip_managed_fields
 from runtime.clock import Clock, RealClock
+from runtime.failures import FailureLog
+from runtime.objects import Obj, resource_version_of
 from runtime.reflector import Reflector, ReflectorSettings
 from runtime.resources import Resource
 from runtime.store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     IndexFunc,
-    Obj,
     Store,
     key_of,
 )
@@ -191,7 +192,7 @@ class SharedInformer:
         self.settings = settings or InformerSettings()
         self._clock: Clock = clock or RealClock()
         self._rng = rng or random.Random()
-        self.store = Store()
+        self.store = Store(failures=FailureLog(clock=self._clock))
         self.reflector = Reflector(
             client, resource, self, namespace=namespace, label_selector=label_selector,
             field_selector=field_selector, settings=self.settings.reflector,
@@ -234,11 +235,12 @@ class SharedInformer:
                 task.cancel()
             self._sync_changed.set()
 
-    def add_indexer(self, name: str, func: IndexFunc, *, exist_ok: bool = False) -> None:
+    def add_indexer(self, name: str, func: IndexFunc, *, exist_ok: bool = True) -> None:
         """Add an index to the cache. Controllers sharing an informer may each ask for the same
-        index; `exist_ok` makes the second request a no-op (the first function wins)."""
-        if exist_ok and self.store.has_indexer(name):
-            return
+        index with the same function (a no-op); another function under a taken name is a
+        ValueError (`Store.add_indexer`). `exist_ok` is accepted for compatibility only: it
+        cannot make a clash silent."""
+        del exist_ok
         self.store.add_indexer(name, func)
 
     # ---- sync state -----------------------------------------------------------------------
@@ -361,8 +363,7 @@ class SharedInformer:
             store.resource_version = rv
 
 
-def _rv(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+_rv = resource_version_of
 
 
 @dataclass(frozen=True, slots=True)

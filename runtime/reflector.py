@@ -28,11 +28,11 @@ from typing import Any, Protocol
 from runtime.client import INITIAL_EVENTS_END_ANNOTATION, KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Gone, ServerError, TooManyRequests
-from runtime.resources import Resource, object_key
+from runtime.objects import Obj, key_of
+from runtime.resources import Resource
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 WatchStream = AsyncGenerator[dict[str, Any], None]
 
 # A watch that ends this fast without a single event is a server problem, not a timeout:
@@ -276,9 +276,9 @@ class Reflector:
                     if self._transform is not None:
                         obj = self._transform(obj)
                     if kind == "DELETED":
-                        collected.pop(object_key(obj), None)
+                        collected.pop(key_of(obj), None)
                     else:
-                        collected[object_key(obj)] = obj
+                        collected[key_of(obj)] = obj
         except TimeoutError:
             await stream.aclose()
             raise _StreamingUnsupported(

@@ -68,14 +68,3 @@ TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenRev
 SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
                                 "SubjectAccessReview", namespaced=False)
 
-
-def object_key(obj: dict[str, object]) -> str:
-    """client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` for cluster-scoped objects."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        raise ValueError("object has no metadata")
-    name = meta.get("name")
-    namespace = meta.get("namespace")
-    if not isinstance(name, str):
-        raise ValueError("object has no metadata.name")
-    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name

@@ -1,9 +1,16 @@
-"""The informer cache: objects keyed `namespace/name`, with secondary indexes.
+"""The informer cache: objects keyed `namespace/name` (`runtime.objects.key_of`), with
+secondary indexes.
 
 Objects in a Store are shared, not copied: whatever a handler or a reconciler reads from it is
 the very dict the cache holds. Treat them as read-only (copy before modifying); a mutation
 would silently change the cache and every other reader's view. There are no locks: the store
 lives on one event loop and every method completes without awaiting.
+
+Indexes follow client-go's AddIndexers: a name is registered once; registering the same function
+again is a no-op, another function under a taken name is an error (two controllers sharing an
+informer would otherwise each read the other's index). Index functions meet hostile objects: one
+that raises (or returns something other than strings) indexes that object under no value for that
+index, logs one line per object per interval, and leaves everything else working.
 """
 
 from __future__ import annotations
@@ -11,11 +18,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from runtime.resources import object_key
+from runtime.failures import FailureLog
+from runtime.objects import Obj, namespace_of
+from runtime.objects import key_of as object_key
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], "list[str]"]
 
 NAMESPACE_INDEX = "namespace"
@@ -23,8 +30,7 @@ NAMESPACE_INDEX = "namespace"
 
 def namespace_index(obj: Obj) -> list[str]:
     """client-go's MetaNamespaceIndexFunc: the object's namespace ("" for cluster-scoped)."""
-    meta = obj.get("metadata") or {}
-    return [str(meta.get("namespace") or "")]
+    return [namespace_of(obj)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +55,16 @@ class Store:
     The built-in `namespace` index is always present.
     """
 
-    def __init__(self, *, key_func: Callable[[Obj], str] = object_key) -> None:
+    def __init__(self, *, key_func: Callable[[Obj], str] = object_key,
+                 failures: FailureLog | None = None) -> None:
         self._key_func = key_func
+        self._failures = failures if failures is not None else FailureLog()
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
+        # index name → key → the values that key is indexed under (what to remove on change,
+        # without calling the index function on the old object again)
+        self._values: dict[str, dict[str, tuple[str, ...]]] = {}
         self.resource_version = ""
         self.add_indexer(NAMESPACE_INDEX, namespace_index)
 
@@ -101,15 +112,19 @@ class Store:
         return name in self._indexers
 
     def add_indexer(self, name: str, func: IndexFunc) -> None:
-        """Register an index; existing objects are indexed at once, so it may be added late."""
-        if name in self._indexers:
-            raise ValueError(f"index {name!r} already exists")
+        """Register an index; existing objects are indexed at once, so it may be added late.
+        The same function again is a no-op; another one under a taken name is a ValueError."""
+        existing = self._indexers.get(name)
+        if existing is not None:
+            if existing == func:  # `==`: a bound method is a new object on every access
+                return
+            raise ValueError(f"index {name!r} already exists with another function "
+                             f"({_describe(existing)}, not {_describe(func)})")
         self._indexers[name] = func
-        index: dict[str, set[str]] = {}
-        self._indices[name] = index
+        self._indices[name] = {}
+        self._values[name] = {}
         for key, obj in self._items.items():
-            for value in func(obj):
-                index.setdefault(value, set()).add(key)
+            self._index_one(name, func, key, obj)
 
     # ---- writes (the informer's, not handlers') -------------------------------------------
 
@@ -118,7 +133,7 @@ class Store:
         key = self._key_func(obj)
         old = self._items.get(key)
         if old is not None:
-            self._unindex(key, old)
+            self._unindex(key)
         self._items[key] = obj
         self._index_obj(key, obj)
         return old
@@ -126,7 +141,7 @@ class Store:
     def delete(self, key: str) -> Obj | None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._unindex(key, old)
+            self._unindex(key)
         return old
 
     def replace(self, items: Iterable[Obj], resource_version: str) -> None:
@@ -134,22 +149,45 @@ class Store:
         self._items = {self._key_func(obj): obj for obj in items}
         for name in self._indices:
             self._indices[name] = {}
+            self._values[name] = {}
         for key, obj in self._items.items():
             self._index_obj(key, obj)
         self.resource_version = resource_version
 
     def _index_obj(self, key: str, obj: Obj) -> None:
         for name, func in self._indexers.items():
-            index = self._indices[name]
-            for value in func(obj):
-                index.setdefault(value, set()).add(key)
+            self._index_one(name, func, key, obj)
 
-    def _unindex(self, key: str, obj: Obj) -> None:
-        for name, func in self._indexers.items():
-            index = self._indices[name]
-            for value in func(obj):
+    def _index_one(self, name: str, func: IndexFunc, key: str, obj: Obj) -> None:
+        try:
+            values = tuple(func(obj))
+            for value in values:
+                if not isinstance(value, str):
+                    raise TypeError(f"index value {value!r} is not a string")
+        except Exception as exc:
+            self._failures.failed(f"index {name!r}", key, exc)
+            return
+        if not values:
+            return
+        index = self._indices[name]
+        for value in values:
+            keys = index.get(value)
+            if keys is None:
+                index[value] = {key}
+            else:
+                keys.add(key)
+        self._values[name][key] = values
+
+    def _unindex(self, key: str) -> None:
+        for name, index in self._indices.items():
+            values = self._values[name].pop(key, ())
+            for value in values:
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)
                     if not keys:
                         del index[value]
+
+
+def _describe(func: IndexFunc) -> str:
+    return getattr(func, "__qualname__", None) or repr(func)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from runtime.workqueue import PriorityQueue
+from runtime.workqueue import LowLaneOptions, PriorityQueue, QueueOptions
 
 K = TypeVar("K", bound=Hashable)
+
+
+def low_lane(**lane: Any) -> QueueOptions:
+    """Queue options with these LOW-lane settings (`LowLaneOptions` fields)."""
+    return QueueOptions(low_lane=LowLaneOptions(**lane))
 
 
 async def settle(rounds: int = 20) -> None:

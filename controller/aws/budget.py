@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from runtime.clock import Clock, RealClock
-from runtime.ratelimit import TokenBucket
+from runtime.tokenbucket import TokenBucket
 
 
 class VerificationBudget:

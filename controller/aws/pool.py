@@ -33,8 +33,7 @@ from controller.aws.metrics import AWSMetrics, metrics_for
 from controller.aws.settings import AWSSettings
 from controller.aws.throttle import Throttler
 from runtime.clock import Clock, RealClock
-from runtime.controller import current_priority
-from runtime.workqueue import NORMAL
+from runtime.reconcile import NORMAL, current_priority
 
 
 class _Client:

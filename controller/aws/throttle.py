@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from controller.aws.errors import AWSConfigError
 from runtime.clock import Clock, RealClock
-from runtime.ratelimit import TokenBucket
+from runtime.tokenbucket import TokenBucket
 
 ELBV2 = "Elastic Load Balancing v2"
 WAFV2 = "WAFV2"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
-from controller.config import DEFAULT_LEADER_ELECTION_ID
+from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.demo.standins import CLUSTER, REGION
 
 LEADER_METRIC = "leader_election_master_status"

@@ -10,12 +10,11 @@ import time
 from collections import Counter
 from typing import Any
 
+from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.demo.display import Display, bar
 from controller.demo.replica import Replica
 from controller.demo.standins import REGION, StandIns
-from controller.targetgroupbinding.checkpoint import CHECKPOINT_ANNOTATION
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.errors import NotFound
 from runtime.resources import ENDPOINTSLICES, INGRESSES, NODES, SERVICES

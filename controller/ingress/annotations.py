@@ -8,12 +8,11 @@ for any unusable string and nothing else. Group merge rules are applied by `cont
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from controller import validators
 from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
@@ -23,7 +22,7 @@ from controller.annotations import (
     parse_json,
     quote,
 )
-from controller.ingress.keys import PREFIX
+from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.schemas import (
     ActionSpec,
     ConditionSpec,
@@ -65,10 +64,6 @@ ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
 _PROTOCOLS: tuple[Protocol, ...] = ("HTTP", "HTTPS")
 _VERSIONS: tuple[ProtocolVersion, ...] = ("HTTP1", "HTTP2", "GRPC")
 
-_SUCCESS_CODES = re.compile(r"^[0-9]{1,3}(-[0-9]{1,3})?(,[0-9]{1,3}(-[0-9]{1,3})?)*$")
-_ARN = re.compile(r"^arn:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*:\S+$")
-_LB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
-_HEALTH_PATH = re.compile(r"^/[\x21-\x7e]{0,1023}$")
 
 
 # ---- per-Ingress values ---------------------------------------------------------------------
@@ -104,47 +99,14 @@ EXCLUSIVE_FIELDS: Final = (
 )
 
 
-def _lb_name(key: str, raw: str) -> str:
-    if not _LB_NAME.match(raw) or raw.startswith("internal-"):
-        raise AnnotationError(key, raw, "is not a valid load balancer name (1..32 of "
-                                        "[a-zA-Z0-9-], no leading or trailing '-', not "
-                                        "starting with 'internal-')")
-    return raw
 
 
-def _subnets(key: str, raw: str) -> tuple[str, ...]:
-    """Subnet IDs or Name tags, as upstream; the resolve stage looks the names up."""
-    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
-    if not items:
-        raise AnnotationError(key, raw, "names no subnet")
-    return items
 
 
-def _security_groups(key: str, raw: str) -> tuple[str, ...]:
-    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
-    if not items:
-        raise AnnotationError(key, raw, "names no security group")
-    return items
 
 
-def _cidrs(key: str, raw: str) -> tuple[str, ...]:
-    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
-    for item in items:
-        try:
-            ipaddress.ip_network(item, strict=False)
-        except ValueError:
-            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a CIDR") from None
-    if not items:
-        raise AnnotationError(key, raw, "names no CIDR")
-    return items
 
 
-def _arns(key: str, raw: str) -> tuple[str, ...]:
-    items = tuple(item for item in (p.strip() for p in raw.split(",")) if item)
-    for item in items:
-        if not _ARN.match(item):
-            raise AnnotationError(key, raw, f"has {quote(item)}, which is not an ARN")
-    return items
 
 
 def _listen_ports(key: str, raw: str) -> tuple[ListenPort, ...]:
@@ -188,17 +150,17 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
                   for name, (key, value) in sorted(_name_suffixed(raw, "conditions.").items())}
     return IngressAnnotations(
         scheme=reader.get_enum("scheme", ("internal", "internet-facing")),
-        load_balancer_name=reader.get("load-balancer-name", _lb_name),
+        load_balancer_name=reader.get("load-balancer-name", validators.load_balancer_name),
         ip_address_type=reader.get_enum("ip-address-type",
                                         ("ipv4", "dualstack", "dualstack-without-public-ipv4")),
-        subnets=reader.get("subnets", _subnets),
-        security_groups=reader.get("security-groups", _security_groups),
+        subnets=reader.get("subnets", validators.subnets),
+        security_groups=reader.get("security-groups", validators.security_groups),
         load_balancer_attributes=reader.get_string_map("load-balancer-attributes"),
         ssl_redirect=reader.get_int("ssl-redirect", minimum=1, maximum=65535),
-        inbound_cidrs=reader.get("inbound-cidrs", _cidrs),
+        inbound_cidrs=reader.get("inbound-cidrs", validators.cidrs),
         ssl_policy=reader.get_str("ssl-policy"),
         listen_ports=reader.get("listen-ports", _listen_ports),
-        certificate_arns=reader.get("certificate-arn", _arns) or (),
+        certificate_arns=reader.get("certificate-arn", validators.certificate_arns) or (),
         tags=reader.get_string_map("tags") or {},
         actions=actions,
         conditions=conditions,
@@ -225,17 +187,8 @@ class TargetGroupSettings:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def _success_codes(key: str, raw: str) -> str:
-    if not _SUCCESS_CODES.match(raw):
-        raise AnnotationError(key, raw, "is not a list of codes or ranges (e.g. 200,300-399)")
-    return raw
 
 
-def _health_path(key: str, raw: str) -> str:
-    if not _HEALTH_PATH.match(raw):
-        raise AnnotationError(key, raw, "is not a path (must start with '/', printable "
-                                        "ASCII, at most 1024 characters)")
-    return raw
 
 
 def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None, *,
@@ -267,13 +220,15 @@ def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None
         attributes=reader.get_string_map("target-group-attributes") or {},
         hc_port=reader.get_int_or_traffic_port("healthcheck-port") or TRAFFIC_PORT,
         hc_protocol=reader.get_enum("healthcheck-protocol", _PROTOCOLS) or protocol,
-        hc_path=reader.get("healthcheck-path", _health_path)
+        hc_path=reader.get("healthcheck-path", validators.health_check_path)
         or (GRPC_HEALTH_CHECK_PATH if grpc else "/"),
         hc_interval=interval,
         hc_timeout=timeout,
         healthy_threshold=2 if healthy is None else healthy,
         unhealthy_threshold=2 if unhealthy is None else unhealthy,
-        success_codes=reader.get("success-codes", _success_codes) or ("12" if grpc else "200"),
+        success_codes=reader.get("success-codes", validators.success_codes(
+            validators.ALB_GRPC_CODES if grpc else validators.ALB_HTTP_CODES))
+        or ("12" if grpc else "200"),
         multi_cluster=bool(mc_reader.get_bool("multi-cluster-target-group")),
     )
 

@@ -20,7 +20,7 @@ from controller.ingress.annotations import (
     parse_auth,
     parse_target_group,
 )
-from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassParams
 from controller.ingress.merge import BuildError
 from controller.ingress.schemas import ActionSpec
@@ -41,6 +41,7 @@ from controller.model import (
     WeightedTargetGroup,
     target_group_name,
 )
+from runtime.objects import Obj, meta
 
 
 @dataclass

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtime.store import Store
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,13 +15,3 @@ class Caches:
     classes: Store = field(default_factory=Store)
     params: Store = field(default_factory=Store)
     namespaces: Store = field(default_factory=Store)
-
-
-def meta(obj: Obj) -> dict[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, dict) else {}
-
-
-def key_of(obj: Obj) -> str:
-    m = meta(obj)
-    return f"{m.get('namespace') or ''}/{m.get('name') or ''}"

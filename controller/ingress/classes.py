@@ -14,25 +14,30 @@ A class's `spec.parameters` must reference an existing cluster-scoped IngressCla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from controller.annotations import note_read
-from controller.ingress.caches import Caches, Obj, meta
-from controller.ingress.keys import (
+from controller import validators
+from controller.annotations import AnnotationError, note_read, quote
+from controller.apis import (
     ALB_CONTROLLER,
     DEFAULT_CLASS_ANNOTATION,
     INGRESSCLASSPARAMS,
     LEGACY_CLASS_ANNOTATION,
+    LabelSelector,
 )
-from controller.selectors import LabelSelector
+from controller.errors import InvalidInput
+from controller.ingress.caches import Caches
+from runtime.objects import Obj, annotations_of, dig, labels_of, meta
 
 
-class ClassError(ValueError):
+class ClassError(InvalidInput):
     """The Ingress is ours but its class cannot be used; the message is shown as is."""
+
+    condition_reason = "InvalidIngressClass"
 
 
 class _Spec(BaseModel):
@@ -93,12 +98,33 @@ class IngressClassInfo:
 
 def parse_params(obj: Obj) -> ClassParams:
     name = str(meta(obj).get("name") or "")
+    spec = obj.get("spec")
     try:
-        return ClassParams.model_validate({**(obj.get("spec") or {}), "name": name})
+        params = ClassParams.model_validate({**(spec if isinstance(spec, dict) else {}),
+                                             "name": name})
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ClassError(f"IngressClassParams {name}: spec.{where}: {first.get('msg')}") from None
+    # The same rule for an AWS field as the annotation carrying it.
+    checks: list[tuple[str, str, Callable[[str, str], object]]] = []
+    if params.load_balancer_name:
+        checks.append(("loadBalancerName", params.load_balancer_name,
+                       validators.load_balancer_name))
+    if params.certificate_arn:
+        checks.append(("certificateArn", ",".join(params.certificate_arn),
+                       validators.certificate_arns))
+    if params.inbound_cidrs is not None:
+        checks.append(("inboundCIDRs", ",".join(params.inbound_cidrs), validators.cidrs))
+    if params.subnets is not None and params.subnets.ids:
+        checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))
+    for field_name, raw, check in checks:
+        try:
+            check(f"spec.{field_name}", raw)
+        except AnnotationError as exc:
+            raise ClassError(f"IngressClassParams {name}: spec.{field_name}: "
+                             f"{quote(raw)} {exc.reason}") from None
+    return params
 
 
 def annotation_matches(value: str, ingress_class: str) -> bool:
@@ -107,35 +133,33 @@ def annotation_matches(value: str, ingress_class: str) -> bool:
 
 def class_name_of(ing: Obj) -> str | None:
     """The class an Ingress names: the legacy annotation first, then spec.ingressClassName."""
-    annotations = meta(ing).get("annotations") or {}
-    legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
+    legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):
         return legacy
-    name = (ing.get("spec") or {}).get("ingressClassName")
+    name = dig(ing, "spec", "ingressClassName")
     return name if isinstance(name, str) and name else None
 
 
 def _default_class(classes: Sequence[Obj]) -> Obj | None:
     defaults = sorted(
         (c for c in classes
-         if (meta(c).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"),
+         if annotations_of(c).get(DEFAULT_CLASS_ANNOTATION) == "true"),
         key=lambda c: str(meta(c).get("name")))
     return defaults[0] if defaults else None
 
 
 def _is_ours(ingress_class: Obj) -> bool:
-    return (ingress_class.get("spec") or {}).get("controller") == ALB_CONTROLLER
+    return bool(dig(ingress_class, "spec", "controller") == ALB_CONTROLLER)
 
 
 def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInfo | None:
     """None when another controller (or nobody) owns the Ingress; raises ClassError when it is
     ours but its class parameters cannot be used."""
-    annotations = meta(ing).get("annotations") or {}
     note_read(LEGACY_CLASS_ANNOTATION)
-    legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
+    legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):
         return IngressClassInfo(None, None) if annotation_matches(legacy, ingress_class) else None
-    name = (ing.get("spec") or {}).get("ingressClassName")
+    name = dig(ing, "spec", "ingressClassName")
     if isinstance(name, str) and name:
         cls = caches.classes.get(name)
     else:
@@ -148,7 +172,7 @@ def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInf
 
 
 def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
-    ref: Any = (cls.get("spec") or {}).get("parameters")
+    ref: Any = dig(cls, "spec", "parameters")
     if not isinstance(ref, dict):
         return None
     class_name = meta(cls).get("name")
@@ -164,7 +188,7 @@ def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
     if params.namespace_selector is not None:
         namespace = str(meta(ing).get("namespace") or "")
         ns_obj = caches.namespaces.get(namespace)
-        labels = (meta(ns_obj).get("labels") or {}) if ns_obj is not None else {}
+        labels = labels_of(ns_obj) if ns_obj is not None else {}
         if not params.namespace_selector.matches(labels):
             raise ClassError(f"namespace {namespace} is not selected by the namespaceSelector "
                              f"of IngressClassParams {params.name}")

@@ -15,17 +15,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from controller.annotations import AnnotationError, AnnotationReader
-from controller.ingress.caches import Caches, Obj, key_of, meta
-from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
-from controller.ingress.keys import (
-    EXPLICIT_FINALIZER_PREFIX,
-    IMPLICIT_FINALIZER,
-    PREFIX,
-    STACK_LABEL,
-    STACK_NAME_LABEL,
-    STACK_NAMESPACE_LABEL,
+from controller.apis import (
+    INGRESS_ANNOTATION_PREFIX as PREFIX,
 )
-from runtime.handlers import Request
+from controller.apis import (
+    INGRESS_FINALIZER,
+    INGRESS_GROUP_FINALIZER_PREFIX,
+    INGRESS_STACK_LABEL,
+    INGRESS_STACK_NAME_LABEL,
+    INGRESS_STACK_NAMESPACE_LABEL,
+)
+from controller.ingress.caches import Caches
+from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
+from runtime.objects import Obj, as_dict, dig, finalizers, key_of, meta
+from runtime.reconcile import Request
 
 # Ingress → Request.key of every group it may belong to or have belonged to, from the Ingress
 # alone (its own key, its group.name annotation, its finalizers). Class and params lookups are
@@ -49,13 +52,16 @@ def stack_id(request: Request) -> str:
 
 
 def finalizer_of(request: Request) -> str:
-    return EXPLICIT_FINALIZER_PREFIX + request.name if is_explicit(request) else IMPLICIT_FINALIZER
+    if is_explicit(request):
+        return INGRESS_GROUP_FINALIZER_PREFIX + request.name
+    return INGRESS_FINALIZER
 
 
 def stack_labels(request: Request) -> dict[str, str]:
     if is_explicit(request):
-        return {STACK_LABEL: request.name}
-    return {STACK_NAMESPACE_LABEL: request.namespace, STACK_NAME_LABEL: request.name}
+        return {INGRESS_STACK_LABEL: request.name}
+    return {INGRESS_STACK_NAMESPACE_LABEL: request.namespace,
+            INGRESS_STACK_NAME_LABEL: request.name}
 
 
 def request_of_key(key: str) -> Request:
@@ -84,11 +90,11 @@ def group_order(ing: Obj) -> int:
 def former_groups(ing: Obj) -> list[Request]:
     """Groups whose finalizer the Ingress still carries: it may still have rules there."""
     found: list[Request] = []
-    for fin in meta(ing).get("finalizers") or []:
-        if fin == IMPLICIT_FINALIZER:
+    for fin in finalizers(ing):
+        if fin == INGRESS_FINALIZER:
             found.append(implicit(ing))
-        elif isinstance(fin, str) and fin.startswith(EXPLICIT_FINALIZER_PREFIX):
-            name = fin.removeprefix(EXPLICIT_FINALIZER_PREFIX)
+        elif isinstance(fin, str) and fin.startswith(INGRESS_GROUP_FINALIZER_PREFIX):
+            name = fin.removeprefix(INGRESS_GROUP_FINALIZER_PREFIX)
             if name:
                 found.append(Request("", name))
     return found
@@ -206,10 +212,10 @@ class GroupLoader:
         if is_explicit(request):
             # Members through IngressClassParams: the index may predate a params change.
             for params in self.caches.params.list():
-                if ((params.get("spec") or {}).get("group") or {}).get("name") != request.name:
+                if dig(params, "spec", "group", "name") != request.name:
                     continue
                 for cls in self.caches.classes.list():
-                    ref = (cls.get("spec") or {}).get("parameters") or {}
+                    ref = as_dict(dig(cls, "spec", "parameters"))
                     if isinstance(ref, dict) and ref.get("name") == meta(params).get("name"):
                         for ing in store.by_index(CLASS_INDEX, str(meta(cls).get("name"))):
                             found[key_of(ing)] = ing
@@ -231,7 +237,7 @@ class GroupLoader:
                     errors.append((ing, str(exc)))
                     order = 0
                 members.append(Member(ing, member.info, order))
-            elif finalizer in (meta(ing).get("finalizers") or []):
+            elif finalizer in finalizers(ing):
                 leaving.append(ing)
         members.sort(key=lambda m: (m.order, str(meta(m.ingress).get("namespace")),
                                     str(meta(m.ingress).get("name"))))

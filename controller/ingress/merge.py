@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from controller.annotations import quote
+from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
+from controller.errors import InvalidInput
 from controller.ingress.annotations import (
     DEFAULT_INBOUND_CIDRS,
     DEFAULT_INBOUND_CIDRS_DUALSTACK,
@@ -20,12 +22,13 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.classes import ClassParams
 from controller.ingress.groups import Member
-from controller.ingress.keys import PREFIX
 from controller.model import SubnetSelector
 
 
-class BuildError(ValueError):
+class BuildError(InvalidInput):
     """The group cannot be built; one line, shown on every member as is."""
+
+    condition_reason = "FailedBuildModel"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 from controller.annotations import AnnotationError
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
-from controller.ingress.caches import Caches, Obj, meta
+from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, Member, is_explicit, stack_labels
 from controller.ingress.merge import (
     BuildError,
@@ -28,6 +28,7 @@ from controller.ingress.merge import (
     merge_load_balancer,
 )
 from controller.ingress.schemas import ListenPort
+from controller.ingress.spec import check_spec
 from controller.model import (
     Action,
     CertificateDiscovery,
@@ -43,14 +44,17 @@ from controller.model import (
     PathPatternCondition,
     QueryStringCondition,
     QueryStringKeyValue,
+    Quotas,
     RedirectAction,
     SourceIpCondition,
     Stack,
     StackBuilder,
     StackContext,
     SubnetDiscovery,
+    check_quotas,
     load_balancer_name,
 )
+from runtime.objects import Obj, meta
 
 # Bump when the same inputs would build a different stack (every stored checkpoint of a group
 # then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC
@@ -73,6 +77,7 @@ class BuilderSettings:
     # --default-tags: on every resource, winning over the tags annotation (as upstream).
     default_tags: Mapping[str, str] = field(default_factory=dict)
     external_managed_tags: frozenset[str] = frozenset()
+    quotas: Quotas = field(default_factory=Quotas)
 
     @property
     def context(self) -> StackContext:
@@ -106,6 +111,9 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                          f"{message}")
     parsed: list[tuple[Member, IngressAnnotations]] = []
     for member in group.members:
+        problem = check_spec(member.ingress)
+        if problem is not None:
+            raise BuildError(f"Ingress {member.key}: {problem}")
         try:
             ann = parse_ingress(member.ingress)
         except AnnotationError as exc:
@@ -192,6 +200,7 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                                  f"{_message(exc)}") from None
     try:
         stack = builder.build()
+        check_quotas(stack, settings.quotas)
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))

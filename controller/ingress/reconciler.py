@@ -17,58 +17,40 @@ One reconcile of a group key:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Mapping
 
 import structlog
 
 from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.aws import AWSClientPool, AWSError
+from controller.bindings import BindingWriter, matches_model
 from controller.deploy import DeployError, StackDeployer
-from controller.ingress.caches import Caches, Obj, key_of, meta
-from controller.ingress.groups import (
-    CLASS_INDEX,
-    Group,
-    GroupLoader,
-    request_of_key,
-)
-from controller.ingress.keys import (
-    INGRESSCLASSPARAMS,
-    STACK_LABEL,
-    STACK_NAME_LABEL,
-    STACK_NAMESPACE_LABEL,
-)
-from controller.ingress.merge import BuildError
+from controller.errors import InvalidInput
+from controller.ingress.caches import Caches
+from controller.ingress.groups import Group, GroupLoader
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, BuiltGroup, build_group
+from controller.ingress.watches import BINDING_STACK_INDEX
 from controller.model import LoadBalancer, Stack
-from controller.service.bindings import BindingWriter, matches_model
+from controller.reconcilers import ObjectWriter, Recorder
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
-from runtime.controller import ReconcileError, Result, TerminalError, reconcile_priority
 from runtime.errors import ApiError, Conflict, NotFound
-from runtime.handlers import EventKind, Request
+from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, name_of
+from runtime.predicates import EventKind
+from runtime.reconcile import (
+    LOW,
+    NORMAL,
+    ReconcileError,
+    Request,
+    Result,
+    TerminalError,
+    reconcile_priority,
+)
 from runtime.resources import INGRESSES
-from runtime.store import NAMESPACE_INDEX, Store
-from runtime.workqueue import LOW, NORMAL
+from runtime.store import Store
 
 log = structlog.get_logger("ingress")
-
-SERVICE_INDEX = "ingress-service"  # Ingress → namespace/name of every Service it names
-SECRET_INDEX = "ingress-secret"  # Ingress → namespace/name of its OIDC Secret
-BINDING_STACK_INDEX = "ingress-stack"  # managed TGB → Request.key of its group
-
-
-class Recorder(Protocol):
-    def event(self, obj: Obj, type: str, reason: str, message: str, *,
-              resource: Any = None) -> None: ...
-
-
-def binding_stack_index(obj: Obj) -> list[str]:
-    labels = meta(obj).get("labels") or {}
-    if labels.get(STACK_LABEL):
-        return [str(labels[STACK_LABEL])]
-    name, namespace = labels.get(STACK_NAME_LABEL), labels.get(STACK_NAMESPACE_LABEL)
-    return [f"{namespace}/{name}"] if name and namespace else []
 
 
 class IngressReconciler:
@@ -77,14 +59,12 @@ class IngressReconciler:
                  settings: BuilderSettings, recorder: Recorder,
                  clock: Clock | None = None, checkpoints: bool = True,
                  cleanup_poll: float = 1.0) -> None:
-        self._client = client
         self._caches = caches
         self._bindings = bindings
         self._loader = loader
         self._deployer = deployer
         self._pool = pool
         self._settings = settings
-        self._recorder = recorder
         self._clock = clock or RealClock()
         self._checkpoints = checkpoints
         # Replay decisions: request → (its members' resourceVersions, priority). A restart
@@ -93,53 +73,8 @@ class IngressReconciler:
         # event (a change) drops them all.
         self._decisions: dict[Request, tuple[tuple[str, ...], int]] = {}
         self._cleanup_poll = cleanup_poll
-        self._writer = BindingWriter(client)
-
-    # ---- event mapping (cache reads only) ----------------------------------------------------
-
-    def groups_for_ingress(self, obj: Obj) -> list[Request]:
-        return self._loader.groups_of(obj)
-
-    def _groups_of_ingresses(self, ingresses: Iterable[Obj]) -> list[Request]:
-        found: dict[Request, None] = {}
-        for ing in ingresses:
-            found.update(dict.fromkeys(self._loader.groups_of(ing)))
-        return list(found)
-
-    def groups_for_service(self, obj: Obj) -> list[Request]:
-        return self._groups_of_ingresses(
-            self._caches.ingresses.by_index(SERVICE_INDEX, key_of(obj)))
-
-    def groups_for_secret(self, obj: Obj) -> list[Request]:
-        return self._groups_of_ingresses(
-            self._caches.ingresses.by_index(SECRET_INDEX, key_of(obj)))
-
-    def groups_for_class(self, obj: Obj) -> list[Request]:
-        name = str(meta(obj).get("name") or "")
-        # Ingresses naming no class may be taken by a default class.
-        return self._groups_of_ingresses([
-            *self._caches.ingresses.by_index(CLASS_INDEX, name),
-            *self._caches.ingresses.by_index(CLASS_INDEX, "")])
-
-    def groups_for_params(self, obj: Obj) -> list[Request]:
-        name = meta(obj).get("name")
-        found: list[Request] = []
-        for cls in self._caches.classes.list():
-            ref = (cls.get("spec") or {}).get("parameters") or {}
-            if isinstance(ref, dict) and ref.get("kind") == INGRESSCLASSPARAMS.kind \
-                    and ref.get("name") == name:
-                found.extend(self.groups_for_class(cls))
-        group = ((obj.get("spec") or {}).get("group") or {}).get("name")
-        if isinstance(group, str) and group:
-            found.append(Request("", group))
-        return list(dict.fromkeys(found))
-
-    def groups_for_namespace(self, obj: Obj) -> list[Request]:
-        return self._groups_of_ingresses(self._caches.ingresses.by_index(
-            NAMESPACE_INDEX, str(meta(obj).get("name") or "")))
-
-    def group_for_binding(self, obj: Obj) -> list[Request]:
-        return [request_of_key(k) for k in binding_stack_index(obj)]
+        self._writer = ObjectWriter(client, INGRESSES, recorder, self._clock)
+        self._bindings_writer = BindingWriter(client)
 
     # ---- checkpoints -------------------------------------------------------------------------
 
@@ -149,7 +84,7 @@ class IngressReconciler:
             return None
         try:
             built = build_group(group, self._caches, self._settings)
-        except BuildError:
+        except InvalidInput:
             return None
         return checkpoint.compute(built.stack, version=BUILDER_VERSION)
 
@@ -187,62 +122,61 @@ class IngressReconciler:
             raise ReconcileError(str(exc)) from exc
         except (ApiError, AWSError, DeployError) as exc:
             for member in group.members:
-                self._event(member.ingress, "Warning", "FailedDeployModel", str(exc))
+                self._writer.event(member.ingress, "Warning", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc
 
     async def _converge(self, group: Group) -> Result:
         # No member carried the finalizer yet: nothing of this group can be in AWS.
-        fresh = not any(group.finalizer in (meta(m.ingress).get("finalizers") or [])
-                        for m in group.members)
-        for member in group.members:
-            await self._add_finalizer(member.ingress, group.finalizer)
-        try:
+        fresh = not any(has_finalizer(m.ingress, group.finalizer) for m in group.members)
+        try:  # 3. build
             built = build_group(group, self._caches, self._settings)
-        except BuildError as exc:
+        except InvalidInput as exc:
             for member in group.members:
-                self._event(member.ingress, "Warning", "FailedBuildModel", str(exc))
+                self._writer.event(member.ingress, "Warning", "FailedBuildModel", str(exc))
             raise TerminalError(str(exc)) from None
-        value = checkpoint.compute(built.stack, version=BUILDER_VERSION)
-        current = {str(meta(b).get("name")): b
+        value = checkpoint.compute(built.stack, version=BUILDER_VERSION)  # 4. checkpoint
+        current = {name_of(b): b
                    for b in self._bindings.by_index(BINDING_STACK_INDEX, group.request.key)}
         if (self._checkpoints and reconcile_priority() >= NORMAL
                 and self._converged_in_cache(group, built, value, current)):
             return Result()  # nothing the model reads changed since the last deploy
-        wanted = {tgb.name for tgb in built.stack.target_group_bindings.values()}
-        stale = [b for name, b in sorted(current.items()) if name not in wanted]
-        if stale:
-            # Bindings the model dropped go first, and are waited for: their finalizer
-            # deregisters targets from target groups the deploy is about to delete. Their
-            # deletion events wake the group; the poll is a safety net.
-            await self._writer.delete(stale)
-            return Result(requeue_after=self._cleanup_poll)
         # Write-only fields (OIDC client secrets) are written unless every member's checkpoint
         # says this very stack was deployed; a LOW verification of a match skips them.
         matched = all(checkpoint.stored(m.ingress) == value for m in group.members)
-        for member in group.members:
+        members = []
+        for member in group.members:  # 5. finalizer, with the reset of an older checkpoint
             stored = checkpoint.stored(member.ingress)
-            if self._checkpoints and stored and stored != value:
-                # A crash during the deploy below must not leave a matching checkpoint.
-                await self._patch(member.ingress, checkpoint.patch(
-                    "", timestamp=self._clock.wall()))
+            reset = self._checkpoints and bool(stored) and stored != value
+            members.append(await self._writer.patch_metadata(
+                member.ingress, add_finalizer=group.finalizer,
+                annotations={CHECKPOINT_ANNOTATION: ""} if reset else None))
+        wanted = {tgb.name for tgb in built.stack.target_group_bindings.values()}
+        stale = [b for name, b in sorted(current.items()) if name not in wanted]
+        if stale:  # 6. deploy
+            # Bindings the model dropped go first, and are waited for: their finalizer
+            # deregisters targets from target groups the deploy is about to delete. Their
+            # deletion events wake the group; the poll is a safety net.
+            await self._bindings_writer.delete(stale)
+            return Result(requeue_after=self._cleanup_poll)
         stack = await self._resolve_security_groups(built)
         result = await self._deployer.deploy(stack, fresh=fresh,
                                              rewrite_write_only=not matched)
-        writes = await self._writer.apply(result.target_group_bindings.values(), current)
+        writes = await self._bindings_writer.apply(result.target_group_bindings.values(),
+                                                   current)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         changed = result.mutating_calls > 0 or writes > 0
-        for member in group.members:
-            await self._set_status(member.ingress, hostname)
-            if checkpoint.stored(member.ingress) != value:
+        for ing in members:  # 7. status, then the checkpoint
+            await self._writer.patch_status(ing, _hostname_patch(ing, hostname))
+            if checkpoint.stored(ing) != value:
                 changed = True
-                await self._patch(member.ingress, checkpoint.patch(
+                await self._writer.patch(ing, checkpoint.patch(
                     value, timestamp=self._clock.wall()))
         for ing in group.leaving:
-            await self._remove_finalizer(ing, group.finalizer)
+            await self._release(ing, group.finalizer, clear=False)
         if changed:
-            for member in group.members:
-                self._event(member.ingress, "Normal", "SuccessfullyReconciled",
-                            "Successfully reconciled")
+            for ing in members:
+                self._writer.event(ing, "Normal", "SuccessfullyReconciled",
+                                   "Successfully reconciled")
         log.info("group reconciled", group=group.request.key, calls=result.calls,
                  mutating_calls=result.mutating_calls, binding_writes=writes)
         return Result()
@@ -264,14 +198,12 @@ class IngressReconciler:
     async def _cleanup(self, group: Group) -> Result:
         bindings = self._bindings.by_index(BINDING_STACK_INDEX, group.request.key)
         if bindings:
-            await self._writer.delete(bindings)
+            await self._bindings_writer.delete(bindings)
             # Their deletion events wake the group again; the poll is a safety net.
             return Result(requeue_after=self._cleanup_poll)
         await self._deployer.delete_stack(group.stack_id, "ingress")
         for ing in group.leaving:
-            await self._remove_finalizer(ing, group.finalizer)
-            if not meta(ing).get("deletionTimestamp"):
-                await self._clear_status(ing)
+            await self._release(ing, group.finalizer, clear=True)
         return Result()
 
     async def _resolve_security_groups(self, built: BuiltGroup) -> Stack:
@@ -297,46 +229,27 @@ class IngressReconciler:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def _event(self, ing: Obj, type: str, reason: str, message: str) -> None:
-        self._recorder.event(ing, type, reason, message, resource=INGRESSES)
-
-    async def _patch(self, ing: Obj, body: Obj, *, subresource: str | None = None) -> None:
-        m = meta(ing)
+    async def _release(self, ing: Obj, finalizer: str, *, clear: bool) -> None:
+        """An Ingress whose rules are gone from the group's stack: with `clear` its status and
+        checkpoint cleared (unless it is being deleted), then the group's finalizer dropped."""
         try:
-            await self._client.patch(INGRESSES, str(m["name"]), body, str(m["namespace"]),
-                                     subresource=subresource)
+            annotations: Mapping[str, str | None] | None = None
+            if clear and not is_deleting(ing):
+                ing = await self._writer.patch_status(ing, _hostname_patch(ing, ""))
+                annotations = checkpoint.removal_patch()["metadata"]["annotations"]
+            await self._writer.patch_metadata(ing, remove_finalizer=finalizer,
+                                              annotations=annotations)
         except NotFound:
             return
-
-    async def _add_finalizer(self, ing: Obj, finalizer: str) -> None:
-        m = meta(ing)
-        finalizers = list(m.get("finalizers") or [])
-        if finalizer in finalizers:
-            return
-        await self._patch(ing, {"metadata": {"finalizers": [*finalizers, finalizer],
-                                             "resourceVersion": m["resourceVersion"]}})
-
-    async def _remove_finalizer(self, ing: Obj, finalizer: str) -> None:
-        m = meta(ing)
-        finalizers = list(m.get("finalizers") or [])
-        if finalizer not in finalizers:
-            return
-        try:
-            await self._patch(ing, {"metadata": {
-                "finalizers": [f for f in finalizers if f != finalizer],
-                "resourceVersion": m["resourceVersion"]}})
         except Conflict as exc:
             raise ReconcileError(f"Ingress {key_of(ing)} changed; retrying") from exc
 
-    async def _set_status(self, ing: Obj, hostname: str) -> None:
-        wanted = [{"hostname": hostname}] if hostname else []
-        current = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-        if current == wanted:
-            return
-        await self._patch(ing, {"status": {"loadBalancer": {"ingress": wanted}}},
-                          subresource="status")
 
-    async def _clear_status(self, ing: Obj) -> None:
-        await self._set_status(ing, "")
-        if checkpoint.stored(ing):
-            await self._patch(ing, checkpoint.removal_patch())
+def _hostname_patch(ing: Obj, hostname: str) -> Obj | None:
+    wanted = [{"hostname": hostname}] if hostname else []
+    status = ing.get("status") if isinstance(ing.get("status"), dict) else {}
+    balancer = (status or {}).get("loadBalancer") or {}
+    current = balancer.get("ingress") if isinstance(balancer, dict) else None
+    if (current or []) == wanted:
+        return None
+    return {"status": {"loadBalancer": {"ingress": wanted}}}

@@ -1,5 +1,6 @@
 """Service → Network Load Balancer: which Services qualify, their annotations parsed, the pure
-model builder, and the reconciler that deploys the stack and its TargetGroupBindings."""
+model builder, and the reconciler that deploys the stack and its TargetGroupBindings. The same
+facade as every controller package: `Settings`, `setup(manager, *, pool, settings)`."""
 
 from controller.service.annotations import (
     PREFIX,
@@ -13,28 +14,28 @@ from controller.service.annotations import (
 )
 from controller.service.model import (
     MODEL_VERSION,
-    STACK_NAME_LABEL,
-    STACK_NAMESPACE_LABEL,
     InvalidService,
     ModelSettings,
     build_stack,
     checkpoint_input,
 )
+from controller.service.wiring import CONTROLLER_NAME, Settings, setup
 
 __all__ = [
+    "CONTROLLER_NAME",
     "MODEL_VERSION",
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
-    "STACK_NAMESPACE_LABEL",
-    "STACK_NAME_LABEL",
     "HealthCheckSettings",
     "InvalidService",
     "ModelSettings",
     "ServiceDefaults",
     "ServiceLBConfig",
+    "Settings",
     "build_stack",
     "checkpoint_input",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",
+    "setup",
 ]

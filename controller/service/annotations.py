@@ -11,10 +11,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from controller import validators
 from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
@@ -22,16 +23,12 @@ from controller.annotations import (
     annotations_of,
     parse_bool,
     parse_port,
-    parse_string_list,
     quote,
 )
-from controller.config import DEFAULT_SSL_POLICY
+from controller.defaults import DEFAULT_SSL_POLICY
 from controller.model.listener import AlpnPolicy
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
-
-if TYPE_CHECKING:
-    from controller.config import ControllerConfig
 
 PREFIX: Final = "service.beta.kubernetes.io/"
 
@@ -101,9 +98,7 @@ ATTR_CROSS_ZONE: Final = "load_balancing.cross_zone.enabled"
 
 DEFAULT_SUCCESS_CODES: Final = "200-399"
 
-_ELB_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_SUCCESS_CODE = re.compile(r"([0-9]{3})(?:-([0-9]{3}))?")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,12 +118,6 @@ class ServiceDefaults:
         return hash((self.scheme, self.target_type, self.ssl_policy,
                      frozenset(self.tags.items()), self.external_managed_tags))
 
-    @classmethod
-    def from_config(cls, config: ControllerConfig) -> ServiceDefaults:
-        return cls(scheme=config.default_load_balancer_scheme,
-                   target_type=config.default_target_type,
-                   ssl_policy=config.default_ssl_policy, tags=config.default_tags,
-                   external_managed_tags=frozenset(config.external_managed_tags))
 
 
 class _Frozen(BaseModel):
@@ -209,38 +198,10 @@ def relevant_annotations(service: Mapping[str, Any]) -> dict[str, str]:
             if key in SERVICE_ANNOTATION_KEYS and isinstance(value, str)}
 
 
-def _check_name(key: str, raw: str) -> str:
-    # Upstream only checks the length; AWS rejects the rest at CreateLoadBalancer, which would
-    # make a failed AWS call out of a typo.
-    if len(raw) > 32:
-        raise AnnotationError(key, raw, "is longer than 32 characters")
-    if _ELB_NAME.fullmatch(raw) is None:
-        raise AnnotationError(key, raw, "must be letters, digits and '-', "
-                              "not starting or ending with '-'")
-    if raw.startswith("internal-"):
-        raise AnnotationError(key, raw, 'must not start with "internal-"')
-    return raw
 
 
-def _check_success_codes(key: str, raw: str) -> str:
-    # AWS accepts 200..599 for NLB HTTP(S) health checks, as "200", "200,202" or "200-399";
-    # upstream passes the string through and leaves the check to ModifyTargetGroup.
-    items = raw.split(",")
-    for item in items:
-        m = _SUCCESS_CODE.fullmatch(item)
-        low = int(m.group(1)) if m else 0
-        high = int(m.group(2)) if m and m.group(2) else low
-        if not 200 <= low <= high <= 599:
-            raise AnnotationError(key, raw, "is not a list of HTTP codes or ranges within "
-                                  "200..599 (e.g. 200-399 or 200,202)")
-    return raw
 
 
-def _check_path(key: str, raw: str) -> str:
-    # AWS's limits for HealthCheckPath; upstream leaves them to AWS.
-    if not raw.startswith("/") or len(raw) > 1024:
-        raise AnnotationError(key, raw, 'must start with "/" and be at most 1024 characters')
-    return raw
 
 
 def _check_bool_attribute(key: str, raw: str, attributes: Mapping[str, str], name: str) -> None:
@@ -290,8 +251,9 @@ def _health_check(reader: AnnotationReader, spec: Mapping[str, Any],
         "HTTP" if local else "TCP")
     port = reader.get(HC_PORT, _health_check_port(spec))
     http = protocol != "TCP"
-    path = reader.get(HC_PATH, _check_path) if http else None
-    codes = reader.get(HC_SUCCESS_CODES, _check_success_codes) if http else None
+    path = reader.get(HC_PATH, validators.health_check_path) if http else None
+    codes = reader.get(HC_SUCCESS_CODES, validators.success_codes(
+        validators.NLB_HTTP_CODES)) if http else None
     # The ranges are AWS's for NLB target groups; upstream parses integers only and leaves the
     # ranges to CreateTargetGroup.
     interval = reader.get_int(HC_INTERVAL, minimum=5, maximum=300)
@@ -384,19 +346,8 @@ def _tags(reader: AnnotationReader, defaults: ServiceDefaults) -> dict[str, str]
     return {**tags, **defaults.tags}
 
 
-def _certificates(key: str, raw: str) -> tuple[str, ...]:
-    arns = parse_string_list(key, raw)
-    for arn in arns:
-        if not arn.startswith("arn:"):
-            raise AnnotationError(key, raw, f"has {quote(arn)}, which is not a certificate ARN")
-    return arns
 
 
-def _subnets(key: str, raw: str) -> tuple[str, ...]:
-    subnets = parse_string_list(key, raw)
-    if not subnets:
-        raise AnnotationError(key, raw, "lists no subnet ID or name")
-    return subnets
 
 
 def parse_service_config(service: Mapping[str, Any], *,
@@ -411,11 +362,11 @@ def parse_service_config(service: Mapping[str, Any], *,
     return ServiceLBConfig(
         load_balancer_type=lb_type,
         target_type=target_type,
-        name=reader.get(NAME, _check_name),
+        name=reader.get(NAME, validators.load_balancer_name),
         scheme=_scheme(reader, defaults),
         ip_address_type=reader.get_enum(IP_ADDRESS_TYPE, IP_ADDRESS_TYPES) or "ipv4",
-        subnets=reader.get(SUBNETS, _subnets),
-        ssl_certificates=reader.get(SSL_CERT, _certificates) or (),
+        subnets=reader.get(SUBNETS, validators.subnets),
+        ssl_certificates=reader.get(SSL_CERT, validators.certificate_arns) or (),
         ssl_ports=reader.get_string_list(SSL_PORTS) or (),
         ssl_policy=reader.get(SSL_NEGOTIATION_POLICY, _check_not_empty) or defaults.ssl_policy,
         backend_protocol=reader.get_enum(BACKEND_PROTOCOL, BACKEND_PROTOCOLS) or "tcp",

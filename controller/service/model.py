@@ -18,13 +18,16 @@ from pydantic import ValidationError
 
 from controller import checkpoint
 from controller.annotations import TRAFFIC_PORT, TrafficPort
-from controller.config import DEFAULT_LOAD_BALANCER_CLASS
+from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
+from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
+from controller.errors import InvalidInput
 from controller.model import (
     ForwardAction,
     HealthCheck,
     HealthCheckMatcher,
     Listener,
     LoadBalancer,
+    Quotas,
     Ref,
     ServiceReference,
     Stack,
@@ -34,6 +37,7 @@ from controller.model import (
     TargetGroup,
     TargetGroupBindingResource,
     WeightedTargetGroup,
+    check_quotas,
     service_load_balancer_name,
     target_group_name,
 )
@@ -52,13 +56,12 @@ from controller.service.annotations import (
 # 2: the stack carries its deploy context (cluster, region, VPC, externally managed tags).
 MODEL_VERSION: Final = 2
 LOAD_BALANCER_ID: Final = "LoadBalancer"
-# Upstream's labels on the TargetGroupBindings a Service owns.
-STACK_NAME_LABEL: Final = "service.k8s.aws/stack-name"
-STACK_NAMESPACE_LABEL: Final = "service.k8s.aws/stack-namespace"
 
 
-class InvalidService(ValueError):
+class InvalidService(InvalidInput):
     """A Service spec the builder cannot turn into an NLB; the message is shown as is."""
+
+    condition_reason = "InvalidService"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +73,7 @@ class ModelSettings:
     vpc_id: str
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
+    quotas: Quotas = field(default_factory=Quotas)
 
     @property
     def context(self) -> StackContext:
@@ -95,11 +99,13 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
     (a model AWS would refuse): each a ValueError with one line of text."""
     config = parse_service_config(service, defaults=settings.defaults)
     try:
-        return _Builder(service, config, settings).build()
+        stack = _Builder(service, config, settings).build()
     except ValidationError as exc:
         # A resource refused on construction (e.g. more tags than AWS allows).
         raise InvalidStack(f"service {stack_id(service)}: "
                            f"{describe_validation_error(exc)}") from None
+    check_quotas(stack, settings.quotas)
+    return stack
 
 
 def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack | None:
@@ -218,7 +224,8 @@ class _Builder:
             ip_address_type=ip_type, multi_cluster_target_group=cfg.multi_cluster_target_group,
             node_selector=(dict(cfg.target_node_labels)
                            if target_type == "instance" and cfg.target_node_labels else None),
-            labels={STACK_NAME_LABEL: self.name, STACK_NAMESPACE_LABEL: self.namespace}))
+            labels={SERVICE_STACK_NAME_LABEL: self.name,
+                    SERVICE_STACK_NAMESPACE_LABEL: self.namespace}))
 
     def _target_port(self, port: Mapping[str, Any]) -> int:
         # Upstream: the node port for instance targets; the numeric target port for ip targets,
@@ -278,8 +285,6 @@ class _Builder:
 __all__ = [
     "LOAD_BALANCER_ID",
     "MODEL_VERSION",
-    "STACK_NAMESPACE_LABEL",
-    "STACK_NAME_LABEL",
     "InvalidService",
     "ModelSettings",
     "build_stack",

@@ -1,42 +1,41 @@
 """The Service reconciler: one Network Load Balancer per qualifying Service.
 
-One reconcile:
-1. gone from the cache → nothing (the finalizer guaranteed cleanup first);
-2. being deleted, or no longer qualifying (class or type changed) while carrying our finalizer
-   → cleanup: delete the managed TargetGroupBindings, wait until they are gone (their own
-   finalizer deregisters the targets), delete the stack in AWS, clear the status, drop the
-   finalizer and the checkpoint;
-3. pure stage: Service + annotations + settings → Stack. Bad input (an invalid annotation, a
-   port instance targets cannot use) → Warning Event `FailedBuildModel`, condition False,
-   terminal error: no AWS call, not retried until the Service changes;
+One reconcile, in the steps every controller takes:
+1. read: the Service from the cache; gone → nothing (the finalizer guaranteed cleanup first);
+2. qualify: being deleted, or no longer qualifying (class or type changed) while carrying our
+   finalizer → cleanup: delete the managed TargetGroupBindings, wait until they are gone (their
+   own finalizer deregisters the targets), delete the stack in AWS, clear the status, drop the
+   finalizer and the checkpoint (one PATCH);
+3. build (pure stage): Service + annotations + settings → Stack. Bad input (`InvalidInput`) →
+   Warning Event `FailedBuildModel`, condition False, terminal error: no AWS call, not retried
+   until the Service changes;
 4. checkpoint: a NORMAL reconcile whose checkpoint matches, with the Kubernetes side already
    converged in the caches (finalizer, address, ready condition, managed bindings), makes no
-   call at all. It is how our own writes (finalizer, status, checkpoint, bindings and the TGB
-   controller's updates to them) stay free. A LOW reconcile (the paced verification of a
-   restart or a resync) always deploys: that is where drift in AWS gets repaired;
-5. deploy (resolve stage included): reset the stored checkpoint to "" first when it holds an
-   older model, so a crash mid-deploy cannot leave a false match; finalizer before the first
-   AWS write; bindings the model no longer has are deleted and waited for (their finalizer
-   deregisters targets from target groups the deploy would delete); then the deploy, the
-   bindings, the status and the new checkpoint.
+   call at all. A LOW reconcile (the paced verification of a restart or a resync) always
+   deploys: that is where drift in AWS gets repaired;
+5. finalizer, in the same PATCH as the reset of a stored checkpoint that holds an older model
+   (a crash mid-deploy then cannot leave a false match);
+6. deploy (resolve stage included): bindings the model no longer has are deleted and waited for
+   first (their finalizer deregisters targets from target groups the deploy would delete);
+   then the deploy and the bindings;
+7. status (address and ready condition), then the new checkpoint.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 import structlog
 
 from controller import checkpoint
-from controller.annotations import AnnotationError
+from controller.apis import CHECKPOINT_ANNOTATION, SERVICE_FINALIZER
 from controller.aws import AWSError
+from controller.bindings import BindingWriter, matches_model
 from controller.deploy import DeployError, DeployResult, StackDeployer
-from controller.model import InvalidStack, Stack
+from controller.errors import InvalidInput
+from controller.model import Stack
+from controller.reconcilers import ObjectWriter, Recorder
 from controller.service.annotations import qualifies
-from controller.service.bindings import SERVICE_STACK_INDEX, BindingWriter, matches_model
 from controller.service.model import (
     MODEL_VERSION,
-    InvalidService,
     ModelSettings,
     build_stack,
     checkpoint_of,
@@ -50,39 +49,27 @@ from controller.service.status import (
     is_ready,
     status_patch,
 )
+from controller.service.watches import SERVICE_STACK_INDEX
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.conditions import find_condition
-from runtime.controller import ReconcileError, Result, TerminalError, reconcile_priority
 from runtime.errors import ApiError, NotFound
-from runtime.handlers import PriorityFn, Request
-from runtime.resources import SERVICES, Resource
+from runtime.handlers import PriorityFn
+from runtime.objects import Obj, has_finalizer, is_deleting, meta, name_of
+from runtime.reconcile import (
+    NORMAL,
+    ReconcileError,
+    Request,
+    Result,
+    TerminalError,
+    reconcile_priority,
+)
+from runtime.resources import SERVICES
 from runtime.store import Store
-from runtime.workqueue import NORMAL
 
-Obj = dict[str, Any]
-
-FINALIZER = "service.k8s.aws/resources"
 READY_MESSAGE = "load balancer provisioned"
 
 log = structlog.get_logger("service")
-
-
-class Recorder(Protocol):
-    def event(self, obj: Obj, type: str, reason: str, message: str, *,
-              resource: Resource | None = None) -> None: ...
-
-
-def _finalizers(obj: Obj) -> list[str]:
-    return list((obj.get("metadata") or {}).get("finalizers") or [])
-
-
-def requests_for_service(obj: Obj, *, load_balancer_class: str) -> list[Request]:
-    """Services we build for, or still hold a finalizer on; the rest never need us, so they
-    are not even queued (most Services of a cluster are not load balancers)."""
-    if FINALIZER in _finalizers(obj) or qualifies(obj, load_balancer_class=load_balancer_class):
-        return [Request.for_object(obj)]
-    return []
 
 
 class ServiceReconciler:
@@ -90,23 +77,19 @@ class ServiceReconciler:
                  deployer: StackDeployer, recorder: Recorder, settings: ModelSettings,
                  checkpoints: bool = True, lane: bool = True, clock: Clock | None = None,
                  cleanup_poll: float = 5.0) -> None:
-        self._client = client
         self._services = services
         self._bindings = bindings
         self._deployer = deployer
-        self._recorder = recorder
         self._settings = settings
         self._checkpoints = checkpoints
         self._lane = lane
         self._clock: Clock = clock or RealClock()
-        self._writer = BindingWriter(client)
+        self._writer = ObjectWriter(client, SERVICES, recorder, self._clock)
+        self._bindings_writer = BindingWriter(client)
         # Safety net only: a binding's deletion event wakes the Service anyway.
         self._cleanup_poll = cleanup_poll
 
-    # ---- event mapping (cache reads only) --------------------------------------------------
-
-    def requests_for_service(self, obj: Obj) -> list[Request]:
-        return requests_for_service(obj, load_balancer_class=self._settings.load_balancer_class)
+    # ---- priority (cache reads only) --------------------------------------------------------
 
     def checkpoint_from_cache(self, obj: Obj) -> str | None:
         return checkpoint_of(obj, settings=self._settings)
@@ -121,21 +104,20 @@ class ServiceReconciler:
     # ---- reconcile ---------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result:
-        svc = self._services.get(request.key)
+        svc = self._services.get(request.key)  # 1. read
         if svc is None:
             return Result()
-        meta = svc.get("metadata") or {}
-        if meta.get("deletionTimestamp") or not qualifies(
+        if is_deleting(svc) or not qualifies(  # 2. qualify
                 svc, load_balancer_class=self._settings.load_balancer_class):
-            if FINALIZER not in _finalizers(svc):
+            if not has_finalizer(svc, SERVICE_FINALIZER):
                 return Result()
             return await self._cleanup(svc)
-        try:
+        try:  # 3. build
             stack = build_stack(svc, settings=self._settings)
-        except (AnnotationError, InvalidService, InvalidStack) as exc:
-            await self._fail(svc, _build_reason(exc), "FailedBuildModel", str(exc))
+        except InvalidInput as exc:
+            await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
-        value = checkpoint.compute(stack, version=MODEL_VERSION)
+        value = checkpoint.compute(stack, version=MODEL_VERSION)  # 4. checkpoint
         stored = checkpoint.stored(svc)
         if (self._checkpoints and reconcile_priority() >= NORMAL and value == stored
                 and self._converged_in_cache(svc, stack)):
@@ -143,14 +125,14 @@ class ServiceReconciler:
         return await self._deploy(svc, stack, value, stored)
 
     def _managed_bindings(self, svc: Obj) -> dict[str, Obj]:
-        return {str(b["metadata"]["name"]): b
+        return {name_of(b): b
                 for b in self._bindings.by_index(SERVICE_STACK_INDEX, stack_id(svc))}
 
     def _converged_in_cache(self, svc: Obj, stack: Stack) -> bool:
         cond = find_condition(svc, CONDITION_TYPE) or {}
-        generation = (svc.get("metadata") or {}).get("generation")
-        if (FINALIZER not in _finalizers(svc) or hostname_of(svc) is None or not is_ready(svc)
-                or cond.get("observedGeneration") != generation):
+        if (not has_finalizer(svc, SERVICE_FINALIZER) or hostname_of(svc) is None
+                or not is_ready(svc)
+                or cond.get("observedGeneration") != meta(svc).get("generation")):
             return False
         cached = self._managed_bindings(svc)
         wanted = {res.name: res for res in stack.target_group_bindings.values()}
@@ -158,26 +140,25 @@ class ServiceReconciler:
             matches_model(cached[name], res) for name, res in wanted.items())
 
     async def _deploy(self, svc: Obj, stack: Stack, value: str, stored: str) -> Result:
-        name, ns = str(svc["metadata"]["name"]), str(svc["metadata"]["namespace"])
         writes = 0
-        fresh = FINALIZER not in _finalizers(svc)  # never deployed: nothing in AWS yet
+        fresh = not has_finalizer(svc, SERVICE_FINALIZER)  # never deployed: nothing in AWS yet
         matched = stored == value  # write-only fields were written for exactly this stack
-        if self._checkpoints and stored and stored != value:
-            svc = await self._patch(svc, checkpoint.patch("", timestamp=self._clock.wall()))
-            stored, writes = "", writes + 1
-        if FINALIZER not in _finalizers(svc):
-            svc = await self._patch(svc, {"metadata": {
-                "finalizers": [*_finalizers(svc), FINALIZER],
-                "resourceVersion": svc["metadata"]["resourceVersion"]}})
-            writes += 1
-        # Bindings the model dropped (a removed port, a replaced target group) go first, and
+        reset = self._checkpoints and bool(stored) and stored != value
+        before = svc
+        svc = await self._writer.patch_metadata(  # 5. finalizer (+ checkpoint reset)
+            svc, add_finalizer=SERVICE_FINALIZER,
+            annotations={CHECKPOINT_ANNOTATION: ""} if reset else None)
+        writes += svc is not before
+        if reset:
+            stored = ""
+        # 6. Bindings the model dropped (a removed port, a replaced target group) go first, and
         # are waited for: their finalizer deregisters targets from a target group the deploy
         # is about to delete.
         wanted = {res.name for res in stack.target_group_bindings.values()}
         stale = [b for name, b in sorted(self._managed_bindings(svc).items())
                  if name not in wanted]
         if stale:
-            await self._writer.delete(stale)
+            await self._bindings_writer.delete(stale)
             return Result(requeue_after=self._cleanup_poll)
         try:
             result = await self._deployer.deploy(stack, fresh=fresh,
@@ -187,27 +168,28 @@ class ServiceReconciler:
             raise ReconcileError(str(exc)) from exc
         writes += await self._apply_bindings(svc, result)
         hostname = result.load_balancer.dns_name if result.load_balancer else None
-        body = status_patch(svc, ready=True, reason=REASON_RECONCILED, message=READY_MESSAGE,
-                            now=self._clock.wall(), hostname=hostname or None)
+        body = status_patch(svc, ready=True, reason=REASON_RECONCILED,  # 7. status
+                            message=READY_MESSAGE, now=self._clock.wall(),
+                            hostname=hostname or None)
         if body is not None:
-            await self._client.patch(SERVICES, name, body, ns, subresource="status")
+            await self._writer.patch_status(svc, body)
             writes += 1
         if self._checkpoints and stored != value:
-            await self._patch(svc, checkpoint.patch(value, timestamp=self._clock.wall()))
+            await self._writer.patch(svc, checkpoint.patch(value, timestamp=self._clock.wall()))
             writes += 1
         if result.mutating_calls or writes:
-            log.info("service reconciled", service=f"{ns}/{name}",
+            log.info("service reconciled", service=stack_id(svc),
                      aws_mutations=result.mutating_calls, kubernetes_writes=writes)
-            self._recorder.event(svc, "Normal", "SuccessfullyReconciled",
-                                 "Successfully reconciled", resource=SERVICES)
+            self._writer.event(svc, "Normal", "SuccessfullyReconciled",
+                               "Successfully reconciled")
         return Result()
 
     async def _apply_bindings(self, svc: Obj, result: DeployResult) -> int:
         cached = self._managed_bindings(svc)
         wanted = list(result.target_group_bindings.values())
-        writes = await self._writer.apply(wanted, cached)
+        writes = await self._bindings_writer.apply(wanted, cached)
         names = {binding.spec.name for binding in wanted}
-        return writes + await self._writer.delete(
+        return writes + await self._bindings_writer.delete(
             b for name, b in sorted(cached.items()) if name not in names)
 
     async def _cleanup(self, svc: Obj) -> Result:
@@ -215,59 +197,31 @@ class ServiceReconciler:
         try:
             bindings = list(self._managed_bindings(svc).values())
             if bindings:
-                await self._writer.delete(bindings)
+                await self._bindings_writer.delete(bindings)
                 return Result(requeue_after=self._cleanup_poll)
             await self._deployer.delete_stack(key, "service")
-            body = clear_patch(svc)
-            if body is not None:
-                meta = svc["metadata"]
-                svc = await self._client.patch(SERVICES, str(meta["name"]), body,
-                                               str(meta["namespace"]), subresource="status")
-            meta = svc["metadata"]
-            update: Obj = {"finalizers": [f for f in _finalizers(svc) if f != FINALIZER],
-                           "resourceVersion": meta["resourceVersion"]}
-            if checkpoint.stored(svc) or checkpoint.CHECKPOINT_TIMESTAMP_ANNOTATION in (
-                    meta.get("annotations") or {}):
-                update["annotations"] = checkpoint.removal_patch()["metadata"]["annotations"]
-            await self._patch(svc, {"metadata": update})
+            svc = await self._writer.patch_status(svc, clear_patch(svc))
+            await self._writer.patch_metadata(
+                svc, remove_finalizer=SERVICE_FINALIZER,
+                annotations=checkpoint.removal_patch()["metadata"]["annotations"])
         except NotFound:
             return Result()
         except (DeployError, AWSError, ApiError) as exc:
-            self._recorder.event(svc, "Warning", "FailedCleanup", str(exc), resource=SERVICES)
+            self._writer.event(svc, "Warning", "FailedCleanup", str(exc))
             raise ReconcileError(str(exc)) from exc
         log.info("load balancer deleted", service=key)
-        if not (svc.get("metadata") or {}).get("deletionTimestamp"):
-            self._recorder.event(svc, "Normal", "DeletedLoadBalancer",
-                                 "Service no longer asks for a load balancer from this "
-                                 "controller; its resources were deleted", resource=SERVICES)
+        if not is_deleting(svc):
+            self._writer.event(svc, "Normal", "DeletedLoadBalancer",
+                               "Service no longer asks for a load balancer from this "
+                               "controller; its resources were deleted")
         return Result()
 
-    async def _fail(self, svc: Obj, reason: str, event_reason: str, message: str) -> None:
-        self._recorder.event(svc, "Warning", event_reason, message, resource=SERVICES)
-        body = status_patch(svc, ready=False, reason=reason, message=message,
-                            now=self._clock.wall())
-        if body is None:
-            return
-        meta = svc["metadata"]
-        try:
-            await self._client.patch(SERVICES, str(meta["name"]), body, str(meta["namespace"]),
-                                     subresource="status")
-        except ApiError as exc:
-            # The Event already carries the message; a failed status write must not hide it.
-            log.warning("could not write the service condition", error=str(exc))
-
-    async def _patch(self, svc: Obj, body: Obj) -> Obj:
-        meta = svc["metadata"]
-        return await self._client.patch(SERVICES, str(meta["name"]), body,
-                                        str(meta["namespace"]))
+    async def _fail(self, svc: Obj, event_reason: str, reason: str, message: str) -> None:
+        await self._writer.report_failure(
+            svc, event_reason=event_reason, message=message,
+            condition=lambda obj, stable: status_patch(obj, ready=False, reason=reason,
+                                                       message=stable,
+                                                       now=self._clock.wall()))
 
 
-def _build_reason(exc: Exception) -> str:
-    if isinstance(exc, AnnotationError):
-        return "InvalidAnnotation"
-    if isinstance(exc, InvalidService):
-        return "InvalidService"
-    return "InvalidModel"
-
-
-__all__ = ["FINALIZER", "ServiceReconciler", "requests_for_service"]
+__all__ = ["ServiceReconciler"]

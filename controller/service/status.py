@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from runtime.conditions import find_condition, set_condition
-
-Obj = dict[str, Any]
+from runtime.objects import Obj
 
 CONDITION_TYPE: Final = "aiolbc/LoadBalancerReady"
 REASON_RECONCILED: Final = "Reconciled"

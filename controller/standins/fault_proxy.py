@@ -36,7 +36,7 @@ from controller.standins.aws_wire import (
 from controller.standins.target_health import TargetHealth, TargetHealthSettings
 from controller.standins.target_health_handler import TargetHealthHandler
 from runtime.clock import Clock, RealClock
-from runtime.ratelimit import TokenBucket
+from runtime.tokenbucket import TokenBucket
 
 _HOP_BY_HOP = frozenset({
     "host", "content-length", "transfer-encoding", "connection", "keep-alive",

@@ -11,10 +11,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
 from controller.targetgroupbinding.targets import Endpoint
-
-CHECKPOINT_ANNOTATION = "elbv2.k8s.aws/checkpoint"
-CHECKPOINT_TIMESTAMP_ANNOTATION = "elbv2.k8s.aws/checkpoint-timestamp"
 
 
 def sha256_b64(data: str) -> str:

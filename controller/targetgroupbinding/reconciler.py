@@ -1,40 +1,45 @@
 """The TargetGroupBinding reconciler: converge a target group's targets to the binding's
 Service endpoints.
 
-One reconcile:
-1. deletion → deregister what this controller owns (everything, or only the tracked targets of
-   a multi-cluster binding), delete the tracking ConfigMap, drop the finalizer;
-2. parse the spec, find the Service port and the target group (bad input → Warning Event,
-   `Ready=False` condition, terminal error: no AWS call, not retried until the object changes);
-3. compute the desired targets from the caches and the checkpoint over them; a match on a
-   normal-priority reconcile makes no AWS call at all; a LOW-priority reconcile (the paced
-   verification of a restart) always looks at AWS and repairs drift;
-4. diff against DescribeTargetHealth; reset the checkpoint to "" before touching targets;
-   deregister (multi-cluster: only tracked targets), record the tracked set, register;
-   then write the new checkpoint and status.
+One reconcile, in the steps every controller takes:
+1. read: the binding from the cache; gone → nothing (the finalizer guaranteed cleanup first);
+2. qualify: being deleted → deregister what this controller owns (everything, or only the
+   tracked targets of a multi-cluster binding), delete the tracking ConfigMap, drop the
+   finalizer;
+3. build: parse the spec, find the Service port and the target group, compute the desired
+   targets from the caches (bad input → Warning Event, `Ready=False` condition, terminal error:
+   no AWS write, not retried until the object changes);
+4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no AWS call at all; a LOW one
+   (the paced verification of a restart) always looks at AWS and repairs drift;
+5. finalizer, before the first AWS write;
+6. deploy: diff against DescribeTargetHealth; reset the checkpoint to "" before touching
+   targets; deregister (multi-cluster: only tracked targets), record the tracked set, register;
+7. status, then the new checkpoint.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Awaitable
+from typing import NoReturn
 
 import structlog
 
+from controller import checkpoint as stack_checkpoint
+from controller.apis import TARGETGROUPBINDING_FINALIZER, TARGETGROUPBINDINGS
+from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
+from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
     configmap_name,
     deregistrable,
 )
-from controller.targetgroupbinding.spec import (
-    FINALIZER,
-    TARGETGROUPBINDINGS,
-    InvalidSpec,
-    TargetGroupBindingSpec,
-    parse_spec,
+from controller.targetgroupbinding.targetgroups import (
+    TargetGroupInfo,
+    TargetGroupNotFound,
+    TargetGroups,
 )
-from controller.targetgroupbinding.targetgroups import TargetGroupInfo, TargetGroups
 from controller.targetgroupbinding.targets import (
     Endpoint,
     Target,
@@ -42,43 +47,26 @@ from controller.targetgroupbinding.targets import (
     instance_endpoints,
     ip_endpoints,
 )
+from controller.targetgroupbinding.watches import SLICE_SERVICE_INDEX
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
-from runtime.conditions import find_condition, set_condition
-from runtime.controller import ReconcileError, Result, TerminalError, reconcile_priority
+from runtime.conditions import find_condition
 from runtime.errors import ApiError, NotFound
-from runtime.handlers import EventKind, Request
+from runtime.handlers import PriorityFn
+from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, owner_reference
+from runtime.reconcile import (
+    NORMAL,
+    ReconcileError,
+    Request,
+    Result,
+    TerminalError,
+    reconcile_priority,
+)
 from runtime.store import Store
-from runtime.workqueue import LOW, NORMAL
 
-Obj = dict[str, Any]
 READY = "Ready"
 
-SERVICE_INDEX = "service"  # TGB → "namespace/service name"
-TARGET_TYPE_INDEX = "targetType"  # TGB → spec.targetType ("" when inferred)
-SLICE_SERVICE_INDEX = "service"  # EndpointSlice → "namespace/service name"
-
 log = structlog.get_logger("targetgroupbinding")
-
-
-class Recorder(Protocol):
-    def event(self, obj: Obj, type: str, reason: str, message: str) -> None: ...
-
-
-def tgb_service_index(obj: Obj) -> list[str]:
-    ref = ((obj.get("spec") or {}).get("serviceRef") or {}).get("name")
-    ns = (obj.get("metadata") or {}).get("namespace")
-    return [f"{ns}/{ref}"] if ref and ns else []
-
-
-def tgb_target_type_index(obj: Obj) -> list[str]:
-    return [str((obj.get("spec") or {}).get("targetType") or "")]
-
-
-def slice_service_index(obj: Obj) -> list[str]:
-    meta = obj.get("metadata") or {}
-    svc = (meta.get("labels") or {}).get("kubernetes.io/service-name")
-    return [f"{meta.get('namespace')}/{svc}"] if svc else []
 
 
 class TargetGroupBindingReconciler:
@@ -86,60 +74,32 @@ class TargetGroupBindingReconciler:
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
                  recorder: Recorder, clock: Clock | None = None,
                  checkpoints: bool = True) -> None:
-        self._client = client
         self._bindings = bindings
         self._services = services
         self._slices = slices
         self._nodes = nodes
         self._target_groups = target_groups
         self._tracker = tracker
-        self._recorder = recorder
         self._clock = clock or RealClock()
+        self._writer = ObjectWriter(client, TARGETGROUPBINDINGS, recorder, self._clock)
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
         # resourceVersions our own writes produced during the running reconcile of a key, and,
-        # once its checkpoint is written, that checkpoint with those versions. The reset patch
-        # wakes the key again while it is in flight; if the cache still shows the reset state
-        # when it runs, the checkpoint we wrote right after is the truth, not "".
+        # once its checkpoint is written, that checkpoint with those versions. A reconcile that
+        # runs while the cache still shows the reset state takes the checkpoint we wrote right
+        # after as the truth, not "".
         self._own_versions: dict[str, set[str]] = {}
         self._written: dict[str, tuple[str, frozenset[str]]] = {}
 
-    # ---- event mapping (pure cache reads: handlers never do I/O) ---------------------------
+    # ---- priority (cache reads only) --------------------------------------------------------
 
-    def bindings_for_service(self, obj: Obj) -> list[Request]:
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        return [Request.for_object(b) for b in self._bindings.by_index(SERVICE_INDEX, key)]
-
-    def bindings_for_slice(self, obj: Obj) -> list[Request]:
-        return [Request.for_object(b) for key in slice_service_index(obj)
-                for b in self._bindings.by_index(SERVICE_INDEX, key)]
-
-    def bindings_for_node(self, obj: Obj) -> list[Request]:
-        # Bindings whose type is inferred may be instance bindings too; they are few, and a
-        # checkpoint match makes their reconcile free.
-        return [Request.for_object(b)
-                for value in ("instance", "")
-                for b in self._bindings.by_index(TARGET_TYPE_INDEX, value)]
-
-    def priority(self, obj: Obj, kind: EventKind, default: int) -> int:
+    @property
+    def priority(self) -> PriorityFn:
         """Initial-list adds and resyncs whose checkpoint still matches wait in the paced LOW
         lane; anything that changed since the last successful reconcile goes first."""
-        if not self._checkpoints:
-            return NORMAL
-        if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
-            return default
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            # Being deleted: its targets must be deregistered now, not at its verification
-            # turn, however unchanged its spec and endpoints are.
-            return NORMAL
-        stored = self._stored_checkpoint(obj)
-        try:
-            if stored and stored in self._checkpoints_from_cache(obj):
-                return LOW
-        except (InvalidSpec, KeyError):
-            pass
-        return NORMAL
+        return stack_checkpoint.priority_function(
+            self._checkpoints_from_cache, enabled=self._checkpoints,
+            current=self._stored_checkpoint)
 
     def _checkpoints_from_cache(self, obj: Obj) -> list[str]:
         """The checkpoint the caches give, or, when the target type is left to the target
@@ -147,9 +107,9 @@ class TargetGroupBindingReconciler:
         endpoint sets count: an empty ip set and an empty node set digest alike, so they would
         match whichever type was really used."""
         spec = parse_spec(obj)
+        raw_spec = obj.get("spec") or {}
         if spec.target_type:
-            return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type),
-                                       obj.get("spec") or {})]
+            return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type), raw_spec)]
         found = []
         for target_type in ("ip", "instance"):
             try:
@@ -157,32 +117,31 @@ class TargetGroupBindingReconciler:
             except InvalidSpec:
                 continue  # e.g. instance targets of a ClusterIP Service
             if endpoints:
-                found.append(checkpoint.compute(endpoints, obj.get("spec") or {}))
+                found.append(checkpoint.compute(endpoints, raw_spec))
         return found
 
-    # ---- reconcile ---------------------------------------------------------------------
+    # ---- reconcile ---------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result:
-        tgb = self._bindings.get(request.key)
+        tgb = self._bindings.get(request.key)  # 1. read
         if tgb is None:
             self._written.pop(request.key, None)
             return Result()
         self._own_versions[request.key] = set()
         try:
-            if (tgb.get("metadata") or {}).get("deletionTimestamp"):
+            if is_deleting(tgb):  # 2. qualify
                 await self._finalize(tgb)
                 return Result()
-            tgb = await self._ensure_finalizer(tgb)
             await self._converge(tgb)
         except (ApiError, AWSError) as exc:
-            self._recorder.event(tgb, "Warning", "FailedReconcile", str(exc))
+            self._writer.event(tgb, "Warning", "FailedReconcile", str(exc))
             raise ReconcileError(str(exc)) from exc
         finally:
             self._own_versions.pop(request.key, None)
         return Result()
 
     async def _converge(self, tgb: Obj) -> None:
-        try:
+        try:  # 3. build
             spec = parse_spec(tgb)
             tg = await self._target_groups.resolve(arn=spec.target_group_arn,
                                                    name=spec.target_group_name)
@@ -195,39 +154,49 @@ class TargetGroupBindingReconciler:
                                   f"type {target_type}")
             endpoints = self._endpoints(tgb, spec, target_type)
         except InvalidSpec as exc:
-            await self._set_status(tgb, ready=False, reason="InvalidSpec", message=str(exc))
-            self._recorder.event(tgb, "Warning", "InvalidSpec", str(exc))
-            raise TerminalError(str(exc)) from None
+            await self._invalid(tgb, exc)
         if spec.networking:
-            self._recorder.event(tgb, "Warning", "Unsupported",
-                                 "spec.networking is not supported yet and is ignored")
+            self._writer.event(tgb, "Warning", "Unsupported",
+                               "spec.networking is not supported yet and is ignored")
 
-        value = checkpoint.compute(endpoints, tgb.get("spec") or {})
+        value = checkpoint.compute(endpoints, tgb.get("spec") or {})  # 4. checkpoint
         stored = self._stored_checkpoint(tgb)
-        if self._checkpoints and value == stored and reconcile_priority() >= NORMAL:
-            await self._set_status(tgb, ready=True, reason="Reconciled",
-                                   message=_ready_message(endpoints))
+        if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
+                and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)):
+            await self._set_ready(tgb, endpoints)
             return
-        changed = await self._sync_targets(tgb, spec, tg, endpoints)
+        tgb = await self._own(self._writer.patch_metadata(  # 5. finalizer
+            tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER))
+        try:  # 6. deploy
+            changed = await self._sync_targets(tgb, spec, tg, endpoints)
+        except TargetGroupNotFound as exc:
+            # Deleted behind our back since it was resolved: as if the spec named a missing
+            # one (a managed binding gets a new ARN when its Service's stack is deployed).
+            await self._invalid(tgb, exc)
+        await self._set_ready(tgb, endpoints)  # 7. status, checkpoint
         if value != stored or changed:
-            await self._patch(tgb, checkpoint.patch(value, self._clock.wall()))
-            key = _key(tgb)
+            await self._own(self._writer.patch(tgb, checkpoint.patch(value, self._clock.wall())))
+            key = key_of(tgb)
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
-        await self._set_status(tgb, ready=True, reason="Reconciled",
-                               message=_ready_message(endpoints))
         if changed:
-            self._recorder.event(tgb, "Normal", "SuccessfullyReconciled",
-                                 "Successfully reconciled")
+            self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
+
+    async def _invalid(self, tgb: Obj, exc: InvalidSpec) -> NoReturn:
+        reason = exc.condition_reason
+        await self._writer.report_failure(
+            tgb, event_reason=reason, message=str(exc),
+            condition=lambda obj, message: self._ready(obj, False, reason, message))
+        raise TerminalError(str(exc)) from None
 
     def _stored_checkpoint(self, tgb: Obj) -> str:
-        written = self._written.get(_key(tgb))
-        if written is not None and tgb["metadata"].get("resourceVersion") in written[1]:
+        written = self._written.get(key_of(tgb))
+        if written is not None and meta(tgb).get("resourceVersion") in written[1]:
             return written[0]
         return checkpoint.stored(tgb)
 
     def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
                    target_type: str) -> list[Endpoint]:
-        ns = str((tgb.get("metadata") or {}).get("namespace"))
+        ns = str(meta(tgb).get("namespace"))
         svc_key = f"{ns}/{spec.service_ref.name}"
         service = self._services.get(svc_key)
         port = find_service_port(service, spec.service_ref.port, service_key=svc_key)
@@ -240,13 +209,11 @@ class TargetGroupBindingReconciler:
 
     async def _sync_targets(self, tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupInfo,
                             endpoints: list[Endpoint]) -> bool:
-        meta = tgb["metadata"]
-        ns, name = str(meta["namespace"]), str(meta["name"])
+        ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         desired = {e.target for e in endpoints}
         current = await self._target_groups.current_targets(tg.arn)
         to_register = sorted(desired - current)
         extra = current - desired
-        tracked: frozenset[str] | None = None
         if spec.multi_cluster_target_group:
             tracked = await self._tracker.tracked(ns, name)
             allowed = set(deregistrable((t.identifier for t in extra), tracked))
@@ -255,7 +222,7 @@ class TargetGroupBindingReconciler:
                 # Reconciled before, yet no record: the ConfigMap was deleted. Whatever this
                 # cluster dropped since its last write can no longer be told from other
                 # clusters' targets and stays registered.
-                self._recorder.event(
+                self._writer.event(
                     tgb, "Warning", "TrackingMissing",
                     f"configmap {configmap_name(name)} not found; deregistering nothing this "
                     f"pass and recording the current {len(desired)} target(s); targets this "
@@ -264,13 +231,13 @@ class TargetGroupBindingReconciler:
             to_deregister = sorted(extra)
         if to_register or to_deregister:
             # A crash from here until the new checkpoint is written must not leave a match.
-            await self._patch(tgb, checkpoint.patch("", self._clock.wall()))
+            await self._own(self._writer.patch(tgb, checkpoint.patch("", self._clock.wall())))
         if to_deregister:
             await self._target_groups.deregister(tg.arn, to_deregister)
         if spec.multi_cluster_target_group:
             # After deregistering, before registering, and on first sight (initial population).
             await self._tracker.write(ns, name, (t.identifier for t in desired),
-                                      owner=_owner_reference(tgb))
+                                      owner=owner_reference(tgb, TARGETGROUPBINDINGS))
         if to_register:
             await self._target_groups.register(tg.arn, to_register)
         if to_register or to_deregister:
@@ -279,10 +246,9 @@ class TargetGroupBindingReconciler:
         return bool(to_register or to_deregister)
 
     async def _finalize(self, tgb: Obj) -> None:
-        meta = tgb["metadata"]
-        if FINALIZER not in (meta.get("finalizers") or []):
+        if not has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER):
             return
-        ns, name = str(meta["namespace"]), str(meta["name"])
+        ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         try:
             spec: TargetGroupBindingSpec | None = parse_spec(tgb)
         except InvalidSpec:
@@ -310,63 +276,29 @@ class TargetGroupBindingReconciler:
                 await self._tracker.cleanup(ns, name)
             else:
                 self._tracker.forget(ns, name)
-        finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
         try:
-            await self._patch(tgb, {"metadata": {"finalizers": finalizers,
-                                                 "resourceVersion": meta["resourceVersion"]}})
+            await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
         except NotFound:
             return
 
-    async def _ensure_finalizer(self, tgb: Obj) -> Obj:
-        meta = tgb["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        if FINALIZER in finalizers:
-            return tgb
-        return await self._patch(tgb, {"metadata": {
-            "finalizers": [*finalizers, FINALIZER], "resourceVersion": meta["resourceVersion"]}})
-
-    async def _patch(self, tgb: Obj, body: Obj) -> Obj:
-        meta = tgb["metadata"]
-        patched = await self._client.patch(TARGETGROUPBINDINGS, str(meta["name"]), body,
-                                           str(meta["namespace"]))
-        own = self._own_versions.get(_key(tgb))
+    async def _own(self, write: Awaitable[Obj]) -> Obj:
+        """Await one of our writes and remember the resourceVersion it produced."""
+        patched = await write
+        own = self._own_versions.get(key_of(patched))
         if own is not None:
-            own.add(str(patched["metadata"]["resourceVersion"]))
+            own.add(str(meta(patched).get("resourceVersion")))
         return patched
 
-    async def _set_status(self, tgb: Obj, *, ready: bool, reason: str, message: str) -> None:
-        generation = (tgb.get("metadata") or {}).get("generation")
-        status = tgb.get("status") or {}
-        current = find_condition(tgb, READY)
-        wanted = "True" if ready else "False"
-        if (status.get("observedGeneration") == generation and current is not None
-                and current.get("status") == wanted and current.get("reason") == reason
-                and current.get("message") == message):
-            return
-        conditions = set_condition(status.get("conditions"), type=READY, status=wanted,
-                                   reason=reason, message=message,
-                                   observed_generation=generation, now=self._clock.wall())
-        meta = tgb["metadata"]
+    def _ready(self, tgb: Obj, ready: bool, reason: str, message: str) -> Obj | None:
+        return condition_patch(tgb, type=READY, ready=ready, reason=reason, message=message,
+                               now=self._clock.wall(), observed_generation_in_status=True)
+
+    async def _set_ready(self, tgb: Obj, endpoints: list[Endpoint]) -> None:
         try:
-            await self._client.patch(
-                TARGETGROUPBINDINGS, str(meta["name"]),
-                {"status": {"observedGeneration": generation, "conditions": conditions}},
-                str(meta["namespace"]), subresource="status")
+            await self._writer.patch_status(tgb, self._ready(
+                tgb, True, "Reconciled", f"{len(endpoints)} target(s) registered"))
         except NotFound:
             return
 
 
-def _key(tgb: Obj) -> str:
-    meta = tgb["metadata"]
-    return f"{meta['namespace']}/{meta['name']}"
-
-
-def _ready_message(endpoints: list[Endpoint]) -> str:
-    return f"{len(endpoints)} target(s) registered"
-
-
-def _owner_reference(tgb: Obj) -> Obj:
-    meta = tgb["metadata"]
-    return {"apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
-            "name": meta["name"], "uid": meta.get("uid", ""), "controller": False,
-            "blockOwnerDeletion": False}
+__all__ = ["READY", "TargetGroupBindingReconciler"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from controller.apis.targetgroupbinding import InvalidSpec
 from controller.aws import AWSClientPool, AWSError
-from controller.targetgroupbinding.spec import InvalidSpec
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
 
@@ -20,7 +20,7 @@ _VOLATILE_STATES = frozenset({"initial", "unhealthy", "draining", "unavailable"}
 
 
 class TargetGroupNotFound(InvalidSpec):
-    pass
+    condition_reason = "TargetGroupNotFound"
 
 
 @dataclass(frozen=True, slots=True)

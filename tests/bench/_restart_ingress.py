@@ -26,19 +26,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
-from controller import checkpoint
-from controller.ingress import controller as ingress_controller
+from controller import checkpoint, targetgroupbinding
+from controller import ingress as ingress_controller
+from controller.apis import ALB_CONTROLLER
+from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
-from controller.ingress.keys import ALB_CONTROLLER, PREFIX
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.standins import ServerLimits
-from controller.targetgroupbinding import controller as tgb_controller
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
-from runtime.handlers import Request
 from runtime.manager import Manager, ManagerOptions
+from runtime.objects import Obj
+from runtime.reconcile import Request
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SERVICES
 
 if TYPE_CHECKING:  # the type checker sees tests/ as a package; a script sees its own directory
@@ -46,12 +47,11 @@ if TYPE_CHECKING:  # the type checker sees tests/ as a package; a script sees it
 else:
     import restart
 
-Obj = dict[str, Any]
 NAMESPACE, REGION = restart.NAMESPACE, restart.REGION
 
 CLASS = "alb"
 GROUP_SIZES = (1, 2, 3, 4, 5)
-TGB = tgb_controller.TargetGroupBindingSettings
+TGB = restart.tgb_settings
 
 
 @dataclass(frozen=True)
@@ -97,21 +97,21 @@ class IngressBench(restart.Bench):
         return {"groups": len(groups_of(n))}
     groups: list[list[int]] = field(default_factory=list)
 
-    def ingress_settings(self, **overrides: Any) -> ingress_controller.IngressSettings:
+    def ingress_settings(self, **overrides: Any) -> ingress_controller.Settings:
         values: dict[str, Any] = {
             "cluster_name": restart.CLUSTER, "vpc_id": self.seed.vpc_id,
             "region": self.seed.region,
             "ingress_class": CLASS, "verify_qps": restart.VERIFY_QPS,
             "verify_burst": restart.VERIFY_BURST, "verify_max_wait": restart.VERIFY_MAX_WAIT}
         values.update(overrides)
-        return ingress_controller.IngressSettings(**values)
+        return ingress_controller.Settings(**restart.split_lanes(values))
 
     async def start(self, mode: restart.Mode) -> restart.Run:
         assert isinstance(mode, IngressMode)
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        tgb_controller.setup(manager, pool=pool, settings=mode.tgb)
+        targetgroupbinding.setup(manager, pool=pool, settings=mode.tgb)
         ingress_controller.setup(manager, pool=pool,
                                  settings=self.ingress_settings(**mode.ingress))
         return restart.Run(manager, asyncio.create_task(manager.run()), client, pool,

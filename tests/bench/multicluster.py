@@ -35,20 +35,21 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.aws.throttle import ThrottleConfig
+from controller.reconcilers import LaneSettings
 from controller.standins import MotoStandIn
-from controller.targetgroupbinding.controller import (
-    TargetGroupBindingSettings,
+from controller.targetgroupbinding import (
+    Settings,
     build_reconciler,
 )
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
-from runtime.handlers import Request
 from runtime.logging import configure_logging
 from runtime.manager import Manager
+from runtime.reconcile import Request
 from runtime.resources import ENDPOINTSLICES, SERVICES
 from runtime.store import Store
 
@@ -133,7 +134,7 @@ async def run(*, rounds: int, targets: int, churn: float) -> dict[str, Any]:
             async with await KubeClient.from_kubeconfig(kubeconfig) as client:
                 manager = Manager(client, registry=CollectorRegistry())
                 reconciler = build_reconciler(
-                    manager, pool=pool, settings=TargetGroupBindingSettings(checkpoints=False))
+                    manager, pool=pool, settings=Settings(lanes=LaneSettings(checkpoints=False)))
                 bindings_store = manager.informer(TARGETGROUPBINDINGS).store
                 slices_store = manager.informer(ENDPOINTSLICES).store
                 runner = asyncio.create_task(manager.run())

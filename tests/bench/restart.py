@@ -61,11 +61,13 @@ from typing import Any, ClassVar
 from prometheus_client import CollectorRegistry
 
 from controller import checkpoint
+from controller import service as service_controller
+from controller import targetgroupbinding as tgb_controller
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.config import ControllerConfig
-from controller.deploy import DeployerSettings
 from controller.model import Stack
-from controller.service import controller as service_controller
+from controller.reconcilers import LaneSettings
 from controller.service.annotations import PREFIX
 from controller.service.model import build_stack, checkpoint_of
 from controller.standins import (
@@ -77,13 +79,12 @@ from controller.standins import (
     seed_vpc,
     sync_client,
 )
-from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.clock import RealClock
 from runtime.errors import AlreadyExists, NotFound
 from runtime.logging import configure_logging
 from runtime.manager import Manager, ManagerOptions
+from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES, SERVICES
 
 CLUSTER = "bench-cluster"
@@ -98,7 +99,6 @@ VERIFY_AWS_BURST = int(ControllerConfig.model_fields["checkpoint_verify_aws_burs
 WINDOW = 300.0
 CONVERGE_WORKERS = 16
 IDLE_HOLD = 1.0
-Obj = dict[str, Any]
 CLOCK = RealClock()
 
 
@@ -170,7 +170,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 class Mode:
     name: str
     service: dict[str, Any]
-    tgb: tgb_controller.TargetGroupBindingSettings
+    tgb: tgb_controller.Settings
     throttle: str = ""  # --aws-api-throttle; "" = `aiolbc run`'s defaults
     budget: bool = False  # the verification budget on the AWS pool (lane mode)
 
@@ -184,19 +184,25 @@ class Mode:
         return AWSClientPool(settings, registry=registry), registry
 
 
+def split_lanes(values: dict[str, Any]) -> dict[str, Any]:
+    """Settings keywords with the lane ones (`lane=`, `verify_qps=`...) nested as `lanes`."""
+    lanes = {k: values.pop(k) for k in list(values) if k in LaneSettings.__dataclass_fields__}
+    return {**values, "lanes": LaneSettings(**lanes)}
+
+
+def tgb_settings(**values: Any) -> tgb_controller.Settings:
+    return tgb_controller.Settings(**split_lanes(values))
+
+
 MODES = (
-    Mode("off", {"checkpoints": False}, tgb_controller.TargetGroupBindingSettings(
-        checkpoints=False)),
-    Mode("skip", {"checkpoints": True, "lane": False},
-         tgb_controller.TargetGroupBindingSettings(checkpoints=False)),
-    Mode("lane", {}, tgb_controller.TargetGroupBindingSettings(
-        verify_qps=VERIFY_QPS, verify_burst=VERIFY_BURST, verify_max_wait=VERIFY_MAX_WAIT),
-        budget=True),
+    Mode("off", {"checkpoints": False}, tgb_settings(checkpoints=False)),
+    Mode("skip", {"checkpoints": True, "lane": False}, tgb_settings(checkpoints=False)),
+    Mode("lane", {}, tgb_settings(verify_qps=VERIFY_QPS, verify_burst=VERIFY_BURST,
+                                  verify_max_wait=VERIFY_MAX_WAIT), budget=True),
 )
 # Set-up and re-convergence between modes: checkpoints on, no pace, wide concurrency.
 CONVERGE = Mode("converge", {"lane": False, "max_concurrent_reconciles": CONVERGE_WORKERS},
-                tgb_controller.TargetGroupBindingSettings(
-                    verify_qps=None, max_concurrent_reconciles=CONVERGE_WORKERS),
+                tgb_settings(verify_qps=None, max_concurrent_reconciles=CONVERGE_WORKERS),
                 throttle="Elastic Load Balancing v2:.*=1000:1000")
 
 
@@ -248,16 +254,15 @@ class Bench:
         """Figures about how the N objects are arranged, for the result."""
         return {}
 
-    def service_settings(self, **overrides: Any) -> service_controller.ServiceSettings:
+    def service_settings(self, **overrides: Any) -> service_controller.Settings:
         values: dict[str, Any] = {
             "cluster_name": CLUSTER,
             "region": self.seed.region, "vpc_id": self.seed.vpc_id,
-            "deployer": DeployerSettings(cluster_name=CLUSTER),
             "verify_qps": VERIFY_QPS, "verify_burst": VERIFY_BURST,
             "verify_max_wait": VERIFY_MAX_WAIT,
         }
         values.update(overrides)
-        return service_controller.ServiceSettings(**values)
+        return service_controller.Settings(**split_lanes(values))
 
     async def start(self, mode: Mode) -> Run:
         client = await KubeClient.from_kubeconfig(self.kubeconfig)

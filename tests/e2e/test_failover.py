@@ -29,14 +29,14 @@ from typing import Any
 import aiohttp
 import pytest
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
-from controller.config import DEFAULT_LEADER_ELECTION_ID
+from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
-from controller.targetgroupbinding.controller import CONTROLLER_NAME
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.targetgroupbinding import CONTROLLER_NAME
 from runtime.client import KubeClient
+from runtime.reconcile import LOW, NORMAL
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
-from runtime.workqueue import LOW, NORMAL
 from tests.e2e.processes import ControllerProcess, EnvTestProcess, controller_environment
 from tests.fixtures.envtest import Kubectl
 from tests.waiting import eventually

@@ -22,9 +22,8 @@ import yaml
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer, RequestRecord, User
 from runtime.envtest.rbac import Attributes, bootstrap_policy, request_attributes, rule_allows
+from runtime.objects import Obj
 from runtime.resources import NAMESPACES, SERVICEACCOUNTS, Resource
-
-Obj = dict[str, Any]
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 CRDS = MANIFESTS / "crds"

@@ -41,19 +41,23 @@ from typing import Any
 import aiohttp
 from prometheus_client import CollectorRegistry
 
+from controller.apis import (
+    CHECKPOINT_ANNOTATION,
+    INGRESSCLASSPARAMS,
+    SERVICE_STACK_NAME_LABEL,
+    SERVICE_STACK_NAMESPACE_LABEL,
+    TARGETGROUPBINDINGS,
+)
 from controller.app import aws_settings, build_manager
 from controller.aws import AWSClientPool
-from controller.checkpoint import CHECKPOINT_ANNOTATION
 from controller.config import ControllerConfig, parse_config
-from controller.ingress.keys import INGRESSCLASSPARAMS
-from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy, AwsSeed
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer, RequestRecord, service_account_user
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import (
     CONFIGMAPS,
     ENDPOINTSLICES,
@@ -80,7 +84,6 @@ from tests.integration.rbac_support import (
 )
 from tests.waiting import eventually
 
-Obj = dict[str, Any]
 LEASE = "aws-load-balancer-controller-leader"
 IDENTITY = "aiolbc-rbac-test"
 WORKLOADS = "default"
@@ -290,7 +293,7 @@ async def network_load_balancer(c: Installation) -> None:
 
     async def managed() -> list[Obj]:
         listed = await c.admin.list(TARGETGROUPBINDINGS, WORKLOADS,
-                                    label_selector=f"{STACK_NAME_LABEL}=web")
+                                    label_selector=f"{SERVICE_STACK_NAME_LABEL}=web")
         return list(listed["items"])
 
     async def deployed() -> tuple[Obj, str] | None:
@@ -312,7 +315,7 @@ async def network_load_balancer(c: Installation) -> None:
     # managed, so the create finds the name taken, reads it and updates it back.
     name = str(binding["metadata"]["name"])
     await c.admin.patch(TARGETGROUPBINDINGS, name, {"metadata": {"labels": {
-        STACK_NAME_LABEL: None, STACK_NAMESPACE_LABEL: None}}}, WORKLOADS)
+        SERVICE_STACK_NAME_LABEL: None, SERVICE_STACK_NAMESPACE_LABEL: None}}}, WORKLOADS)
     await c.admin.patch(SERVICES, "web", {"metadata": {"annotations": {
         SVC + "aws-load-balancer-healthcheck-interval": "20"}}}, WORKLOADS)
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.model import (
     AuthenticateOidcAction,
     FixedResponseAction,
@@ -19,8 +20,9 @@ from controller.model import (
     StackContext,
     SubnetDiscovery,
 )
-from runtime.handlers import EnqueueForObject, EventKind, Request
-from runtime.workqueue import LOW, NORMAL
+from runtime.handlers import EnqueueForObject
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 
 
 def alb(*, client_secret: str = "s3cret", client_id: str = "id", port: int = 443,
@@ -71,9 +73,9 @@ def test_secret_version_changes_the_value_and_the_secret_is_never_in_it() -> Non
 def test_stored_and_group_stored() -> None:
     assert checkpoint.stored(obj()) == ""
     assert checkpoint.stored({"metadata": {}}) == ""
-    assert checkpoint.stored(obj({checkpoint.CHECKPOINT_ANNOTATION: "v1:x"})) == "v1:x"
-    a, b = obj({checkpoint.CHECKPOINT_ANNOTATION: "v1:a"}), obj(
-        {checkpoint.CHECKPOINT_ANNOTATION: "v1:b"})
+    assert checkpoint.stored(obj({CHECKPOINT_ANNOTATION: "v1:x"})) == "v1:x"
+    a, b = obj({CHECKPOINT_ANNOTATION: "v1:a"}), obj(
+        {CHECKPOINT_ANNOTATION: "v1:b"})
     assert checkpoint.group_stored([a, obj(), a]) == "v1:a"  # members without it are ignored
     assert checkpoint.group_stored([a, b]) == ""  # conflicting values force a deploy
     assert checkpoint.group_stored([obj(), obj()]) == ""
@@ -109,7 +111,7 @@ def _priority(compute: Any, *, enabled: bool = True) -> Any:
 
 
 def test_initial_adds_and_resyncs_that_match_go_low() -> None:
-    stored = obj({checkpoint.CHECKPOINT_ANNOTATION: "v1:same"})
+    stored = obj({CHECKPOINT_ANNOTATION: "v1:same"})
     fn = _priority(lambda o: "v1:same")
     for kind in (EventKind.INITIAL_ADD, EventKind.RESYNC):
         assert fn(stored, kind, LOW) == LOW
@@ -122,7 +124,7 @@ def test_initial_adds_and_resyncs_that_match_go_low() -> None:
 
 
 def test_disabled_is_always_normal() -> None:
-    stored = obj({checkpoint.CHECKPOINT_ANNOTATION: "v1:same"})
+    stored = obj({CHECKPOINT_ANNOTATION: "v1:same"})
     fn = _priority(lambda o: "v1:same", enabled=False)
     for kind in EventKind:
         assert fn(stored, kind, LOW) == NORMAL
@@ -136,14 +138,14 @@ def test_a_failing_computation_never_escapes_the_handler() -> None:
         raise KeyError("spec")
 
     target = Recorded()
-    stored = obj({checkpoint.CHECKPOINT_ANNOTATION: "v1:same"})
+    stored = obj({CHECKPOINT_ANNOTATION: "v1:same"})
     for compute in (bad_input, bug):
         EnqueueForObject(target, priority=_priority(compute)).on_add(stored, True)
     assert target.items == [(Request("default", "web"), NORMAL)] * 2
 
 
 def test_custom_reader_for_groups() -> None:
-    members = [obj({checkpoint.CHECKPOINT_ANNOTATION: "v1:g"}), obj()]
+    members = [obj({CHECKPOINT_ANNOTATION: "v1:g"}), obj()]
     fn = checkpoint.priority_function(lambda o: "v1:g", enabled=True,
                                       current=lambda o: checkpoint.group_stored(members))
     assert fn(obj(), EventKind.INITIAL_ADD, LOW) == LOW
@@ -153,5 +155,5 @@ def test_custom_reader_for_groups() -> None:
 def test_match_iff_equal_nonempty(computed: str, current: str) -> None:
     fn = _priority(lambda o: computed)
     expected = LOW if computed == current else NORMAL
-    assert fn(obj({checkpoint.CHECKPOINT_ANNOTATION: current}), EventKind.RESYNC,
+    assert fn(obj({CHECKPOINT_ANNOTATION: current}), EventKind.RESYNC,
               LOW) == expected

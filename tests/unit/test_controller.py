@@ -7,12 +7,26 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+import structlog
 from prometheus_client import CollectorRegistry
 
 from runtime.clock import FakeClock
-from runtime.controller import Controller, ReconcileError, Result, TerminalError
-from runtime.handlers import EnqueueForObject, EnqueueFromMap, Request
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.controller import Controller
+from runtime.handlers import EnqueueForObject, EnqueueFromMap
+from runtime.reconcile import (
+    LOW,
+    NORMAL,
+    ReconcileError,
+    ReconcilePriority,
+    Request,
+    Result,
+    TerminalError,
+    current_reconcile,
+    reconcile_id,
+    reconcile_priority,
+)
+from runtime.workqueue import PriorityQueue
+from tests.queues import low_lane
 
 
 class Scripted:
@@ -221,8 +235,45 @@ def test_map_handler_wakes_old_and_new_owners() -> None:
 
 
 def test_a_given_queue_is_used_even_when_empty(clock: FakeClock) -> None:
-    queue: PriorityQueue[Request] = PriorityQueue("paced", clock=clock, low_priority_qps=1.0)
+    queue: PriorityQueue[Request] = PriorityQueue("paced", clock=clock, options=low_lane(qps=1.0))
     assert len(queue) == 0
     ctrl = Controller("c", Scripted({}), clock=clock, registry=CollectorRegistry(), queue=queue)
     assert ctrl.queue is queue
 
+
+
+async def test_the_running_reconcile_knows_its_priority_and_id(clock: FakeClock) -> None:
+    seen: list[tuple[str, int, str, object]] = []
+
+    class Curious:
+        async def reconcile(self, request: Request) -> Result:
+            bound = structlog.contextvars.get_contextvars().get("reconcile_id")
+            seen.append((request.name, reconcile_priority(), reconcile_id(), bound))
+            return Result()
+
+    ctrl = Controller("c", Curious(), clock=clock, registry=CollectorRegistry())
+    ctrl.enqueue(Request("", "low"), priority=LOW)
+    ctrl.enqueue(Request("", "normal"))
+    ctrl.start()
+    await _settle(clock)
+    await ctrl.stop(timeout=1)
+    assert [(name, prio) for name, prio, _, _ in seen] == [("normal", NORMAL), ("low", LOW)]
+    ids = [rid for _, _, rid, _ in seen]
+    assert all(rid and rid == bound for _, _, rid, bound in seen)
+    assert len(set(ids)) == 2
+    # Outside a reconcile: the neutral answers.
+    assert (reconcile_priority(), reconcile_id()) == (NORMAL, "")
+
+
+def test_current_reconcile_restores_the_outer_values() -> None:
+    with current_reconcile(priority=ReconcilePriority(LOW), reconcile_id="outer"):
+        with current_reconcile(priority=ReconcilePriority(7), reconcile_id="inner"):
+            assert (reconcile_priority(), reconcile_id()) == (7, "inner")
+        assert (reconcile_priority(), reconcile_id()) == (LOW, "outer")
+    assert (reconcile_priority(), reconcile_id()) == (NORMAL, "")
+
+
+def test_request_for_hostile_objects() -> None:
+    assert Request.for_object({"metadata": {"namespace": 3, "name": "x"}}) == Request("", "x")
+    assert Request.for_object({"metadata": []}) == Request("", "")
+    assert str(Request("ns", "a")) == "ns/a"

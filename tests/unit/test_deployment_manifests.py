@@ -20,13 +20,10 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from controller import targetgroupbinding
 from controller.aws import AWSClientPool, AWSSettings
-from controller.config import (
-    DEFAULT_HEALTH_PROBE_BIND_ADDR,
-    DEFAULT_LEADER_ELECTION_ID,
-    parse_config,
-)
-from controller.targetgroupbinding import controller as targetgroupbinding
+from controller.config import parse_config
+from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_LEADER_ELECTION_ID
 from runtime.client import KubeClient
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.manager import Manager, ManagerOptions

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from runtime.clock import FakeClock
-from runtime.ratelimit import (
+from runtime.tokenbucket import TokenBucket
+from runtime.workqueue.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     RateLimiter,
-    TokenBucket,
     default_controller_rate_limiter,
 )
 

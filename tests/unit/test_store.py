@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
+from runtime.clock import FakeClock
+from runtime.failures import FailureLog
+from runtime.reconcile import Request
 from runtime.store import NAMESPACE_INDEX, DeletedFinalStateUnknown, Store, key_of
 
 
@@ -78,10 +82,108 @@ def test_indexer_added_late_indexes_existing_objects() -> None:
     store.upsert(svc("a", labels={"app": "web"}))
     store.add_indexer("app", by_app)
     assert store.index_keys("app", "web") == ["default/a"]
-    with pytest.raises(ValueError, match="already exists"):
-        store.add_indexer("app", by_app)
     with pytest.raises(KeyError, match="no index named"):
         store.by_index("nope", "x")
+
+
+def test_an_index_name_takes_one_function() -> None:
+    """client-go's AddIndexers: the same function again is a no-op, another one is an error."""
+    store = Store()
+    store.upsert(svc("a", labels={"app": "web"}))
+    store.add_indexer("app", by_app)
+    store.add_indexer("app", by_app)  # a second controller asking for the same index
+    assert store.index_keys("app", "web") == ["default/a"]
+
+    def by_tier(obj: dict[str, Any]) -> list[str]:
+        return [obj["metadata"]["labels"].get("tier", "")]
+
+    with pytest.raises(ValueError, match="index 'app' already exists with another function"):
+        store.add_indexer("app", by_tier)
+    with pytest.raises(ValueError, match="already exists"):
+        store.add_indexer(NAMESPACE_INDEX, by_app)
+    assert store.index_keys("app", "web") == ["default/a"]  # the first function still rules
+
+
+def test_same_bound_method_is_the_same_function() -> None:
+    class Indexer:
+        def values(self, obj: dict[str, Any]) -> list[str]:
+            return by_app(obj)
+
+    store = Store()
+    one = Indexer()
+    store.add_indexer("app", one.values)
+    store.add_indexer("app", one.values)  # a new bound-method object, equal to the first
+    with pytest.raises(ValueError, match="another function"):
+        store.add_indexer("app", Indexer().values)
+
+
+def test_a_failing_index_function_skips_that_object_only() -> None:
+    failures = FailureLog(clock=FakeClock(), interval=60.0)
+    store = Store(failures=failures)
+    calls: list[str] = []
+
+    def picky(obj: dict[str, Any]) -> list[str]:
+        calls.append(obj["metadata"]["name"])
+        labels = obj["metadata"]["labels"]
+        if labels.get("app") == "evil":
+            raise KeyError("spec")
+        if labels.get("app") == "wrong-type":
+            return [42]  # type: ignore[list-item]
+        return by_app(obj)
+
+    store.add_indexer("app", picky)
+    with capture_logs() as logs:
+        store.upsert(svc("good", labels={"app": "web"}))
+        store.upsert(svc("evil", labels={"app": "evil"}))
+        store.upsert(svc("typed", labels={"app": "wrong-type"}))
+        store.upsert(svc("evil", labels={"app": "evil"}, rv="2"))  # fails again: not logged
+        store.upsert(svc("other", labels={"app": "web"}))
+    # Every object is cached; the hostile ones are indexed under nothing for this index only.
+    assert sorted(store.keys()) == ["default/evil", "default/good", "default/other",
+                                    "default/typed"]
+    assert store.index_keys("app", "web") == ["default/good", "default/other"]
+    assert store.list_index_values("app") == ["web"]
+    assert store.index_keys(NAMESPACE_INDEX, "default") == sorted(store.keys())
+    failed = [(e["object"], e["error"]) for e in logs if e["log_level"] == "warning"]
+    assert failed == [("default/evil", "KeyError: 'spec'"),
+                      ("default/typed", "TypeError: index value 42 is not a string")]
+    assert "Traceback" not in repr(logs)
+
+    # The object mends: it is indexed; removing it leaves no trace.
+    store.upsert(svc("evil", labels={"app": "web"}, rv="3"))
+    assert store.index_keys("app", "web") == ["default/evil", "default/good", "default/other"]
+    store.delete("default/evil")
+    store.delete("default/typed")
+    assert store.index_keys("app", "web") == ["default/good", "default/other"]
+    # A late index over existing objects survives them too.
+    store.upsert(svc("evil2", labels={"app": "evil"}))
+    store.add_indexer("app2", picky)
+    assert store.index_keys("app2", "web") == ["default/good", "default/other"]
+
+
+def test_updates_unindex_what_was_indexed_without_asking_the_function_again() -> None:
+    store = Store()
+    seen: list[str] = []
+
+    def recording(obj: dict[str, Any]) -> list[str]:
+        seen.append(obj["metadata"]["resourceVersion"])
+        return by_app(obj)
+
+    store.add_indexer("app", recording)
+    store.upsert(svc("a", labels={"app": "web"}, rv="1"))
+    store.upsert(svc("a", labels={"app": "db"}, rv="2"))
+    assert seen == ["1", "2"]  # the old object is not indexed twice
+    assert store.index_keys("app", "web") == []
+    assert store.index_keys("app", "db") == ["default/a"]
+
+
+def test_hostile_metadata_is_cached_under_the_one_key_rule() -> None:
+    store = Store()
+    store.upsert({"metadata": {"name": "n", "namespace": 7}})  # not a string: cluster-scoped
+    store.upsert({"metadata": "nope"})
+    store.upsert({"kind": "Thing"})
+    assert sorted(store.keys()) == ["", "n"]
+    assert store.index_keys(NAMESPACE_INDEX, "") == ["", "n"]
 
 
 def test_replace_swaps_contents_and_rebuilds_indexes() -> None:
@@ -100,3 +202,13 @@ def test_key_of_unwraps_tombstones() -> None:
     obj = svc("gone", "ns")
     assert key_of(obj) == "ns/gone"
     assert key_of(DeletedFinalStateUnknown("ns/gone", obj)) == "ns/gone"
+
+
+@pytest.mark.parametrize("obj", [
+    svc("a", "ns"), svc("node-1", None), svc("x", ""),
+    {"metadata": {"name": "n", "namespace": None}}, {"metadata": {"name": 5}}, {},
+])
+def test_store_keys_and_request_keys_agree(obj: dict[str, Any]) -> None:
+    store = Store()
+    store.upsert(obj)
+    assert store.keys() == [Request.for_object(obj).key]

@@ -237,3 +237,18 @@ def test_settings_reject_nonsense() -> None:
         ReflectorSettings(backoff_initial=5.0, backoff_max=1.0)
     with pytest.raises(ValueError, match="resync_period"):
         InformerSettings(resync_period=0.0)
+
+
+async def test_exist_ok_cannot_hide_an_index_clash(informer: SharedInformer) -> None:
+    def by_name(obj: dict[str, Any]) -> list[str]:
+        return [obj["metadata"]["name"]]
+
+    def by_rv(obj: dict[str, Any]) -> list[str]:
+        return [obj["metadata"]["resourceVersion"]]
+
+    informer.add_indexer("thing", by_name)
+    informer.add_indexer("thing", by_name, exist_ok=True)  # the same function: a no-op
+    with pytest.raises(ValueError, match="index 'thing' already exists with another function"):
+        informer.add_indexer("thing", by_rv, exist_ok=True)
+    informer.on_replace([svc("a", "1")], "1")
+    assert informer.store.index_keys("thing", "a") == ["default/a"]

@@ -8,13 +8,18 @@ import random
 import pytest
 
 from runtime.clock import FakeClock
-from runtime.ratelimit import ItemExponentialFailureRateLimiter
-from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
-from tests.queues import settle, take_ready
+from runtime.reconcile import LOW, NORMAL
+from runtime.workqueue import (
+    ItemExponentialFailureRateLimiter,
+    PriorityQueue,
+    QueueOptions,
+    ShutDown,
+)
+from tests.queues import low_lane, settle, take_ready
 
 
-def make(clock: FakeClock, **kwargs: object) -> PriorityQueue[str]:
-    return PriorityQueue("test", clock=clock, **kwargs)  # type: ignore[arg-type]
+def make(clock: FakeClock, options: QueueOptions | None = None) -> PriorityQueue[str]:
+    return PriorityQueue("test", clock=clock, options=options)
 
 
 async def test_constants() -> None:
@@ -174,7 +179,7 @@ async def test_rate_limited_add_uses_the_limiter() -> None:
     limiter: ItemExponentialFailureRateLimiter[str] = ItemExponentialFailureRateLimiter(
         base=1.0, max_delay=60.0
     )
-    queue = make(clock, rate_limiter=limiter)
+    queue = make(clock, QueueOptions(rate_limiter=limiter))
     queue.add("a", rate_limited=True)  # 1 s
     assert len(queue) == 0
     await clock.advance(1.0)
@@ -274,11 +279,13 @@ async def test_plain_shutdown_ends_a_drain_wait() -> None:
 
 async def test_bad_lane_settings_are_rejected() -> None:
     with pytest.raises(ValueError, match="LOW-priority lane: token bucket rate"):
-        PriorityQueue[str]("q", low_priority_qps=-1.0)
+        PriorityQueue[str]("q", options=low_lane(qps=-1.0))
     with pytest.raises(ValueError, match="LOW-priority lane: token bucket burst"):
-        PriorityQueue[str]("q", low_priority_qps=1.0, low_priority_burst=0)
-    with pytest.raises(ValueError, match="low_priority_max_wait"):
-        PriorityQueue[str]("q", low_priority_max_wait=-1.0)
+        PriorityQueue[str]("q", options=low_lane(qps=1.0, burst=0))
+    with pytest.raises(ValueError, match="LOW lane: max_wait"):
+        PriorityQueue[str]("q", options=low_lane(max_wait=-1.0))
+    with pytest.raises(ValueError, match="exponential backoff max_delay"):
+        PriorityQueue[str]("q", options=QueueOptions(max_backoff=0.001))
 
 
 async def test_real_workers_never_share_a_key_and_drain_completes() -> None:
@@ -321,9 +328,8 @@ async def test_real_workers_never_share_a_key_and_drain_completes() -> None:
 async def test_worker_loop_with_rate_limited_retries_on_fake_time() -> None:
     """The controller's usage: failures requeue rate-limited, success forgets the backoff."""
     clock = FakeClock()
-    queue = make(
-        clock, rate_limiter=ItemExponentialFailureRateLimiter[str](base=1.0, max_delay=60.0)
-    )
+    queue = make(clock, QueueOptions(
+        rate_limiter=ItemExponentialFailureRateLimiter[str](base=1.0, max_delay=60.0)))
     failures_left = {"flaky": 3, "ok": 0}
     attempts: list[tuple[str, float]] = []
     start = clock.now()
@@ -359,5 +365,5 @@ async def test_worker_loop_with_rate_limited_retries_on_fake_time() -> None:
 
 
 async def test_non_numeric_max_wait_is_rejected_clearly() -> None:
-    with pytest.raises(ValueError, match="low_priority_max_wait must be a number"):
-        PriorityQueue[str]("q", low_priority_max_wait="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="LOW lane: max_wait must be a number"):
+        PriorityQueue[str]("q", options=low_lane(max_wait="soon"))

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
 from runtime.clock import FakeClock
-from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
-from tests.queues import parked_getter, settle, take_ready
+from runtime.reconcile import LOW, NORMAL
+from runtime.workqueue import PriorityQueue, ShutDown
+from tests.queues import low_lane, parked_getter, settle, take_ready
 
 
 async def test_lane_boundary_is_below_normal() -> None:
     clock = FakeClock()
     queue: PriorityQueue[str] = PriorityQueue(
-        "q", clock=clock, low_priority_qps=1.0, low_priority_burst=1, low_priority_max_wait=None
+        "q", clock=clock, options=low_lane(qps=1.0, burst=1, max_wait=math.inf)
     )
     queue.add("zero", priority=NORMAL)
     queue.add("minus-one", priority=-1)
@@ -29,7 +31,7 @@ async def test_low_handouts_never_exceed_burst_plus_rate() -> None:
     clock = FakeClock()
     qps, burst = 4.0, 3
     queue: PriorityQueue[str] = PriorityQueue(
-        "q", clock=clock, low_priority_qps=qps, low_priority_burst=burst
+        "q", clock=clock, options=low_lane(qps=qps, burst=burst)
     )
     start = clock.now()
     for i in range(25):
@@ -63,7 +65,7 @@ async def test_low_handouts_never_exceed_burst_plus_rate() -> None:
 async def test_parked_getter_wakes_when_the_next_token_is_due_without_spinning() -> None:
     clock = FakeClock()
     queue: PriorityQueue[str] = PriorityQueue(
-        "q", clock=clock, low_priority_qps=0.5, low_priority_burst=1
+        "q", clock=clock, options=low_lane(qps=0.5, burst=1)
     )
     queue.add("a", priority=LOW)
     queue.add("b", priority=LOW)
@@ -82,7 +84,7 @@ async def test_parked_getter_wakes_when_the_next_token_is_due_without_spinning()
 async def test_normal_items_reach_a_getter_parked_on_the_bucket() -> None:
     clock = FakeClock()
     queue: PriorityQueue[str] = PriorityQueue(
-        "q", clock=clock, low_priority_qps=0.01, low_priority_burst=1
+        "q", clock=clock, options=low_lane(qps=0.01, burst=1)
     )
     queue.add("l1", priority=LOW)
     queue.add("l2", priority=LOW)
@@ -99,7 +101,7 @@ async def test_normal_items_reach_a_getter_parked_on_the_bucket() -> None:
 async def test_normal_items_are_never_delayed_by_the_low_bucket() -> None:
     clock = FakeClock()
     queue: PriorityQueue[str] = PriorityQueue(
-        "q", clock=clock, low_priority_qps=0.1, low_priority_burst=1, low_priority_max_wait=5.0
+        "q", clock=clock, options=low_lane(qps=0.1, burst=1, max_wait=5.0)
     )
     for i in range(10):
         queue.add(f"low{i}", priority=LOW)
@@ -146,9 +148,7 @@ async def test_low_items_are_not_starved_by_saturating_normal_traffic() -> None:
     queue: PriorityQueue[str] = PriorityQueue(
         "q",
         clock=clock,
-        low_priority_qps=qps,
-        low_priority_burst=burst,
-        low_priority_max_wait=max_wait,
+        options=low_lane(qps=qps, burst=burst, max_wait=max_wait),
     )
     lows = [f"low{i}" for i in range(15)]
     for key in lows:
@@ -167,7 +167,8 @@ async def test_low_items_are_not_starved_by_saturating_normal_traffic() -> None:
 async def test_without_promotion_low_items_starve() -> None:
     """The controller-runtime behaviour the promotion fixes (#3496)."""
     clock = FakeClock()
-    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_wait=None)
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock,
+                                              options=low_lane(max_wait=math.inf))
     for i in range(5):
         queue.add(f"low{i}", priority=LOW)
     out = await saturate(queue, clock, seconds=3.0, dt=0.01)
@@ -176,7 +177,8 @@ async def test_without_promotion_low_items_starve() -> None:
 
 async def test_promoted_items_keep_their_priority_and_go_oldest_first() -> None:
     clock = FakeClock()
-    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_wait=1.0)
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock,
+                                              options=low_lane(max_wait=1.0))
     queue.add("older", priority=-200)
     await clock.advance(0.5)
     queue.add("newer", priority=LOW)
@@ -186,10 +188,11 @@ async def test_promoted_items_keep_their_priority_and_go_oldest_first() -> None:
     assert take_ready(queue) == [("older", -200), ("high", 50), ("newer", LOW)]
 
 
-@pytest.mark.parametrize("max_wait", [0.5, None])
-async def test_unpaced_lane_only_orders(max_wait: float | None) -> None:
+@pytest.mark.parametrize("max_wait", [0.5, math.inf])
+async def test_unpaced_lane_only_orders(max_wait: float) -> None:
     clock = FakeClock()
-    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_wait=max_wait)
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock,
+                                              options=low_lane(max_wait=max_wait))
     for i in range(100):
         queue.add(f"l{i}", priority=LOW)
     queue.add("n")
@@ -221,8 +224,8 @@ async def test_a_closed_gate_holds_low_items_but_never_normal_ones() -> None:
     clock = FakeClock()
     gate = SharedBudget(clock, rate=1.0)
     gate.spend(5)  # 5 calls of debt: closed for 5 s
-    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_qps=100.0,
-                                              low_priority_gate=gate)
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock,
+                                              options=low_lane(qps=100.0, gate=gate))
     queue.add("low", priority=LOW)
     queue.add("normal")
     assert take_ready(queue) == [("normal", NORMAL)]
@@ -237,7 +240,8 @@ async def test_a_closed_gate_holds_low_items_but_never_normal_ones() -> None:
 async def test_one_gate_paces_the_low_lanes_of_several_queues() -> None:
     clock = FakeClock()
     gate = SharedBudget(clock, rate=2.0)
-    queues = [PriorityQueue[str](f"q{i}", clock=clock, low_priority_gate=gate) for i in range(3)]
+    queues = [PriorityQueue[str](f"q{i}", clock=clock, options=low_lane(gate=gate))
+              for i in range(3)]
     for i, queue in enumerate(queues):
         for j in range(10):
             queue.add(f"{i}-{j}", priority=LOW)
@@ -266,8 +270,8 @@ async def test_one_gate_paces_the_low_lanes_of_several_queues() -> None:
 
 async def test_low_items_in_flight_are_capped_so_a_worker_stays_free() -> None:
     clock = FakeClock()
-    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, low_priority_max_in_flight=2,
-                                              low_priority_max_wait=0.0)
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock,
+                                              options=low_lane(max_in_flight=2, max_wait=0.0))
     for i in range(4):
         queue.add(f"low{i}", priority=LOW)
     await clock.advance(1.0)  # all of them old enough to be promoted: the cap still holds
@@ -280,5 +284,5 @@ async def test_low_items_in_flight_are_capped_so_a_worker_stays_free() -> None:
     queue.done(first[0][0])  # a LOW slot frees up: the parked getter takes the next LOW item
     await task
     assert [p for _, p in got] == [LOW]
-    with pytest.raises(ValueError, match="low_priority_max_in_flight"):
-        PriorityQueue[str]("bad", low_priority_max_in_flight=0)
+    with pytest.raises(ValueError, match="LOW lane: max_in_flight must be an integer >= 1"):
+        PriorityQueue[str]("bad", options=low_lane(max_in_flight=0))

@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.clock import FakeClock
-from runtime.workqueue import LOW, PriorityQueue
+from runtime.reconcile import LOW
+from runtime.workqueue import PriorityQueue
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -141,3 +142,63 @@ async def test_no_metrics_without_registry_or_name(name: str) -> None:
     queue.get_nowait()
     queue.done("a")
     assert not any(n.startswith("workqueue_") for n in names(scrape(registry)))
+
+
+def bucket(samples: Samples, metric: str, le: str, **labels: str) -> float:
+    return value(samples, metric + "_bucket", le=le, **labels)
+
+
+async def test_histograms_stay_exact_across_batches() -> None:
+    """Durations are folded into buckets a batch at a time; scrapes before, between and after
+    folds all see every observation, with Prometheus' `le` (a bound counts its own value)."""
+    clock = FakeClock()
+    registry = CollectorRegistry()
+    queue: PriorityQueue[int] = PriorityQueue("q", clock=clock, registry=registry)
+    q = {"name": "q", "controller": "q"}
+    for i in range(1300):
+        queue.add(i)
+    await clock.advance(1.0)
+    taken = [queue.get_nowait()[0] for _ in range(700)]  # waited exactly 1.0 s
+    await clock.advance(0.5)
+    taken += [queue.get_nowait()[0] for _ in range(600)]  # 1.5 s
+    s = scrape(registry)
+    assert bucket(s, "workqueue_queue_duration_seconds", "0.1", **q) == 0
+    assert bucket(s, "workqueue_queue_duration_seconds", "1.0", **q) == 700
+    assert bucket(s, "workqueue_queue_duration_seconds", "10.0", **q) == 1300
+    await clock.advance(10.0)
+    for key in taken[:1000]:  # folds twice on the way (every 512 observations)
+        queue.done(key)
+    s = scrape(registry)
+    assert bucket(s, "workqueue_work_duration_seconds", "10.0", **q) == 300
+    assert bucket(s, "workqueue_work_duration_seconds", "100.0", **q) == 1000
+    for key in taken[1000:]:
+        queue.done(key)
+    s = scrape(registry)
+    assert value(s, "workqueue_queue_duration_seconds_count", **q) == 1300
+    assert value(s, "workqueue_queue_duration_seconds_sum", **q) == pytest.approx(1600.0)
+    assert value(s, "workqueue_work_duration_seconds_count", **q) == 1300
+    assert value(s, "workqueue_work_duration_seconds_sum", **q) == pytest.approx(
+        700 * 10.5 + 600 * 10.0)
+    assert bucket(s, "workqueue_work_duration_seconds", "10.0", **q) == 600
+    assert bucket(s, "workqueue_work_duration_seconds", "+Inf", **q) == 1300
+    assert value(s, "workqueue_depth", priority="0", **q) == 0  # the series stays, at 0
+    assert value(s, "workqueue_unfinished_work_seconds", **q) == 0
+
+
+async def test_queues_sharing_a_name_are_summed() -> None:
+    registry = CollectorRegistry()
+    clock = FakeClock()
+    first: PriorityQueue[str] = PriorityQueue("dup", clock=clock, registry=registry)
+    second: PriorityQueue[str] = PriorityQueue("dup", clock=clock, registry=registry)
+    first.add("a")
+    second.add("a")
+    second.add("b", after=1.0)
+    first.get_nowait()
+    await clock.advance(2.0)
+    s = scrape(registry)
+    d = {"name": "dup", "controller": "dup"}
+    assert value(s, "workqueue_adds_total", **d) == 3
+    assert value(s, "workqueue_retries_total", **d) == 1
+    assert value(s, "workqueue_depth", priority="0", **d) == 2
+    assert value(s, "workqueue_longest_running_processor_seconds", **d) == pytest.approx(2.0)
+    assert len([k for k in s if k[0] == "workqueue_adds_total"]) == 1

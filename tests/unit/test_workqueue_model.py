@@ -27,8 +27,14 @@ from hypothesis.stateful import (
 )
 
 from runtime.clock import FakeClock
-from runtime.ratelimit import ItemExponentialFailureRateLimiter
-from runtime.workqueue import LOW, NORMAL, PriorityQueue, ShutDown
+from runtime.reconcile import LOW, NORMAL
+from runtime.workqueue import (
+    ItemExponentialFailureRateLimiter,
+    LowLaneOptions,
+    PriorityQueue,
+    QueueOptions,
+    ShutDown,
+)
 
 T = TypeVar("T")
 
@@ -48,7 +54,7 @@ class Record:
 
 
 class ModelBucket:
-    """Token bucket arithmetic, written out independently of runtime.ratelimit."""
+    """Token bucket arithmetic, written out independently of runtime.tokenbucket."""
 
     def __init__(self, rate: float, burst: int, now: float) -> None:
         self.rate, self.burst, self.tokens, self.last = rate, burst, float(burst), now
@@ -74,10 +80,14 @@ class QueueMachine(RuleBasedStateMachine):
         self.queue: PriorityQueue[str] = PriorityQueue(
             "model",
             clock=self.clock,
-            rate_limiter=ItemExponentialFailureRateLimiter(base=BASE, max_delay=MAX_DELAY),
-            low_priority_qps=self.qps,
-            low_priority_burst=self.burst,
-            low_priority_max_wait=self.max_wait,
+            options=QueueOptions(
+                rate_limiter=ItemExponentialFailureRateLimiter(base=BASE, max_delay=MAX_DELAY),
+                low_lane=LowLaneOptions(
+                    qps=self.qps,
+                    burst=self.burst,
+                    max_wait=math.inf if self.max_wait is None else self.max_wait,
+                ),
+            ),
         )
         self.bucket = (
             ModelBucket(self.qps, self.burst, self.clock.now()) if self.qps is not None else None

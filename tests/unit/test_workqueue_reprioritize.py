@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 from runtime.clock import FakeClock
-from runtime.workqueue import LOW, NORMAL, PriorityQueue
+from runtime.reconcile import LOW, NORMAL
+from runtime.workqueue import LowLaneOptions, PriorityQueue, QueueOptions
 from tests.queues import parked_getter, settle
 
 
@@ -18,9 +20,8 @@ class _Closed:
 
 async def test_a_low_item_lifted_to_normal_wakes_a_parked_getter() -> None:
     clock = FakeClock()
-    queue: PriorityQueue[str] = PriorityQueue(
-        "q", clock=clock, low_priority_qps=0.001, low_priority_burst=1,
-        low_priority_max_wait=None, low_priority_gate=_Closed())
+    queue: PriorityQueue[str] = PriorityQueue("q", clock=clock, options=QueueOptions(
+        low_lane=LowLaneOptions(qps=0.001, burst=1, max_wait=math.inf, gate=_Closed())))
     queue.add("binding", priority=LOW)
     task, got = await parked_getter(queue)
     assert got == []  # the gate holds the LOW item back

@@ -10,13 +10,13 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
-from controller.lanes import paced_controller
+from controller.reconcilers import LaneSettings, controller_options
 from controller.standins import AWSFaultProxy
 from runtime.client import KubeClient
-from runtime.controller import Controller, Result, reconcile_priority
-from runtime.handlers import Request
+from runtime.controller import Controller
 from runtime.manager import Manager
-from runtime.workqueue import LOW, NORMAL
+from runtime.reconcile import LOW, NORMAL, Request, Result, reconcile_priority
+from runtime.workqueue import PriorityQueue
 from tests.waiting import eventually
 
 CALLS_PER_RECONCILE = 3
@@ -40,9 +40,14 @@ def controller(manager: Manager, name: str, pool: AWSClientPool,
                log: list[tuple[str, int, float]]) -> Controller:
     # As the three controllers build theirs; the reconcile pace is high, so that the budget is
     # what limits.
-    return paced_controller(manager, name, Verifier(pool, log), max_concurrent_reconciles=3,
-                            low_lane_qps=50.0, verify_burst=5, verify_max_wait=None,
-                            gate=pool.verification_budget)
+    options = controller_options(LaneSettings(verify_qps=50.0, verify_burst=5,
+                                              verify_max_wait=None),
+                                 max_concurrent_reconciles=3, gate=pool.verification_budget)
+    queue: PriorityQueue[Request] = PriorityQueue(name, clock=manager.clock,
+                                                  registry=manager.registry,
+                                                  options=options.queue)
+    return Controller(name, Verifier(pool, log), max_concurrent_reconciles=3, queue=queue,
+                      clock=manager.clock, registry=manager.registry)
 
 
 async def test_low_lanes_of_two_controllers_share_the_budget_and_a_change_goes_first(

@@ -12,11 +12,11 @@ from typing import Any
 from runtime.envtest import EnvTestServer
 from runtime.envtest.patch import MERGE_PATCH
 from runtime.envtest.tls import self_signed
+from runtime.objects import Obj
 from tests.integration.envtest.conftest import CM, CRDS, WIDGET_CRD, Http
 from tests.integration.envtest.webhooks import (
     MUTATING,
     VALIDATING,
-    Obj,
     WebhookServer,
     allow,
     configuration,

@@ -15,8 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from runtime.envtest.tls import Certificate, self_signed
+from runtime.objects import Obj
 
-Obj = dict[str, Any]
 # Gets the AdmissionReview request, returns the response fields (uid is filled in), or the raw
 # body to answer with instead.
 Handler = Callable[[Obj], Obj | bytes | Awaitable[Obj]]

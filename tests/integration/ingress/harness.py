@@ -13,16 +13,18 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
+from controller import ingress as ingress_controller
+from controller import targetgroupbinding as tgb_controller
+from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
-from controller.ingress import controller as ingress_controller
-from controller.ingress.keys import CONTROLLER_NAME, INGRESSCLASSPARAMS
+from controller.ingress import CONTROLLER_NAME
+from controller.reconcilers import LaneSettings
 from controller.standins import AwsSeed
-from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SECRETS, SERVICES
 from tests.integration.running import RunsManager
 from tests.waiting import eventually
@@ -31,7 +33,6 @@ __all__ = ["CRDS", "IngressCluster", "eventually"]
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
-Obj = dict[str, Any]
 
 
 
@@ -66,10 +67,12 @@ class IngressCluster(RunsManager):
 
     async def start(self, *, on_setup: Callable[[Manager], None] | None = None,
                     **overrides: Any) -> Manager:
-        settings = ingress_controller.IngressSettings(
+        lanes = {k: overrides.pop(k) for k in list(overrides)
+                 if k in LaneSettings.__dataclass_fields__}
+        settings = ingress_controller.Settings(
             cluster_name=self.seed.cluster_name, region=self.seed.region,
-            vpc_id=self.seed.vpc_id,
-            default_target_type="ip", cleanup_poll=0.2, **overrides)
+            vpc_id=self.seed.vpc_id, default_target_type="ip", cleanup_poll=0.2,
+            in_use_backoff=0.01, lanes=LaneSettings(**lanes), **overrides)
 
         def setup(manager: Manager) -> None:
             ingress_controller.setup(manager, pool=self.pool, settings=settings)

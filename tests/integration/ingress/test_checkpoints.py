@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.standins import AWSFaultProxy
-from runtime.handlers import Request
 from runtime.manager import Manager
-from runtime.workqueue import LOW, NORMAL
+from runtime.reconcile import LOW, NORMAL, Request
 from tests.integration.ingress.harness import IngressCluster, path
 from tests.waiting import eventually
 

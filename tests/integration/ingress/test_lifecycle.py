@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.ingress.model import BUILDER_VERSION
 from controller.standins import AWSFaultProxy
 from runtime.resources import SERVICES

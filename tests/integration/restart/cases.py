@@ -15,8 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.ingress.keys import INGRESSCLASSPARAMS, LEGACY_CLASS_ANNOTATION
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.apis import INGRESSCLASSPARAMS, LEGACY_CLASS_ANNOTATION, TARGETGROUPBINDINGS
 from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
 from tests.integration.restart.world import ALB, SVC, World
 

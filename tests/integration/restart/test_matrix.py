@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from controller.annotations import recording
+from controller.apis import LEGACY_CLASS_ANNOTATION
+from controller.apis.targetgroupbinding import ServiceReference, TargetGroupBindingSpec
 from controller.config import add_flags
 from controller.ingress.annotations import INGRESS_ANNOTATION_KEYS
 from controller.ingress.classes import ClassParams
-from controller.ingress.keys import LEGACY_CLASS_ANNOTATION
 from controller.service import SERVICE_ANNOTATION_KEYS
 from controller.standins import MotoStandIn, seed_vpc
-from controller.targetgroupbinding.spec import ServiceReference, TargetGroupBindingSpec
 from runtime.resources import INGRESSES, SERVICES
 from tests.integration.restart.cases import (
     HTTPS,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.apis import TARGETGROUPBINDINGS
 from runtime.resources import INGRESSES, SERVICES
 from tests.integration.restart.cases import HTTPS, OIDC_SECRET
 from tests.integration.restart.world import World

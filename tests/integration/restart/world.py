@@ -22,15 +22,15 @@ from botocore.exceptions import ClientError
 from prometheus_client import CollectorRegistry
 
 from controller import app
+from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.config import parse_config
-from controller.ingress.keys import INGRESSCLASSPARAMS
 from controller.standins import AwsSeed, MotoStandIn, sync_client
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import (
     ENDPOINTSLICES,
     INGRESSCLASSES,
@@ -47,7 +47,6 @@ NLB_CLASS = "service.k8s.aws/nlb"
 SVC = "service.beta.kubernetes.io/"
 ALB = "alb.ingress.kubernetes.io/"
 CHECKPOINT = "elbv2.k8s.aws/checkpoint"
-Obj = dict[str, Any]
 
 # Every verification waits for the shared budget: one may start, none can finish in a test.
 FROZEN_LOW_LANE = ("--checkpoint-verify-qps", "0.001", "--checkpoint-verify-burst", "1",

@@ -12,38 +12,43 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
+from controller import service as service_controller
+from controller import targetgroupbinding as tgb_controller
+from controller.apis import (
+    SERVICE_STACK_NAME_LABEL,
+    SERVICE_STACK_NAMESPACE_LABEL,
+    TARGETGROUPBINDINGS,
+)
 from controller.aws import AWSClientPool
-from controller.deploy import DeployerSettings
-from controller.service import controller as service_controller
+from controller.reconcilers import LaneSettings
 from controller.service.annotations import PREFIX
-from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
 from controller.standins import AwsSeed
-from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES, EVENTS, SERVICES
 from tests.integration.running import RunsManager
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 NLB_CLASS = "service.k8s.aws/nlb"
-Obj = dict[str, Any]
 
 
 
 
-def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.ServiceSettings:
+def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.Settings:
+    """Settings for tests; lane settings (`lane=`, `verify_qps=`, ...) may be given flat."""
+    lanes = {k: overrides.pop(k) for k in list(overrides) if k in LaneSettings.__dataclass_fields__}
     values: dict[str, Any] = {
         "cluster_name": seed.cluster_name,
         "region": seed.region, "vpc_id": seed.vpc_id,
-        "deployer": DeployerSettings(cluster_name=seed.cluster_name,
-                                     in_use_backoff=0.01),
+        "in_use_backoff": 0.01,
         "cleanup_poll": 0.2,
+        "lanes": LaneSettings(**lanes),
     }
     values.update(overrides)
-    return service_controller.ServiceSettings(**values)
+    return service_controller.Settings(**values)
 
 
 @dataclass
@@ -60,8 +65,8 @@ class Cluster(RunsManager):
     task: asyncio.Task[int] | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
-    async def start(self, *, settings: service_controller.ServiceSettings | None = None,
-                    tgb_settings: tgb_controller.TargetGroupBindingSettings | None = None
+    async def start(self, *, settings: service_controller.Settings | None = None,
+                    tgb_settings: tgb_controller.Settings | None = None
                     ) -> Manager:
         def setup(manager: Manager) -> None:
             service_controller.setup(manager, pool=self.pool,
@@ -122,7 +127,8 @@ class Cluster(RunsManager):
         await self.client.update(ENDPOINTSLICES, body)
 
     async def bindings(self, service: str) -> list[Obj]:
-        selector = f"{STACK_NAME_LABEL}={service},{STACK_NAMESPACE_LABEL}={self.namespace}"
+        selector = (f"{SERVICE_STACK_NAME_LABEL}={service},"
+                    f"{SERVICE_STACK_NAMESPACE_LABEL}={self.namespace}")
         listed = await self.client.list(TARGETGROUPBINDINGS, self.namespace,
                                         label_selector=selector)
         return list(listed["items"])

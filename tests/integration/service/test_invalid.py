@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from controller.service.reconciler import FINALIZER
+from controller.apis import SERVICE_FINALIZER
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy
 from tests.integration.service.harness import Cluster, condition, hostname
@@ -24,7 +24,7 @@ INVALID = {
                    "internet-facing"),
     "bad-cert": ({"aws-load-balancer-ssl-cert": "not-an-arn"},
                  f'annotation {P}aws-load-balancer-ssl-cert: "not-an-arn" has "not-an-arn", '
-                 "which is not a certificate ARN"),
+                 "which is not a certificate ARN (ACM or IAM)"),
     "bad-name": ({"aws-load-balancer-name": "x" * 40},
                  f'annotation {P}aws-load-balancer-name: "{"x" * 40}" is longer than 32 '
                  "characters"),
@@ -52,7 +52,7 @@ async def test_invalid_annotations(cluster: Cluster, aws_proxy: AWSFaultProxy) -
     assert aws_proxy.log == []
     for name in INVALID:
         svc = await cluster.get_service(name)
-        assert FINALIZER not in (svc["metadata"].get("finalizers") or [])
+        assert SERVICE_FINALIZER not in (svc["metadata"].get("finalizers") or [])
 
     # A valid Service next to them is deployed as usual.
     await cluster.service("good")

@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.apis import (
+    CHECKPOINT_ANNOTATION,
+    CHECKPOINT_TIMESTAMP_ANNOTATION,
+    SERVICE_FINALIZER,
+    TARGETGROUPBINDINGS,
+)
 from controller.service.model import MODEL_VERSION
-from controller.service.reconciler import FINALIZER
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.resources import SERVICES
 from tests.integration.service.harness import Cluster, condition, hostname, http_port
 from tests.waiting import eventually
@@ -53,7 +56,7 @@ async def test_create_change_delete(cluster: Cluster, aws_proxy: AWSFaultProxy) 
     assert forwarded == tg_arn
     await eventually(lambda: asyncio.sleep(0, cluster.registered(tg_arn) == {
         ("10.0.1.1", 8080), ("10.0.1.2", 8080)}), message="targets not registered")
-    assert FINALIZER in svc["metadata"]["finalizers"]
+    assert SERVICE_FINALIZER in svc["metadata"]["finalizers"]
     assert svc["metadata"]["annotations"][CHECKPOINT_ANNOTATION].startswith(f"v{MODEL_VERSION}:")
     await eventually(lambda: _has_event(cluster, "web", "SuccessfullyReconciled"))
 
@@ -139,7 +142,7 @@ async def test_service_that_stops_qualifying_is_cleaned_up(cluster: Cluster) -> 
     async def cleaned() -> dict[str, Any] | None:
         current = await cluster.get_service("api")
         meta = current["metadata"]
-        done = (FINALIZER not in (meta.get("finalizers") or [])
+        done = (SERVICE_FINALIZER not in (meta.get("finalizers") or [])
                 and not cluster.load_balancers() and not cluster.target_groups())
         return current if done else None
 

@@ -3,7 +3,7 @@ mutating AWS call; a Service changed while the controller was down goes first, a
 
 from __future__ import annotations
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.standins import AWSFaultProxy
 from tests.integration.service.harness import Cluster, hostname, service_settings
 from tests.waiting import eventually

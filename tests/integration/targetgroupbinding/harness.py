@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 
 from prometheus_client import CollectorRegistry
 
+from controller import targetgroupbinding as tgb_controller
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.standins import AwsSeed
-from controller.targetgroupbinding import controller as tgb_controller
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
@@ -40,7 +40,7 @@ class Cluster(RunsManager):
     task: asyncio.Task[int] | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
-    async def start(self, *, settings: tgb_controller.TargetGroupBindingSettings | None = None,
+    async def start(self, *, settings: tgb_controller.Settings | None = None,
                     options: ManagerOptions | None = None,
                     client: KubeClient | None = None) -> Manager:
         """Run a Manager with the TGB controller, as `client` (default: the test's own)."""

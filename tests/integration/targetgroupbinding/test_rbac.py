@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.standins import AwsSeed
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.manager import ManagerOptions
 from tests.integration.rbac_support import NAMESPACE, authorized_server, rbac_documents

@@ -3,7 +3,7 @@ binding still completes (its targets went with the target group)."""
 
 from __future__ import annotations
 
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
+from controller.apis import TARGETGROUPBINDINGS
 from tests.integration.targetgroupbinding.harness import Cluster
 from tests.waiting import eventually
 
@@ -33,6 +33,9 @@ async def test_binding_of_a_deleted_target_group_reports_it_and_can_be_deleted(
         return ready.get("status") == "False" and "not found" in str(ready.get("message"))
 
     await eventually(reported)
+    # Reported as bad input, never as a bug: no reconcile ended in an unexpected exception.
+    assert not cluster.registry.get_sample_value(
+        "controller_runtime_reconcile_panics_total", {"controller": "targetGroupBinding"})
     await cluster.client.delete(TARGETGROUPBINDINGS, "web", "default")
     await eventually(lambda: cluster.binding_gone("web"),
                      message="the finalizer of a binding whose target group is gone stuck")

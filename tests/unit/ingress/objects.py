@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.model import BuilderSettings
+from runtime.objects import Obj
 
-Obj = dict[str, Any]
 SETTINGS = BuilderSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
                            default_target_type="ip")
 

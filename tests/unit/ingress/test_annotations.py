@@ -15,7 +15,7 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.merge import BuildError
 from controller.ingress.model import build_group
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     SETTINGS,
     caches,
@@ -84,10 +84,10 @@ def test_service_wins_for_target_group_settings() -> None:
     ("listen-ports", '[{"TCP": 80}]', "want HTTP or HTTPS"),
     ("listen-ports", "80", "unexpected structure"),
     ("ssl-redirect", "https", "is not an integer"),
-    ("subnets", " , ", "names no subnet"),
+    ("subnets", " , ", "lists no subnet ID or name"),
     ("inbound-cidrs", "10.0.0.0/33", "not a CIDR"),
-    ("certificate-arn", "cert-1", "not an ARN"),
-    ("load-balancer-name", "-bad", "not a valid load balancer name"),
+    ("certificate-arn", "cert-1", "not a certificate ARN (ACM or IAM)"),
+    ("load-balancer-name", "-bad", "must be letters, digits and '-'"),
     ("tags", "novalue", "not key=value"),
     ("actions.web", '{"type":"redirect"}', "needs redirectConfig"),
     ("actions.web", '{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"x"}]}}',

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.ingress.model import BUILDER_VERSION, build_group
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     SETTINGS,
     caches,
@@ -74,7 +75,7 @@ def test_stable_under_order_and_irrelevant_fields(seed: int) -> None:
             items = list(meta["annotations"].items())
             rng.shuffle(items)
             meta["annotations"] = dict(items)
-            meta["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = "v1:old"
+            meta["annotations"][CHECKPOINT_ANNOTATION] = "v1:old"
         obj["status"] = {"loadBalancer": {"ingress": [{"hostname": str(rng.random())}]}}
     assert value(objs) == base
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
-from controller.ingress.classes import ClassError, classify
+from controller.ingress.classes import ClassError, classify, parse_params
 from controller.ingress.groups import finalizer_of, index_keys, stack_labels
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     caches,
     class_params,
@@ -109,3 +112,14 @@ def test_invalid_group_name_is_an_error_on_the_implicit_group() -> None:
     group = loader(c).load(Request("default", "a"))
     assert [m.key for m in group.members] == ["default/a"]
     assert "not a valid group name" in group.errors[0][1]
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"loadBalancerName": "internal-web"}, 'spec.loadBalancerName: "internal-web" must not'),
+    ({"certificateArn": ["arn:aws:s3:::b"]}, "spec.certificateArn: \"arn:aws:s3:::b\" has"),
+    ({"inboundCIDRs": ["10.0.0.0/33"]}, 'spec.inboundCIDRs: "10.0.0.0/33" has'),
+    ({"subnets": {"ids": [" "]}}, "spec.subnets.ids"),
+])
+def test_class_parameters_follow_the_annotations_rules(spec: dict[str, Any], reason: str) -> None:
+    with pytest.raises(ClassError, match=re.escape(reason)):
+        parse_params({"metadata": {"name": "p"}, "spec": spec})

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 
-from controller.ingress.events import GroupHandler, ingress_view
 from controller.ingress.groups import GroupLoader
-from runtime.handlers import EventKind, Request
-from runtime.workqueue import LOW, NORMAL
+from controller.ingress.watches import GroupHandler, ingress_view
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 from tests.unit.ingress.objects import caches, ingress, ingress_class, loader
 
 A = "alb.ingress.kubernetes.io/"

@@ -1,4 +1,4 @@
-"""`IngressSettings.lane=False`: checkpoint skips without the paced LOW lane (upstream's
+"""`LaneSettings(lane=False)`: checkpoint skips without the paced LOW lane (upstream's
 prototype, PR #3821): every group event is queued NORMAL on one unpaced FIFO."""
 
 from __future__ import annotations
@@ -9,18 +9,19 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION
 from controller.aws import AWSClientPool, AWSSettings
 from controller.deploy import DeployerSettings, StackDeployer
-from controller.ingress import controller as ingress
 from controller.ingress import reconciler as reconciler_module
+from controller.ingress import wiring as ingress
 from controller.ingress.model import build_group
 from controller.ingress.reconciler import IngressReconciler
+from controller.reconcilers import LaneSettings
 from runtime.client import KubeClient
-from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
-from runtime.workqueue import LOW, NORMAL
 from tests.queues import finish_ready
 from tests.unit.ingress.objects import SETTINGS, caches, ingress_class, loader, path, service
 from tests.unit.ingress.objects import ingress as ingress_obj
@@ -28,16 +29,17 @@ from tests.unit.ingress.objects import ingress as ingress_obj
 GROUP = {"alb.ingress.kubernetes.io/group.name": "shop"}
 
 
-def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.IngressSettings:
-    return ingress.IngressSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
-                                   default_target_type="ip", verify_qps=2.0, verify_burst=2,
-                                   lane=lane, checkpoints=checkpoints)
+def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.Settings:
+    return ingress.Settings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
+                            default_target_type="ip", lanes=LaneSettings(
+                                verify_qps=2.0, verify_burst=2, lane=lane,
+                                checkpoints=checkpoints))
 
 
 def test_low_lane_pace() -> None:
-    assert _settings().low_lane_qps == 2.0
-    assert _settings(lane=False).low_lane_qps is None
-    assert _settings(checkpoints=False).low_lane_qps is None
+    assert _settings().lanes.low_lane_qps == 2.0
+    assert _settings(lane=False).lanes.low_lane_qps is None
+    assert _settings(checkpoints=False).lanes.low_lane_qps is None
 
 
 async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
@@ -65,8 +67,8 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             for name in ("a", "b"):  # the group was deployed: every member carries it
                 member = c.ingresses.get(f"default/{name}")
                 assert member is not None
-                member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
-            priority = ingress.group_priority(settings, reconciler.priority)
+                member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
+            priority = ingress.group_priority(settings.lanes, reconciler.priority)
             matched = priority(unchanged, EventKind.INITIAL_ADD, LOW)
             assert priority(changed, EventKind.INITIAL_ADD, LOW) == NORMAL
             assert priority(unchanged, EventKind.UPDATE, NORMAL) == NORMAL
@@ -97,7 +99,7 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         for rv, name in enumerate(("a", "b"), start=1):
             member = c.ingresses.get(f"default/{name}")
             assert member is not None
-            member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+            member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
             member["metadata"]["resourceVersion"] = str(rv)
         builds: list[Request] = []
 
@@ -114,11 +116,11 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         # A member rewritten (its checkpoint reset before a deploy): decided again.
         member = c.ingresses.get("default/a")
         assert member is not None
-        member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = ""
+        member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = ""
         member["metadata"]["resourceVersion"] = "3"
         assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
         assert len(builds) == 2
-        member["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+        member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
         member["metadata"]["resourceVersion"] = "4"
         assert reconciler.priority(group, EventKind.RESYNC, LOW) == LOW
         # The backend Service changes (members untouched): its update event drops the

@@ -15,7 +15,7 @@ from controller.model import (
     SubnetDiscovery,
     SubnetSelector,
 )
-from runtime.handlers import Request
+from runtime.reconcile import Request
 from tests.unit.ingress.objects import (
     SETTINGS,
     backend,

@@ -7,9 +7,13 @@ from typing import Any
 from hypothesis import strategies as st
 
 from controller.model import LISTENER, LOAD_BALANCER, TARGET_GROUP, Ref
+from controller.model.limits import LOAD_BALANCER_ATTRIBUTES, TARGET_GROUP_ATTRIBUTES
 
 _word = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
 _subnet = st.builds(lambda s: f"subnet-{s}", _word)
+# Only keys AWS knows for an ALB and its HTTP(S) target groups pass the model.
+_lb_attribute = st.sampled_from(sorted(LOAD_BALANCER_ATTRIBUTES["application"]))
+_tg_attribute = st.sampled_from(sorted(TARGET_GROUP_ATTRIBUTES["application"]))
 
 
 def _ref(rtype: str, rid: str, field: str) -> dict[str, str]:
@@ -34,7 +38,7 @@ def stack_documents(draw: st.DrawFn) -> dict[str, Any]:
                 "timeout_seconds": draw(st.integers(2, 9)),
                 "matcher": {"http_code": draw(st.sampled_from(["200", "200-399"]))},
             },
-            "attributes": draw(st.dictionaries(_word, _word, max_size=3)),
+            "attributes": draw(st.dictionaries(_tg_attribute, _word, max_size=3)),
             "tags": draw(st.dictionaries(_word, _word, max_size=3)),
         }
         for tid in tg_ids
@@ -53,7 +57,7 @@ def stack_documents(draw: st.DrawFn) -> dict[str, Any]:
         "subnets": subnets,
         "security_groups": draw(st.lists(st.builds(lambda w: f"sg-{w}", _word), max_size=3,
                                          unique=True)),
-        "attributes": draw(st.dictionaries(_word, _word, max_size=3)),
+        "attributes": draw(st.dictionaries(_lb_attribute, _word, max_size=3)),
         "tags": draw(st.dictionaries(_word, _word, max_size=3)),
     }
     forward = {

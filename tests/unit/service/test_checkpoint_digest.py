@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.checkpoint import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings, ServiceDefaults
 from controller.service.annotations import PREFIX
 from controller.service.model import checkpoint_of
@@ -55,7 +55,8 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-internal": ({}, "true", "false"),
     "aws-load-balancer-ip-address-type": ({}, "ipv4", "dualstack"),
     "aws-load-balancer-subnets": ({}, "subnet-1", "subnet-2"),
-    "aws-load-balancer-ssl-cert": ({}, "arn:aws:acm:a", "arn:aws:acm:b"),
+    "aws-load-balancer-ssl-cert": ({}, "arn:aws:acm:r:1:certificate/a",
+                                   "arn:aws:acm:r:1:certificate/b"),
     "aws-load-balancer-ssl-ports": (CERT, "443", "80"),
     "aws-load-balancer-ssl-negotiation-policy": (CERT, "PolicyA", "PolicyB"),
     "aws-load-balancer-backend-protocol": (CERT, "tcp", "ssl"),

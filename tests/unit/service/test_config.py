@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from controller import app
 from controller.annotations import AnnotationError
 from controller.config import parse_config
 from controller.service import ServiceDefaults, ServiceLBConfig, parse_service_config
@@ -91,8 +92,10 @@ EFFECTS: list[tuple[str, str, str, Any]] = [
     ("aws-load-balancer-internal", "false", "scheme", "internet-facing"),
     ("aws-load-balancer-ip-address-type", "dualstack", "ip_address_type", "dualstack"),
     ("aws-load-balancer-subnets", "subnet-1, mySubnet", "subnets", ("subnet-1", "mySubnet")),
-    ("aws-load-balancer-ssl-cert", "arn:aws:acm:us-west-2:1:certificate/a,arn:aws:acm:x",
-     "ssl_certificates", ("arn:aws:acm:us-west-2:1:certificate/a", "arn:aws:acm:x")),
+    ("aws-load-balancer-ssl-cert",
+     "arn:aws:acm:us-west-2:1:certificate/a,arn:aws:iam::1:server-certificate/x",
+     "ssl_certificates", ("arn:aws:acm:us-west-2:1:certificate/a",
+                          "arn:aws:iam::1:server-certificate/x")),
     ("aws-load-balancer-ssl-ports", "443, https", "ssl_ports", ("443", "https")),
     ("aws-load-balancer-ssl-negotiation-policy", "ELBSecurityPolicy-TLS13-1-2-2021-06",
      "ssl_policy", "ELBSecurityPolicy-TLS13-1-2-2021-06"),
@@ -177,10 +180,11 @@ def test_controller_defaults_apply() -> None:
 
 
 def test_defaults_from_controller_flags() -> None:
-    config = parse_config(["--cluster-name", "c", "--default-load-balancer-scheme",
+    config = parse_config(["--cluster-name", "c", "--aws-vpc-id", "vpc-1",
+                           "--default-load-balancer-scheme",
                            "internet-facing", "--default-target-type", "ip",
                            "--default-ssl-policy", "P", "--default-tags", "a=1,b=2"])
-    defaults = ServiceDefaults.from_config(config)
+    defaults = app.service_settings(config, region="us-west-2").defaults
     assert defaults == ServiceDefaults(scheme="internet-facing", target_type="ip",
                                        ssl_policy="P", tags={"a": "1", "b": "2"})
 
@@ -289,7 +293,7 @@ BAD: list[tuple[dict[str, str], str]] = [
     ({"aws-load-balancer-healthcheck-protocol": "HTTP",
       "aws-load-balancer-healthcheck-path": "healthz"},
      'aws-load-balancer-healthcheck-path: "healthz" must start with "/" and be at most 1024 '
-     "characters"),
+     "printable ASCII characters"),
     ({"aws-load-balancer-healthcheck-protocol": "HTTP",
       "aws-load-balancer-healthcheck-success-codes": "200-600"},
      'aws-load-balancer-healthcheck-success-codes: "200-600" is not a list of HTTP codes or '
@@ -318,9 +322,12 @@ BAD: list[tuple[dict[str, str], str]] = [
      'aws-load-balancer-ip-address-type: "ipv6" is not one of: ipv4, dualstack'),
     ({"aws-load-balancer-subnets": " , "},
      'aws-load-balancer-subnets: " , " lists no subnet ID or name'),
-    ({"aws-load-balancer-ssl-cert": "arn:aws:acm:x, my-cert"},
-     'aws-load-balancer-ssl-cert: "arn:aws:acm:x, my-cert" has "my-cert", which is not a '
-     "certificate ARN"),
+    ({"aws-load-balancer-ssl-cert": "arn:aws:acm:us-west-2:1:certificate/a, my-cert"},
+     'aws-load-balancer-ssl-cert: "arn:aws:acm:us-west-2:1:certificate/a, my-cert" has '
+     '"my-cert", which is not a certificate ARN (ACM or IAM)'),
+    ({"aws-load-balancer-ssl-cert": "arn:aws:s3:::bucket"},
+     'aws-load-balancer-ssl-cert: "arn:aws:s3:::bucket" has "arn:aws:s3:::bucket", which is '
+     "not a certificate ARN (ACM or IAM)"),
     ({"aws-load-balancer-ssl-negotiation-policy": ""},
      'aws-load-balancer-ssl-negotiation-policy: "" is empty'),
     ({"aws-load-balancer-backend-protocol": "http"},

@@ -1,4 +1,4 @@
-"""`ServiceSettings.lane=False`: checkpoint skips without the paced LOW lane (upstream's
+"""`LaneSettings(lane=False)`: checkpoint skips without the paced LOW lane (upstream's
 prototype, PR #3821): every event is queued NORMAL on one unpaced FIFO."""
 
 from __future__ import annotations
@@ -7,40 +7,39 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller import checkpoint
+from controller import service
+from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
-from controller.deploy import DeployerSettings, StackDeployer
-from controller.service import controller as service
+from controller.deploy import StackDeployer
+from controller.reconcilers import LaneSettings
 from controller.service.model import checkpoint_of
 from controller.service.reconciler import ServiceReconciler
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
-from runtime.handlers import EventKind, Request
 from runtime.manager import Manager
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 from runtime.resources import SERVICES
-from runtime.workqueue import LOW, NORMAL
 from tests.queues import finish_ready
 from tests.unit.service.objects import by_class
 
 
-def _settings(*, lane: bool = True, checkpoints: bool = True) -> service.ServiceSettings:
-    return service.ServiceSettings(
+def _settings(*, lane: bool = True, checkpoints: bool = True) -> service.Settings:
+    return service.Settings(
         cluster_name="prod", region="us-west-2", vpc_id="vpc-1",
-        deployer=DeployerSettings(cluster_name="prod"),
-        verify_qps=2.0, verify_burst=2, lane=lane, checkpoints=checkpoints)
+        lanes=LaneSettings(verify_qps=2.0, verify_burst=2, lane=lane, checkpoints=checkpoints))
 
 
 def test_low_lane_pace() -> None:
-    assert _settings().low_lane_qps == 2.0
-    assert _settings(lane=False).low_lane_qps is None
-    assert _settings(checkpoints=False).low_lane_qps is None
+    assert _settings().lanes.low_lane_qps == 2.0
+    assert _settings(lane=False).lanes.low_lane_qps is None
+    assert _settings(checkpoints=False).lanes.low_lane_qps is None
 
 
 async def test_without_lane_unchanged_services_are_normal_and_unpaced(
         envtest_kubeconfig: Path) -> None:
     unchanged = by_class({"aws-load-balancer-nlb-target-type": "ip"})
     model = _settings().model
-    unchanged["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = checkpoint_of(
+    unchanged["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = checkpoint_of(
         unchanged, settings=model)
     aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
                       access_key="unused", secret_key="unused")

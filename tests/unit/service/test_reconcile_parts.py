@@ -8,20 +8,19 @@ from functools import partial
 from typing import Any
 
 from controller import checkpoint
+from controller.apis import (
+    CHECKPOINT_ANNOTATION,
+    CHECKPOINT_TIMESTAMP_ANNOTATION,
+    SERVICE_FINALIZER,
+)
+from controller.bindings import desired_object, matches_model, up_to_date
 from controller.deploy import ResolvedTargetGroupBinding
 from controller.service import ModelSettings, build_stack
-from controller.service.bindings import (
-    desired_object,
-    matches_model,
-    service_for_binding,
-    service_stack_index,
-    up_to_date,
-)
 from controller.service.model import checkpoint_of
-from controller.service.reconciler import FINALIZER, requests_for_service
 from controller.service.status import CONDITION_TYPE, clear_patch, status_patch
-from runtime.handlers import EnqueueFromMap, Request
-from runtime.workqueue import LOW, NORMAL
+from controller.service.watches import service_for_binding, service_stack_index, services_we_build
+from runtime.handlers import EnqueueFromMap
+from runtime.reconcile import LOW, NORMAL, Request
 from tests.unit.service.objects import by_class, service
 
 SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
@@ -54,8 +53,8 @@ def test_comparison_ignores_annotations_and_foreign_labels() -> None:
     live = copy.deepcopy(desired)
     live["metadata"].update(
         uid="u", resourceVersion="7", finalizers=["elbv2.k8s.aws/resources"],
-        annotations={checkpoint.CHECKPOINT_ANNOTATION: "a/b",
-                     checkpoint.CHECKPOINT_TIMESTAMP_ANNOTATION: "1"})
+        annotations={CHECKPOINT_ANNOTATION: "a/b",
+                     CHECKPOINT_TIMESTAMP_ANNOTATION: "1"})
     live["metadata"]["labels"]["extra"] = "x"
     live["status"] = {"observedGeneration": 1}
     assert up_to_date(live, desired)
@@ -107,13 +106,13 @@ class Recorded:
 
 def _handler(target: Recorded, *, enabled: bool = True) -> EnqueueFromMap:
     return EnqueueFromMap(
-        target, partial(requests_for_service, load_balancer_class="service.k8s.aws/nlb"),
+        target, services_we_build("service.k8s.aws/nlb"),
         priority=checkpoint.priority_function(partial(checkpoint_of, settings=SETTINGS),
                                               enabled=enabled))
 
 
 def _with_checkpoint(svc: dict[str, Any], value: str | None) -> dict[str, Any]:
-    svc["metadata"]["annotations"][checkpoint.CHECKPOINT_ANNOTATION] = value
+    svc["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
     return svc
 
 
@@ -140,7 +139,7 @@ def test_services_that_are_not_ours_are_not_queued() -> None:
     handler.on_add(plain, True)
     assert target.items == []
     # Still carrying our finalizer (it stopped qualifying): queued, at NORMAL, for cleanup.
-    plain["metadata"]["finalizers"] = [FINALIZER]
+    plain["metadata"]["finalizers"] = [SERVICE_FINALIZER]
     _with_checkpoint(plain, "v1:old")
     handler.on_add(plain, True)
     assert target.items == [(Request("shop", "web"), NORMAL)]

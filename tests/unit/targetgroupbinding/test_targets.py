@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from controller.apis import LabelSelector
+from controller.apis.targetgroupbinding import InvalidSpec, parse_spec
 from controller.targetgroupbinding import checkpoint
-from controller.targetgroupbinding.spec import InvalidSpec, LabelSelector, parse_spec
 from controller.targetgroupbinding.targets import (
     BackendNotFound,
     Target,

@@ -1,40 +1,26 @@
-"""The TargetGroupBindings a Service owns, as Kubernetes objects: what they should look like,
-whether the cached ones already do, and the writes that make them so.
+"""The managed TargetGroupBindings of a stack (a Service's or an Ingress group's), as
+Kubernetes objects: what they should look like, whether the cached ones already do, and the
+writes that make them so.
 
-A managed binding carries upstream's labels `service.k8s.aws/stack-name` and
-`service.k8s.aws/stack-namespace`; the TargetGroupBinding controller registers its targets.
-Comparisons look at the spec and our labels only: annotations are not ours (the TGB controller
-writes its `elbv2.k8s.aws/checkpoint*` there), so they are neither compared nor overwritten.
+A managed binding carries its stack's labels (upstream's `service.k8s.aws/stack-*` or
+`ingress.k8s.aws/stack*`); the TargetGroupBinding controller registers its targets.
+Comparisons look at the spec and the stack's labels only: annotations are not ours (the TGB
+controller writes its `elbv2.k8s.aws/checkpoint*` there), so they are neither compared nor
+overwritten.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
+from controller.apis import TARGETGROUPBINDINGS
 from controller.deploy import ResolvedTargetGroupBinding
 from controller.model import TargetGroupBindingResource
-from controller.service.model import STACK_NAME_LABEL, STACK_NAMESPACE_LABEL
-from controller.targetgroupbinding.spec import TARGETGROUPBINDINGS
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
-from runtime.handlers import Request
-
-Obj = dict[str, Any]
-
-SERVICE_STACK_INDEX: Final = "service-stack"  # managed TGB → "namespace/service name"
-
-
-def service_stack_index(obj: Obj) -> list[str]:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    name, namespace = labels.get(STACK_NAME_LABEL), labels.get(STACK_NAMESPACE_LABEL)
-    return [f"{namespace}/{name}"] if name and namespace else []
-
-
-def service_for_binding(obj: Obj) -> list[Request]:
-    """A managed binding's event wakes its Service (e.g. one deleted by hand is recreated)."""
-    return [Request(*key.split("/", 1)) for key in service_stack_index(obj)]
+from runtime.objects import Obj
 
 
 def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str) -> Obj:
@@ -93,7 +79,7 @@ class BindingWriter:
 
     async def apply(self, wanted: Iterable[ResolvedTargetGroupBinding],
                     cached: Mapping[str, Obj]) -> int:
-        """`cached`: the managed bindings of this Service in the cache, by name."""
+        """`cached`: the managed bindings of this stack in the cache, by name."""
         writes = 0
         for binding in wanted:
             desired = desired_object(binding)
@@ -140,13 +126,4 @@ class BindingWriter:
         return writes
 
 
-__all__ = [
-    "SERVICE_STACK_INDEX",
-    "BindingWriter",
-    "desired_object",
-    "desired_spec",
-    "matches_model",
-    "service_for_binding",
-    "service_stack_index",
-    "up_to_date",
-]
+__all__ = ["BindingWriter", "desired_object", "desired_spec", "matches_model", "up_to_date"]

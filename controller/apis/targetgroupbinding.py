@@ -11,16 +11,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from controller.selectors import LabelSelector, LabelSelectorRequirement
-from runtime.resources import Resource
-
-TARGETGROUPBINDINGS = Resource("elbv2.k8s.aws", "v1beta1", "targetgroupbindings",
-                               "TargetGroupBinding")
-FINALIZER = "elbv2.k8s.aws/resources"
+from controller.apis.selectors import LabelSelector, LabelSelectorRequirement
+from controller.errors import InvalidInput
 
 
-class InvalidSpec(ValueError):
+class InvalidSpec(InvalidInput):
     """The spec cannot be acted on; the message is shown to the user as is."""
+
+    condition_reason = "InvalidSpec"
 
 
 class _Model(BaseModel):
@@ -62,5 +60,5 @@ def parse_spec(obj: dict[str, Any]) -> TargetGroupBindingSpec:
         raise InvalidSpec(f"invalid TargetGroupBinding spec: {where}: {message}") from None
 
 
-__all__ = ["FINALIZER", "TARGETGROUPBINDINGS", "InvalidSpec", "LabelSelector",
-           "LabelSelectorRequirement", "ServiceReference", "TargetGroupBindingSpec", "parse_spec"]
+__all__ = ["InvalidSpec", "LabelSelector", "LabelSelectorRequirement", "ServiceReference",
+           "TargetGroupBindingSpec", "parse_spec"]

@@ -7,16 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import validation
+from controller import flagrules
 from controller.deploy.tags import CLUSTER_TAG, resource_tag, stack_tag
 
 
 def test_the_reserved_keys_are_the_ones_the_deployer_writes() -> None:
     written = {CLUSTER_TAG} | {f(kind) for kind in ("ingress", "service")
                                for f in (stack_tag, resource_tag)}
-    assert written <= validation.TRACKING_TAG_KEYS
+    assert written <= flagrules.TRACKING_TAG_KEYS
     # Upstream also reserves the backend security group's resource key.
-    assert validation.TRACKING_TAG_KEYS - written == {"elbv2.k8s.aws/resource"}
+    assert flagrules.TRACKING_TAG_KEYS - written == {"elbv2.k8s.aws/resource"}
 
 
 @pytest.mark.parametrize(("key", "ok"), [
@@ -26,20 +26,20 @@ def test_the_reserved_keys_are_the_ones_the_deployer_writes() -> None:
     ("a*b", False), ("a#b", False), ("a\tb", False), ("a,b", False),
 ])
 def test_tag_keys(key: str, ok: bool) -> None:
-    assert (validation.tag_key_problem(key) is None) is ok
+    assert (flagrules.tag_key_problem(key) is None) is ok
 
 
 @pytest.mark.parametrize(("value", "ok"), [
     ("", True), ("v" * 256, True), ("v" * 257, False), ("aws:x", True), ("a|b", False),
 ])
 def test_tag_values(value: str, ok: bool) -> None:
-    assert (validation.tag_value_problem("k", value) is None) is ok
+    assert (flagrules.tag_value_problem("k", value) is None) is ok
 
 
 def test_the_tag_count_leaves_room_for_the_tracking_tags() -> None:
-    assert validation.MAX_DEFAULT_TAGS == 47
-    assert validation.tags_problem({f"k{i}": "" for i in range(47)}) is None
-    assert "48 tags" in (validation.tags_problem({f"k{i}": "" for i in range(48)}) or "")
+    assert flagrules.MAX_DEFAULT_TAGS == 47
+    assert flagrules.tags_problem({f"k{i}": "" for i in range(47)}) is None
+    assert "48 tags" in (flagrules.tags_problem({f"k{i}": "" for i in range(48)}) or "")
 
 
 @pytest.mark.parametrize(("name", "label", "subdomain", "qualified"), [
@@ -59,15 +59,15 @@ def test_the_tag_count_leaves_room_for_the_tracking_tags() -> None:
     ("a/b/c", False, False, False),
 ])
 def test_kubernetes_names(name: str, label: bool, subdomain: bool, qualified: bool) -> None:
-    assert (validation.dns_label_problem(name) is None) is label
-    assert (validation.dns_subdomain_problem(name) is None) is subdomain
-    assert (validation.qualified_name_problem(name) is None) is qualified
+    assert (flagrules.dns_label_problem(name) is None) is label
+    assert (flagrules.dns_subdomain_problem(name) is None) is subdomain
+    assert (flagrules.qualified_name_problem(name) is None) is qualified
 
 
 def test_subdomains_stop_at_253_characters() -> None:
     name = ".".join(["a" * 63] * 4)[:253]
-    assert validation.dns_subdomain_problem(name) is None
-    assert validation.dns_subdomain_problem(name + "a") is not None
+    assert flagrules.dns_subdomain_problem(name) is None
+    assert flagrules.dns_subdomain_problem(name + "a") is not None
 
 
 @pytest.mark.parametrize(("name", "ok"), [
@@ -76,7 +76,7 @@ def test_subdomains_stop_at_253_characters() -> None:
     ("prod/eu", False), ("prod eu", False),
 ])
 def test_cluster_names(name: str, ok: bool) -> None:
-    assert (validation.cluster_name_problem(name) is None) is ok
+    assert (flagrules.cluster_name_problem(name) is None) is ok
 
 
 @pytest.mark.parametrize(("region", "ok"), [
@@ -86,14 +86,14 @@ def test_cluster_names(name: str, ok: bool) -> None:
     ("us-west-2 ", False), ("", False),
 ])
 def test_regions(region: str, ok: bool) -> None:
-    assert (validation.region_problem(region) is None) is ok
+    assert (flagrules.region_problem(region) is None) is ok
 
 
 @given(st.text(max_size=300))
 def test_any_input_gets_at_most_one_line(text: str) -> None:
-    checks = (validation.tag_key_problem(text), validation.tag_value_problem("k", text),
-              validation.dns_label_problem(text), validation.dns_subdomain_problem(text),
-              validation.qualified_name_problem(text), validation.cluster_name_problem(text),
-              validation.region_problem(text))
+    checks = (flagrules.tag_key_problem(text), flagrules.tag_value_problem("k", text),
+              flagrules.dns_label_problem(text), flagrules.dns_subdomain_problem(text),
+              flagrules.qualified_name_problem(text), flagrules.cluster_name_problem(text),
+              flagrules.region_problem(text))
     for problem in checks:
         assert problem is None or "\n" not in problem

@@ -1,0 +1,31 @@
+"""Names aiolbc shares with upstream and with users: annotation prefixes, finalizers, labels,
+the checkpoint annotations. One home, so no two modules can disagree on one."""
+
+from __future__ import annotations
+
+from typing import Final
+
+SERVICE_ANNOTATION_PREFIX: Final = "service.beta.kubernetes.io/"
+INGRESS_ANNOTATION_PREFIX: Final = "alb.ingress.kubernetes.io/"
+LEGACY_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
+DEFAULT_CLASS_ANNOTATION: Final = "ingressclass.kubernetes.io/is-default-class"
+ALB_CONTROLLER: Final = "ingress.k8s.aws/alb"  # IngressClass spec.controller
+# Upstream's backend port name pointing a path at an `actions.<service name>` annotation.
+USE_ANNOTATION: Final = "use-annotation"
+
+# Written on Services, Ingresses and TargetGroupBindings after a successful deploy.
+CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
+CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
+CHECKPOINT_ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
+
+SERVICE_FINALIZER: Final = "service.k8s.aws/resources"
+TARGETGROUPBINDING_FINALIZER: Final = "elbv2.k8s.aws/resources"
+INGRESS_FINALIZER: Final = "ingress.k8s.aws/resources"  # an Ingress on its own
+INGRESS_GROUP_FINALIZER_PREFIX: Final = "group.ingress.k8s.aws/"  # + explicit group name
+
+# Labels of the TargetGroupBindings a stack owns.
+SERVICE_STACK_NAME_LABEL: Final = "service.k8s.aws/stack-name"
+SERVICE_STACK_NAMESPACE_LABEL: Final = "service.k8s.aws/stack-namespace"
+INGRESS_STACK_LABEL: Final = "ingress.k8s.aws/stack"  # explicit group: the group name
+INGRESS_STACK_NAME_LABEL: Final = "ingress.k8s.aws/stack-name"  # implicit group: the Ingress
+INGRESS_STACK_NAMESPACE_LABEL: Final = "ingress.k8s.aws/stack-namespace"

@@ -1,0 +1,17 @@
+"""Upstream's defaults (pkg/config/*.go), one home for the flags, the model builders and the
+docs. A leaf module: the pure model stages read defaults from here, never from the CLI."""
+
+from __future__ import annotations
+
+from typing import Final
+
+DEFAULT_LEADER_ELECTION_ID: Final = "aws-load-balancer-controller-leader"
+DEFAULT_METRICS_BIND_ADDR: Final = ":8080"
+DEFAULT_HEALTH_PROBE_BIND_ADDR: Final = ":61779"
+DEFAULT_INGRESS_CLASS: Final = "alb"
+DEFAULT_LOAD_BALANCER_CLASS: Final = "service.k8s.aws/nlb"
+DEFAULT_SSL_POLICY: Final = "ELBSecurityPolicy-2016-08"
+DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 3
+DEFAULT_SYNC_PERIOD: Final = 10 * 3600.0
+DEFAULT_TGB_MAX_BACKOFF: Final = 1000.0  # 16m40s
+DEFAULT_AWS_MAX_RETRIES: Final = 10

@@ -1,0 +1,15 @@
+"""One family for bad input. Every parser and model builder raises a subclass of `InvalidInput`
+for anything a user must fix (an annotation, a spec, a class parameter, a model AWS would
+refuse): its `str()` is one line meant for the object's Warning Event and status condition, the
+reconcile makes no AWS call for that object, and it is not retried until the object changes.
+
+`condition_reason` is the status condition reason of each member (upstream's names where it
+has them): the toolkit in `controller/reconcilers.py` reports every member the same way."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class InvalidInput(ValueError):
+    condition_reason: ClassVar[str] = "InvalidInput"

@@ -1,0 +1,240 @@
+"""What the Ingress controller watches, and what each event means to it. Every watched kind maps
+to the Ingress groups it concerns (`GroupMapper`, cache reads only); the priority is decided per
+group (checkpoints), and updates that change nothing the model reads — our own status and
+checkpoint writes, a Service's status, the TargetGroupBinding controller's writes — are dropped
+by the views (`GroupHandler`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import structlog
+
+from controller.annotations import load_json
+from controller.apis import (
+    CHECKPOINT_ANNOTATIONS,
+    INGRESS_STACK_LABEL,
+    INGRESS_STACK_NAME_LABEL,
+    INGRESS_STACK_NAMESPACE_LABEL,
+    INGRESSCLASSPARAMS,
+    USE_ANNOTATION,
+)
+from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
+from controller.ingress.annotations import oidc_secret_names
+from controller.ingress.caches import Caches
+from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
+from runtime.handlers import Enqueuer, default_priority, unwrap_tombstone
+from runtime.objects import (
+    Obj,
+    annotations_of,
+    as_dict,
+    as_list,
+    as_str,
+    dig,
+    key_of,
+    labels_of,
+    meta,
+)
+from runtime.predicates import EventKind
+from runtime.reconcile import NORMAL, Request
+from runtime.store import NAMESPACE_INDEX
+
+log = structlog.get_logger("ingress")
+
+SERVICE_INDEX: Final = "ingress-service"  # Ingress → namespace/name of every Service it names
+SECRET_INDEX: Final = "ingress-secret"  # Ingress → namespace/name of its OIDC Secret
+BINDING_STACK_INDEX: Final = "ingress-stack"  # managed TGB → Request.key of its group
+
+MapFn = Callable[[Obj], Iterable[Request]]
+GroupPriority = Callable[[Request, EventKind, int], int]
+Relevant = Callable[[Obj], Any]
+
+
+def ingress_view(obj: Obj) -> Any:
+    m = meta(obj)
+    annotations = {k: v for k, v in annotations_of(obj).items()
+                   if k not in CHECKPOINT_ANNOTATIONS}
+    return (obj.get("spec"), annotations, bool(m.get("deletionTimestamp")))
+
+
+def service_view(obj: Obj) -> Any:
+    m = meta(obj)
+    return (obj.get("spec"), m.get("annotations"), m.get("uid"))
+
+
+def secret_view(obj: Obj) -> Any:
+    return obj.get("data")
+
+
+def spec_and_annotations(obj: Obj) -> Any:
+    return (obj.get("spec"), meta(obj).get("annotations"))
+
+
+def labels_view(obj: Obj) -> Any:
+    return meta(obj).get("labels")
+
+
+class GroupHandler:
+    """Like `runtime.handlers.EnqueueFromMap`, with a priority per group and a relevance view:
+    an update whose view is unchanged enqueues nothing (resyncs always pass)."""
+
+    def __init__(self, target: Enqueuer, map_fn: MapFn, *, priority: GroupPriority,
+                 view: Relevant | None = None, deletes_only: bool = False) -> None:
+        self._target = target
+        self._map = map_fn
+        self._priority = priority
+        self._view = view
+        self._deletes_only = deletes_only
+
+    def _emit(self, requests: Iterable[Request], kind: EventKind, obj: Obj) -> None:
+        default = default_priority(kind)
+        # An object being deleted (a member, a backend Service, a binding) is a real change for
+        # every group it concerns, whatever the checkpoints say.
+        deleting = bool(meta(obj).get("deletionTimestamp"))
+        for request in dict.fromkeys(requests):
+            try:
+                prio = NORMAL if deleting else self._priority(request, kind, default)
+            except Exception:  # never raise into the informer's delivery loop
+                log.exception("priority decision failed", group=request.key)
+                prio = default
+            self._target.enqueue(request, priority=prio)
+
+    def _safe_map(self, obj: Obj) -> list[Request]:
+        try:
+            return list(self._map(obj))
+        except Exception:
+            log.exception("mapping an event to Ingress groups failed")
+            return []
+
+    def on_add(self, obj: Obj, is_initial_list: bool) -> None:
+        if self._deletes_only:
+            return
+        self._emit(self._safe_map(obj), EventKind.INITIAL_ADD if is_initial_list
+                   else EventKind.ADD, obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        unchanged = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
+        if unchanged:
+            if not self._deletes_only:
+                self._emit(self._safe_map(new), EventKind.RESYNC, new)
+            return
+        if self._deletes_only:
+            if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
+                self._emit(self._safe_map(new), EventKind.UPDATE, new)
+            return
+        if self._view is not None and self._view(old) == self._view(new):
+            return
+        self._emit([*self._safe_map(new), *self._safe_map(old)], EventKind.UPDATE, new)
+
+    def on_delete(self, obj: Any) -> None:
+        gone = unwrap_tombstone(obj)
+        self._emit(self._safe_map(gone), EventKind.DELETE, gone)
+
+
+# ---- indexes -----------------------------------------------------------------------------
+
+def ingress_service_index(ing: Obj) -> list[str]:
+    """namespace/name of every Service an Ingress routes to (rules, default backend, forward
+    actions in annotations)."""
+    namespace = str(meta(ing).get("namespace") or "")
+    spec = as_dict(ing.get("spec"))
+    names: dict[str, None] = {}
+    backends: list[Any] = [spec.get("defaultBackend")]
+    for rule in as_list(spec.get("rules")):
+        for path in as_list(dig(rule, "http", "paths")):
+            backends.append(dig(path, "backend"))
+    for backend in backends:
+        name = as_str(dig(backend, "service", "name"))
+        if name and dig(backend, "service", "port", "name") != USE_ANNOTATION:
+            names[name] = None
+    for key, value in annotations_of(ing).items():
+        if isinstance(key, str) and key.startswith(PREFIX + "actions.") and isinstance(value, str):
+            names.update(dict.fromkeys(_forward_services(value)))
+    return [f"{namespace}/{name}" for name in names]
+
+
+def _forward_services(raw: str) -> list[str]:
+    try:
+        action = load_json(raw)
+    except ValueError:
+        return []
+    if not isinstance(action, dict):
+        return []
+    forward = next((v for k, v in action.items() if str(k).lower() == "forwardconfig"), None)
+    groups = next((v for k, v in forward.items() if str(k).lower() == "targetgroups"),
+                  None) if isinstance(forward, dict) else None
+    found: list[str] = []
+    for tg in groups if isinstance(groups, list) else []:
+        if isinstance(tg, dict):
+            name = next((v for k, v in tg.items() if str(k).lower() == "servicename"), None)
+            if isinstance(name, str) and name:
+                found.append(name)
+    return found
+
+
+def ingress_secret_index(ing: Obj) -> list[str]:
+    namespace = str(meta(ing).get("namespace") or "")
+    return [f"{namespace}/{name}" for name in oidc_secret_names(ing)]
+
+
+def binding_stack_index(obj: Obj) -> list[str]:
+    labels = labels_of(obj)
+    if labels.get(INGRESS_STACK_LABEL):
+        return [str(labels[INGRESS_STACK_LABEL])]
+    name = labels.get(INGRESS_STACK_NAME_LABEL)
+    namespace = labels.get(INGRESS_STACK_NAMESPACE_LABEL)
+    return [f"{namespace}/{name}"] if name and namespace else []
+
+
+# ---- mapping -----------------------------------------------------------------------------
+
+class GroupMapper:
+    """Which groups an object of each watched kind concerns."""
+
+    def __init__(self, loader: GroupLoader, caches: Caches) -> None:
+        self._loader = loader
+        self._caches = caches
+    def groups_for_ingress(self, obj: Obj) -> list[Request]:
+        return self._loader.groups_of(obj)
+
+    def _groups_of_ingresses(self, ingresses: Iterable[Obj]) -> list[Request]:
+        found: dict[Request, None] = {}
+        for ing in ingresses:
+            found.update(dict.fromkeys(self._loader.groups_of(ing)))
+        return list(found)
+
+    def groups_for_service(self, obj: Obj) -> list[Request]:
+        return self._groups_of_ingresses(
+            self._caches.ingresses.by_index(SERVICE_INDEX, key_of(obj)))
+
+    def groups_for_secret(self, obj: Obj) -> list[Request]:
+        return self._groups_of_ingresses(
+            self._caches.ingresses.by_index(SECRET_INDEX, key_of(obj)))
+
+    def groups_for_class(self, obj: Obj) -> list[Request]:
+        name = str(meta(obj).get("name") or "")
+        # Ingresses naming no class may be taken by a default class.
+        return self._groups_of_ingresses([
+            *self._caches.ingresses.by_index(CLASS_INDEX, name),
+            *self._caches.ingresses.by_index(CLASS_INDEX, "")])
+
+    def groups_for_params(self, obj: Obj) -> list[Request]:
+        name = meta(obj).get("name")
+        found: list[Request] = []
+        for cls in self._caches.classes.list():
+            ref = as_dict(dig(cls, "spec", "parameters"))
+            if isinstance(ref, dict) and ref.get("kind") == INGRESSCLASSPARAMS.kind \
+                    and ref.get("name") == name:
+                found.extend(self.groups_for_class(cls))
+        group = dig(obj, "spec", "group", "name")
+        if isinstance(group, str) and group:
+            found.append(Request("", group))
+        return list(dict.fromkeys(found))
+
+    def groups_for_namespace(self, obj: Obj) -> list[Request]:
+        return self._groups_of_ingresses(self._caches.ingresses.by_index(
+            NAMESPACE_INDEX, str(meta(obj).get("name") or "")))
+
+    def group_for_binding(self, obj: Obj) -> list[Request]:
+        return [request_of_key(k) for k in binding_stack_index(obj)]

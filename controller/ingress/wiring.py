@@ -1,0 +1,138 @@
+"""Wiring of the Ingress controller into a Manager: its settings, the informers and indexes it
+reads, its watches (each kind mapped to the groups it concerns, through views that drop
+writes the model does not read), the queue's LOW lane, the deployer and the reconciler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
+from controller.aws import AWSClientPool
+from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
+from controller.deploy import DeployerSettings, StackDeployer
+from controller.ingress.caches import Caches
+from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
+from controller.ingress.model import BuilderSettings
+from controller.ingress.reconciler import IngressReconciler
+from controller.ingress.watches import (
+    BINDING_STACK_INDEX,
+    SECRET_INDEX,
+    SERVICE_INDEX,
+    GroupHandler,
+    GroupMapper,
+    GroupPriority,
+    MapFn,
+    Relevant,
+    binding_stack_index,
+    ingress_secret_index,
+    ingress_service_index,
+    ingress_view,
+    labels_view,
+    secret_view,
+    service_view,
+    spec_and_annotations,
+)
+from controller.reconcilers import LaneSettings, controller_options
+from runtime.builder import ControllerBuilder, HandlerFactory
+from runtime.controller import Controller
+from runtime.handlers import Enqueuer
+from runtime.manager import Manager
+from runtime.predicates import EventKind
+from runtime.reconcile import NORMAL, Request
+from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
+
+CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    cluster_name: str
+    region: str
+    vpc_id: str
+    ingress_class: str = DEFAULT_INGRESS_CLASS  # --ingress-class
+    default_scheme: Literal["internal", "internet-facing"] = "internal"
+    default_target_type: Literal["instance", "ip"] = "instance"
+    default_ssl_policy: str = DEFAULT_SSL_POLICY
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+    max_concurrent_reconciles: int = 3
+    max_backoff: float = 1000.0
+    lanes: LaneSettings = field(default_factory=LaneSettings)
+    cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
+    in_use_backoff: float = 0.2  # a target group still in use: first retry after this
+
+    def builder(self) -> BuilderSettings:
+        return BuilderSettings(cluster_name=self.cluster_name, region=self.region,
+                               vpc_id=self.vpc_id, ingress_class=self.ingress_class,
+                               default_scheme=self.default_scheme,
+                               default_target_type=self.default_target_type,
+                               default_ssl_policy=self.default_ssl_policy,
+                               default_tags=dict(self.default_tags),
+                               external_managed_tags=self.external_managed_tags)
+
+
+def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPriority:
+    """The handlers' priority function: the checkpoint decision when the LOW lane is on;
+    otherwise every event is NORMAL (a matching checkpoint then only makes the reconcile
+    skip its AWS calls)."""
+    if lanes.prioritised:
+        return checkpointed
+
+    def normal(request: Request, kind: EventKind, default: int) -> int:
+        return NORMAL
+
+    return normal
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
+    ingresses = manager.informer(INGRESSES)
+    services = manager.informer(SERVICES)
+    secrets = manager.informer(SECRETS)
+    classes = manager.informer(INGRESSCLASSES)
+    params = manager.informer(INGRESSCLASSPARAMS)
+    namespaces = manager.informer(NAMESPACES)
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
+                    classes=classes.store, params=params.store, namespaces=namespaces.store)
+    loader = GroupLoader(caches, ingress_class=settings.ingress_class)
+    ingresses.add_indexer(GROUP_INDEX, index_keys)
+    ingresses.add_indexer(CLASS_INDEX, class_keys)
+    ingresses.add_indexer(SERVICE_INDEX, ingress_service_index)
+    ingresses.add_indexer(SECRET_INDEX, ingress_secret_index)
+    bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index)
+
+    deployer = StackDeployer(pool, DeployerSettings(cluster_name=settings.cluster_name,
+                                                    in_use_backoff=settings.in_use_backoff),
+                             clock=manager.clock)
+    reconciler = IngressReconciler(
+        client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
+        deployer=deployer, pool=pool, settings=settings.builder(),
+        recorder=manager.recorder, clock=manager.clock,
+        checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll)
+    groups = GroupMapper(loader, caches)
+    prio = group_priority(settings.lanes, reconciler.priority)
+
+    def handler(map_fn: MapFn, view: Relevant | None = None, *,
+                deletes_only: bool = False) -> HandlerFactory:
+        def factory(controller: Enqueuer) -> GroupHandler:
+            return GroupHandler(controller, map_fn, priority=prio, view=view,
+                                deletes_only=deletes_only)
+        return factory
+
+    return (ControllerBuilder(manager, CONTROLLER_NAME)
+            .watches_handler(ingresses, handler(groups.groups_for_ingress, ingress_view))
+            .watches_handler(services, handler(groups.groups_for_service, service_view))
+            .watches_handler(secrets, handler(groups.groups_for_secret, secret_view))
+            .watches_handler(classes, handler(groups.groups_for_class, spec_and_annotations))
+            .watches_handler(params, handler(groups.groups_for_params, spec_and_annotations))
+            .watches_handler(namespaces, handler(groups.groups_for_namespace, labels_view))
+            .watches_handler(bindings, handler(groups.group_for_binding, deletes_only=True))
+            .with_options(controller_options(
+                settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
+                max_backoff=settings.max_backoff, gate=pool.verification_budget))
+            .complete(reconciler))
+
+
+__all__ = ["CONTROLLER_NAME", "Settings", "group_priority", "setup"]

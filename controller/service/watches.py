@@ -1,0 +1,63 @@
+"""What the Service controller watches: Services (only those it builds for, or still holds a
+finalizer on) and their managed TargetGroupBindings. The views say which updates are changes;
+the controller's own writes (finalizer, checkpoint, status) and the TargetGroupBinding
+controller's (its checkpoint and status) are outside them, so they never wake a Service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from controller.apis import (
+    SERVICE_FINALIZER,
+    SERVICE_STACK_NAME_LABEL,
+    SERVICE_STACK_NAMESPACE_LABEL,
+)
+from controller.service.annotations import qualifies, relevant_annotations
+from runtime.objects import Obj, has_finalizer, is_deleting, labels_of, meta
+from runtime.reconcile import Request
+
+SERVICE_STACK_INDEX: Final = "service-stack"  # managed TGB → "namespace/service name"
+
+
+def service_stack_index(obj: Obj) -> list[str]:
+    labels = labels_of(obj)
+    name = labels.get(SERVICE_STACK_NAME_LABEL)
+    namespace = labels.get(SERVICE_STACK_NAMESPACE_LABEL)
+    return [f"{namespace}/{name}"] if name and namespace else []
+
+
+def service_for_binding(obj: Obj) -> list[Request]:
+    """A managed binding's event wakes its Service (e.g. one deleted by hand is recreated)."""
+    return [Request(*key.split("/", 1)) for key in service_stack_index(obj)]
+
+
+def services_we_build(load_balancer_class: str) -> Callable[[Obj], list[Request]]:
+    """Services we build for, or still hold a finalizer on; the rest never need us, so they
+    are not even queued (most Services of a cluster are not load balancers)."""
+    def map_fn(obj: Obj) -> list[Request]:
+        if has_finalizer(obj, SERVICE_FINALIZER) or qualifies(
+                obj, load_balancer_class=load_balancer_class):
+            return [Request.for_object(obj)]
+        return []
+    return map_fn
+
+
+def service_view(obj: Obj) -> Any:
+    """What the model reads: the spec and our annotations; plus identity and deletion."""
+    return (obj.get("spec"), relevant_annotations(obj), meta(obj).get("uid"), is_deleting(obj))
+
+
+def binding_view(obj: Obj) -> Any:
+    """A managed binding matters to its Service by its spec, its labels and its deletion."""
+    return (obj.get("spec"), labels_of(obj), is_deleting(obj))
+
+
+__all__ = [
+    "SERVICE_STACK_INDEX",
+    "binding_view",
+    "service_for_binding",
+    "service_stack_index",
+    "service_view",
+    "services_we_build",
+]

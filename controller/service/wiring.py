@@ -1,0 +1,85 @@
+"""Wiring of the Service controller into a Manager: its settings, the informers and indexes it
+reads, its watches (with the views that tell changes from anyone's status and checkpoint
+writes), the queue's paced LOW lane, the deployer and the reconciler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.apis import TARGETGROUPBINDINGS
+from controller.aws import AWSClientPool
+from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
+from controller.deploy import DeployerSettings, StackDeployer
+from controller.reconcilers import LaneSettings, controller_options
+from controller.service.annotations import ServiceDefaults
+from controller.service.model import ModelSettings
+from controller.service.reconciler import ServiceReconciler
+from controller.service.watches import (
+    SERVICE_STACK_INDEX,
+    binding_view,
+    service_for_binding,
+    service_stack_index,
+    service_view,
+    services_we_build,
+)
+from runtime.builder import ControllerBuilder
+from runtime.controller import Controller
+from runtime.manager import Manager
+from runtime.predicates import ViewChanged
+from runtime.resources import SERVICES
+
+CONTROLLER_NAME = "service"  # upstream's name, so dashboards match
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    cluster_name: str
+    region: str
+    vpc_id: str
+    load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
+    defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
+    max_concurrent_reconciles: int = 3
+    lanes: LaneSettings = field(default_factory=LaneSettings)
+    cleanup_poll: float = 5.0  # re-check while managed bindings are being deleted
+    in_use_backoff: float = 0.2  # a target group still in use: first retry after this
+
+    @property
+    def model(self) -> ModelSettings:
+        return ModelSettings(cluster_name=self.cluster_name, region=self.region,
+                             vpc_id=self.vpc_id, load_balancer_class=self.load_balancer_class,
+                             defaults=self.defaults)
+
+    @property
+    def deployer(self) -> DeployerSettings:
+        return DeployerSettings(cluster_name=self.cluster_name,
+                                in_use_backoff=self.in_use_backoff)
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+          deployer: StackDeployer | None = None) -> Controller:
+    """Register the Service controller. `deployer` may be shared with another controller;
+    by default it gets its own (with its own cache of the ARNs it owns)."""
+    services = manager.informer(SERVICES)
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
+    reconciler = ServiceReconciler(
+        client=manager.client, services=services.store, bindings=bindings.store,
+        deployer=deployer or StackDeployer(pool, settings.deployer, clock=manager.clock),
+        recorder=manager.recorder, settings=settings.model,
+        checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
+        cleanup_poll=settings.cleanup_poll)
+    return (ControllerBuilder(manager, CONTROLLER_NAME)
+            .watches(services, services_we_build(settings.load_balancer_class),
+                     priority=reconciler.priority, predicates=[ViewChanged(service_view)])
+            # Default priorities: a managed binding deleted or edited by hand wakes its Service
+            # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
+            # never lift a Service's paced verification into a NORMAL reconcile the checkpoint
+            # would skip.
+            .watches(bindings, service_for_binding, predicates=[ViewChanged(binding_view)])
+            .with_options(controller_options(
+                settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
+                gate=pool.verification_budget))
+            .complete(reconciler))
+
+
+__all__ = ["CONTROLLER_NAME", "Settings", "setup"]

@@ -1,0 +1,110 @@
+"""What the TargetGroupBinding controller watches, and what each event means to it: the indexes
+its mapping functions read, the mapping functions themselves (cache reads only, never raising on
+any JSON), and the views that decide which updates are changes at all — the controller's own
+writes (finalizer, checkpoint annotation, status) are outside every view, so they never wake the
+binding they were made to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from runtime.objects import Obj, is_deleting, labels_of, name_of, namespace_of
+from runtime.reconcile import Request
+from runtime.store import Store
+
+SERVICE_INDEX: Final = "service"  # TGB → "namespace/service name"
+TARGET_TYPE_INDEX: Final = "targetType"  # TGB → spec.targetType ("" when inferred)
+SLICE_SERVICE_INDEX: Final = "service"  # EndpointSlice → "namespace/service name"
+SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
+
+
+def _spec(obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def binding_service_index(obj: Obj) -> list[str]:
+    ref = _spec(obj).get("serviceRef")
+    name = ref.get("name") if isinstance(ref, dict) else None
+    namespace = namespace_of(obj)
+    return [f"{namespace}/{name}"] if isinstance(name, str) and name and namespace else []
+
+
+def binding_target_type_index(obj: Obj) -> list[str]:
+    value = _spec(obj).get("targetType")
+    return [value if isinstance(value, str) else ""]
+
+
+def slice_service_index(obj: Obj) -> list[str]:
+    service = labels_of(obj).get(SERVICE_NAME_LABEL)
+    namespace = namespace_of(obj)
+    return [f"{namespace}/{service}"] if service and namespace else []
+
+
+# ---- views --------------------------------------------------------------------------------
+
+def binding_view(obj: Obj) -> Any:
+    return (_spec(obj), is_deleting(obj))
+
+
+def service_view(obj: Obj) -> Any:
+    """A Service matters to its bindings by its ports and type (nodePorts, target ports)."""
+    return _spec(obj)
+
+
+def slice_view(obj: Obj) -> Any:
+    return (obj.get("endpoints"), obj.get("ports"), obj.get("addressType"),
+            labels_of(obj).get(SERVICE_NAME_LABEL))
+
+
+def node_view(obj: Obj) -> Any:
+    """What decides whether a node carries traffic, not its heartbeats."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    ready = [(c.get("type"), c.get("status")) for c in conditions or []
+             if isinstance(c, dict) and c.get("type") == "Ready"]
+    return (labels_of(obj), _spec(obj), ready, is_deleting(obj))
+
+
+# ---- mapping ------------------------------------------------------------------------------
+
+def bindings_of_service(bindings: Store) -> Callable[[Obj], list[Request]]:
+    def map_fn(obj: Obj) -> list[Request]:
+        key = f"{namespace_of(obj)}/{name_of(obj)}"
+        return [Request.for_object(b) for b in bindings.by_index(SERVICE_INDEX, key)]
+    return map_fn
+
+
+def bindings_of_slice(bindings: Store) -> Callable[[Obj], list[Request]]:
+    def map_fn(obj: Obj) -> list[Request]:
+        return [Request.for_object(b) for key in slice_service_index(obj)
+                for b in bindings.by_index(SERVICE_INDEX, key)]
+    return map_fn
+
+
+def bindings_of_node(bindings: Store) -> Callable[[Obj], list[Request]]:
+    """Bindings whose type is inferred may be instance bindings too; they are few, and a
+    checkpoint match makes their reconcile free."""
+    def map_fn(obj: Obj) -> list[Request]:
+        del obj  # every node concerns every instance binding
+        return [Request.for_object(b) for value in ("instance", "")
+                for b in bindings.by_index(TARGET_TYPE_INDEX, value)]
+    return map_fn
+
+
+__all__ = [
+    "SERVICE_INDEX",
+    "SLICE_SERVICE_INDEX",
+    "TARGET_TYPE_INDEX",
+    "binding_service_index",
+    "binding_target_type_index",
+    "binding_view",
+    "bindings_of_node",
+    "bindings_of_service",
+    "bindings_of_slice",
+    "node_view",
+    "service_view",
+    "slice_service_index",
+    "slice_view",
+]

@@ -1,0 +1,85 @@
+"""Wiring of the TargetGroupBinding controller into a Manager: its settings, the informers and
+indexes it reads, its watches (with the views that tell changes from the controller's own
+writes), the queue's LOW lane and the reconciler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.apis import TARGETGROUPBINDINGS
+from controller.aws import AWSClientPool
+from controller.reconcilers import LaneSettings, controller_options
+from controller.targetgroupbinding.multicluster import TargetTracker
+from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
+from controller.targetgroupbinding.targetgroups import TargetGroups
+from controller.targetgroupbinding.watches import (
+    SERVICE_INDEX,
+    SLICE_SERVICE_INDEX,
+    TARGET_TYPE_INDEX,
+    binding_service_index,
+    binding_target_type_index,
+    binding_view,
+    bindings_of_node,
+    bindings_of_service,
+    bindings_of_slice,
+    node_view,
+    service_view,
+    slice_service_index,
+    slice_view,
+)
+from runtime.builder import ControllerBuilder
+from runtime.controller import Controller
+from runtime.manager import Manager
+from runtime.predicates import ViewChanged
+from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
+
+CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    max_concurrent_reconciles: int = 3
+    max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
+    lanes: LaneSettings = field(default_factory=LaneSettings)
+
+
+def build_reconciler(manager: Manager, *, pool: AWSClientPool,
+                     settings: Settings | None = None) -> TargetGroupBindingReconciler:
+    """The reconciler on the manager's shared informers (and their indexes), without a
+    controller: `setup` runs it on a queue; benchmarks call it directly."""
+    settings = settings or Settings()
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    slices = manager.informer(ENDPOINTSLICES)
+    bindings.add_indexer(SERVICE_INDEX, binding_service_index)
+    bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
+    slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
+    return TargetGroupBindingReconciler(
+        client=manager.client, bindings=bindings.store,
+        services=manager.informer(SERVICES).store, slices=slices.store,
+        nodes=manager.informer(NODES).store,
+        target_groups=TargetGroups(pool, clock=manager.clock),
+        tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
+        checkpoints=settings.lanes.checkpoints)
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = None
+          ) -> Controller:
+    settings = settings or Settings()
+    reconciler = build_reconciler(manager, pool=pool, settings=settings)
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    return (ControllerBuilder(manager, CONTROLLER_NAME)
+            .for_(bindings, priority=reconciler.priority,
+                  predicates=[ViewChanged(binding_view)])
+            .watches(manager.informer(SERVICES), bindings_of_service(bindings.store),
+                     predicates=[ViewChanged(service_view)])
+            .watches(manager.informer(ENDPOINTSLICES), bindings_of_slice(bindings.store),
+                     predicates=[ViewChanged(slice_view)])
+            .watches(manager.informer(NODES), bindings_of_node(bindings.store),
+                     predicates=[ViewChanged(node_view)])
+            .with_options(controller_options(
+                settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
+                max_backoff=settings.max_backoff, gate=pool.verification_budget))
+            .complete(reconciler))
+
+
+__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]

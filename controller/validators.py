@@ -1,0 +1,119 @@
+"""One rule per AWS field, shared by every parser that reads it (Service and Ingress annotations,
+IngressClassParams). Each validator is a `(full key, raw value) -> value` parser in the shape of
+`controller.annotations.AnnotationReader.get`, and fails with one `AnnotationError` line.
+
+The rules are AWS's documented limits, so a value AWS would refuse is refused before anything
+is created (upstream passes most of these strings through and lets the AWS call fail).
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+from collections.abc import Callable
+from typing import Final
+
+from controller.annotations import AnnotationError, quote, split_list
+
+# ELBv2 load balancer names: 1..32 of [A-Za-z0-9-], not starting or ending with "-", and not
+# starting with "internal-" (CreateLoadBalancer's Name).
+_LB_NAME: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?")
+# arn:partition:service:region:account:resource
+_ARN: Final = re.compile(r"arn:[^:\s]+:[^:\s]+:[^:\s]*:[^:\s]*:\S+")
+_CERTIFICATE_SERVICES: Final = ("acm", "iam")
+# HealthCheckPath: "/" then up to 1,023 printable ASCII characters.
+_HEALTH_PATH: Final = re.compile(r"/[\x21-\x7e]{0,1023}")
+_CODE: Final = re.compile(r"([0-9]{1,3})(?:-([0-9]{1,3}))?")
+
+# Matcher ranges (ModifyTargetGroup): ALB HTTP(S) 200..499, ALB gRPC 0..99, NLB 200..599.
+ALB_HTTP_CODES: Final = (200, 499, "HTTP", "200-399 or 200,202")
+ALB_GRPC_CODES: Final = (0, 99, "gRPC", "0-99 or 12")
+NLB_HTTP_CODES: Final = (200, 599, "HTTP", "200-399 or 200,202")
+CodeRange = tuple[int, int, str, str]  # lowest, highest, kind, example
+
+
+def load_balancer_name(key: str, raw: str) -> str:
+    if len(raw) > 32:
+        raise AnnotationError(key, raw, "is longer than 32 characters")
+    if _LB_NAME.fullmatch(raw) is None:
+        raise AnnotationError(key, raw, "must be letters, digits and '-', "
+                              "not starting or ending with '-'")
+    if raw.startswith("internal-"):
+        raise AnnotationError(key, raw, 'must not start with "internal-"')
+    return raw
+
+
+def _items(raw: str) -> tuple[str, ...]:
+    return tuple(split_list(raw))
+
+
+def subnets(key: str, raw: str) -> tuple[str, ...]:
+    """Subnet IDs or Name tags (the resolve stage looks names up); at least one."""
+    found = _items(raw)
+    if not found:
+        raise AnnotationError(key, raw, "lists no subnet ID or name")
+    return found
+
+
+def security_groups(key: str, raw: str) -> tuple[str, ...]:
+    """Security group IDs or names; at least one."""
+    found = _items(raw)
+    if not found:
+        raise AnnotationError(key, raw, "lists no security group")
+    return found
+
+
+def cidrs(key: str, raw: str) -> tuple[str, ...]:
+    found = _items(raw)
+    for item in found:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a CIDR") from None
+    if not found:
+        raise AnnotationError(key, raw, "lists no CIDR")
+    return found
+
+
+def arns(key: str, raw: str) -> tuple[str, ...]:
+    found = _items(raw)
+    for item in found:
+        if _ARN.fullmatch(item) is None:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not an ARN")
+    return found
+
+
+def certificate_arns(key: str, raw: str) -> tuple[str, ...]:
+    """ACM or IAM server certificate ARNs, the first being the default certificate."""
+    found = _items(raw)
+    for item in found:
+        if _ARN.fullmatch(item) is None or item.split(":")[2] not in _CERTIFICATE_SERVICES:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a certificate "
+                                            "ARN (ACM or IAM)")
+    return found
+
+
+def health_check_path(key: str, raw: str) -> str:
+    if _HEALTH_PATH.fullmatch(raw) is None:
+        raise AnnotationError(key, raw, 'must start with "/" and be at most 1024 printable '
+                                        "ASCII characters")
+    return raw
+
+
+def success_codes(codes: CodeRange) -> Callable[[str, str], str]:
+    """A Matcher: "200", "200,202" or "200-299", every code within `codes` (one of the
+    ranges above)."""
+    return functools.partial(_success_codes, codes=codes)
+
+
+def _success_codes(key: str, raw: str, *, codes: CodeRange) -> str:
+    low_limit, high_limit, kind, example = codes
+    for item in raw.split(","):
+        m = _CODE.fullmatch(item)
+        low = int(m.group(1)) if m else -1
+        high = int(m.group(2)) if m and m.group(2) else low
+        if not low_limit <= low <= high <= high_limit:
+            raise AnnotationError(key, raw, f"is not a list of {kind} codes or ranges within "
+                                            f"{low_limit}..{high_limit} (e.g. {example})")
+    return raw

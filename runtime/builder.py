@@ -1,0 +1,120 @@
+"""Controller wiring that reads the same in every controller (controller-runtime's builder):
+
+    controller = (ControllerBuilder(manager, "configmap-mirror")
+                  .for_(manager.informer(CONFIGMAPS), predicates=[LabelChanged()])
+                  .watches(manager.informer(NAMESPACES), configmaps_of_namespace)
+                  .with_options(ControllerOptions(max_concurrent_reconciles=2))
+                  .complete(MirrorTeam(...)))
+
+`for_` watches the primary kind (each object enqueues itself), `watches` any kind whose objects
+map to requests, `watches_handler` a handler the controller builds itself. `with_event_filter`
+adds predicates to every `for_`/`watches` watch (controller-runtime's WithEventFilter). The
+queue is built from the options (`ControllerOptions`, defaults in `controller_options`) with the
+manager's clock and metrics registry, and `complete` registers the controller with the manager,
+which starts it while leading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.controller import Controller, ControllerOptions, Source, controller_options
+from runtime.failures import FailureLog
+from runtime.handlers import EnqueueForObject, EnqueueFromMap, Enqueuer, MapFn, PriorityFn
+from runtime.manager import Manager
+from runtime.predicates import Predicate
+from runtime.reconcile import Reconciler, Request
+from runtime.workqueue import PriorityQueue
+
+__all__ = ["ControllerBuilder"]
+
+HandlerFactory = Callable[[Enqueuer], Any]
+"""Builds a watch's event handler for the controller being completed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    source: Source
+    map_fn: MapFn | None  # None: the object itself (`for_`)
+    priority: PriorityFn | None
+    predicates: tuple[Predicate, ...]
+    factory: HandlerFactory | None = None  # `watches_handler`
+
+
+class ControllerBuilder:
+    def __init__(self, manager: Manager, name: str) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("a controller needs a name (it labels its logs and metrics)")
+        self._manager = manager
+        self._name = name
+        self._watches: list[_Watch] = []
+        self._filters: tuple[Predicate, ...] = ()
+        self._options: ControllerOptions | None = None
+        self._has_for = False
+        self._completed = False
+
+    def for_(self, informer: Source, *, priority: PriorityFn | None = None,
+             predicates: Sequence[Predicate] = ()) -> ControllerBuilder:
+        """The primary kind: each of its objects enqueues its own request. Once per builder."""
+        if self._has_for:
+            raise ValueError(f"controller {self._name!r}: for_() was already called")
+        self._has_for = True
+        self._watches.append(_Watch(informer, None, priority, tuple(predicates)))
+        return self
+
+    def watches(self, informer: Source, map_fn: MapFn, *, priority: PriorityFn | None = None,
+                predicates: Sequence[Predicate] = ()) -> ControllerBuilder:
+        """Another kind: `map_fn` says which requests one of its objects concerns."""
+        self._watches.append(_Watch(informer, map_fn, priority, tuple(predicates)))
+        return self
+
+    def watches_handler(self, informer: Source, factory: HandlerFactory) -> ControllerBuilder:
+        """A handler of the controller's own making (`factory(controller)`); event filters do
+        not apply to it."""
+        self._watches.append(_Watch(informer, None, None, (), factory))
+        return self
+
+    def with_event_filter(self, *predicates: Predicate) -> ControllerBuilder:
+        self._filters = (*self._filters, *predicates)
+        return self
+
+    def with_options(self, options: ControllerOptions) -> ControllerBuilder:
+        self._options = options
+        return self
+
+    def complete(self, reconciler: Reconciler) -> Controller:
+        """Build the controller, wire its watches and register it with the manager."""
+        if self._completed:
+            raise ValueError(f"controller {self._name!r} is already complete")
+        if not self._watches:
+            raise ValueError(f"controller {self._name!r} watches nothing: call for_() or "
+                             "watches() first")
+        if any(c.name == self._name for c in self._manager.controllers):
+            raise ValueError(f"the manager already has a controller named {self._name!r}")
+        options = controller_options(self._options)
+        assert options.max_concurrent_reconciles is not None
+        manager = self._manager
+        queue: PriorityQueue[Request] = PriorityQueue(
+            self._name, clock=manager.clock, registry=manager.registry, options=options.queue)
+        controller = Controller(self._name, reconciler,
+                                max_concurrent_reconciles=options.max_concurrent_reconciles,
+                                queue=queue, clock=manager.clock, registry=manager.registry,
+                                hot_loop=options.hot_loop)
+        for watch in self._watches:
+            controller.watch(watch.source, self._handler(watch, controller))
+        manager.add_controller(controller)
+        self._completed = True
+        return controller
+
+    def _handler(self, watch: _Watch, controller: Controller) -> Any:
+        if watch.factory is not None:
+            return watch.factory(controller)
+        predicates = (*self._filters, *watch.predicates)
+        failures = FailureLog(clock=self._manager.clock)
+        if watch.map_fn is None:
+            return EnqueueForObject(controller, priority=watch.priority, predicates=predicates,
+                                    failures=failures)
+        return EnqueueFromMap(controller, watch.map_fn, priority=watch.priority,
+                              predicates=predicates, failures=failures)
