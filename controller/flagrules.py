@@ -1,7 +1,8 @@
-"""What AWS and Kubernetes accept, checked before the controller sends anything: tag keys and
-values (ELBv2's rules), object names (Kubernetes' DNS-1123 and qualified-name rules), cluster
-and region names. Each check returns None when the value is fine, else one line saying why, so
-that callers can prefix the flag or annotation it came from."""
+"""What AWS and Kubernetes accept of `aiolbc run`'s values, checked before anything starts: tag
+keys and values (ELBv2's rules), object names (Kubernetes' DNS-1123 and qualified-name rules),
+cluster and region names. Each check returns None when the value is fine, else one line saying
+why, for config.py to prefix with the flag. (Annotation values have their own rules, in
+validators.py.)"""
 
 from __future__ import annotations
 
