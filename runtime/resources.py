@@ -68,3 +68,9 @@ VALIDATINGWEBHOOKCONFIGURATIONS = Resource(
     "ValidatingWebhookConfiguration", namespaced=False)
 CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                      "CustomResourceDefinition", namespaced=False)
+# Create-only reviews: who a token belongs to, and what a user may do (secure metrics).
+TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+                        namespaced=False)
+SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
+                                "SubjectAccessReview", namespaced=False)
+

@@ -36,6 +36,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from runtime import metrics as registry_helpers
+from runtime.httpserver import BindError, bind_failure
 from runtime.webhook.admission import (
     AdmissionRequest,
     AdmissionResponse,
@@ -206,8 +207,10 @@ class WebhookServer:
             await site.start()
         except OSError as err:
             await runner.cleanup()
-            raise OSError(err.errno, f"cannot serve webhooks on {self.options.host or ''}:"
-                                     f"{self.options.port}: {err.strerror}") from err
+            host = self.options.host
+            shown = f"[{host}]" if host and ":" in host else (host or "")
+            raise BindError("webhooks", f"{shown}:{self.options.port}", bind_failure(err, host),
+                            err.errno) from err
         self._runner = runner
         self._port = int(runner.addresses[0][1])
         log.info("serving webhooks", host=self.options.host or "", port=self._port,

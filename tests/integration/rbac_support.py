@@ -30,8 +30,11 @@ CRDS = MANIFESTS / "crds"
 NAMESPACE = "aiolbc-system"
 SERVICE_ACCOUNT = "aiolbc"
 # Everything RBAC in the installation: what the controller may do, and who it is.
-FILES = ("rbac/clusterrole.yaml", "deployment/serviceaccount.yaml",
-         "deployment/clusterrolebinding.yaml", "deployment/leader-election-role.yaml")
+FILES = ("rbac/clusterrole.yaml", "rbac/metrics-auth-role.yaml",
+         "deployment/serviceaccount.yaml", "deployment/clusterrolebinding.yaml",
+         "deployment/metrics-auth-rolebinding.yaml", "deployment/leader-election-role.yaml")
+# The scrapers' role: shipped, bound by the cluster's administrator to whoever scrapes.
+METRICS_READER = "rbac/metrics-reader-role.yaml"
 _RBAC = "rbac.authorization.k8s.io"
 KINDS = {
     "ClusterRole": Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False),
@@ -50,6 +53,11 @@ def rbac_documents() -> list[Obj]:
     """The installation's RBAC documents, in the order they are applied."""
     return [doc for name in FILES for doc in yaml.safe_load_all((MANIFESTS / name).read_text())
             if doc]
+
+
+def metrics_reader_role() -> Obj:
+    doc: Obj = yaml.safe_load((MANIFESTS / METRICS_READER).read_text())
+    return doc
 
 
 def without_resource(docs: Sequence[Obj], *, kind: str, group: str, resource: str) -> list[Obj]:

@@ -15,6 +15,8 @@ the API server:
   an invalid annotation (Warning Event, condition False); deleted (finalizer, bindings, NLB);
 - an IngressClass with IngressClassParams, an Ingress with OIDC authentication from a Secret:
   ALB hostname in its status; the Secret rotated (rule modified); the Ingress deleted;
+- secure metrics: a scraper bound to the shipped `aiolbc-metrics-reader` role is served (the
+  controller reviews its token and its access), one without the binding is refused;
 - a graceful stop releases the Lease.
 
 Not one request is refused, and, from the same run's request log, every granted rule triple was
@@ -30,11 +32,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from prometheus_client import CollectorRegistry
 
 from controller.apis import (
@@ -66,12 +70,14 @@ from runtime.resources import (
     SERVICES,
 )
 from tests.integration.rbac_support import (
+    KINDS,
     NAMESPACE,
     SERVICE_ACCOUNT,
     account,
     authorized_server,
     baseline_rules,
     grants,
+    metrics_reader_role,
     rbac_documents,
     requests_of,
     without_resource,
@@ -197,8 +203,8 @@ def controller_config(seed: AwsSeed, proxy: AWSFaultProxy) -> ControllerConfig:
         "--aws-vpc-id", seed.vpc_id, "--aws-endpoint-url", proxy.url,
         "--leader-election-namespace", NAMESPACE,
         "--leader-election-lease-duration", "2s", "--leader-election-renew-deadline", "1.5s",
-        "--leader-election-retry-period", "0.2s",
-        "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0"])
+        "--leader-election-retry-period", "0.2s", "--metrics-secure",
+        "--metrics-bind-addr", "127.0.0.1:0", "--health-probe-bind-addr", "0"])
 
 
 @contextlib.asynccontextmanager
@@ -386,6 +392,36 @@ async def application_load_balancer(c: Installation, proxy: AWSFaultProxy) -> No
     await eventually(gone, timeout=20, message="ingress: ALB not cleaned up")
 
 
+async def secure_metrics(c: Installation, manager: Manager) -> None:
+    role = metrics_reader_role()
+    await c.admin.create(KINDS["ClusterRole"], role)
+    scraper = c.server.add_service_account("monitoring", "prometheus")
+    stranger = c.server.add_service_account("monitoring", "stranger")
+    await c.admin.create(KINDS["ClusterRoleBinding"], {
+        "metadata": {"name": "aiolbc-metrics-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": role["metadata"]["name"]},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus",
+                      "namespace": "monitoring"}]})
+    url = f"{manager.metrics_server.url}/metrics"
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE  # the controller's self-signed certificate
+
+    async def status(token: str | None) -> tuple[int, str]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with aiohttp.ClientSession() as http, \
+                http.get(url, headers=headers, ssl=insecure) as resp:
+            return resp.status, await resp.text()
+
+    assert (await status(None))[0] == 401
+    assert (await status("not-a-token"))[0] == 401
+    assert (await status(stranger))[0] == 403
+    code, body = await status(scraper)
+    assert code == 200
+    assert "leader_election_master_status" in body
+
+
 async def lease_holder(c: Installation) -> str | None:
     lease = await c.get(LEASES, LEASE, NAMESPACE)
     return None if lease is None else str(lease["spec"].get("holderIdentity") or "")
@@ -406,6 +442,7 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         await multi_cluster_binding(c)
         await network_load_balancer(c)
         await application_load_balancer(c, aws_proxy)
+        await secure_metrics(c, manager)
         manager.stop()
         assert await asyncio.wait_for(task, 15) == 0
         assert await lease_holder(c) == ""  # released on the way out

@@ -1,9 +1,10 @@
 """The installation manifests (`manifests/kustomization.yaml` and `manifests/deployment/`):
 every document is valid Kubernetes (kubernetes-validate, strict), so is the kustomize build, the
 build wires what the controller needs (flags that `aiolbc run` really accepts, the Lease and
-Events permissions, probes on the health port, a metrics Service), and the real kubectl applies
-it to the local API server. The metrics table in manifests/README.md and the Grafana dashboard
-name only metrics a running process registers."""
+Events permissions, probes on the pod IP's health port, secure metrics and the grants they
+need, a metrics Service, a NetworkPolicy letting in only scrapers and the API server), and the
+real kubectl applies it to the local API server. The metrics table in manifests/README.md and
+the Grafana dashboard name only metrics a running process registers."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from controller.aws import AWSClientPool, AWSSettings
 from controller.config import parse_config
 from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_LEADER_ELECTION_ID
 from runtime.client import KubeClient
+from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.manager import Manager, ManagerOptions
 from tests.fixtures.envtest import Kubectl
 
@@ -32,6 +34,8 @@ KUBECTL = Path(sys.executable).parent / "kubectl"
 K8S_VERSION = "1.33"
 NAMESPACE = "aiolbc-system"
 HEALTH_PORT = int(DEFAULT_HEALTH_PROBE_BIND_ADDR.rsplit(":", 1)[1])
+METRICS_PORT = 8443
+POD_IP = "10.0.1.17"  # what the kubelet would give status.podIP
 APP_LABEL = {"app.kubernetes.io/name": "aiolbc"}
 
 Doc = dict[str, Any]
@@ -90,7 +94,7 @@ def test_build_output_is_valid(built: list[Doc]) -> None:
     kinds = {d["kind"] for d in built}
     assert {"CustomResourceDefinition", "Namespace", "ServiceAccount", "Role", "RoleBinding",
             "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-            "PodDisruptionBudget", "Service"} <= kinds
+            "PodDisruptionBudget", "Service", "NetworkPolicy"} <= kinds
 
 
 def test_validation_catches_a_broken_deployment(built: list[Doc]) -> None:
@@ -131,7 +135,7 @@ def _expand(arg: str, env: dict[str, str]) -> str:
 
 def _container_env(built: list[Doc]) -> dict[str, str]:
     """The container's environment as the kubelet would build it from the built ConfigMaps;
-    downward-API values stand for themselves."""
+    the pod IP is POD_IP, other downward-API values stand for themselves."""
     configmaps = {d["metadata"]["name"]: d.get("data", {}) for d in built
                   if d["kind"] == "ConfigMap"}
     env: dict[str, str] = {}
@@ -144,6 +148,8 @@ def _container_env(built: list[Doc]) -> dict[str, str]:
             ref = source["configMapKeyRef"]
             assert ref["name"] in configmaps, f"{var['name']}: no ConfigMap {ref['name']}"
             env[var["name"]] = configmaps[ref["name"]][ref["key"]]
+        elif source["fieldRef"]["fieldPath"] == "status.podIP":
+            env[var["name"]] = POD_IP
         else:
             env[var["name"]] = f"<{source['fieldRef']['fieldPath']}>"
     return env
@@ -160,9 +166,18 @@ def test_args_are_flags_aiolbc_run_accepts(built: list[Doc]) -> None:
     assert config.aws_region == data["AWS_REGION"]
     assert config.aws_vpc_id == data["AWS_VPC_ID"]
     assert config.enable_leader_election
-    assert config.metrics_bind_addr.endswith(":8080")
-    assert config.health_probe_bind_addr.endswith(f":{HEALTH_PORT}")
     assert env["POD_NAMESPACE"] == "<metadata.namespace>"
+
+
+def test_metrics_are_secure_and_probes_listen_on_the_pod_ip(built: list[Doc]) -> None:
+    env = _container_env(built)
+    config = parse_config([_expand(a, env) for a in _container(built)["args"][1:]])
+    # Metrics on every interface, but HTTPS and only for authorized callers.
+    assert config.metrics_secure
+    assert parse_bind_address(config.metrics_bind_addr) == BindAddress(None, METRICS_PORT)
+    # The kubelet probes the pod IP; loopback and other interfaces get nothing.
+    assert parse_bind_address(config.health_probe_bind_addr) == BindAddress(POD_IP,
+                                                                             HEALTH_PORT)
 
 
 def test_config_values_come_from_a_generated_configmap(built: list[Doc]) -> None:
@@ -187,7 +202,7 @@ def test_deployment_runs_two_spread_replicas_with_probes(built: list[Doc]) -> No
                             pod["metadata"]["labels"]) for t in terms)
     container = _container(built)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8080, "health": HEALTH_PORT}
+    assert ports == {"metrics": METRICS_PORT, "health": HEALTH_PORT}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert get["path"] == path
@@ -220,7 +235,8 @@ def test_disruption_budget_and_metrics_service_select_the_pods(built: list[Doc])
     assert _matches(service["spec"]["selector"], labels)
     assert _matches(APP_LABEL, service["metadata"]["labels"])
     [port] = service["spec"]["ports"]
-    assert (port["name"], port["port"], port["targetPort"]) == ("metrics", 8080, "metrics")
+    assert (port["name"], port["port"], port["targetPort"]) == ("metrics", METRICS_PORT,
+                                                                "metrics")
 
 
 def _allows(rules: list[Doc], group: str, resource: str, verb: str, name: str) -> bool:
@@ -251,12 +267,50 @@ def test_role_grants_the_lease(built: list[Doc]) -> None:
         assert not _allows(role["rules"], "", "events", verb, "any"), verb
 
 
-def test_cluster_role_binding_names_a_shipped_cluster_role(built: list[Doc]) -> None:
-    binding = _one(built, "ClusterRoleBinding")
-    assert binding["roleRef"]["kind"] == "ClusterRole"
-    names = {d["metadata"]["name"] for d in built if d["kind"] == "ClusterRole"}
-    assert binding["roleRef"]["name"] in names
-    assert _bound_to_service_account(binding, built)
+def test_cluster_role_bindings_name_shipped_cluster_roles(built: list[Doc]) -> None:
+    bindings = [d for d in built if d["kind"] == "ClusterRoleBinding"]
+    roles = {d["metadata"]["name"]: d for d in built if d["kind"] == "ClusterRole"}
+    assert {b["roleRef"]["name"] for b in bindings} == {"aiolbc", "aiolbc-metrics-auth"}
+    for binding in bindings:
+        assert binding["roleRef"]["kind"] == "ClusterRole"
+        assert binding["roleRef"]["name"] in roles
+        assert _bound_to_service_account(binding, built)
+    # The scrapers' role ships unbound: which account scrapes is the cluster's choice.
+    assert roles["aiolbc-metrics-reader"]["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def _policy(built: list[Doc]) -> Doc:
+    policy = _one(built, "NetworkPolicy")
+    pod = _one(built, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert _matches(policy["spec"]["podSelector"]["matchLabels"], pod)
+    assert sorted(policy["spec"]["policyTypes"]) == ["Egress", "Ingress"]
+    return policy
+
+
+def test_network_policy_lets_in_scrapers_and_the_api_server_only(built: list[Doc]) -> None:
+    ingress = _policy(built)["spec"]["ingress"]
+    by_port = {str(p["port"]): rule for rule in ingress for p in rule["ports"]}
+    assert set(by_port) == {"metrics", "9443"}  # not the probes: the node is always allowed
+    assert all(p["protocol"] == "TCP" for rule in ingress for p in rule["ports"])
+    # Metrics only from namespaces labelled for monitoring.
+    assert by_port["metrics"]["from"] == [{"namespaceSelector": {"matchLabels": {
+        "metrics": "enabled"}}}]
+    # The webhook port from anywhere: the API server's addresses cannot be selected.
+    assert "from" not in by_port["9443"]
+
+
+def test_network_policy_lets_out_dns_the_api_server_and_aws(built: list[Doc]) -> None:
+    egress = _policy(built)["spec"]["egress"]
+    ports = {(p["protocol"], p["port"]) for rule in egress for p in rule["ports"]}
+    assert ports == {("UDP", 53), ("TCP", 53), ("TCP", 443), ("TCP", 6443), ("TCP", 80)}
+    for rule in egress:
+        numbers = {p["port"] for p in rule["ports"]}
+        if 53 in numbers:  # DNS to the cluster's resolver only
+            assert rule["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+        if 80 in numbers:  # plain HTTP only to the link-local credentials agent
+            assert {t["ipBlock"]["cidr"] for t in rule["to"]} == {
+                "169.254.170.23/32", "fd00:ec2::23/128"}
 
 
 # ---- the real kubectl -------------------------------------------------------------------------
@@ -271,9 +325,9 @@ async def test_kubectl_applies_the_kustomization(kubectl: Kubectl) -> None:
     crds = (await kubectl("get", "crd", "-o", "name")).stdout
     assert "targetgroupbindings.elbv2.k8s.aws" in crds
     kinds = "namespace,serviceaccount,role,rolebinding,clusterrolebinding,configmap,service," \
-        "deployment,poddisruptionbudget"
+        "deployment,poddisruptionbudget,networkpolicy"
     before = await _versions(kubectl, kinds)
-    assert len(before) >= 9
+    assert len(before) >= 11
     # A second apply stores nothing new.
     again = await kubectl("apply", "-k", str(ROOT))
     assert "created" not in again.stdout

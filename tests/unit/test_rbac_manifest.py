@@ -1,5 +1,6 @@
-"""manifests/rbac/: valid against Kubernetes' own schemas, and exactly the TargetGroupBinding
-controller's permissions, each rule with a comment naming the code path that needs it."""
+"""manifests/rbac/: valid against Kubernetes' own schemas, and exactly the controllers'
+permissions, those secure metrics need to review a scraper, and the scraper's own; each rule
+with a comment naming the code path that needs it."""
 
 from __future__ import annotations
 
@@ -19,8 +20,15 @@ def _documents() -> list[dict[str, Any]]:
 
 
 def _grants(role: dict[str, Any]) -> set[tuple[str, str, str]]:
-    return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
-            for resource in rule["resources"] for verb in rule["verbs"]}
+    return {(group, resource, verb) for rule in role["rules"]
+            for group in rule.get("apiGroups", [])
+            for resource in rule.get("resources", []) for verb in rule["verbs"]}
+
+
+def _role(name: str) -> dict[str, Any]:
+    (role,) = [d for d in _documents()
+               if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
+    return role
 
 
 def test_rbac_manifests_are_valid() -> None:
@@ -59,9 +67,13 @@ INGRESS_CONTROLLER = _rules(
 )
 
 
+def test_the_shipped_cluster_roles() -> None:
+    assert sorted(d["metadata"]["name"] for d in _documents()) == [
+        "aiolbc", "aiolbc-metrics-auth", "aiolbc-metrics-reader"]
+
+
 def test_cluster_role_grants_what_the_controllers_use_and_no_more() -> None:
-    (role,) = [d for d in _documents() if d["kind"] == "ClusterRole"]
-    assert role["metadata"]["name"] == "aiolbc"  # deployment/clusterrolebinding.yaml binds it
+    role = _role("aiolbc")  # deployment/clusterrolebinding.yaml binds it
     assert _grants(role) == TARGETGROUPBINDING_CONTROLLER | SERVICE_CONTROLLER | \
         INGRESS_CONTROLLER
     assert all("*" not in rule["verbs"] and "*" not in rule["resources"]
@@ -75,3 +87,15 @@ def test_every_rule_says_why() -> None:
             if line.strip().startswith("- apiGroups:"):
                 assert lines[number - 1].strip().startswith("#"), \
                     f"{path.name}:{number + 1}: rule without a comment"
+
+
+def test_secure_metrics_may_review_tokens_and_access_and_nothing_else() -> None:
+    # runtime/delegatedauth.py: one TokenReview and one SubjectAccessReview per uncached scrape.
+    role = _role("aiolbc-metrics-auth")
+    assert _grants(role) == {("authentication.k8s.io", "tokenreviews", "create"),
+                             ("authorization.k8s.io", "subjectaccessreviews", "create")}
+
+
+def test_the_scrapers_role_reads_metrics_only() -> None:
+    role = _role("aiolbc-metrics-reader")
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]

@@ -33,7 +33,7 @@ async def test_legacy_discovery(http: Http) -> None:
     assert group["preferredVersion"]["groupVersion"] == "networking.k8s.io/v1"
     _, net = await http.get("/apis/networking.k8s.io/v1")
     assert {r["name"] for r in net["resources"]} == {"ingresses", "ingresses/status",
-                                                    "ingressclasses"}
+                                                    "ingressclasses", "networkpolicies"}
     status, _ = await http.get("/apis/nothing.example.com/v1")
     assert status == 404
 
