@@ -37,6 +37,7 @@ from runtime.client import KubeClient
 from runtime.reconcile import LOW, NORMAL
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
 from tests.e2e.processes import ControllerProcess, EnvTestProcess, controller_environment
+from tests.support import objects
 from tests.support.aws import AwsInspector
 from tests.support.kubectl import Kubectl
 from tests.support.waiting import eventually
@@ -88,32 +89,22 @@ class Workload:
         return f"10.0.{list(self.endpoints).index(service) + 1}.{next(self._ips)}"
 
     def _slice(self, service: str) -> dict[str, Any]:
-        return {
-            "metadata": {"name": f"{service}-1", "namespace": WORKLOAD_NAMESPACE,
-                         "labels": {"kubernetes.io/service-name": service}},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": TARGET_PORT, "protocol": "TCP"}],
-            "endpoints": [{"addresses": [ip], "conditions": {"ready": ready,
-                                                             "terminating": False},
-                           "targetRef": {"kind": "Pod", "name": f"{service}-{ip}"}}
-                          for ip, ready in sorted(self.endpoints[service].items())],
-        }
+        return objects.endpoint_slice(service, sorted(self.endpoints[service]),
+                              namespace=WORKLOAD_NAMESPACE, ports=(("http", TARGET_PORT),),
+                              not_ready=[ip for ip, ready in self.endpoints[service].items()
+                                         if not ready])
 
     async def add(self, service: str, arn: str, *, size: int) -> None:
         self.arns[service] = arn
         self.endpoints[service] = {}
         self.endpoints[service] = {self._ip(service): True for _ in range(size)}
-        await self.client.create(SERVICES, {
-            "metadata": {"name": service},
-            "spec": {"selector": {"app": service}, "ports": [
-                {"name": "http", "port": 80, "targetPort": "http"}]}}, WORKLOAD_NAMESPACE)
+        await self.client.create(SERVICES, objects.service(
+            service, selector={"app": service},
+            ports=[objects.service_port(80, "http", protocol=None)]), WORKLOAD_NAMESPACE)
         self.slices[service] = await self.client.create(
             ENDPOINTSLICES, self._slice(service), WORKLOAD_NAMESPACE)
-        await self.client.create(TARGETGROUPBINDINGS, {
-            "apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
-            "metadata": {"name": service},
-            "spec": {"serviceRef": {"name": service, "port": 80}, "targetGroupARN": arn,
-                     "targetType": "ip"}}, WORKLOAD_NAMESPACE)
+        await self.client.create(TARGETGROUPBINDINGS, objects.target_group_binding(
+            service, service=service, arn=arn), WORKLOAD_NAMESPACE)
 
     async def churn_once(self, service: str) -> None:
         """Scale up, scale down or flip one endpoint's readiness, as rollouts do."""

@@ -2,13 +2,14 @@
 proxy for the controllers; `aws` for the test's own looks), the objects a test makes, and the
 controllers under test.
 
-`Cluster.start()` runs one Manager with the controllers the cluster was made with
-(`SERVICE`, `INGRESS`, `TARGETGROUPBINDING`, in that order of setup as listed), each with its
-test settings unless given others; `stop()` is SIGTERM, `kill()` a crash; `settled()` waits
-until no controller has had anything to do for a while. `run(*flags)` runs `aiolbc run` instead
-(support/process.py), for tests of the CLI path.
+A `Cluster` is made with the controllers it runs (`SERVICE`, `INGRESS`, `TARGETGROUPBINDING`;
+set up in the order given, so the first is the one `reconciles()` counts by default).
+`start()` runs one Manager with them, each with its test settings unless given others;
+`stop()` is SIGTERM, `kill()` a crash; `settled()` waits until no controller has had anything
+to do for a while. `run(*flags)` runs `aiolbc run` instead (support/process.py), for tests of
+the CLI path.
 
-Objects come from `objects.py` and are created in `namespace`; the harness's defaults are the
+Objects come from `objects.py` and are created in `namespace`. The harness's defaults are the
 integration tests': an NLB Service or an Ingress backend gets one ready endpoint at
 `endpoint_ip(name)` unless told otherwise, and the API server assigns nodePorts.
 """

@@ -2,8 +2,11 @@
 
 Each factory returns the object as the API server would serve it. Unit tests hand it straight to
 parsers, builders and caches; the integration harness (`cluster.py`) creates it through the
-client, which drops what the server assigns (uid, resourceVersion). Defaults are the objects the
-unit tests are written against; the harness passes what differs when it creates them.
+client, which drops what the server assigns (uid, resourceVersion) and passes what differs
+for a live cluster (no fixed nodePorts, its own namespace). Presets name the objects tests are
+written against: `web_service` is the Service unit tests' shop/web, `nlb_service` the Service
+asking for an NLB with ip targets on port 80, `backend_service` what an Ingress or a binding
+points at.
 
 Annotation keys without a "/" get the prefix of the kind they configure
 (`service.beta.kubernetes.io/` on NLB Services, `alb.ingress.kubernetes.io/` on Ingresses and

@@ -189,7 +189,6 @@ def _describe(attrs: Attributes) -> str:
     return f"{attrs.verb} {attrs.resource}{sub}{name}{where}"
 
 
-
 @contextlib.asynccontextmanager
 async def authorized_server(docs: Iterable[Obj], tmp_path: Path
                             ) -> AsyncIterator[tuple[EnvTestServer, KubeClient, KubeClient]]:
