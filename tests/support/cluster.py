@@ -38,7 +38,6 @@ from controller.apis import (
     TARGETGROUPBINDINGS,
 )
 from controller.aws import AWSClientPool
-from controller.reconcilers import LaneSettings
 from controller.standins import AwsSeed
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer
@@ -61,6 +60,7 @@ from tests.support import objects
 from tests.support.aws import AwsInspector
 from tests.support.paths import CRDS
 from tests.support.process import ControllerRun
+from tests.support.settings import ingress_settings, service_settings
 from tests.support.waiting import eventually
 
 SERVICE = "service"
@@ -75,41 +75,6 @@ METRIC_NAMES = {SERVICE: service_controller.CONTROLLER_NAME,
 RESULTS = ("success", "error", "requeue", "requeue_after")
 # What the API server assigns: a create must not carry it.
 _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation")
-
-
-# ---- the controllers' test settings ------------------------------------------------------------
-
-def _lanes(overrides: dict[str, Any]) -> None:
-    """Lane settings may be given flat (`verify_qps=...`): gather them into `lanes`."""
-    flat = {k: overrides.pop(k) for k in list(overrides)
-            if k in LaneSettings.__dataclass_fields__}
-    if flat:
-        overrides["lanes"] = LaneSettings(**flat)
-
-
-def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.Settings:
-    """The Service controller on the seeded VPC, retrying in-use target groups and polling
-    for deleted bindings quickly."""
-    _lanes(overrides)
-    values: dict[str, Any] = {"cluster_name": seed.cluster_name, "region": seed.region,
-                              "vpc_id": seed.vpc_id, "in_use_backoff": 0.01,
-                              "cleanup_poll": 0.2, **overrides}
-    return service_controller.Settings(**values)
-
-
-def ingress_settings(seed: AwsSeed, **overrides: Any) -> ingress_controller.Settings:
-    """As `service_settings`, with ip targets by default."""
-    _lanes(overrides)
-    values: dict[str, Any] = {"cluster_name": seed.cluster_name, "region": seed.region,
-                              "vpc_id": seed.vpc_id, "default_target_type": "ip",
-                              "in_use_backoff": 0.01, "cleanup_poll": 0.2, **overrides}
-    return ingress_controller.Settings(**values)
-
-
-def tgb_settings(**overrides: Any) -> tgb_controller.Settings:
-    """The TargetGroupBinding controller's own defaults, with these overrides."""
-    _lanes(overrides)
-    return tgb_controller.Settings(**overrides)
 
 
 @dataclass

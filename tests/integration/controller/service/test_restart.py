@@ -6,8 +6,9 @@ from __future__ import annotations
 from controller.apis import CHECKPOINT_ANNOTATION
 from controller.standins import AWSFaultProxy
 from runtime.resources import SERVICES
-from tests.support.cluster import Cluster, service_settings
+from tests.support.cluster import Cluster
 from tests.support.objects import hostname
+from tests.support.settings import service_settings
 from tests.support.waiting import eventually
 
 UNCHANGED = [f"svc{i}" for i in range(6)]
