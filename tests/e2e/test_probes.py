@@ -17,7 +17,7 @@ import yaml
 from runtime.client import KubeClient
 from runtime.resources import Resource
 from tests.e2e.processes import ControllerProcess, EnvTestProcess, controller_environment
-from tests.waiting import eventually
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"

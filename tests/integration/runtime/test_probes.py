@@ -18,7 +18,7 @@ from runtime.informer import InformerSettings
 from runtime.manager import Manager, ManagerOptions
 from runtime.reflector import ReflectorSettings
 from runtime.resources import CONFIGMAPS, SERVICES
-from tests.waiting import eventually
+from tests.support.waiting import eventually
 
 FAST_CLIENT = ClientSettings(retry_initial_delay=0.005, retry_max_delay=0.02,
                              max_retry_after=0.02)

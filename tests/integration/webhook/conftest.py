@@ -1,5 +1,0 @@
-"""Fixtures of the webhook server tests (see support.py)."""
-
-from tests.integration.webhook.support import client, registry
-
-__all__ = ["client", "registry"]
