@@ -1,0 +1,170 @@
+"""The controller process of tests/bench/scale.py: `aiolbc run` exactly as the CLI runs it
+(same flags, same `controller.app.run`, uvloop), plus a line protocol on stdin/stdout through
+which the benchmark reads the process's own figures, so that they are about aiolbc and not
+about the local API server or moto, which run in other processes.
+
+Usage: python tests/bench/_scale_controller.py <aiolbc run flags>
+
+Each stdin line is a command; each answer is one JSON line on stdout:
+- `stats`: cpu_s (user + system of this process), rss_mib, hwm_mib (peak RSS), tasks (asyncio
+  tasks), fds (open file descriptors), reconciles (per controller), queue depth and busy
+  workers per controller (from the metrics registry), gc counts;
+- `profile-start` / `profile-stop N`: cProfile around a phase; the answer is the top N
+  functions by own time (`tottime_s`, `calls`);
+- `trace-start` / `trace-snapshot` / `trace-diff N`: tracemalloc; the diff is the top N
+  allocation sites by size growth since the snapshot;
+- `gc`: a full collection (diagnostics only; the figures the benchmark reports never follow
+  one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import gc
+import json
+import os
+import pstats
+import sys
+import tracemalloc
+from typing import Any
+
+from controller import app, config
+from controller.main import build_parser
+from runtime import metrics
+from runtime.logging import configure_logging
+from runtime.manager import run_main
+
+
+def _status_mib(field: str) -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+# Only the collectors of these families run for `stats`: a full scrape of the registry costs
+# milliseconds, which the benchmark, polling for idleness, would count as the controller's CPU.
+_STATS_FAMILIES = ("controller_runtime_reconcile_total", "workqueue_depth",
+                   "controller_runtime_active_workers")
+
+
+def _samples(registry: Any, name: str) -> dict[str, float]:
+    """Sum of a metric's samples by `controller`/`name` label."""
+    out: dict[str, float] = {}
+    for metric in registry.collect():
+        for sample in metric.samples:
+            if sample.name != name:
+                continue
+            label = sample.labels.get("controller") or sample.labels.get("name") or ""
+            out[label] = out.get(label, 0.0) + sample.value
+    return out
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.profiler: cProfile.Profile | None = None
+        self.snapshot: tracemalloc.Snapshot | None = None
+
+    def stats(self) -> dict[str, Any]:
+        times = os.times()
+        registry = metrics.default_registry().restricted_registry(_STATS_FAMILIES)
+        return {
+            "cpu_s": times.user + times.system,
+            "rss_mib": _status_mib("VmRSS"),
+            "hwm_mib": _status_mib("VmHWM"),
+            "tasks": len(asyncio.all_tasks()),
+            "fds": len(os.listdir("/proc/self/fd")),
+            "reconciles": _samples(registry, "controller_runtime_reconcile_total"),
+            "depth": _samples(registry, "workqueue_depth"),
+            "busy": _samples(registry, "controller_runtime_active_workers"),
+            "gc": [s["collections"] for s in gc.get_stats()],
+        }
+
+    def command(self, line: str) -> Any:
+        word, _, arg = line.strip().partition(" ")
+        if word == "stats":
+            return self.stats()
+        if word == "profile-start":
+            self.profiler = cProfile.Profile()
+            self.profiler.enable()
+            return {}
+        if word == "profile-stop":
+            return self._profile_top(int(arg or 20))
+        if word == "trace-start":
+            tracemalloc.start(int(arg or 1))
+            return {}
+        if word == "trace-snapshot":
+            self.snapshot = tracemalloc.take_snapshot()
+            return {"traced_mib": tracemalloc.get_traced_memory()[0] / 2**20}
+        if word == "trace-diff":
+            return self._trace_diff(int(arg or 20))
+        if word == "gc":
+            return {"collected": gc.collect()}
+        return {"error": f"unknown command {word!r}"}
+
+    def _profile_top(self, n: int) -> list[dict[str, Any]]:
+        profiler, self.profiler = self.profiler, None
+        if profiler is None:
+            return []
+        profiler.disable()
+        stats = pstats.Stats(profiler)
+        rows = []
+        for (filename, line, function), (_, calls, tottime, cumtime, _) in \
+                stats.stats.items():  # type: ignore[attr-defined]
+            rows.append({"function": f"{_short(filename)}:{line}:{function}", "calls": calls,
+                         "tottime_s": round(tottime, 4), "cumtime_s": round(cumtime, 4)})
+        rows.sort(key=lambda r: r["tottime_s"], reverse=True)
+        return rows[:n]
+
+    def _trace_diff(self, n: int) -> dict[str, Any]:
+        if self.snapshot is None:
+            return {"error": "no snapshot"}
+        now = tracemalloc.take_snapshot()
+        diff = now.compare_to(self.snapshot, "lineno")
+        top = [{"site": f"{_short(s.traceback[0].filename)}:{s.traceback[0].lineno}",
+                "growth_kib": round(s.size_diff / 1024, 1), "count_diff": s.count_diff}
+               for s in diff[:n]]
+        return {"traced_mib": tracemalloc.get_traced_memory()[0] / 2**20, "top": top}
+
+
+def _short(filename: str) -> str:
+    for marker in ("site-packages/", "/runtime/", "/controller/"):
+        if marker in filename:
+            head = "" if marker == "site-packages/" else marker.strip("/") + "/"
+            return head + filename.split(marker, 1)[1]
+    return os.path.basename(filename)
+
+
+async def _serve_commands(probe: Probe) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while line := await reader.readline():
+        try:
+            answer = probe.command(line.decode())
+        except Exception as exc:  # a diagnostics command must not take the controller down
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+async def _main(cfg: config.ControllerConfig) -> int:
+    probe = Probe()
+    commands = asyncio.create_task(_serve_commands(probe), name="bench-commands")
+    try:
+        return await app.run(cfg)
+    finally:
+        commands.cancel()
+
+
+def main() -> int:
+    args = build_parser().parse_args(["run", *sys.argv[1:]])
+    cfg = config.config_from_args(args)
+    configure_logging(level=cfg.log_level)
+    return run_main(lambda: _main(cfg))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
