@@ -423,9 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn-rate", type=_positive(float), default=None,
                         help="changes per second during churn (default: 300; 100 with --quick)")
     parser.add_argument("--quiet-events", type=_positive(int), default=None,
-                        help="quiet endpoint events measured (default: 6000; 300 with --quick)")
+                        help="quiet endpoint events measured (default: 3000; 300 with --quick)")
     parser.add_argument("--quiet-rate", type=_positive(float), default=None,
-                        help="quiet endpoint events per second (default: 200; 100 with --quick)")
+                        help="quiet endpoint events per second (default: 100; 100 with --quick)")
     parser.add_argument("--trace", action="store_true",
                         help="tracemalloc over the churn: top allocation sites by growth")
     parser.add_argument("--no-profile", action="store_true",
@@ -436,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(level="error")
     result = asyncio.run(run(
         shape, quick=quick,
-        quiet_events=args.quiet_events or (300 if quick else 6000),
-        quiet_rate=args.quiet_rate or (100.0 if quick else 200.0),
+        quiet_events=args.quiet_events or (300 if quick else 3000),
+        quiet_rate=args.quiet_rate or 100.0,
         churn_seconds=args.churn_seconds or (5.0 if quick else 600.0),
         churn_rate=args.churn_rate or (100.0 if quick else 300.0),
         profile=not args.no_profile, trace=bool(args.trace)))
