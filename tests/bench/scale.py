@@ -24,8 +24,9 @@ Phases and figures (the last stdout line is one JSON object):
 3. quiet endpoint events (an EndpointSlice update of a load-balanced Service that leaves its
    target set unchanged, see _scale_cluster.py) at `--quiet-rate`:
    `cpu_ms_per_endpoint_event`, `events_per_s_one_core` (1,000 / that: the rate at which this
-   work alone would fill one core), `reconciles_per_event`; then, unless `--no-profile`, the
-   same events again under cProfile: `profile_top` (own CPU µs per event by function);
+   work alone would fill one core), `reconciles_per_event`; then, unless `--no-profile`, a
+   quarter as many at a quarter of the rate under cProfile: `profile_top` (own CPU µs per
+   event by function, profiler overhead included);
 4. mixed churn for `--churn-seconds` at `--churn-rate` changes per second: annotations on Pods,
    ConfigMaps, Services and Secrets; readiness flips in load-balanced and other slices (real
    target changes, registered and deregistered within the AWS throttle); edits of other
@@ -299,9 +300,11 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         reconciles_per_event=round((_tgb_reconciles(end) - _tgb_reconciles(start))
                                    / sent["sent"], 3))
     if profile:
-        n = max(quiet_events // 2, 1)
+        # cProfile makes the controller several times slower; a quarter of the rate keeps it
+        # from falling behind (the figures are per event).
+        n = max(quiet_events // 4, 1)
         await bench.controller.ask("profile-start")
-        await bench.cluster.ask(f"quiet {n} {quiet_rate}", timeout=3600)
+        await bench.cluster.ask(f"quiet {n} {quiet_rate / 4}", timeout=3600)
         await bench.wait_idle("profiled quiet events", hold=hold, cap=300)
         top = await bench.controller.ask("profile-stop 15")
         result["profile_top"] = [
