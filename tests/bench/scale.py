@@ -3,6 +3,7 @@ steady and after churn, tasks and file descriptors.
 
 Usage: python tests/bench/scale.py [--quick] [--churn-seconds S] [--churn-rate R]
                                   [--quiet-events N] [--quiet-rate R] [--trace] [--no-profile]
+                                  [--controller-flag FLAG ...]
 
 Three processes, so that every figure is about aiolbc alone: moto's server (AWS), the local API
 server with the cluster seeded into it and the load generator (tests/bench/_scale_cluster.py),
@@ -346,7 +347,8 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     return result
 
 
-async def run(shape: Shape, *, quick: bool, **figures: Any) -> dict[str, Any]:
+async def run(shape: Shape, *, quick: bool, extra_flags: list[str],
+              **figures: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="aiolbc-scale-") as tmp:
         workdir = Path(tmp)
         kubeconfig = workdir / "kubeconfig"
@@ -369,7 +371,8 @@ async def run(shape: Shape, *, quick: bool, **figures: Any) -> dict[str, Any]:
             log(f"seeded in {seeded['seed_s']} s")
             controller = await LineProcess.start(
                 "controller", [sys.executable, str(BENCH / "_scale_controller.py"),
-                               *controller_flags(kubeconfig, moto_url, seed.vpc_id)],
+                               *controller_flags(kubeconfig, moto_url, seed.vpc_id),
+                               *extra_flags],
                 stderr=workdir / "controller.log", env=controller_env())
             processes.append(controller)
             async with await KubeClient.from_kubeconfig(kubeconfig) as client:
@@ -386,6 +389,7 @@ async def run(shape: Shape, *, quick: bool, **figures: Any) -> dict[str, Any]:
             result["cluster"] = seeded["objects"]
             result["seed_s"] = seeded["seed_s"]
             result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+            result["controller_flags"] = extra_flags
             return result
         finally:
             for proc in reversed(processes):
@@ -433,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="tracemalloc over the churn: top allocation sites by growth")
     parser.add_argument("--no-profile", action="store_true",
                         help="skip the cProfile pass over the quiet events")
+    parser.add_argument("--controller-flag", action="append", default=[], metavar="FLAG",
+                        help="an extra `aiolbc run` flag, e.g. "
+                             "--controller-flag=--enable-leader-election=false (repeatable)")
     args = parser.parse_args(argv)
     quick = bool(args.quick)
     shape = QUICK if quick else Shape()
@@ -443,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         quiet_rate=args.quiet_rate or 100.0,
         churn_seconds=args.churn_seconds or (5.0 if quick else 600.0),
         churn_rate=args.churn_rate or (100.0 if quick else 300.0),
-        profile=not args.no_profile, trace=bool(args.trace)))
+        profile=not args.no_profile, trace=bool(args.trace),
+        extra_flags=list(args.controller_flag)))
     print(json.dumps(result))
     return 0
 
