@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.targetgroupbinding.endpointsets import EndpointSet, endpoints_digest
 from controller.targetgroupbinding.targets import Endpoint
 
 
@@ -20,10 +21,12 @@ def sha256_b64(data: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def compute(endpoints: Iterable[Endpoint], spec: dict[str, Any]) -> str:
-    ids = ",".join(sorted(e.checkpoint_id for e in endpoints))
+def compute(endpoints: EndpointSet | Iterable[Endpoint], spec: dict[str, Any]) -> str:
+    """An `EndpointSet` brings its endpoint digest along (computed once per set)."""
+    digest = endpoints.digest if isinstance(endpoints, EndpointSet) else endpoints_digest(
+        e.checkpoint_id for e in endpoints)
     spec_json = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    return f"{sha256_b64(ids)}/{sha256_b64(spec_json)}"
+    return f"{digest}/{sha256_b64(spec_json)}"
 
 
 def stored(obj: dict[str, Any]) -> str:

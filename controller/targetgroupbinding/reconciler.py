@@ -30,6 +30,7 @@ from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSp
 from controller.aws import AWSError
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
+from controller.targetgroupbinding.endpointsets import EndpointSet, SliceMemo
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
     configmap_name,
@@ -41,13 +42,11 @@ from controller.targetgroupbinding.targetgroups import (
     TargetGroups,
 )
 from controller.targetgroupbinding.targets import (
-    Endpoint,
     Target,
     find_service_port,
     instance_endpoints,
-    ip_endpoints,
 )
-from controller.targetgroupbinding.watches import SLICE_SERVICE_INDEX
+from controller.targetgroupbinding.watches import SERVICE_INDEX, SLICE_SERVICE_INDEX
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.conditions import find_condition
@@ -90,6 +89,8 @@ class TargetGroupBindingReconciler:
         # after as the truth, not "".
         self._own_versions: dict[str, set[str]] = {}
         self._written: dict[str, tuple[str, frozenset[str]]] = {}
+        # ip endpoints per Service, parsed once per EndpointSlice version.
+        self._slice_memo = SliceMemo(in_use=self._services_in_use)
 
     # ---- priority (cache reads only) --------------------------------------------------------
 
@@ -126,6 +127,7 @@ class TargetGroupBindingReconciler:
         tgb = self._bindings.get(request.key)  # 1. read
         if tgb is None:
             self._written.pop(request.key, None)
+            self._slice_memo.retain(self._services_in_use())
             return Result()
         self._own_versions[request.key] = set()
         try:
@@ -195,22 +197,26 @@ class TargetGroupBindingReconciler:
         return checkpoint.stored(tgb)
 
     def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
-                   target_type: str) -> list[Endpoint]:
+                   target_type: str) -> EndpointSet:
         ns = str(meta(tgb).get("namespace"))
         svc_key = f"{ns}/{spec.service_ref.name}"
         service = self._services.get(svc_key)
         port = find_service_port(service, spec.service_ref.port, service_key=svc_key)
         if target_type == "ip":
-            return ip_endpoints(port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key),
-                                ip_address_type=spec.ip_address_type or "ipv4")
+            return self._slice_memo.ip_endpoints(
+                svc_key, port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key),
+                ip_address_type=spec.ip_address_type or "ipv4")
         assert service is not None
-        return instance_endpoints(service, port, self._nodes.list(),
-                                  selector=spec.node_selector, service_key=svc_key)
+        return EndpointSet(instance_endpoints(service, port, self._nodes.list(),
+                                              selector=spec.node_selector, service_key=svc_key))
+
+    def _services_in_use(self) -> set[str]:
+        return set(self._bindings.list_index_values(SERVICE_INDEX))
 
     async def _sync_targets(self, tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupInfo,
-                            endpoints: list[Endpoint]) -> bool:
+                            endpoints: EndpointSet) -> bool:
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
-        desired = {e.target for e in endpoints}
+        desired = endpoints.targets
         current = await self._target_groups.current_targets(tg.arn)
         to_register = sorted(desired - current)
         extra = current - desired
@@ -293,7 +299,7 @@ class TargetGroupBindingReconciler:
         return condition_patch(tgb, type=READY, ready=ready, reason=reason, message=message,
                                now=self._clock.wall(), observed_generation_in_status=True)
 
-    async def _set_ready(self, tgb: Obj, endpoints: list[Endpoint]) -> None:
+    async def _set_ready(self, tgb: Obj, endpoints: EndpointSet) -> None:
         try:
             await self._writer.patch_status(tgb, self._ready(
                 tgb, True, "Reconciled", f"{len(endpoints)} target(s) registered"))

@@ -40,6 +40,7 @@ from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service import watches as service_watches
 from controller.service.model import checkpoint_of
 from controller.targetgroupbinding import watches as tgb_watches
+from controller.targetgroupbinding.endpointsets import SliceMemo
 from controller.targetgroupbinding.targets import (
     find_service_port,
     instance_endpoints,
@@ -213,6 +214,7 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
     _contained(lambda: find_service_port(obj, 80, service_key="k"))
     _contained(lambda: find_service_port(obj, "http", service_key="k"))
     _contained(lambda: ip_endpoints(other, [obj]))
+    _contained(lambda: SliceMemo().ip_endpoints("default/web", other, [obj, obj]))
     _contained(lambda: instance_endpoints(obj, other, [obj], selector=None, service_key="k"))
 
 
