@@ -27,7 +27,7 @@ import inspect
 import logging
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -166,6 +166,10 @@ class HandlerRegistration:
 _YIELD_EVERY = 64
 
 
+def _name(func: object) -> str:
+    return getattr(func, "__qualname__", None) or repr(func)
+
+
 def _describe(obj: Any) -> str:
     try:
         return key_of(obj)
@@ -184,6 +188,7 @@ class SharedInformer:
                  label_selector: str | None = None, field_selector: str | None = None,
                  settings: InformerSettings | None = None,
                  transform: Transform | None = strip_managed_fields,
+                 start_after: Sequence[SharedInformer] = (),
                  clock: Clock | None = None, rng: random.Random | None = None) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -198,6 +203,10 @@ class SharedInformer:
             field_selector=field_selector, settings=self.settings.reflector,
             transform=transform, clock=self._clock, rng=self._rng)
         self.name = self.reflector.name
+        self._default_transform = transform
+        self._start_after: list[SharedInformer] = []
+        for other in start_after:
+            self.add_start_after(other)
         self._handlers: list[HandlerRegistration] = []
         self._populated = False
         self._sync_changed = asyncio.Event()
@@ -243,7 +252,60 @@ class SharedInformer:
         del exist_ok
         self.store.add_indexer(name, func)
 
+    # ---- what the cache keeps -----------------------------------------------------------------
+
+    @property
+    def transform(self) -> Transform | None:
+        return self.reflector.transform
+
+    def use_transform(self, transform: Transform) -> None:
+        """Have the cache keep `transform(obj)` of each object instead of what the informer was
+        created with (it replaces that default, so it does the default's work too). One
+        informer keeps one shape for every reader: once it has started, or once another
+        transform was chosen, asking for a different one is a ValueError."""
+        current = self.reflector.transform
+        if transform == current:
+            return
+        if current is not self._default_transform:
+            raise ValueError(f"informer {self.name} already keeps objects through "
+                             f"{_name(current)}, not {_name(transform)}")
+        if self._started:
+            raise ValueError(f"informer {self.name} has started; its transform can no "
+                             "longer change")
+        self.reflector.transform = transform
+
+    def add_start_after(self, other: SharedInformer) -> None:
+        """List only once `other` holds its initial list: for a transform that reads `other`'s
+        cache to decide what to keep (e.g. only the objects something in it refers to)."""
+        if other is self or self in other._dependencies():
+            raise ValueError(f"informer {self.name} cannot wait for {other.name}: "
+                             "it would wait for itself")
+        if self._started and not other._populated:
+            raise ValueError(f"informer {self.name} has started; it cannot wait any more")
+        if other not in self._start_after:
+            self._start_after.append(other)
+
+    def _dependencies(self) -> set[SharedInformer]:
+        seen: set[SharedInformer] = set()
+        pending = list(self._start_after)
+        while pending:
+            informer = pending.pop()
+            if informer not in seen:
+                seen.add(informer)
+                pending.extend(informer._start_after)
+        return seen
+
     # ---- sync state -----------------------------------------------------------------------
+
+    @property
+    def populated(self) -> bool:
+        """The initial list is in the store (handlers may not have heard of it yet)."""
+        return self._populated
+
+    async def _wait_populated(self) -> None:
+        while not self._populated:
+            self._sync_changed.clear()
+            await self._sync_changed.wait()
 
     @property
     def has_synced(self) -> bool:
@@ -279,11 +341,16 @@ class SharedInformer:
         loop = asyncio.get_running_loop()
         for registration in self._handlers:
             registration._start()
-        self._tasks.append(loop.create_task(self.reflector.run(),
+        self._tasks.append(loop.create_task(self._run_reflector(),
                                             name=f"reflector {self.name}"))
         if self.settings.resync_period is not None:
             self._tasks.append(loop.create_task(self._resync_loop(),
                                                 name=f"resync {self.name}"))
+
+    async def _run_reflector(self) -> None:
+        for other in self._start_after:
+            await other._wait_populated()
+        await self.reflector.run()
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
@@ -389,10 +456,16 @@ class SharedInformerFactory:
         self._started = False
 
     def informer(self, resource: Resource, *, namespace: str | None = None,
-                 label_selector: str | None = None,
-                 field_selector: str | None = None) -> SharedInformer:
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 transform: Transform | None = None,
+                 start_after: Sequence[SharedInformer] = ()) -> SharedInformer:
         """The informer for this scope, created on first request. Once the factory runs, new
-        informers start at once."""
+        informers start at once.
+
+        `transform`: what its cache keeps of each object, instead of the factory's default
+        (`SharedInformer.use_transform`: every caller of one scope must agree). `start_after`:
+        informers whose initial list it waits for before listing
+        (`SharedInformer.add_start_after`)."""
         if namespace is not None and not resource.namespaced:
             raise ValueError(f"{resource.kind} is cluster-scoped; it has no namespace scope")
         scope = InformerScope(resource, namespace or None, label_selector or None,
@@ -405,8 +478,12 @@ class SharedInformerFactory:
                 settings=self._settings, transform=self._transform, clock=self._clock,
                 rng=self._rng)
             self._informers[scope] = informer
-            if self._started:
-                informer.start()
+        if transform is not None:
+            informer.use_transform(transform)
+        for other in start_after:
+            informer.add_start_after(other)
+        if self._started:
+            informer.start()
         return informer
 
     @property

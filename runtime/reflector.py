@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from runtime.client import INITIAL_EVENTS_END_ANNOTATION, KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Gone, ServerError, TooManyRequests
+from runtime.failures import FailureLog
 from runtime.objects import Obj, key_of
 from runtime.resources import Resource
 
@@ -116,6 +117,13 @@ class _StreamingUnsupported(Exception):
     pass
 
 
+def _describe(obj: Any) -> str:
+    try:
+        return key_of(obj)
+    except (ValueError, AttributeError, TypeError):
+        return "<unknown object>"
+
+
 class Reflector:
     def __init__(self, client: KubeClient, resource: Resource, sink: ReflectorSink, *,
                  namespace: str | None = None, label_selector: str | None = None,
@@ -129,8 +137,10 @@ class Reflector:
         self._label_selector = label_selector
         self._field_selector = field_selector
         self.settings = settings or ReflectorSettings()
-        self._transform = transform
+        # What the cache keeps of each object; the informer may set it until it starts.
+        self.transform = transform
         self._clock: Clock = clock or RealClock()
+        self._transform_failures = FailureLog(clock=self._clock)
         self._rng = rng or random.Random()
         self._backoff = Backoff.from_settings(self.settings, clock=self._clock, rng=self._rng)
         self._last_rv = ""
@@ -165,6 +175,16 @@ class Reflector:
     def streaming_supported(self) -> bool | None:
         """None until a streaming list was tried."""
         return self._streaming
+
+    def _transformed(self, obj: Obj) -> Obj:
+        """The transform's result; the object as it came when the transform raises (a
+        transform meets hostile objects too, and must not stop the whole resource's watch)."""
+        assert self.transform is not None
+        try:
+            return self.transform(obj)
+        except Exception as exc:
+            self._transform_failures.failed(f"{self.name}: transform", _describe(obj), exc)
+            return obj
 
     async def run(self) -> None:
         """List and watch until cancelled."""
@@ -213,8 +233,8 @@ class Reflector:
             self.lists += 1
             items, list_rv = await self._list_pages("", self.settings.page_size)
         self._rv_unavailable = False
-        if self._transform is not None:
-            items = [self._transform(obj) for obj in items]
+        if self.transform is not None:
+            items = [self._transformed(obj) for obj in items]
         self._sink.on_replace(items, list_rv)
         self._last_rv = list_rv
         self._succeeded()
@@ -273,8 +293,8 @@ class Reflector:
                             bookmark_rv = str(meta.get("resourceVersion") or "")
                             break
                         continue
-                    if self._transform is not None:
-                        obj = self._transform(obj)
+                    if self.transform is not None:
+                        obj = self._transformed(obj)
                     if kind == "DELETED":
                         collected.pop(key_of(obj), None)
                     else:
@@ -358,8 +378,8 @@ class Reflector:
             if kind not in ("ADDED", "MODIFIED", "DELETED"):
                 log.warning("%s: skipping watch event of type %r", self.name, kind)
                 continue
-            if self._transform is not None:
-                obj = self._transform(obj)
+            if self.transform is not None:
+                obj = self._transformed(obj)
             self._sink.on_event(str(kind), obj)
             rv = meta.get("resourceVersion")
             if rv:

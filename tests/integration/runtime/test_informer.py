@@ -370,3 +370,78 @@ async def test_a_long_replay_lets_other_tasks_run_while_it_proceeds(
         assert replayed_before_marker < 300
     finally:
         await informer.stop()
+
+
+def _keep_data_only(obj: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {k: obj["metadata"][k] for k in ("name", "namespace",
+                                                          "resourceVersion")},
+            "data": obj.get("data")}
+
+
+async def test_a_transform_shapes_what_the_cache_keeps_and_one_informer_keeps_one_shape(
+        factory: SharedInformerFactory, writer: KubeClient) -> None:
+    await writer.create(CONFIGMAPS, {**configmap("t1"), "binaryData": {"b": "AA=="}})
+    informer = factory.informer(CONFIGMAPS, namespace="default", transform=_keep_data_only)
+    assert factory.informer(CONFIGMAPS, namespace="default") is informer  # no opinion: fine
+    assert factory.informer(CONFIGMAPS, namespace="default",
+                            transform=_keep_data_only) is informer
+    with pytest.raises(ValueError, match="already keeps objects through _keep_data_only"):
+        factory.informer(CONFIGMAPS, namespace="default", transform=lambda obj: obj)
+    factory.start()
+    assert await factory.wait_for_sync(timeout=5)
+    await writer.create(CONFIGMAPS, {**configmap("t2"), "binaryData": {"b": "AA=="}})
+    await converged(writer, informer)
+    assert all(set(obj) == {"metadata", "data"} for obj in informer.store.list())
+    late = factory.informer(CONFIGMAPS, namespace="kube-system")
+    with pytest.raises(ValueError, match="has started"):
+        late.use_transform(_keep_data_only)
+
+
+async def test_a_transform_that_raises_keeps_the_object_as_it_came(
+        factory: SharedInformerFactory, writer: KubeClient) -> None:
+    def picky(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["metadata"]["name"] == "bad":
+            raise KeyError("surprise")
+        return _keep_data_only(obj)
+
+    await writer.create(CONFIGMAPS, configmap("bad"))
+    await writer.create(CONFIGMAPS, configmap("good"))
+    informer = factory.informer(CONFIGMAPS, namespace="default", transform=picky)
+    factory.start()
+    assert await factory.wait_for_sync(timeout=5)
+    assert "kind" in informer.store.get("default/bad")  # type: ignore[operator]
+    assert "kind" not in informer.store.get("default/good")  # type: ignore[operator]
+    await writer.create(CONFIGMAPS, configmap("later"))
+    await converged(writer, informer)  # the watch goes on
+
+
+async def test_start_after_lists_once_the_other_cache_holds_its_initial_list(
+        factory: SharedInformerFactory, client: KubeClient, writer: KubeClient) -> None:
+    """The transform of the second informer reads the first one's cache: which names it
+    holds when the second lists decide what the second keeps."""
+    await writer.create(CONFIGMAPS, configmap("wanted", "kube-system"))
+    await writer.create(CONFIGMAPS, configmap("wanted"))
+    await writer.create(CONFIGMAPS, configmap("other"))
+    index = SharedInformer(client, CONFIGMAPS, namespace="kube-system",
+                           settings=InformerSettings(reflector=FAST_REFLECTOR))
+
+    def only_indexed(obj: dict[str, Any]) -> dict[str, Any]:
+        if index.store.get(f"kube-system/{obj['metadata']['name']}") is None:
+            return {"metadata": {k: obj["metadata"][k] for k in ("name", "namespace",
+                                                                  "resourceVersion")}}
+        return obj
+
+    kept = factory.informer(CONFIGMAPS, namespace="default", transform=only_indexed,
+                            start_after=[index])
+    factory.start()
+    await asyncio.sleep(0.3)
+    assert not kept.populated  # waiting: the other one has not even started
+    index.start()
+    try:
+        assert await factory.wait_for_sync(timeout=5)
+        assert "data" in kept.store.get("default/wanted")  # type: ignore[operator]
+        assert "data" not in kept.store.get("default/other")  # type: ignore[operator]
+        with pytest.raises(ValueError, match="would wait for itself"):
+            index.add_start_after(kept)
+    finally:
+        await index.stop()
