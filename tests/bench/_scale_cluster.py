@@ -13,6 +13,8 @@ JSON line:
 - `quiet N RATE`: N quiet endpoint events at RATE per second (below), answers what was sent;
 - `churn SECONDS RATE`: mixed churn for SECONDS at RATE changes per second, answers the
   changes made by kind;
+- `ready`: the ready endpoints of each load-balanced Service now, by Service name (what its
+  binding must have registered once the controller caught up);
 - `stats`: this process's cpu_s and rss_mib.
 
 A *quiet endpoint event* is one EndpointSlice update of a load-balanced Service that leaves its
@@ -418,6 +420,15 @@ class Cluster:
             condition["lastHeartbeatTime"] = _stamp(time.time())
         self.api.update(rt, "", obj["metadata"]["name"], obj, subresource="status")
 
+    def ready_endpoints(self) -> dict[str, int]:
+        rt = self.rt("discovery.k8s.io", "v1", "endpointslices")
+        counts = {lb_service_name(i): 0 for i in range(self.shape.lb_services)}
+        for namespace, name in self.lb_slices:
+            obj = self.api.get(rt, namespace, name).obj
+            service = obj["metadata"]["labels"]["kubernetes.io/service-name"]
+            counts[service] += sum(1 for e in obj["endpoints"] if e["conditions"]["ready"])
+        return counts
+
     def churn_step(self) -> str:
         roll = self.rng.random()
         if roll < 0.40:
@@ -497,6 +508,8 @@ async def serve(args: argparse.Namespace) -> None:
             elif word == "churn":
                 answer = await paced(float(rest[1]), seconds=float(rest[0]),
                                      step=cluster.churn_step)
+            elif word == "ready":
+                answer = cluster.ready_endpoints()
             elif word == "stats":
                 answer = _stats()
             else:

@@ -25,6 +25,7 @@ import gc
 import json
 import os
 import pstats
+import signal
 import sys
 import tracemalloc
 from typing import Any
@@ -148,6 +149,8 @@ async def _serve_commands(probe: Probe) -> None:
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
+    # stdin closed: the benchmark is gone; stop as an operator would.
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def _main(cfg: config.ControllerConfig) -> int:

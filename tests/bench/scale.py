@@ -44,12 +44,13 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -187,14 +188,18 @@ def controller_flags(kubeconfig: Path, moto_url: str, vpc_id: str) -> list[str]:
 # ---- observing the controller ------------------------------------------------------------------
 
 
-def _tgb_done(obj: dict[str, Any], endpoints: int) -> bool:
+def _tgb_done(obj: dict[str, Any], ready: dict[str, int]) -> bool:
+    """Checkpointed (written only after a successful pass) and Ready with as many targets as
+    its Service has ready endpoints."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     if not annotations.get(CHECKPOINT_ANNOTATION):
         return False
+    service = ((obj.get("spec") or {}).get("serviceRef") or {}).get("name")
+    expected = ready.get(str(service))
     for condition in (obj.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
             return bool(condition.get("status") == "True"
-                        and condition.get("message") == f"{endpoints} target(s) registered")
+                        and condition.get("message") == f"{expected} target(s) registered")
     return False
 
 
@@ -215,9 +220,9 @@ class Bench:
         return stats
 
     async def converged(self) -> bool:
+        ready: dict[str, int] = await self.cluster.ask("ready")
         bindings = (await self.client.list(TARGETGROUPBINDINGS, LB_NAMESPACE))["items"]
-        if sum(1 for b in bindings if _tgb_done(b, self.shape.endpoints)) < \
-                self.shape.lb_services:
+        if sum(1 for b in bindings if _tgb_done(b, ready)) < self.shape.lb_services:
             return False
         services = (await self.client.list(SERVICES, LB_NAMESPACE))["items"]
         return all(((s.get("status") or {}).get("loadBalancer") or {}).get("ingress")
@@ -385,7 +390,7 @@ async def run(shape: Shape, *, quick: bool, extra_flags: list[str],
                     raise
             result["registered_targets"] = await asyncio.to_thread(
                 registered_targets, moto_url)
-            result["expected_targets"] = shape.lb_services * shape.endpoints
+            result["expected_targets"] = sum((await cluster.ask("ready")).values())
             result["cluster"] = seeded["objects"]
             result["seed_s"] = seeded["seed_s"]
             result["load_avg_1m"] = round(os.getloadavg()[0], 2)
@@ -408,6 +413,15 @@ def registered_targets(moto_url: str) -> int:
         return total
     finally:
         elbv2.close()
+
+
+async def _stoppable(work: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """`work`, cancelled by SIGTERM or SIGINT, so that it stops the processes it started."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    return await task
 
 
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -444,14 +458,14 @@ def main(argv: list[str] | None = None) -> int:
     quick = bool(args.quick)
     shape = QUICK if quick else Shape()
     configure_logging(level="error")
-    result = asyncio.run(run(
+    result = asyncio.run(_stoppable(run(
         shape, quick=quick,
         quiet_events=args.quiet_events or (300 if quick else 3000),
         quiet_rate=args.quiet_rate or 100.0,
         churn_seconds=args.churn_seconds or (5.0 if quick else 600.0),
         churn_rate=args.churn_rate or (100.0 if quick else 300.0),
         profile=not args.no_profile, trace=bool(args.trace),
-        extra_flags=list(args.controller_flag)))
+        extra_flags=list(args.controller_flag))))
     print(json.dumps(result))
     return 0
 
