@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from controller import transforms
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
@@ -87,12 +88,12 @@ def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPri
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
-    ingresses = manager.informer(INGRESSES)
-    services = manager.informer(SERVICES)
-    secrets = manager.informer(SECRETS)
-    classes = manager.informer(INGRESSCLASSES)
-    params = manager.informer(INGRESSCLASSPARAMS)
-    namespaces = manager.informer(NAMESPACES)
+    ingresses = transforms.informer(manager, INGRESSES)
+    services = transforms.informer(manager, SERVICES)
+    secrets = transforms.informer(manager, SECRETS)
+    classes = transforms.informer(manager, INGRESSCLASSES)
+    params = transforms.informer(manager, INGRESSCLASSPARAMS)
+    namespaces = transforms.informer(manager, NAMESPACES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
                     classes=classes.store, params=params.store, namespaces=namespaces.store)

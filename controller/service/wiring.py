@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
@@ -59,7 +60,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
           deployer: StackDeployer | None = None) -> Controller:
     """Register the Service controller. `deployer` may be shared with another controller;
     by default it gets its own (with its own cache of the ARNs it owns)."""
-    services = manager.informer(SERVICES)
+    services = transforms.informer(manager, SERVICES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
     reconciler = ServiceReconciler(

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
+from controller.targetgroupbinding.slicecache import SlicesNotCached, is_index_entry
 from controller.targetgroupbinding.targets import (
     Endpoint,
     Target,
@@ -139,6 +140,8 @@ class SliceMemo:
 
     def ip_endpoints(self, service_key: str, service_port: Obj, slices: Sequence[Obj], *,
                      ip_address_type: str = "ipv4") -> EndpointSet:
+        """SlicesNotCached when a slice is only an index entry (slicecache.py) whose version
+        the memo has not parsed: the caller fetches the Service's slices and asks again."""
         family = address_family(ip_address_type)
         port_name = service_port.get("name") or ""
         if not isinstance(port_name, str):
@@ -147,6 +150,8 @@ class SliceMemo:
         for slice_ in slices:
             version = _version(slice_)
             if version is None:  # not from an API server: nothing identifies its content
+                if any(is_index_entry(s) for s in slices):
+                    raise SlicesNotCached(service_key)
                 return _combine([_part(s, "", port_name=port_name, family=family)
                                  for s in slices])
             versions.append((version, slice_))
@@ -164,6 +169,8 @@ class SliceMemo:
         for (uid, rv), slice_ in versions:
             part = entry.parts.get(uid)
             if part is None or part.resource_version != rv:
+                if is_index_entry(slice_):
+                    raise SlicesNotCached(service_key)
                 part = _part(slice_, rv, port_name=port_name, family=family)
             parts[uid] = part
         entry.versions, entry.parts = current, parts

@@ -36,6 +36,7 @@ from controller.targetgroupbinding.multicluster import (
     configmap_name,
     deregistrable,
 )
+from controller.targetgroupbinding.slicecache import SlicesNotCached, fetch_slices
 from controller.targetgroupbinding.targetgroups import (
     TargetGroupInfo,
     TargetGroupNotFound,
@@ -73,6 +74,7 @@ class TargetGroupBindingReconciler:
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
                  recorder: Recorder, clock: Clock | None = None,
                  checkpoints: bool = True) -> None:
+        self._client = client
         self._bindings = bindings
         self._services = services
         self._slices = slices
@@ -109,12 +111,18 @@ class TargetGroupBindingReconciler:
         match whichever type was really used."""
         spec = parse_spec(obj)
         raw_spec = obj.get("spec") or {}
-        if spec.target_type:
-            return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type), raw_spec)]
+        try:
+            if spec.target_type:
+                return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type),
+                                           raw_spec)]
+        except SlicesNotCached:
+            return []  # a Service no binding used until now: nothing to compare with yet
         found = []
         for target_type in ("ip", "instance"):
             try:
                 endpoints = self._endpoints(obj, spec, target_type)
+            except SlicesNotCached:
+                return []
             except InvalidSpec:
                 continue  # e.g. instance targets of a ClusterIP Service
             if endpoints:
@@ -154,7 +162,7 @@ class TargetGroupBindingReconciler:
             if target_type not in ("ip", "instance"):
                 raise InvalidSpec(f"target group {tg.name or tg.arn} has unsupported target "
                                   f"type {target_type}")
-            endpoints = self._endpoints(tgb, spec, target_type)
+            endpoints = await self._fetched_endpoints(tgb, spec, target_type)
         except InvalidSpec as exc:
             await self._invalid(tgb, exc)
         if spec.networking:
@@ -196,19 +204,32 @@ class TargetGroupBindingReconciler:
             return written[0]
         return checkpoint.stored(tgb)
 
-    def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
-                   target_type: str) -> EndpointSet:
+    def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str, *,
+                   slices: list[Obj] | None = None) -> EndpointSet:
+        """From the caches (or from `slices`, fetched); SlicesNotCached when the cache holds
+        only index entries of the Service's slices (slicecache.py)."""
         ns = str(meta(tgb).get("namespace"))
         svc_key = f"{ns}/{spec.service_ref.name}"
         service = self._services.get(svc_key)
         port = find_service_port(service, spec.service_ref.port, service_key=svc_key)
         if target_type == "ip":
+            if slices is None:
+                slices = self._slices.by_index(SLICE_SERVICE_INDEX, svc_key)
             return self._slice_memo.ip_endpoints(
-                svc_key, port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key),
-                ip_address_type=spec.ip_address_type or "ipv4")
+                svc_key, port, slices, ip_address_type=spec.ip_address_type or "ipv4")
         assert service is not None
         return EndpointSet(instance_endpoints(service, port, self._nodes.list(),
                                               selector=spec.node_selector, service_key=svc_key))
+
+    async def _fetched_endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                 target_type: str) -> EndpointSet:
+        """`_endpoints`, listing the Service's slices from the API server when the cache kept
+        only their index entries (once per slice version: the memo keeps what was parsed)."""
+        try:
+            return self._endpoints(tgb, spec, target_type)
+        except SlicesNotCached as missing:
+            slices = await fetch_slices(self._client, missing.service_key)
+            return self._endpoints(tgb, spec, target_type, slices=slices)
 
     def _services_in_use(self) -> set[str]:
         return set(self._bindings.list_index_values(SERVICE_INDEX))

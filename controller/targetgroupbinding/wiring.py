@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.reconcilers import LaneSettings, controller_options
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
+from controller.targetgroupbinding.slicecache import SliceTrimmer
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from controller.targetgroupbinding.watches import (
     SERVICE_INDEX,
@@ -49,14 +51,17 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
     controller: `setup` runs it on a queue; benchmarks call it directly."""
     settings = settings or Settings()
     bindings = manager.informer(TARGETGROUPBINDINGS)
-    slices = manager.informer(ENDPOINTSLICES)
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
+    # What the slice cache keeps depends on which Services bindings use: it lists once the
+    # bindings' cache holds its initial list (slicecache.py).
+    slices = transforms.informer(manager, ENDPOINTSLICES, transform=SliceTrimmer(bindings.store),
+                             start_after=[bindings])
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
-        services=manager.informer(SERVICES).store, slices=slices.store,
-        nodes=manager.informer(NODES).store,
+        services=transforms.informer(manager, SERVICES).store, slices=slices.store,
+        nodes=transforms.informer(manager, NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock),
         tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
         checkpoints=settings.lanes.checkpoints)
@@ -70,11 +75,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = 
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(bindings, priority=reconciler.priority,
                   predicates=[ViewChanged(binding_view)])
-            .watches(manager.informer(SERVICES), bindings_of_service(bindings.store),
+            .watches(transforms.informer(manager, SERVICES), bindings_of_service(bindings.store),
                      predicates=[ViewChanged(service_view)])
             .watches(manager.informer(ENDPOINTSLICES), bindings_of_slice(bindings.store),
                      predicates=[ViewChanged(slice_view)])
-            .watches(manager.informer(NODES), bindings_of_node(bindings.store),
+            .watches(transforms.informer(manager, NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
             .with_options(controller_options(
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
