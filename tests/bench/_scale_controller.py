@@ -8,7 +8,8 @@ Usage: python tests/bench/_scale_controller.py <aiolbc run flags>
 Each stdin line is a command; each answer is one JSON line on stdout:
 - `stats`: cpu_s (user + system of this process), rss_mib, hwm_mib (peak RSS), tasks (asyncio
   tasks), fds (open file descriptors), reconciles (per controller), queue depth and busy
-  workers per controller (from the metrics registry), gc counts;
+  workers per controller (from the metrics registry), collections and seconds spent in the
+  garbage collector by generation;
 - `profile-start` / `profile-stop N`: cProfile around a phase; the answer is the top N
   functions by own time (`tottime_s`, `calls`);
 - `trace-start` / `trace-snapshot` / `trace-diff N`: tracemalloc; the diff is the top N
@@ -27,6 +28,7 @@ import os
 import pstats
 import signal
 import sys
+import time
 import tracemalloc
 from typing import Any
 
@@ -67,6 +69,17 @@ class Probe:
     def __init__(self) -> None:
         self.profiler: cProfile.Profile | None = None
         self.snapshot: tracemalloc.Snapshot | None = None
+        # Time inside the cyclic garbage collector, by generation: part of the CPU an event
+        # costs that no profile shows.
+        self.gc_s = [0.0, 0.0, 0.0]
+        self._gc_started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc_s[info["generation"]] += time.perf_counter() - self._gc_started
 
     def stats(self) -> dict[str, Any]:
         times = os.times()
@@ -81,6 +94,7 @@ class Probe:
             "depth": _samples(registry, "workqueue_depth"),
             "busy": _samples(registry, "controller_runtime_active_workers"),
             "gc": [s["collections"] for s in gc.get_stats()],
+            "gc_s": [round(t, 3) for t in self.gc_s],
         }
 
     def command(self, line: str) -> Any:

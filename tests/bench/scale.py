@@ -25,7 +25,8 @@ Phases and figures (the last stdout line is one JSON object):
 3. quiet endpoint events (an EndpointSlice update of a load-balanced Service that leaves its
    target set unchanged, see _scale_cluster.py) at `--quiet-rate`:
    `cpu_ms_per_endpoint_event`, `events_per_s_one_core` (1,000 / that: the rate at which this
-   work alone would fill one core), `reconciles_per_event`; then, unless `--no-profile`, a
+   work alone would fill one core), `reconciles_per_event`, `gc_ms_per_event` (the part of it
+   spent in the garbage collector, by generation); then, unless `--no-profile`, a
    quarter as many at a quarter of the rate under cProfile: `profile_top` (own CPU µs per
    event by function, profiler overhead included);
 4. mixed churn for `--churn-seconds` at `--churn-rate` changes per second: annotations on Pods,
@@ -299,8 +300,10 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     seconds = sent["seconds"] + hold  # the hold is idle time measured in the CPU delta too
     busy = end["cpu_s"] - start["cpu_s"] - idle_cpu_per_s * seconds
     per_event_ms = max(busy, 0.0) * 1000 / sent["sent"]
+    gc_ms = [round((b - a) * 1000 / sent["sent"], 3) for a, b in zip(start["gc_s"], end["gc_s"],
+                                                                   strict=True)]
     result.update(
-        quiet_events=sent["sent"], quiet_rate=quiet_rate,
+        quiet_events=sent["sent"], quiet_rate=quiet_rate, gc_ms_per_event=gc_ms,
         cpu_ms_per_endpoint_event=round(per_event_ms, 3),
         events_per_s_one_core=round(1000 / per_event_ms) if per_event_ms > 0 else None,
         reconciles_per_event=round((_tgb_reconciles(end) - _tgb_reconciles(start))
@@ -338,6 +341,7 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         churn_kinds=made["kinds"],
         churn_cpu_ms_per_change=round((after["cpu_s"] - start["cpu_s"]) * 1000
                                       / max(made["sent"], 1), 3),
+        churn_gc_s=[round(b - a, 2) for a, b in zip(start["gc_s"], after["gc_s"], strict=True)],
         rss_after_churn_mib=round(after["rss_mib"], 1),
         rss_peak_during_churn_mib=round(peak_during, 1),
         rss_peak_mib=round(after["hwm_mib"], 1),
