@@ -27,7 +27,6 @@ from controller.targetgroupbinding.targets import (
     Endpoint,
     Target,
     address_family,
-    endpoint_order,
     slice_ip_endpoints,
 )
 from runtime.objects import Obj, meta
@@ -64,7 +63,7 @@ class EndpointSet:
 
     def __iter__(self) -> Iterator[Endpoint]:
         if self._sorted is None:
-            self._sorted = tuple(sorted(self._items, key=endpoint_order))
+            self._sorted = tuple(sorted(self._items))
         return iter(self._sorted)
 
     @property
@@ -86,8 +85,10 @@ class _Part:
     ids: list[str]
 
 
-def _part(slice_: Obj, resource_version: str, *, port_name: str, family: str) -> _Part:
-    found = slice_ip_endpoints(slice_, port_name=port_name, family=family)
+def _part(slice_: Obj, resource_version: str, *, port_name: str, family: str,
+          previous: _Part | None = None) -> _Part:
+    found = slice_ip_endpoints(slice_, port_name=port_name, family=family,
+                               previous=previous.by_target if previous is not None else None)
     return _Part(resource_version, found, sorted(e.checkpoint_id for e in found.values()))
 
 
@@ -171,7 +172,7 @@ class SliceMemo:
             if part is None or part.resource_version != rv:
                 if is_index_entry(slice_):
                     raise SlicesNotCached(service_key)
-                part = _part(slice_, rv, port_name=port_name, family=family)
+                part = _part(slice_, rv, port_name=port_name, family=family, previous=part)
             parts[uid] = part
         entry.versions, entry.parts = current, parts
         entry.result = _combine(list(parts.values()))
