@@ -18,6 +18,7 @@ from controller.reconcilers import LaneSettings
 from controller.service import ServiceDefaults
 from runtime import metrics
 from runtime.client import KubeClient
+from runtime.heap import HeapSettings
 from runtime.httpserver import BindError
 from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
@@ -55,7 +56,10 @@ def aws_settings(config: ControllerConfig) -> AWSSettings:
                        verify_calls_burst=config.checkpoint_verify_aws_burst)
 
 
-def manager_options(config: ControllerConfig, *, identity: str | None = None) -> ManagerOptions:
+def manager_options(config: ControllerConfig, *, identity: str | None = None,
+                    heap: HeapSettings | None = None) -> ManagerOptions:
+    """`heap`: the garbage collector's tuning, process-wide: only `run` (the process's entry
+    point) passes one."""
     return ManagerOptions(
         identity=identity,
         leader_election=config.enable_leader_election,
@@ -71,6 +75,7 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None) ->
         event_component="aws-load-balancer-controller",
         watch_namespace=config.watch_namespace,
         informer_settings=InformerSettings(resync_period=config.sync_period),
+        heap=heap,
     )
 
 
@@ -126,9 +131,10 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,
-                  registry: CollectorRegistry, identity: str | None = None) -> Manager:
+                  registry: CollectorRegistry, identity: str | None = None,
+                  heap: HeapSettings | None = None) -> Manager:
     """A Manager with every controller wired, ready to `run()`."""
-    manager = Manager(client, options=manager_options(config, identity=identity),
+    manager = Manager(client, options=manager_options(config, identity=identity, heap=heap),
                       registry=registry)
     setup_controllers(manager, pool, config)
     return manager
@@ -162,7 +168,8 @@ async def run(config: ControllerConfig) -> int:
         await client.wait_for_server(timeout=config.api_server_startup_timeout)
         async with AWSClientPool(settings, registry=registry) as pool:
             try:
-                manager = build_manager(config, client, pool, registry=registry)
+                manager = build_manager(config, client, pool, registry=registry,
+                                        heap=HeapSettings())
             except CertificateError as exc:
                 raise ConfigError(f"--metrics-cert-dir: {exc}") from None
             try:

@@ -46,12 +46,13 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from runtime import metrics
+from runtime import heap, metrics
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.controller import Controller
 from runtime.delegatedauth import DelegatedAuth
 from runtime.events import EventRecorder
+from runtime.heap import HeapSettings
 from runtime.httpserver import MetricsServer, ProbeServer
 from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory, Transform
 from runtime.informer_metrics import register_informer_metrics
@@ -85,6 +86,9 @@ class ManagerOptions:
     event_component: str = "aiolbc"
     watch_namespace: str | None = None
     informer_settings: InformerSettings | None = None
+    # The garbage collector tuned for long-lived caches (runtime/heap.py). Process-wide: set by
+    # a process's entry point, never by a test's Manager.
+    heap: HeapSettings | None = None
 
 
 class Manager:
@@ -220,11 +224,15 @@ class Manager:
         """Run until stopped (0) or until leadership is lost or caches never sync (1)."""
         self._stopping = asyncio.Event()
         await self.serve()
+        if self.options.heap is not None:
+            heap.tune(self.options.heap)
         self.recorder.start()
         self.informers.start()
         try:
             if not await self._wait_for_caches():
                 return 0 if self._stopping.is_set() else 1
+            if self.options.heap is not None:
+                log.info("caches synced; heap frozen", objects=heap.freeze(self.options.heap))
             if self.elector is None:
                 await self._lead(self._stopping)
                 return 0
