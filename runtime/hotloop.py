@@ -2,8 +2,15 @@
 keeps waking it. Per-key exponential backoff applies to failures only; a reconcile that
 succeeds (or fails terminally) and wakes itself again through a write nobody filtered, or an
 object flapping faster than a reconcile can help, would otherwise spin a worker and its AWS
-calls. Past `limit` reconciles within `window` seconds the key's next reconcile is deferred by a
-delay that doubles from `base_delay` up to `max_delay`; the count drains as the window moves."""
+calls. Past `limit` reconciles within `window` seconds the key's next reconcile is deferred
+until the oldest of them leaves the window (at least `base_delay`, at most `max_delay`): at
+most `limit` reconciles per window.
+
+Deferrals do not count as reconciles. A key woken from outside faster than the limit (the
+EndpointSlices of a Service with a thousand pods during a rollout) is deferred again by each
+new event, since a new event makes a queued key ready at once; were deferrals counted, the
+window would never drain and the key would not be reconciled until the events stopped. Not
+counted, the events in between coalesce and the key is reconciled at the limit's pace."""
 
 from __future__ import annotations
 
@@ -23,8 +30,8 @@ class HotLoopOptions:
 
     window: float = 60.0
     limit: int | None = 50
-    base_delay: float = 1.0
-    max_delay: float = 60.0
+    base_delay: float = 1.0  # the shortest deferral
+    max_delay: float = 60.0  # the longest: the key is looked at again by then
 
 
 class HotLoopGuard(Generic[K]):
@@ -49,9 +56,8 @@ class HotLoopGuard(Generic[K]):
         if len(starts) < limit:
             starts.append(now)
             return 0.0
-        excess = len(starts) - limit
-        starts.append(now)  # a deferral counts too, so a key that keeps coming stays slowed
-        return float(min(self._options.max_delay, self._options.base_delay * 2 ** excess))
+        until_free = starts[len(starts) - limit] + self._options.window - now
+        return float(max(self._options.base_delay, min(self._options.max_delay, until_free)))
 
     def forget(self, key: K) -> None:
         self._starts.pop(key, None)

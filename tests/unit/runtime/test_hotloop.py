@@ -13,14 +13,18 @@ from runtime.hotloop import HotLoopGuard, HotLoopOptions
 from runtime.reconcile import Request, Result
 
 
-async def test_guard_defers_past_the_limit_and_forgets_as_the_window_moves() -> None:
+async def test_guard_defers_past_the_limit_until_a_start_leaves_the_window() -> None:
     clock = FakeClock()
     guard: HotLoopGuard[str] = HotLoopGuard(
         HotLoopOptions(window=10.0, limit=3, base_delay=1.0, max_delay=8.0), clock=clock)
     assert [guard.admit("k") for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert [guard.admit("k") for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
+    assert [guard.admit("k") for _ in range(3)] == [8.0, 8.0, 8.0]  # at most max_delay
     assert guard.admit("other") == 0.0
-    await clock.advance(11.0)
+    await clock.advance(8.0)
+    assert guard.admit("k") == 2.0  # the first start leaves the window at 10 s
+    await clock.advance(1.5)
+    assert guard.admit("k") == 1.0  # never less than base_delay
+    await clock.advance(1.0)
     assert guard.admit("k") == 0.0
     guard.prune()
     off: HotLoopGuard[str] = HotLoopGuard(HotLoopOptions(limit=None), clock=clock)
@@ -64,5 +68,22 @@ async def test_a_self_waking_key_is_slowed_and_counted() -> None:
     await clock.advance(1.0)
     for _ in range(50):
         await asyncio.sleep(0)
-    assert rec.runs["hot"] == 5  # the deferral itself counts: the next wait is longer
+    assert rec.runs["hot"] == 5  # deferred until its first reconcile leaves the window
+    await clock.advance(60.0)
+    for _ in range(200):
+        await asyncio.sleep(0)
+    assert rec.runs["hot"] == 10  # the next window's worth, then deferred again
     await ctrl.abort()
+
+
+async def test_a_key_woken_from_outside_faster_than_the_limit_is_not_starved() -> None:
+    """Every event makes the deferred key ready again; deferrals must not refill the window,
+    or the key would never be reconciled while the events go on."""
+    clock = FakeClock()
+    guard: HotLoopGuard[str] = HotLoopGuard(
+        HotLoopOptions(window=10.0, limit=3, base_delay=1.0, max_delay=10.0), clock=clock)
+    admitted = 0
+    for _ in range(60):  # one event a second for a minute
+        admitted += guard.admit("k") == 0.0
+        await clock.advance(1.0)
+    assert admitted == 18  # three per ten seconds, the limit's pace
