@@ -5,8 +5,8 @@ Most Services of a cluster have no load balancer, and their EndpointSlices are m
 EndpointSlice cache holds. `SliceTrimmer` (the informer's transform) keeps, for a slice of a
 Service no binding uses, only an *index entry*: name, namespace, uid, resourceVersion and the
 service-name label, enough for the cache's index and for the event that tells a binding its
-Service changed. For a Service a binding uses it keeps the slice with its endpoints, each cut
-to what target computation reads (addresses, conditions, targetRef).
+Service changed. For a Service a binding uses it keeps the slice with its endpoints, less what
+target computation never reads (their nodes, zones and topology hints).
 
 Which Services are used is read from the bindings' cache at the time a slice arrives, which is
 why the slice informer lists only once the bindings' informer holds its initial list. A binding
@@ -19,7 +19,6 @@ Service no binding uses any more keeps its whole slices until each one next chan
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Final
 
 from controller.targetgroupbinding.watches import (
@@ -33,8 +32,8 @@ from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES
 from runtime.store import Store
 
-# What target computation reads of an endpoint (targets.py).
-_ENDPOINT_FIELDS: Final = ("addresses", "conditions", "targetRef")
+# What neither target computation (targets.py) nor a pod lookup reads of an endpoint.
+_UNREAD_ENDPOINT_FIELDS: Final = ("nodeName", "zone", "hints", "deprecatedTopology")
 _INDEX_META: Final = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
 
 
@@ -55,24 +54,28 @@ def index_entry(slice_: Obj) -> Obj:
 
 
 def kept_slice(slice_: Obj) -> Obj:
-    """The slice with each endpoint cut to what target computation reads, in place. Strings
-    repeated in every endpoint are interned: one copy instead of one per endpoint."""
+    """The slice without what target computation never reads of an endpoint (its node, zone
+    and topology hints), in place. Every endpoint's targetRef repeats the kind and the slice's
+    namespace: they are made one string each instead of one per endpoint."""
     strip(slice_)
     endpoints = slice_.get("endpoints")
-    kept: list[Any] = []
-    for endpoint in endpoints if isinstance(endpoints, list) else ():
-        if not isinstance(endpoint, dict):
-            kept.append(endpoint)  # hostile: left for the reader to skip, as it always did
-            continue
-        cut = {k: endpoint[k] for k in _ENDPOINT_FIELDS if k in endpoint}
-        ref = cut.get("targetRef")
-        if isinstance(ref, dict):
-            for field in ("kind", "namespace"):
-                value = ref.get(field)
-                if type(value) is str:
-                    ref[field] = sys.intern(value)
-        kept.append(cut)
-    slice_["endpoints"] = kept
+    if not isinstance(endpoints, list):
+        slice_["endpoints"] = []
+        return slice_
+    meta = slice_.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    # Removed in place: cheaper than building each endpoint again, on every event of a slice.
+    for endpoint in endpoints:
+        if type(endpoint) is not dict:
+            continue  # hostile: left for the reader to skip, as it always did
+        for field in _UNREAD_ENDPOINT_FIELDS:
+            endpoint.pop(field, None)
+        ref = endpoint.get("targetRef")
+        if type(ref) is dict:
+            if ref.get("kind") == "Pod":
+                ref["kind"] = "Pod"
+            if namespace is not None and ref.get("namespace") == namespace:
+                ref["namespace"] = namespace
     return slice_
 
 
