@@ -14,14 +14,15 @@ Each stdin line is a command; each answer is one JSON line on stdout:
   functions by own time (`tottime_s`, `calls`);
 - `trace-start` / `trace-snapshot` / `trace-diff N`: tracemalloc; the diff is the top N
   allocation sites by size growth since the snapshot;
-- `gc`: a full collection (diagnostics only; the figures the benchmark reports never follow
-  one).
+- `gc`: a full collection, `trim`: glibc's malloc_trim (diagnostics only; the figures the
+  benchmark reports never follow either).
 """
 
 from __future__ import annotations
 
 import asyncio
 import cProfile
+import ctypes
 import gc
 import json
 import os
@@ -117,6 +118,12 @@ class Probe:
             return self._trace_diff(int(arg or 20))
         if word == "gc":
             return {"collected": gc.collect()}
+        if word == "trim":
+            before = _status_mib("VmRSS")
+            libc = ctypes.CDLL(None)
+            released = libc.malloc_trim(0)
+            return {"rss_before_mib": before, "rss_after_mib": _status_mib("VmRSS"),
+                    "released": released}
         return {"error": f"unknown command {word!r}"}
 
     def _profile_top(self, n: int) -> list[dict[str, Any]]:

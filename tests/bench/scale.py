@@ -34,8 +34,10 @@ Phases and figures (the last stdout line is one JSON object):
    target changes, registered and deregistered within the AWS throttle); edits of other
    Services; Secret rotations and replacements; node heartbeats. Then until idle again:
    `rss_after_churn_mib`, `rss_peak_mib` (the process's high-water mark), `tasks_after`,
-   `fds_after`, `churn_cpu_ms_per_change`. `--trace` runs tracemalloc over the churn and adds
-   `alloc_growth_top` (figures of that run include tracemalloc's own cost).
+   `fds_after`, `churn_cpu_ms_per_change`; then, as a diagnostic, `rss_after_malloc_trim_mib`
+   (the RSS once glibc gave back the free memory it holds). `--trace` runs the controller under
+   tracemalloc from start-up and adds `alloc_growth_top`, the allocation sites whose live
+   memory grew over the churn (figures of that run include tracemalloc's own cost).
 """
 
 from __future__ import annotations
@@ -169,11 +171,11 @@ async def start_moto(stderr: Path) -> tuple[LineProcess, str]:
     raise RuntimeError("moto server did not start")
 
 
-def controller_env() -> dict[str, str]:
+def controller_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")
            and k != "KUBECONFIG"}
     env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-               AWS_EC2_METADATA_DISABLED="true", PYTHONUNBUFFERED="1")
+               AWS_EC2_METADATA_DISABLED="true", PYTHONUNBUFFERED="1", **extra)
     return env
 
 
@@ -321,8 +323,7 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
              "calls_per_event": round(row["calls"] / n, 2)} for row in top]
 
     # 4. churn
-    if trace:
-        await bench.controller.ask("trace-start 1")
+    if trace:  # tracing since start-up (PYTHONTRACEMALLOC): frees of cached objects count
         await bench.controller.ask("trace-snapshot")
     start = await bench.stats()
     peak_during = start["rss_mib"]
@@ -351,6 +352,9 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         diff = await bench.controller.ask("trace-diff 15", timeout=600)
         result["traced"] = True
         result["alloc_growth_top"] = diff["top"]
+    # Diagnostics, after every figure: how much of the RSS is memory the allocator holds free.
+    trimmed = await bench.controller.ask("trim")
+    result["rss_after_malloc_trim_mib"] = round(trimmed["rss_after_mib"], 1)
     result["reconciles"] = after["reconciles"]
     del shape
     return result
@@ -382,7 +386,8 @@ async def run(shape: Shape, *, quick: bool, extra_flags: list[str],
                 "controller", [sys.executable, str(BENCH / "_scale_controller.py"),
                                *controller_flags(kubeconfig, moto_url, seed.vpc_id),
                                *extra_flags],
-                stderr=workdir / "controller.log", env=controller_env())
+                stderr=workdir / "controller.log",
+                env=controller_env(**({"PYTHONTRACEMALLOC": "1"} if figures["trace"] else {})))
             processes.append(controller)
             async with await KubeClient.from_kubeconfig(kubeconfig) as client:
                 bench = Bench(shape, client, controller, cluster)
