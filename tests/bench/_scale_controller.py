@@ -12,6 +12,9 @@ Each stdin line is a command; each answer is one JSON line on stdout:
   garbage collector by generation;
 - `profile-start` / `profile-stop N`: cProfile around a phase; the answer is the top N
   functions by own time (`tottime_s`, `calls`);
+- `sample-start [SECONDS]` / `sample-stop N`: a sampling profiler around a phase (no cost per
+  call, so not skewed towards small functions); the top N lines by own samples and functions
+  by inclusive samples, as shares of all samples;
 - `trace-start` / `trace-snapshot` / `trace-diff N`: tracemalloc; the diff is the top N
   allocation sites by size growth since the snapshot;
 - `gc`: a full collection, `trim`: glibc's malloc_trim (diagnostics only; the figures the
@@ -21,6 +24,7 @@ Each stdin line is a command; each answer is one JSON line on stdout:
 from __future__ import annotations
 
 import asyncio
+import collections
 import cProfile
 import ctypes
 import gc
@@ -75,6 +79,7 @@ class Probe:
         self.gc_s = [0.0, 0.0, 0.0]
         self._gc_started = 0.0
         gc.callbacks.append(self._on_gc)
+        self.sampler = Sampler()
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
@@ -116,6 +121,11 @@ class Probe:
             return {"traced_mib": tracemalloc.get_traced_memory()[0] / 2**20}
         if word == "trace-diff":
             return self._trace_diff(int(arg or 20))
+        if word == "sample-start":
+            self.sampler.start(float(arg or 0.001))
+            return {}
+        if word == "sample-stop":
+            return self.sampler.stop(int(arg or 20))
         if word == "gc":
             return {"collected": gc.collect()}
         if word == "trim":
@@ -149,6 +159,49 @@ class Probe:
                 "growth_kib": round(s.size_diff / 1024, 1), "count_diff": s.count_diff}
                for s in diff[:n]]
         return {"traced_mib": tracemalloc.get_traced_memory()[0] / 2**20, "top": top}
+
+
+class Sampler:
+    """A sampling profiler: every `interval` seconds of CPU (ITIMER_PROF) the running Python
+    frame is noted. Unlike cProfile it adds no cost per call, so C functions called in a tight
+    loop (dict.get, isinstance) are not inflated; a C call is charged to the line calling it."""
+
+    def __init__(self) -> None:
+        self.own: collections.Counter[str] = collections.Counter()
+        self.inclusive: collections.Counter[str] = collections.Counter()
+        self.samples = 0
+
+    def start(self, interval: float) -> None:
+        self.own.clear()
+        self.inclusive.clear()
+        self.samples = 0
+        signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, interval, interval)
+
+    def _sample(self, signum: int, frame: Any) -> None:
+        self.samples += 1
+        if frame is None:
+            return
+        code = frame.f_code
+        self.own[f"{_short(code.co_filename)}:{frame.f_lineno}:{code.co_name}"] += 1
+        seen = set()
+        while frame is not None:
+            code = frame.f_code
+            name = f"{_short(code.co_filename)}:{code.co_name}"
+            if name not in seen:
+                seen.add(name)
+                self.inclusive[name] += 1
+            frame = frame.f_back
+
+    def stop(self, n: int) -> dict[str, Any]:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_IGN)
+        total = max(self.samples, 1)
+        return {"samples": self.samples,
+                "own": [{"line": k, "share": round(v / total, 4)}
+                        for k, v in self.own.most_common(n)],
+                "inclusive": [{"function": k, "share": round(v / total, 4)}
+                              for k, v in self.inclusive.most_common(n)]}
 
 
 def _short(filename: str) -> str:

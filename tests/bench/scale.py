@@ -26,9 +26,9 @@ Phases and figures (the last stdout line is one JSON object):
    target set unchanged, see _scale_cluster.py) at `--quiet-rate`:
    `cpu_ms_per_endpoint_event`, `events_per_s_one_core` (1,000 / that: the rate at which this
    work alone would fill one core), `reconciles_per_event`, `gc_ms_per_event` (the part of it
-   spent in the garbage collector, by generation); then, unless `--no-profile`, a
-   quarter as many at a quarter of the rate under cProfile: `profile_top` (own CPU µs per
-   event by function, profiler overhead included);
+   spent in the garbage collector, by generation); then, unless `--no-profile`, half as many
+   again under a sampling profiler: `profile_top` (CPU µs per event by line, own time) and
+   `profile_inclusive` (by function, callees included);
 4. mixed churn for `--churn-seconds` at `--churn-rate` changes per second: annotations on Pods,
    ConfigMaps, Services and Secrets; readiness flips in load-balanced and other slices (real
    target changes, registered and deregistered within the AWS throttle); edits of other
@@ -311,20 +311,24 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         reconciles_per_event=round((_tgb_reconciles(end) - _tgb_reconciles(start))
                                    / sent["sent"], 3))
     if profile:
-        # cProfile makes the controller several times slower; a quarter of the rate keeps it
-        # from falling behind (the figures are per event).
-        n = max(quiet_events // 4, 1)
-        await bench.controller.ask("profile-start")
-        await bench.cluster.ask(f"quiet {n} {quiet_rate / 4}", timeout=3600)
+        n = max(quiet_events // 2, 1)
+        start = await bench.stats()
+        await bench.controller.ask("sample-start 0.0005")
+        await bench.cluster.ask(f"quiet {n} {quiet_rate}", timeout=3600)
         await bench.wait_idle("profiled quiet events", hold=hold, cap=300)
-        top = await bench.controller.ask("profile-stop 15")
-        result["profile_top"] = [
-            {"function": row["function"], "us_per_event": round(row["tottime_s"] * 1e6 / n, 1),
-             "calls_per_event": round(row["calls"] / n, 2)} for row in top]
+        sampled = await bench.controller.ask("sample-stop 15")
+        end = await bench.stats()
+        us = (end["cpu_s"] - start["cpu_s"]) * 1e6 / n  # sampler included, idle left in
+        result["profile_top"] = [{"line": row["line"], "us_per_event": round(row["share"] * us)}
+                                 for row in sampled["own"]]
+        result["profile_inclusive"] = [
+            {"function": row["function"], "us_per_event": round(row["share"] * us)}
+            for row in sampled["inclusive"]]
 
     # 4. churn
+    traced_before = 0.0
     if trace:  # tracing since start-up (PYTHONTRACEMALLOC): frees of cached objects count
-        await bench.controller.ask("trace-snapshot")
+        traced_before = (await bench.controller.ask("trace-snapshot"))["traced_mib"]
     start = await bench.stats()
     peak_during = start["rss_mib"]
     churn = asyncio.create_task(bench.cluster.ask(f"churn {churn_seconds} {churn_rate}",
@@ -351,6 +355,8 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     if trace:
         diff = await bench.controller.ask("trace-diff 15", timeout=600)
         result["traced"] = True
+        result["traced_mib_before_after_churn"] = [round(traced_before, 1),
+                                                   round(diff["traced_mib"], 1)]
         result["alloc_growth_top"] = diff["top"]
     # Diagnostics, after every figure: how much of the RSS is memory the allocator holds free.
     trimmed = await bench.controller.ask("trim")
