@@ -33,6 +33,7 @@ import os
 import pstats
 import signal
 import sys
+import tempfile
 import time
 import tracemalloc
 from typing import Any
@@ -128,6 +129,8 @@ class Probe:
             return self.sampler.stop(int(arg or 20))
         if word == "gc":
             return {"collected": gc.collect()}
+        if word == "mallocstats":
+            return _pymalloc_stats()
         if word == "trim":
             before = _status_mib("VmRSS")
             libc = ctypes.CDLL(None)
@@ -159,6 +162,31 @@ class Probe:
                 "growth_kib": round(s.size_diff / 1024, 1), "count_diff": s.count_diff}
                for s in diff[:n]]
         return {"traced_mib": tracemalloc.get_traced_memory()[0] / 2**20, "top": top}
+
+
+def _pymalloc_stats() -> dict[str, Any]:
+    """The summary lines of sys._debugmallocstats() (which writes to the C stderr): how much
+    of the arenas pymalloc holds is in use."""
+    with tempfile.TemporaryFile(mode="w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    stats: dict[str, Any] = {}
+    for line in text.splitlines():
+        label, _, value = line.partition("=")
+        label = label.strip().lstrip("#").strip()
+        if label in ("arenas allocated current", "bytes in allocated blocks",
+                     "bytes in available blocks", "bytes in arenas", "unused pools",
+                     "bytes lost to pool headers", "bytes lost to quantization"):
+            stats[label] = int(value.strip().replace(",", ""))
+    return stats
 
 
 class Sampler:

@@ -291,6 +291,7 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     await asyncio.sleep(idle_window)
     idle_after = await bench.stats()
     idle_cpu_per_s = (idle_after["cpu_s"] - before["cpu_s"]) / idle_window
+    steady_pymalloc = await bench.controller.ask("mallocstats")
     result.update(rss_steady_mib=round(idle_after["rss_mib"], 1),
                   tasks_before=before["tasks"], fds_before=before["fds"],
                   idle_cpu_ms_per_s=round(idle_cpu_per_s * 1000, 2))
@@ -361,6 +362,8 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     # Diagnostics, after every figure: how much of the RSS is memory the allocator holds free.
     trimmed = await bench.controller.ask("trim")
     result["rss_after_malloc_trim_mib"] = round(trimmed["rss_after_mib"], 1)
+    result["pymalloc_after_churn"] = await bench.controller.ask("mallocstats")
+    result["pymalloc_steady"] = steady_pymalloc
     result["reconciles"] = after["reconciles"]
     del shape
     return result
