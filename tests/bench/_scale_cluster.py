@@ -11,6 +11,7 @@ The first stdout line is the server URL; then each stdin line is a command and e
 JSON line:
 - `seed`: create the cluster; answers the object counts and the seconds it took;
 - `quiet N RATE`: N quiet endpoint events at RATE per second (below), answers what was sent;
+- `touch RATE`: one quiet endpoint event for every slice of the load-balanced Services;
 - `churn SECONDS RATE`: mixed churn for SECONDS at RATE changes per second, answers the
   changes made by kind;
 - `ready`: the ready endpoints of each load-balanced Service now, by Service name (what its
@@ -336,10 +337,10 @@ class Cluster:
         self.api.patch(rt, namespace, name, "application/merge-patch+json",
                        {"metadata": {"annotations": {"bench/churn": str(self._serial)}}})
 
-    def quiet_event(self) -> str:
+    def quiet_event(self, which: tuple[str, str] | None = None) -> str:
         """A not-ready pod appears in, or leaves, one slice of a load-balanced Service."""
         rt = self.rt("discovery.k8s.io", "v1", "endpointslices")
-        namespace, name = self.rng.choice(self.lb_slices)
+        namespace, name = which or self.rng.choice(self.lb_slices)
         obj = self._current(rt, namespace, name)
         eps = obj["endpoints"]
         if eps and eps[-1]["conditions"]["ready"] is False:
@@ -350,6 +351,11 @@ class Cluster:
                                 namespace, self.rng.choice(self.nodes), ready=False))
         self._replace(rt, obj)
         return "quiet"
+
+    def touch_step(self) -> Callable[[], str]:
+        """A step making a quiet event in each load-balanced slice in turn."""
+        every = iter(list(self.lb_slices))
+        return lambda: self.quiet_event(next(every))
 
     def ready_flip(self, slices: list[tuple[str, str]]) -> None:
         """One endpoint's readiness flips (a readiness probe failing, or recovering)."""
@@ -505,6 +511,9 @@ async def serve(args: argparse.Namespace) -> None:
             elif word == "quiet":
                 answer = await paced(float(rest[1]), count=int(rest[0]),
                                      step=cluster.quiet_event)
+            elif word == "touch":
+                answer = await paced(float(rest[0]), count=len(cluster.lb_slices),
+                                     step=cluster.touch_step())
             elif word == "churn":
                 answer = await paced(float(rest[1]), seconds=float(rest[0]),
                                      step=cluster.churn_step)

@@ -17,6 +17,7 @@ Each stdin line is a command; each answer is one JSON line on stdout:
   by inclusive samples, as shares of all samples;
 - `trace-start` / `trace-snapshot` / `trace-diff N`: tracemalloc; the diff is the top N
   allocation sites by size growth since the snapshot;
+- `types N`: the N most numerous types among the objects the garbage collector tracks;
 - `gc`: a full collection, `trim`: glibc's malloc_trim (diagnostics only; the figures the
   benchmark reports never follow either).
 """
@@ -129,6 +130,10 @@ class Probe:
             return self.sampler.stop(int(arg or 20))
         if word == "gc":
             return {"collected": gc.collect()}
+        if word == "types":
+            counts = collections.Counter(type(o).__name__ for o in gc.get_objects())
+            counts["(frozen)"] = gc.get_freeze_count()
+            return dict(counts.most_common(int(arg or 30)))
         if word == "mallocstats":
             return _pymalloc_stats()
         if word == "trim":
