@@ -274,6 +274,24 @@ class SharedInformer:
                              "longer change")
         self.reflector.transform = transform
 
+    def retransform(self, obj: Obj) -> bool:
+        """Take `obj`, a fresh read of an object the cache holds, through the transform again,
+        if the cache holds that very version: for a transform whose decision about an object
+        changed (it keeps more of it now). Handlers hear of it as an update with an unchanged
+        resourceVersion. False when the cache holds another version, or none: the watch has
+        news of it, which the transform sees anyway."""
+        try:
+            key = key_of(obj)
+        except (ValueError, AttributeError, TypeError):
+            return False
+        cached = self.store.get(key)
+        if cached is None or not _rv(obj) or _rv(cached) != _rv(obj):
+            return False
+        new = self.reflector.transformed(obj) if self.transform is not None else obj
+        old = self.store.upsert(new)
+        self._notify(("update", old, new))
+        return True
+
     def add_start_after(self, other: SharedInformer) -> None:
         """List only once `other` holds its initial list: for a transform that reads `other`'s
         cache to decide what to keep (e.g. only the objects something in it refers to)."""

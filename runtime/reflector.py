@@ -176,7 +176,7 @@ class Reflector:
         """None until a streaming list was tried."""
         return self._streaming
 
-    def _transformed(self, obj: Obj) -> Obj:
+    def transformed(self, obj: Obj) -> Obj:
         """The transform's result; the object as it came when the transform raises (a
         transform meets hostile objects too, and must not stop the whole resource's watch)."""
         assert self.transform is not None
@@ -234,7 +234,7 @@ class Reflector:
             items, list_rv = await self._list_pages("", self.settings.page_size)
         self._rv_unavailable = False
         if self.transform is not None:
-            items = [self._transformed(obj) for obj in items]
+            items = [self.transformed(obj) for obj in items]
         self._sink.on_replace(items, list_rv)
         self._last_rv = list_rv
         self._succeeded()
@@ -294,7 +294,7 @@ class Reflector:
                             break
                         continue
                     if self.transform is not None:
-                        obj = self._transformed(obj)
+                        obj = self.transformed(obj)
                     if kind == "DELETED":
                         collected.pop(key_of(obj), None)
                     else:
@@ -379,7 +379,7 @@ class Reflector:
                 log.warning("%s: skipping watch event of type %r", self.name, kind)
                 continue
             if self.transform is not None:
-                obj = self._transformed(obj)
+                obj = self.transformed(obj)
             self._sink.on_event(str(kind), obj)
             rv = meta.get("resourceVersion")
             if rv:

@@ -9,28 +9,38 @@ Service changed. For a Service a binding uses it keeps the slice with its endpoi
 target computation never reads (their nodes, zones and topology hints).
 
 Which Services are used is read from the bindings' cache at the time a slice arrives, which is
-why the slice informer lists only once the bindings' informer holds its initial list. A binding
-that starts using a Service later finds index entries: the reconcile then lists that Service's
-slices from the API server once (`fetch_slices`); their parsed endpoints are memoized by uid and
-resourceVersion (endpointsets.py), so later reconciles of an unchanged slice need no request,
-and every later event of those slices arrives whole, since the Service is used by then. A
-Service no binding uses any more keeps its whole slices until each one next changes.
+why the slice informer lists only once the bindings' informer holds its initial list. When a
+binding starts using a Service later, `SliceRefresher` (on every replica) lists that Service's
+slices once and has the cache take them again, whole; every later event of them arrives whole
+anyway, since the Service is used by then. A reconcile that comes first lists them itself
+(`fetch_slices`); their parsed endpoints are memoized by uid and resourceVersion
+(endpointsets.py), so an unchanged slice is never fetched twice. A Service no binding uses any
+more keeps its whole slices until each one next changes.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Final
+
+import structlog
 
 from controller.targetgroupbinding.watches import (
     SERVICE_INDEX,
     SERVICE_NAME_LABEL,
+    SLICE_SERVICE_INDEX,
+    binding_service_index,
     slice_service_index,
 )
 from controller.transforms import strip
 from runtime.client import KubeClient
+from runtime.errors import ApiError
+from runtime.informer import SharedInformer
 from runtime.objects import Obj
 from runtime.resources import ENDPOINTSLICES
 from runtime.store import Store
+
+log = structlog.get_logger("targetgroupbinding")
 
 # What neither target computation (targets.py) nor a pod lookup reads of an endpoint.
 _UNREAD_ENDPOINT_FIELDS: Final = ("nodeName", "zone", "hints", "deprecatedTopology")
@@ -103,15 +113,61 @@ class SliceTrimmer:
         return id(self._bindings)
 
 
-async def fetch_slices(client: KubeClient, service_key: str) -> list[Obj]:
-    """The slices of one Service, straight from the API server, kept as the cache keeps the
-    slices of a used Service."""
+async def list_slices(client: KubeClient, service_key: str) -> list[Obj]:
+    """The slices of one Service, straight from the API server, as it serves them."""
     namespace, _, name = service_key.partition("/")
     body = await client.list(ENDPOINTSLICES, namespace,
                              label_selector=f"{SERVICE_NAME_LABEL}={name}")
     items = body.get("items")
-    return [kept_slice(s) for s in items if isinstance(s, dict)
+    return [s for s in items if isinstance(s, dict)
             and slice_service_index(s) == [service_key]] if isinstance(items, list) else []
+
+
+async def fetch_slices(client: KubeClient, service_key: str) -> list[Obj]:
+    """The slices of one Service, kept as the cache keeps the slices of a used Service."""
+    return [kept_slice(s) for s in await list_slices(client, service_key)]
+
+
+class SliceRefresher:
+    """A handler of the bindings' informer, on every replica, leader or not: when a binding
+    starts using a Service whose slices the cache holds as index entries, it lists them and
+    has the cache take them again (`SharedInformer.retransform`), whole now. A standby then
+    takes over with whole slices, and judges its bindings' checkpoints from its caches as
+    the leader did. Until it is done a reconcile fetches the slices itself."""
+
+    def __init__(self, client: KubeClient, slices: SharedInformer) -> None:
+        self._client = client
+        self._slices = slices
+        self._pending: dict[str, asyncio.Task[None]] = {}
+
+    def on_add(self, obj: Obj, is_initial_list: bool) -> None:
+        self._check(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if binding_service_index(old) != binding_service_index(new):
+            self._check(new)
+
+    def on_delete(self, obj: object) -> None:
+        return None
+
+    def _check(self, binding: Obj) -> None:
+        for key in binding_service_index(binding):
+            if key in self._pending:
+                continue
+            cached = self._slices.store.by_index(SLICE_SERVICE_INDEX, key)
+            if any(is_index_entry(s) for s in cached):
+                task = asyncio.get_running_loop().create_task(self._refresh(key),
+                                                              name=f"slices of {key}")
+                self._pending[key] = task
+
+    async def _refresh(self, service_key: str) -> None:
+        try:
+            for obj in await list_slices(self._client, service_key):
+                self._slices.retransform(obj)
+        except ApiError as exc:  # the reconcile fetches them itself
+            log.info("could not list slices", service=service_key, error=str(exc))
+        finally:
+            self._pending.pop(service_key, None)
 
 
 class SlicesNotCached(Exception):
@@ -123,5 +179,5 @@ class SlicesNotCached(Exception):
         self.service_key = service_key
 
 
-__all__ = ["SliceTrimmer", "SlicesNotCached", "fetch_slices", "index_entry", "is_index_entry",
-           "kept_slice"]
+__all__ = ["SliceRefresher", "SliceTrimmer", "SlicesNotCached", "fetch_slices", "index_entry",
+           "is_index_entry", "kept_slice", "list_slices"]

@@ -12,7 +12,7 @@ from controller.aws import AWSClientPool
 from controller.reconcilers import LaneSettings, controller_options
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
-from controller.targetgroupbinding.slicecache import SliceTrimmer
+from controller.targetgroupbinding.slicecache import SliceRefresher, SliceTrimmer
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from controller.targetgroupbinding.watches import (
     SERVICE_INDEX,
@@ -58,6 +58,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
     slices = transforms.informer(manager, ENDPOINTSLICES, transform=SliceTrimmer(bindings.store),
                              start_after=[bindings])
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
+    # On every replica, so that a standby's slice cache is whole for the Services in use.
+    bindings.add_handler(SliceRefresher(manager.client, slices))
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
         services=transforms.informer(manager, SERVICES).store, slices=slices.store,

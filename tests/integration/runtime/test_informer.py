@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -445,3 +446,32 @@ async def test_start_after_lists_once_the_other_cache_holds_its_initial_list(
             index.add_start_after(kept)
     finally:
         await index.stop()
+
+
+async def test_retransform_takes_a_fresh_read_of_the_cached_version_only(
+        factory: SharedInformerFactory, writer: KubeClient) -> None:
+    """A transform whose decision changed (it keeps more now) gets the same version again."""
+    keep_whole: set[str] = set()
+
+    def decide(obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if obj["metadata"]["name"] in keep_whole else _keep_data_only(
+            {**obj, "data": None})
+
+    await writer.create(CONFIGMAPS, configmap("r1"))
+    informer = factory.informer(CONFIGMAPS, namespace="default", transform=decide)
+    updates: list[tuple[str, str]] = []
+    informer.add_handler(on_update=lambda old, new: updates.append(
+        (old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])))
+    factory.start()
+    assert await factory.wait_for_sync(timeout=5)
+    assert informer.store.get("default/r1")["data"] is None  # type: ignore[index]
+    fresh = await writer.get(CONFIGMAPS, "r1", "default")
+    keep_whole.add("r1")
+    assert informer.retransform(copy.deepcopy(fresh))
+    assert informer.store.get("default/r1")["data"] == {"v": "0"}  # type: ignore[index]
+    await until(lambda: len(updates) == 1)
+    assert updates[0][0] == updates[0][1]  # an update with an unchanged resourceVersion
+    # Another version than the cached one (or an object it does not hold): left to the watch.
+    stale = {**fresh, "metadata": {**fresh["metadata"], "resourceVersion": "1"}}
+    assert not informer.retransform(stale)
+    assert not informer.retransform(configmap("absent"))
