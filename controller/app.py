@@ -104,7 +104,9 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
+    """The cluster's name and VPC scope which target groups bindings may act on."""
     return targetgroupbinding.Settings(
+        cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
         lanes=lane_settings(config))

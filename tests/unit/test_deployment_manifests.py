@@ -305,7 +305,8 @@ async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
             AWSClientPool(settings, registry=registry) as pool:
         manager = Manager(client, options=ManagerOptions(leader_election=True),
                           registry=registry)
-        targetgroupbinding.setup(manager, pool=pool)
+        targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding.Settings(
+            cluster_name="unused", vpc_id="vpc-0123456789abcdef0"))
         return {family.name: family.type for family in registry.collect()}
 
 

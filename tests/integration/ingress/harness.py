@@ -76,7 +76,8 @@ class IngressCluster(RunsManager):
 
         def setup(manager: Manager) -> None:
             ingress_controller.setup(manager, pool=self.pool, settings=settings)
-            tgb_controller.setup(manager, pool=self.pool)
+            tgb_controller.setup(manager, pool=self.pool, settings=tgb_controller.Settings(
+                cluster_name=self.seed.cluster_name, vpc_id=self.seed.vpc_id))
             if on_setup is not None:
                 on_setup(manager)
 

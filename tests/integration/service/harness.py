@@ -71,7 +71,9 @@ class Cluster(RunsManager):
         def setup(manager: Manager) -> None:
             service_controller.setup(manager, pool=self.pool,
                                      settings=settings or service_settings(self.seed))
-            tgb_controller.setup(manager, pool=self.pool, settings=tgb_settings)
+            tgb_controller.setup(manager, pool=self.pool, settings=tgb_settings or
+                                 tgb_controller.Settings(cluster_name=self.seed.cluster_name,
+                                                         vpc_id=self.seed.vpc_id))
 
         return await self.launch(setup)
 

@@ -4,6 +4,7 @@ controller against the AWS stand-in, and functions to shape Services, EndpointSl
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -43,9 +44,14 @@ class Cluster(RunsManager):
     async def start(self, *, settings: tgb_controller.Settings | None = None,
                     options: ManagerOptions | None = None,
                     client: KubeClient | None = None) -> Manager:
-        """Run a Manager with the TGB controller, as `client` (default: the test's own)."""
+        """Run a Manager with the TGB controller, as `client` (default: the test's own), for
+        the seeded cluster and VPC unless `settings` say otherwise."""
+        chosen = settings or tgb_controller.Settings(cluster_name="", vpc_id="")
+        chosen = dataclasses.replace(chosen, cluster_name=chosen.cluster_name or
+                                     self.seed.cluster_name,
+                                     vpc_id=chosen.vpc_id or self.seed.vpc_id)
         return await self.launch(
-            lambda manager: tgb_controller.setup(manager, pool=self.pool, settings=settings),
+            lambda manager: tgb_controller.setup(manager, pool=self.pool, settings=chosen),
             options=options, client=client)
 
     async def target_group(self, name: str, *, target_type: str = "ip", port: int = 80) -> str:

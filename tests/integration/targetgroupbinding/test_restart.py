@@ -29,7 +29,8 @@ async def _checkpoint(cluster: Cluster, name: str) -> str:
 
 async def test_restart_verifies_unchanged_bindings_at_the_configured_pace(
         cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
-    settings = Settings(lanes=LaneSettings(verify_qps=VERIFY_QPS, verify_burst=1))
+    settings = Settings(cluster_name="", vpc_id="",
+                        lanes=LaneSettings(verify_qps=VERIFY_QPS, verify_burst=1))
     # "z-..." sorts last: without priorities it would be reconciled last.
     names = [f"tgb-{i}" for i in range(UNCHANGED)] + ["z-changed"]
     arns: dict[str, str] = {}
@@ -110,7 +111,8 @@ async def test_crash_between_checkpoint_reset_and_register_is_recovered(
     aws_proxy.remove(fault)
 
     # A fresh process sees the reset checkpoint as a change: NORMAL priority, full sync.
-    await cluster.start(settings=Settings(lanes=LaneSettings(verify_qps=0.01, verify_burst=1)))
+    await cluster.start(settings=Settings(cluster_name="", vpc_id="", lanes=LaneSettings(
+        verify_qps=0.01, verify_burst=1)))
     await eventually(lambda: _registered_are(cluster, arn, {("10.2.0.1", 8080),
                                                             ("10.2.0.2", 8080)}))
 
