@@ -102,12 +102,14 @@ def former_groups(ing: Obj) -> list[Request]:
 
 @dataclass(frozen=True, slots=True)
 class Membership:
-    """An Ingress this controller owns: its group, class info, and the first problem found
-    (reported on the whole group, as upstream does)."""
+    """An Ingress this controller owns: its group, class info, the first problem found (the
+    member is left out of its group for it), and whether the group is the one its class
+    parameters enforce (`via_params`) rather than one it names itself."""
 
     group: Request
     info: IngressClassInfo | None
     error: str | None = None
+    via_params: bool = False
 
 
 def membership(ing: Obj, caches: Caches, *, ingress_class: str) -> Membership | None:
@@ -121,7 +123,7 @@ def membership(ing: Obj, caches: Caches, *, ingress_class: str) -> Membership | 
     if info is None:
         return None
     if info.params is not None and info.params.group_name:
-        return Membership(Request("", info.params.group_name), info)
+        return Membership(Request("", info.params.group_name), info, via_params=True)
     try:
         name = AnnotationReader.of(ing, PREFIX).get("group.name", check_group_name)
     except AnnotationError as exc:
@@ -170,6 +172,7 @@ class Member:
     ingress: Obj
     info: IngressClassInfo | None
     order: int
+    via_params: bool = False
 
     @property
     def key(self) -> str:
@@ -179,12 +182,20 @@ class Member:
 @dataclass(frozen=True)
 class Group:
     """A group as the cache shows it: active members sorted by (order, namespace, name), the
-    Ingresses leaving it (they still carry its finalizer), and the problems found."""
+    Ingresses leaving it (they still carry its finalizer), and the problems found (`errors`:
+    members whose class or group annotations cannot be used).
+
+    Once settled (`controller.ingress.exclusions`): `excluded` are the members left out, each
+    with its reason, `held` says why the group must not be deployed at all, and `unknown` are
+    members that vanished while carrying its finalizer."""
 
     request: Request
     members: tuple[Member, ...] = ()
     leaving: tuple[Obj, ...] = ()
     errors: tuple[tuple[Obj, str], ...] = field(default=())
+    excluded: tuple[tuple[Obj, str], ...] = field(default=())
+    held: str | None = None
+    unknown: tuple[Obj, ...] = field(default=())
 
     @property
     def stack_id(self) -> str:
@@ -193,6 +204,14 @@ class Group:
     @property
     def finalizer(self) -> str:
         return finalizer_of(self.request)
+
+    def established(self, ing: Obj) -> bool:
+        """The Ingress carries this group's finalizer: the group was deployed with it."""
+        return self.finalizer in (meta(ing).get("finalizers") or [])
+
+    @property
+    def excluded_established(self) -> list[Obj]:
+        return [ing for ing, _ in self.excluded if self.established(ing)]
 
 
 class GroupLoader:
@@ -236,7 +255,7 @@ class GroupLoader:
                 except AnnotationError as exc:
                     errors.append((ing, str(exc)))
                     order = 0
-                members.append(Member(ing, member.info, order))
+                members.append(Member(ing, member.info, order, member.via_params))
             elif finalizer in (meta(ing).get("finalizers") or []):
                 leaving.append(ing)
         members.sort(key=lambda m: (m.order, str(meta(m.ingress).get("namespace")),
