@@ -19,6 +19,7 @@ members is only what the relist shows.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -88,10 +89,8 @@ class VanishedMembers:
         if count:
             self._gauge.labels(group=group).set(count)
         else:
-            try:
+            with contextlib.suppress(KeyError):
                 self._gauge.remove(group)
-            except KeyError:
-                pass
 
 
 __all__ = ["UNKNOWN_MEMBERS_METRIC", "VanishedMembers"]

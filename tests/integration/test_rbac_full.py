@@ -20,9 +20,10 @@ the API server:
 Not one request is refused, and, from the same run's request log, every granted rule triple was
 needed: for each, some request is allowed only through it. The API server answers each informer's
 first streaming list as one without the WatchList feature does, so the run takes the list + watch
-path such clusters see and `list` shows up next to `watch`. A second, short run without `secrets`
-in the ClusterRole shows the converse: refused, and the controller never becomes ready (an
-informer that cannot list keeps the caches from syncing, so nothing starts).
+path such clusters see and `list` shows up next to `watch`. Secrets are read one by one, by
+name: every Secret request is a list or watch of the referenced Secret alone. A second, short
+run without `secrets` in the ClusterRole shows the converse: only that Secret is refused, the
+controller runs, and the Ingress that needs it reports why instead of getting a load balancer.
 """
 
 from __future__ import annotations
@@ -216,6 +217,8 @@ async def running(cluster: Installation, config: ControllerConfig
         for informer in manager.informers.informers:
             cluster.server.faults.fail_next(1, verb="watch", resource=informer.resource.plural,
                                             status=422)
+        # The referenced Secret is watched by an informer of its own, by name.
+        cluster.server.faults.fail_next(1, verb="watch", resource="secrets", status=422)
         task = asyncio.create_task(manager.run())
         try:
             yield manager, task
@@ -413,6 +416,9 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         denials = c.server.denials
         assert denials == [], "\n".join(f"{d.verb} {d.path}: {d.message}" for d in denials)
         requests = requests_of(c.server.request_log, CONTROLLER_USER)
+        secret_requests = {(a.verb, a.namespace, a.name) for a in requests
+                           if a.resource == "secrets"}
+        assert secret_requests == {("list", WORKLOADS, "oidc"), ("watch", WORKLOADS, "oidc")}
         result = account(grants(docs), requests, baseline_rules(CONTROLLER_USER))
         print(result.describe())
         assert result.refused == []
@@ -420,7 +426,7 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
             str(g) for g in result.unused)
 
 
-async def test_without_secrets_the_controller_is_refused_and_never_ready(
+async def test_without_secrets_only_the_referenced_secret_is_refused(
         aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy,
         no_retry_backoff: None, tmp_path: Path) -> None:
     docs = without_resource(rbac_documents(), kind="ClusterRole", group="", resource="secrets")
@@ -429,17 +435,19 @@ async def test_without_secrets_the_controller_is_refused_and_never_ready(
     async with installation(docs, seed=aws_seed, aws=aws_pool, tmp_path=tmp_path) as c:
         await c.ingress_objects()
         async with running(c, config) as (manager, task):
-            async def refused_twice() -> bool:
-                return len([d for d in c.server.denials if d.resource == "secrets"]) >= 2
+            await eventually(lambda: asyncio.sleep(0, manager.leading), message="never led")
 
-            # Refused, and refused again: the informer keeps retrying, the cache never syncs.
-            await eventually(refused_twice, message="secrets were never refused")
+            async def reported() -> list[Obj]:
+                return [e for e in await c.events("secure")
+                        if e["type"] == "Warning" and e["reason"] == "SecretUnreadable"]
+
+            (event,) = await eventually(reported, message="the Ingress was not told")
+            assert "default/oidc" in event["message"] and "cannot" in event["message"]
             denials = c.server.denials
+            assert denials
             assert {(d.verb, d.resource, d.namespace) for d in denials} <= {
-                ("list", "secrets", ""), ("watch", "secrets", "")}, denials
+                ("list", "secrets", WORKLOADS), ("watch", "secrets", WORKLOADS)}, denials
             assert all("cannot" in d.message and "secrets" in d.message for d in denials)
-            assert not manager.leading
-            assert await lease_holder(c) is None  # never even stood for election
             assert _hostname(await c.get(INGRESSES, "secure")) is None
             assert await c.load_balancers() == []
             manager.stop()
