@@ -442,7 +442,8 @@ async def test_without_secrets_only_the_referenced_secret_is_refused(
                         if e["type"] == "Warning" and e["reason"] == "SecretUnreadable"]
 
             (event,) = await eventually(reported, message="the Ingress was not told")
-            assert "default/oidc" in event["message"] and "cannot" in event["message"]
+            assert "default/oidc" in event["message"]
+            assert "cannot" in event["message"]
             denials = c.server.denials
             assert denials
             assert {(d.verb, d.resource, d.namespace) for d in denials} <= {
