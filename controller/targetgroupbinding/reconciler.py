@@ -245,7 +245,8 @@ class TargetGroupBindingReconciler:
         # clusters registered could not be told from ours.
         tracked = None
         if spec.multi_cluster_target_group or extra or to_register:
-            tracked = await self._tracker.tracked(ns, name)
+            tracked = await self._tracker.tracked(
+                ns, name, recheck=not spec.multi_cluster_target_group)
         tracking = spec.multi_cluster_target_group or tracked is not None
         if tracking:
             allowed = set(deregistrable((t.identifier for t in extra), tracked))
@@ -304,7 +305,7 @@ class TargetGroupBindingReconciler:
                 f"target group {info.name or arn}, which this binding registered into, is now "
                 f"used by TargetGroupBinding {key_of(others[0])}; its targets are left to it")
             return None
-        tracked = await self._tracker.tracked(ns, name)
+        tracked = await self._tracker.tracked(ns, name, recheck=True)
         if tracked is None:
             return sorted(current)
         allowed = set(deregistrable((t.identifier for t in current), tracked))
