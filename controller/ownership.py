@@ -18,7 +18,7 @@ The rules (a namespace user can only make the controller act on what that namesp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -118,7 +118,8 @@ def binding_target_group_index(obj: Obj) -> list[str]:
     return found
 
 
-def bindings_of(store_by_index: Any, tg: TargetGroupFacts) -> list[Obj]:
+def bindings_of(store_by_index: Callable[[str, str], list[Obj]],
+                tg: TargetGroupFacts) -> list[Obj]:
     """Every binding naming `tg` by ARN or by name (`store_by_index`: a Store's `by_index`)."""
     found: dict[str, Obj] = {}
     for value in (f"arn:{tg.arn}", f"name:{tg.name}"):

@@ -12,15 +12,16 @@ One reconcile of a group key:
    delete the stack's TargetGroupBindings, wait until they are gone (their finalizer
    deregisters targets), delete the AWS stack, drop the leavers' finalizers; with none,
    nothing happens;
-4. otherwise check every target group a member forwards to by ARN (`controller.ownership`; a
-   newcomer forwarding to one it may not is left out, an established member holds the
-   group), add the group finalizer to members with the reset of an older checkpoint, and use
-   the settled build (pure stage). A normal-priority reconcile whose checkpoint matches on
-   every member, with status, finalizers and bindings in place, stops there without AWS calls
-   (a LOW-lane verification never does). Bindings the stack no longer wants are deleted and
-   waited for; then the stack is deployed, the wanted bindings applied, the load balancer
-   hostname written to every member's status and the group checkpoint to every member, and
-   the leavers' finalizers dropped (their rules are gone now).
+4. otherwise the settled build (pure stage) gives the checkpoint: a normal-priority reconcile
+   whose checkpoint matches on every member, with status, finalizers and bindings in place,
+   stops here without AWS calls (a LOW-lane verification never does). Before anything is
+   written, every target group a member forwards to by ARN is checked
+   (`controller.ownership`; a newcomer forwarding to one it may not is left out, an
+   established member holds the group); then the group finalizer goes on the members with
+   the reset of an older checkpoint, bindings the stack no longer wants are deleted and
+   waited for, the stack is deployed, the wanted bindings applied, the load balancer hostname
+   written to every member's status and the group checkpoint to every member, and the
+   leavers' finalizers dropped (their rules are gone now).
 """
 
 from __future__ import annotations
@@ -240,15 +241,18 @@ class IngressReconciler:
         return group, settled.built
 
     async def _converge(self, group: Group, settled: Settled[BuiltGroup]) -> Result:
-        group, built = await self._without_refused(group, settled)
-        # No member carried the finalizer yet: nothing of this group can be in AWS.
-        fresh = not any(has_finalizer(m.ingress, group.finalizer) for m in group.members)
-        value = checkpoint.compute(built.stack, version=BUILDER_VERSION)  # checkpoint
+        assert settled.built is not None
         current = {name_of(b): b
                    for b in self._bindings.by_index(BINDING_STACK_INDEX, group.request.key)}
+        value = checkpoint.compute(settled.built.stack, version=BUILDER_VERSION)
         if (self._checkpoints and reconcile_priority() >= NORMAL
-                and self._converged_in_cache(group, built, value, current)):
+                and self._converged_in_cache(group, settled.built, value, current)):
             return Result()  # nothing the model reads changed since the last deploy
+        # About to write to AWS: first every forward to a target group named by ARN.
+        group, built = await self._without_refused(group, settled)
+        value = checkpoint.compute(built.stack, version=BUILDER_VERSION)
+        # No member carried the finalizer yet: nothing of this group can be in AWS.
+        fresh = not any(has_finalizer(m.ingress, group.finalizer) for m in group.members)
         # Write-only fields (OIDC client secrets) are written unless every member's checkpoint
         # says this very stack was deployed; a LOW verification of a match skips them.
         matched = all(checkpoint.stored(m.ingress) == value for m in group.members)

@@ -80,6 +80,7 @@ class ReferencedSecrets:
         self._refs: Counter[str] = Counter()
         self._handlers: list[Any] = []
         self._running = False
+        self._stopping: set[asyncio.Task[None]] = set()
 
     # ---- which Secrets are referenced ------------------------------------------------------
 
@@ -137,9 +138,11 @@ class ReferencedSecrets:
 
     def _unwatch(self, key: str) -> None:
         informer = self._informers.pop(key, None)
-        if informer is not None:
-            with contextlib.suppress(RuntimeError):
-                asyncio.get_running_loop().create_task(informer.stop())
+        if informer is not None and informer.started:
+            with contextlib.suppress(RuntimeError):  # no loop: nothing runs to be stopped
+                task = asyncio.get_running_loop().create_task(informer.stop())
+                self._stopping.add(task)
+                task.add_done_callback(self._stopping.discard)
         gone = self.store.delete(key)
         if gone is not None:
             self._fan_out("delete", gone)

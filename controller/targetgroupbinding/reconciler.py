@@ -289,8 +289,8 @@ class TargetGroupBindingReconciler:
 
     async def _ours_in(self, tgb: Obj, arn: str) -> list[Target] | None:
         """The targets this binding registered into `arn`, None when that is not for this
-        binding to say: the target group is gone, or another binding now holds it (what is
-        left there is that binding's to converge)."""
+        binding to say: the target group is gone, or another binding registered there since
+        (what is left there is that binding's to converge)."""
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         try:
             info = await self._target_groups.resolve(arn=arn, name=None)
@@ -298,7 +298,8 @@ class TargetGroupBindingReconciler:
         except InvalidSpec:
             return None  # gone, and its targets with it
         others = [b for b in ownership.bindings_of(self._bindings.by_index, info.facts)
-                  if key_of(b) != key_of(tgb) and not ownership.may_share(tgb, b)]
+                  if key_of(b) != key_of(tgb) and ownership.holds(b, info.arn)
+                  and not ownership.may_share(tgb, b)]
         if others:
             self._writer.event(
                 tgb, "Warning", "TargetGroupTakenOver",
