@@ -39,7 +39,6 @@ from controller.ingress.groups import Group, Member, is_explicit
 from runtime.objects import Obj, key_of, meta, namespace_of
 
 GroupNamespaces = Literal["single", "params", "any"]
-GROUP_NAMESPACE_POLICIES: tuple[GroupNamespaces, ...] = ("single", "params", "any")
 
 T = TypeVar("T")
 
@@ -164,5 +163,5 @@ def _policy(group: Group, caches: Caches, policy: GroupNamespaces
     return found
 
 
-__all__ = ["GROUP_NAMESPACE_POLICIES", "GroupHeld", "GroupNamespaces", "Settled",
-           "enforcing_params", "home_namespace", "settle"]
+__all__ = ["GroupHeld", "GroupNamespaces", "Settled", "enforcing_params", "home_namespace",
+           "settle"]

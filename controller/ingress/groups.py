@@ -209,10 +209,6 @@ class Group:
         """The Ingress carries this group's finalizer: the group was deployed with it."""
         return self.finalizer in (meta(ing).get("finalizers") or [])
 
-    @property
-    def excluded_established(self) -> list[Obj]:
-        return [ing for ing, _ in self.excluded if self.established(ing)]
-
 
 class GroupLoader:
     def __init__(self, caches: Caches, *, ingress_class: str) -> None:

@@ -29,7 +29,7 @@ async def _refused(t: Tenancy, client: KubeClient, name: str, reason: str) -> Ob
     async def told() -> Obj | None:
         events = await t.events(client, ATTACKER, name, reason)
         obj = await client.get(TARGETGROUPBINDINGS, name, ATTACKER)
-        ready = next((c for c in (obj.get("status") or {}).get("conditions") or []
+        ready: dict[str, Any] = next((c for c in (obj.get("status") or {}).get("conditions") or []
                       if c["type"] == "Ready"), {})
         if events and ready.get("status") == "False" and ready.get("reason") == reason:
             return obj

@@ -50,7 +50,8 @@ async def _told(t: Tenancy, attacker: KubeClient, name: str, words: str) -> Obj:
         return [e for e in await t.events(attacker, ATTACKER, name)
                 if e["reason"] == "ExcludedFromGroup" and words in e["message"]]
 
-    (event,) = await eventually(events, message=f"{name} was not told: {words}")
+    found: list[Obj] = await eventually(events, message=f"{name} was not told: {words}")
+    (event,) = found
     ing = await attacker.get(INGRESSES, name, ATTACKER)
     assert not ing["metadata"].get("finalizers")
     assert not (ing.get("status") or {}).get("loadBalancer", {}).get("ingress")

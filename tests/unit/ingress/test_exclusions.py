@@ -34,9 +34,9 @@ STOREFRONT = Request("", "storefront")
 
 
 def member(name: str, namespace: str, *, created: str, established: bool = False,
-           **annotations: str) -> Obj:
+           annotations: dict[str, str] | None = None) -> Obj:
     ing = ingress(name, namespace=namespace, paths=[path(f"/{name}", "web")],
-                  annotations={GROUP: "storefront", **annotations},
+                  annotations={GROUP: "storefront", **(annotations or {})},
                   finalizers=[FINALIZER] if established else None)
     ing["metadata"]["creationTimestamp"] = created
     return ing
@@ -65,7 +65,7 @@ def shop(*extra: Obj) -> Caches:
 def test_an_outsider_naming_a_group_is_left_out_under_the_default_policy() -> None:
     c = shop(member("front", "shop", created="2024-01-01T00:00:00Z", established=True),
              member("grab", "attacker", created="2024-02-01T00:00:00Z",
-                    **{ORDER: "-1000"}))
+                    annotations={ORDER: "-1000"}))
     settled = run(c)
     assert names(settled.group) == ["shop/front"]
     assert "belongs to namespace shop" in excluded(settled.group)["attacker/grab"]
@@ -135,8 +135,9 @@ def test_a_group_enforced_by_class_parameters_cannot_be_named_directly() -> None
 
 def test_a_conflicting_newcomer_is_left_out_and_the_rest_builds() -> None:
     c = shop(member("front", "shop", created="2024-01-01T00:00:00Z", established=True,
-                    **{SCHEME: "internal"}),
-             member("new", "shop", created="2024-02-01T00:00:00Z", **{SCHEME: "internet-facing"}),
+                    annotations={SCHEME: "internal"}),
+             member("new", "shop", created="2024-02-01T00:00:00Z",
+                    annotations={SCHEME: "internet-facing"}),
              member("fine", "shop", created="2024-03-01T00:00:00Z"))
     settled = run(c)
     assert names(settled.group) == ["shop/fine", "shop/front"]
@@ -149,9 +150,9 @@ def test_a_conflicting_newcomer_is_left_out_and_the_rest_builds() -> None:
 
 def test_established_members_that_conflict_hold_the_group() -> None:
     c = shop(member("a", "shop", created="2024-01-01T00:00:00Z", established=True,
-                    **{SCHEME: "internal"}),
+                    annotations={SCHEME: "internal"}),
              member("b", "shop", created="2024-02-01T00:00:00Z", established=True,
-                    **{SCHEME: "internet-facing"}))
+                    annotations={SCHEME: "internet-facing"}))
     settled = run(c)
     assert settled.built is None
     assert settled.group.held is not None
@@ -160,8 +161,10 @@ def test_established_members_that_conflict_hold_the_group() -> None:
 
 
 def test_two_new_members_the_older_one_wins() -> None:
-    c = shop(member("b", "shop", created="2024-01-01T00:00:00Z", **{SCHEME: "internal"}),
-             member("a", "shop", created="2024-02-01T00:00:00Z", **{SCHEME: "internet-facing"}))
+    c = shop(member("b", "shop", created="2024-01-01T00:00:00Z",
+                    annotations={SCHEME: "internal"}),
+             member("a", "shop", created="2024-02-01T00:00:00Z",
+                    annotations={SCHEME: "internet-facing"}))
     settled = run(c)
     assert names(settled.group) == ["shop/b"]
     assert list(excluded(settled.group)) == ["shop/a"]
