@@ -137,12 +137,12 @@ def _precedence(binding: Obj) -> tuple[str, str]:
     return (str(meta(binding).get("creationTimestamp") or ""), key_of(binding))
 
 
-def _multi_cluster(binding: Obj) -> bool:
+def is_multi_cluster(binding: Obj) -> bool:
     return _spec(binding).get("multiClusterTargetGroup") is True
 
 
 def may_share(a: Obj, b: Obj) -> bool:
-    return (_multi_cluster(a) and _multi_cluster(b)
+    return (is_multi_cluster(a) and is_multi_cluster(b)
             and namespace_of(a) == namespace_of(b))
 
 
@@ -240,6 +240,7 @@ __all__ = [
     "check_target_group",
     "describe_tags",
     "holds",
+    "is_multi_cluster",
     "may_share",
     "owning_namespace",
     "rival",

@@ -306,9 +306,12 @@ class TargetGroupBindingReconciler:
                 f"target group {info.name or arn}, which this binding registered into, is now "
                 f"used by TargetGroupBinding {key_of(others[0])}; its targets are left to it")
             return None
-        tracked = await self._tracker.tracked(ns, name, recheck=True)
+        multi_cluster = ownership.is_multi_cluster(tgb)
+        tracked = await self._tracker.tracked(ns, name, recheck=not multi_cluster)
         if tracked is None:
-            return sorted(current)
+            # Without a record a multi-cluster binding cannot tell its targets from other
+            # clusters': it deregisters none. A binding that owns its target group, all.
+            return [] if multi_cluster else sorted(current)
         allowed = set(deregistrable((t.identifier for t in current), tracked))
         return sorted(t for t in current if t.identifier in allowed)
 

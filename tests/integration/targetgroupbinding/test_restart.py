@@ -70,7 +70,11 @@ async def test_restart_verifies_unchanged_bindings_at_the_configured_pace(
     # One look per binding: the event of a binding's own checkpoint reset, arriving while it
     # is in flight, is not mistaken for a change once the real checkpoint is written.
     assert len(health) == len(names)
-    times = sorted(verified.values())
+    # The pace is that of verifications starting: each one's first call is its target
+    # group's lookup (it also reads the tags the ownership checks need).
+    started = {str(r.params["TargetGroupArns"][0]): r.time
+               for r in reversed(aws_proxy.records(operation="DescribeTargetGroups"))}
+    times = sorted(started[arn] for arn in verified)
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert min(gaps) >= 0.8 / VERIFY_QPS, gaps
     # The changed binding did not wait behind the paced verifications.
