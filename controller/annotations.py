@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
@@ -35,6 +36,12 @@ TRAFFIC_PORT: Final = "traffic-port"
 TrafficPort = Literal["traffic-port"]
 
 _MAX_SHOWN = 120
+# Limits on what the controller parses out of one annotation value (the API server allows
+# 256 KiB for all of an object's annotations together). A JSON value nested deeper than any
+# upstream shape needs (actions and conditions go 5 levels deep) is refused before it is
+# parsed, so that no parser recurses on a value a client chose.
+MAX_VALUE_LENGTH: Final = 64 * 1024
+MAX_JSON_DEPTH: Final = 32
 # Go's unicode.IsSpace set, which strings.TrimSpace strips; Python's str.strip() differs slightly.
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -174,9 +181,47 @@ def _location(loc: Sequence[int | str]) -> str:
     return text
 
 
+def json_depth(raw: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep `raw` nests arrays and objects, counted without parsing, up to `limit + 1`."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def load_json(raw: str) -> Any:
+    """`json.loads` within the limits above; ValueError (never RecursionError) otherwise."""
+    if len(raw) > MAX_VALUE_LENGTH:
+        raise ValueError(f"longer than {MAX_VALUE_LENGTH} characters")
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    return json.loads(raw)
+
+
 def parse_json(key: str, raw: str, schema: type[T]) -> T:
     """A JSON value validated against `schema` (a pydantic model or any type pydantic accepts).
     Only the first validation problem is reported, to keep the message on one line."""
+    if len(raw) > MAX_VALUE_LENGTH:
+        raise AnnotationError(key, raw, f"is longer than {MAX_VALUE_LENGTH} characters")
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise AnnotationError(key, raw, f"is JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         adapter: TypeAdapter[T] = _adapter(schema)
         result = adapter.validate_json(raw)

@@ -18,8 +18,11 @@ from controller.reconcilers import LaneSettings
 from controller.service import ServiceDefaults
 from runtime import metrics
 from runtime.client import KubeClient
+from runtime.httpserver import BindError
 from runtime.informer import InformerSettings
+from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
+from runtime.servingcerts import CertificateError
 
 log = structlog.get_logger("aiolbc")
 
@@ -62,6 +65,8 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None) ->
         renew_deadline=config.leader_election_renew_deadline,
         retry_period=config.leader_election_retry_period,
         metrics_bind_address=config.metrics_bind_addr,
+        metrics_secure=config.metrics_secure,
+        metrics_cert_dir=config.metrics_cert_dir,
         health_probe_bind_address=config.health_probe_bind_addr,
         event_component="aws-load-balancer-controller",
         watch_namespace=config.watch_namespace,
@@ -132,17 +137,43 @@ def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientP
     return manager
 
 
+_BIND_FLAGS = {"metrics": "--metrics-bind-addr", "health probes": "--health-probe-bind-addr",
+               "webhooks": "--webhook-bind-port"}
+
+
+async def _client(config: ControllerConfig, registry: CollectorRegistry) -> KubeClient:
+    try:
+        return await KubeClient.load(config.kubeconfig, registry=registry)
+    except KubeConfigError as exc:
+        if config.kubeconfig is None:
+            raise ConfigError(str(exc)) from None  # names the file, or the in-cluster setup
+        where = f"{exc.path}: " if exc.path else ""
+        raise ConfigError(f"--kubeconfig: {where}{exc.reason}") from None
+
+
 async def run(config: ControllerConfig) -> int:
+    """Start-up fails with one line and nothing else on stderr: a flag or the kubeconfig
+    (ConfigError), the API server unreachable past --api-server-startup-timeout
+    (ApiServerUnavailable), a port that cannot be bound (ConfigError naming its flag)."""
     registry = metrics.default_registry()
     settings = aws_settings(config)
     if not config.aws_vpc_id:
         # Upstream reads it from the instance metadata; outside EC2 there is none to read.
         raise ConfigError("--aws-vpc-id: required (subnet discovery for load balancers)")
-    client = await KubeClient.load(config.kubeconfig, registry=registry)
-    async with client, AWSClientPool(settings, registry=registry) as pool:
-        manager = build_manager(config, client, pool, registry=registry)
-        manager.install_signal_handlers()
-        log.info("starting", cluster=config.cluster_name, region=settings.region,
-                 leader_election=config.enable_leader_election,
-                 checkpoints=config.enable_checkpoints)
-        return await manager.run()
+    client = await _client(config, registry)
+    async with client:
+        await client.wait_for_server(timeout=config.api_server_startup_timeout)
+        async with AWSClientPool(settings, registry=registry) as pool:
+            try:
+                manager = build_manager(config, client, pool, registry=registry)
+            except CertificateError as exc:
+                raise ConfigError(f"--metrics-cert-dir: {exc}") from None
+            try:
+                await manager.serve()
+            except BindError as exc:
+                raise ConfigError(f"{_BIND_FLAGS.get(exc.kind, exc.kind)}: {exc}") from None
+            manager.install_signal_handlers()
+            log.info("starting", cluster=config.cluster_name, region=settings.region,
+                     leader_election=config.enable_leader_election,
+                     checkpoints=config.enable_checkpoints)
+            return await manager.run()

@@ -15,3 +15,10 @@ DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 3
 DEFAULT_SYNC_PERIOD: Final = 10 * 3600.0
 DEFAULT_TGB_MAX_BACKOFF: Final = 1000.0  # 16m40s
 DEFAULT_AWS_MAX_RETRIES: Final = 10
+DEFAULT_WEBHOOK_BIND_PORT: Final = 9443
+DEFAULT_WEBHOOK_CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"
+# Self-managed webhook TLS: the names upstream's Helm chart gives these objects, so that its
+# Secret is adopted as it is after a switch.
+DEFAULT_WEBHOOK_SECRET_NAME: Final = "aws-load-balancer-tls"
+DEFAULT_WEBHOOK_SERVICE_NAME: Final = "aws-load-balancer-webhook-service"
+DEFAULT_WEBHOOK_CONFIGURATION_NAME: Final = "aws-load-balancer-webhook"

@@ -1,4 +1,4 @@
-"""The `aiolbc` command line: `aiolbc version`, `aiolbc demo`."""
+"""The `aiolbc` command line: `aiolbc run`, `aiolbc version`, `aiolbc demo`."""
 
 from __future__ import annotations
 
@@ -7,11 +7,18 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import NoReturn
 
-from controller import app, config, demo
+from controller import config, demo
 from controller.aws import AWSConfigError
+from runtime.client import ApiServerUnavailable
 from runtime.logging import configure_logging
 from runtime.manager import run_main
+
+# Exit codes: 2 for input that can never work (a flag, the kubeconfig, a port), 1 for a
+# failure that may pass (the API server unreachable, leadership lost).
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
 
 
 def _version() -> str:
@@ -21,8 +28,15 @@ def _version() -> str:
         return "unknown"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors in one line (it prints the whole usage first otherwise)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="aiolbc",
         description="An asyncio AWS Load Balancer Controller: Ingress -> ALB, Service -> NLB, "
         "TargetGroupBinding -> targets.",
@@ -43,11 +57,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         try:
             cfg = config.config_from_args(args)
+            # Imported only to run: a bad flag is reported without loading every controller.
+            from controller import app
+
             configure_logging(level=cfg.log_level)
             return run_main(lambda: app.run(cfg))
         except (config.ConfigError, AWSConfigError) as exc:
             print(f"aiolbc run: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
+        except ApiServerUnavailable as exc:
+            print(f"aiolbc run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except KeyboardInterrupt:  # before the signal handlers are installed
+            return 130
     if args.command == "demo":
         try:
             demo.require_extra()

@@ -100,7 +100,8 @@ class ControllerBuilder:
             self._name, clock=manager.clock, registry=manager.registry, options=options.queue)
         controller = Controller(self._name, reconciler,
                                 max_concurrent_reconciles=options.max_concurrent_reconciles,
-                                queue=queue, clock=manager.clock, registry=manager.registry)
+                                queue=queue, clock=manager.clock, registry=manager.registry,
+                                hot_loop=options.hot_loop)
         for watch in self._watches:
             controller.watch(watch.source, self._handler(watch, controller))
         manager.add_controller(controller)

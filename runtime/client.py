@@ -18,7 +18,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from runtime.client_metrics import RestClientMetrics
 from runtime.clock import Clock, RealClock
-from runtime.errors import ApiError, ServerError, error_from_status
+from runtime.errors import ApiError, ServerError, TooManyRequests, Unauthorized, error_from_status
 from runtime.kubeconfig import (
     Credentials,
     ServerEndpoint,
@@ -53,6 +53,15 @@ INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
 # Large enough for any single watch line the API server can produce in one read; the watch
 # reader splits lines itself, so this only sizes aiohttp's read buffer.
 _READ_BUFSIZE = 2**21
+
+
+class ApiServerUnavailable(Exception):
+    """Start-up could not talk to the API server: unreachable until the deadline, or it refused
+    the credentials. One line, naming the server."""
+
+
+# A single start-up attempt gets at least this long, even when the deadline is nearer.
+_MIN_PROBE_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,6 +220,36 @@ class KubeClient:
                 headers={"User-Agent": self.settings.user_agent, "Accept": "application/json"})
         return self._session
 
+    async def wait_for_server(self, *, timeout: float, initial_delay: float = 0.5,
+                              max_delay: float = 5.0) -> dict[str, Any]:
+        """`GET /version` until the API server answers, for at most about `timeout` seconds,
+        with jittered exponential backoff; returns the version (empty if the server would not
+        show it). Raises `ApiServerUnavailable` when the time is up, or at once on 401: waiting
+        does not mend credentials."""
+        deadline = self._clock.now() + timeout
+        delay = initial_delay
+        while True:
+            remaining = deadline - self._clock.now()
+            attempt = max(min(self.settings.timeout, remaining), _MIN_PROBE_TIMEOUT)
+            try:
+                version = await self._call("GET", "/version", timeout=attempt)
+                return version if isinstance(version, dict) else {}
+            except Unauthorized as exc:
+                raise ApiServerUnavailable(
+                    f"the API server at {self.endpoint.host} refused the credentials: "
+                    f"{exc.message}") from None
+            except (ServerError, TooManyRequests) as exc:
+                reason = exc.message.removeprefix("GET /version: ")
+            except ApiError:
+                return {}  # it answered: a 403 or 404 on /version still means it is there
+            remaining = deadline - self._clock.now()
+            if remaining <= 0:
+                raise ApiServerUnavailable(
+                    f"cannot reach the API server at {self.endpoint.host}: {reason}")
+            log.debug("API server not reachable yet: %s", reason)
+            await self._clock.sleep(min(delay * (0.5 + self._rng.random() / 2), remaining))
+            delay = min(delay * 2, max_delay)
+
     # ---- verbs -------------------------------------------------------------------------------
 
     async def get(self, res: Resource, name: str, namespace: str | None = None, *,
@@ -290,12 +329,15 @@ class KubeClient:
                     resource_version: str | None = None, timeout_seconds: int | None = None,
                     allow_bookmarks: bool = True, label_selector: str | None = None,
                     field_selector: str | None = None, send_initial_events: bool = False,
-                    timeout: float | None = None) -> AsyncGenerator[dict[str, Any], None]:
+                    timeout: float | None = None,
+                    on_open: Callable[[], None] | None = None,
+                    ) -> AsyncGenerator[dict[str, Any], None]:
         """Yield `{"type", "object"}` events until the server closes the stream.
 
         An ERROR event raises its typed error (Gone for 410). A dropped connection or a stream
         silent for `watch_idle_timeout` ends the iteration like a clean close: the caller
-        re-watches from its last resourceVersion. `timeout` bounds opening the stream only.
+        re-watches from its last resourceVersion. `timeout` bounds opening the stream only;
+        `on_open` is called once the server has accepted it, before any event arrives.
         """
         query = _query(watch=True, resourceVersion=resource_version,
                        timeoutSeconds=timeout_seconds, allowWatchBookmarks=allow_bookmarks,
@@ -307,6 +349,8 @@ class KubeClient:
             self._send("GET", res.path(namespace), query=query, retry=True, stream=True),
             timeout, "GET", res.path(namespace))
         assert isinstance(response, aiohttp.ClientResponse)
+        if on_open is not None:
+            on_open()
         async with response:
             # Lines are split here rather than by aiohttp's readline, which refuses lines
             # longer than its buffer; a partial line waits in `parts` (joined once, linear).

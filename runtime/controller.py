@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from runtime import metrics
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError
+from runtime.hotloop import HotLoopGuard, HotLoopOptions
 from runtime.reconcile import (
     NORMAL,
     ReconcileError,
@@ -57,6 +58,7 @@ class ControllerOptions:
 
     max_concurrent_reconciles: int | None = None
     queue: QueueOptions = field(default_factory=QueueOptions)
+    hot_loop: HotLoopOptions = field(default_factory=HotLoopOptions)
 
 
 def controller_options(options: ControllerOptions | None = None) -> ControllerOptions:
@@ -68,7 +70,7 @@ def controller_options(options: ControllerOptions | None = None) -> ControllerOp
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"max_concurrent_reconciles must be an integer >= 1, got {workers!r}")
     return ControllerOptions(max_concurrent_reconciles=workers,
-                             queue=with_defaults(options.queue))
+                             queue=with_defaults(options.queue), hot_loop=options.hot_loop)
 
 
 class Source(Protocol):
@@ -104,6 +106,11 @@ class _Metrics:
         metrics.gauge(reg, "controller_runtime_max_concurrent_reconciles",
                       "Maximum number of concurrent reconciles per controller",
                       ("controller",)).labels(**label).set(workers)
+        # Not a controller-runtime metric: reconciles the hot-loop guard deferred.
+        self.hot_loop = metrics.counter(
+            reg, "aiolbc_controller_hot_loop_deferrals_total",
+            "Reconciles deferred because their key was reconciled too often lately",
+            ("controller",)).labels(**label)
         self.active = metrics.gauge(
             reg, "controller_runtime_active_workers",
             "Number of currently used workers per controller", ("controller",)).labels(**label)
@@ -137,6 +144,7 @@ class Controller:
         queue: PriorityQueue[Request] | None = None,
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
+        hot_loop: HotLoopOptions | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be >= 1")
@@ -155,6 +163,9 @@ class Controller:
         self._watches: list[tuple[Source, Any]] = []
         self._registrations: list[tuple[Source, Any]] = []
         self._running: dict[Request, ReconcilePriority] = {}
+        self._guard: HotLoopGuard[Request] = HotLoopGuard(hot_loop or HotLoopOptions(),
+                                                          clock=self._clock)
+        self._admitted = 0
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
@@ -230,10 +241,25 @@ class Controller:
                 return
             self._busy.add(me)  # stop() lets busy workers finish their item
             try:
-                await self._process(request, priority)
+                if not self._hot(request, priority):
+                    await self._process(request, priority)
             finally:
                 self._busy.discard(me)
                 self.queue.done(request)
+
+    def _hot(self, request: Request, priority: int) -> bool:
+        """Defer a key reconciled too often lately (runtime/hotloop.py); True if deferred."""
+        self._admitted += 1
+        if self._admitted % 1024 == 0:
+            self._guard.prune()
+        delay = self._guard.admit(request)
+        if delay <= 0:
+            return False
+        self._metrics.hot_loop.inc()
+        self._log.info("reconciled too often lately; deferred", key=request.key, delay=delay)
+        # Added while in flight: takes effect at done(), `delay` seconds later.
+        self.queue.add(request, priority=priority, after=delay)
+        return True
 
     async def _process(self, request: Request, priority: int) -> None:
         reconcile_id = uuid.uuid4().hex[:12]

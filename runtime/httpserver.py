@@ -1,19 +1,26 @@
 """The metrics endpoint and the health probes, as controller-runtime serves them.
 
 `MetricsServer` serves `/metrics` (Prometheus text, or OpenMetrics when asked) from a registry on
-every replica, leader or not. `ProbeServer` serves `/healthz` and `/readyz` from named checks with
-controller-runtime's output: `ok`, or on failure (or `?verbose`) one `[+]name ok` /
-`[-]name failed: reason withheld` line per check, `?exclude=<name>` to skip one, and
+every replica, leader or not; when secured, over HTTPS behind a request filter (controller-
+runtime's secure metrics: runtime/delegatedauth.py authenticates and authorizes each caller).
+
+`ProbeServer` serves `/healthz` and `/readyz` from named checks with controller-runtime's
+output: `ok`, or on failure (or `?verbose`) one `[+]name ok` / `[-]name failed: reason
+withheld` line per check, `?exclude=<name>` to skip one, and
 `/healthz/<name>` for a single check; any failure answers HTTP 500.
 
 Bind addresses use the Go form: `host:port`, `:port` (all interfaces), `[::1]:port`; `"0"` or ""
-disables the server. Port 0 picks a free port (tests).
+disables the server. Port 0 picks a free port (tests). A failed bind raises `BindError`, naming
+the server and the address.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -25,9 +32,11 @@ from prometheus_client.exposition import choose_encoder
 __all__ = [
     "BindAddress",
     "BindAddressError",
+    "BindError",
     "Check",
     "MetricsServer",
     "ProbeServer",
+    "RequestFilter",
     "parse_bind_address",
 ]
 
@@ -36,6 +45,8 @@ DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":61779"
 
 # A check passes when it returns True or None and fails when it returns False or raises.
 Check = Callable[[], bool | Awaitable[bool | None] | None]
+# Runs before a handler: a response to send instead (401, 403), or None to go on.
+RequestFilter = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
 
 log = structlog.get_logger("httpserver")
 
@@ -44,6 +55,27 @@ _BIND = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:\[\]]*)):(?P<por
 
 class BindAddressError(ValueError):
     """A bind address that is not `host:port`, `:port` or `0`."""
+
+
+class BindError(OSError):
+    """A server could not listen on its address (taken, not local, unresolvable)."""
+
+    def __init__(self, kind: str, address: str, reason: str, errno: int | None) -> None:
+        super().__init__(errno, f"cannot serve {kind} on {address}: {reason}")
+        self.kind = kind
+        self.address = address
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def bind_failure(err: OSError, host: str | None) -> str:
+    if isinstance(err, socket.gaierror):
+        return f"cannot resolve {host!r} ({err.strerror})"
+    if err.errno:
+        return os.strerror(err.errno).lower()
+    return str(err)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +103,11 @@ def parse_bind_address(address: str) -> BindAddress | None:
 class _Server:
     """An aiohttp app on one address, started and stopped with the process."""
 
-    def __init__(self, *, bind_address: str, kind: str) -> None:
+    def __init__(self, *, bind_address: str, kind: str,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._address = parse_bind_address(bind_address)
         self._kind = kind
+        self._tls = tls
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -93,7 +127,7 @@ class _Server:
         host = self._address.host or "127.0.0.1"
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self._port}"
+        return f"{'https' if self._tls else 'http'}://{host}:{self._port}"
 
     def _routes(self, app: web.Application) -> None:
         raise NotImplementedError
@@ -105,17 +139,21 @@ class _Server:
         self._routes(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, host=self._address.host, port=self._address.port)
+        site = web.TCPSite(runner, host=self._address.host, port=self._address.port,
+                           ssl_context=self._tls)
         try:
             await site.start()
         except OSError as err:
             await runner.cleanup()
-            raise OSError(err.errno, f"cannot serve {self._kind} on "
-                                     f"{self._address.host or ''}:{self._address.port}: "
-                                     f"{err.strerror}") from err
+            host = self._address.host
+            shown = f"[{host}]" if host and ":" in host else (host or "")
+            raise BindError(self._kind, f"{shown}:{self._address.port}",
+                            bind_failure(err, host), err.errno) from err
         self._runner = runner
         self._port = int(runner.addresses[0][1])
-        log.info(f"serving {self._kind}", address=self.url)
+        # Debug only: the Manager logs its servers once all of them are up, so that a process
+        # whose second bind fails prints nothing but that failure.
+        log.debug(f"serving {self._kind}", address=self.url)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -132,15 +170,29 @@ class _Server:
 
 
 class MetricsServer(_Server):
+    """`/metrics`; with `tls` over HTTPS, and with `request_filter` only for the callers it lets
+    through (controller-runtime's `SecureServing` and `FilterProvider`)."""
+
     def __init__(self, registry: CollectorRegistry, *,
-                 bind_address: str = DEFAULT_METRICS_BIND_ADDRESS) -> None:
-        super().__init__(bind_address=bind_address, kind="metrics")
+                 bind_address: str = DEFAULT_METRICS_BIND_ADDRESS,
+                 tls: ssl.SSLContext | None = None,
+                 request_filter: RequestFilter | None = None) -> None:
+        super().__init__(bind_address=bind_address, kind="metrics", tls=tls)
         self._registry = registry
+        self._filter = request_filter
+
+    @property
+    def secure(self) -> bool:
+        return self._tls is not None
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_get("/metrics", self._metrics)
 
-    async def _metrics(self, request: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        if self._filter is not None:
+            refused = await self._filter(request)
+            if refused is not None:
+                return refused
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
         body = encoder(self._registry)
         return web.Response(body=body, headers={"Content-Type": content_type})

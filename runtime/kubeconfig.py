@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import ConfigException
 from kubernetes_asyncio.config import kube_config as _kube_config
@@ -37,7 +38,17 @@ _TOKEN_REFRESH_INTERVAL = 60.0
 
 
 class KubeConfigError(Exception):
-    """The kubeconfig (or in-cluster environment) cannot be used; the message says why."""
+    """The kubeconfig (or in-cluster environment) cannot be used: one line saying why, naming
+    the file when there is one (`path`)."""
+
+    def __init__(self, reason: str, *, path: str | None = None) -> None:
+        super().__init__(f"kubeconfig {path}: {reason}" if path else reason)
+        self.reason = reason
+        self.path = path
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +125,17 @@ def _ssl_context(configuration: Configuration) -> ssl.SSLContext | None:
 def _endpoint(configuration: Configuration) -> ServerEndpoint:
     host = str(configuration.host or "").rstrip("/")
     parts = urlsplit(host)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise KubeConfigError(f"the API server address {host!r} is not an http(s) URL")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        raise KubeConfigError(f"the API server address {host!r} has an invalid port") from None
     try:
         context = _ssl_context(configuration)
     except (OSError, ssl.SSLError) as exc:
-        raise KubeConfigError(f"cannot load TLS material for {host}: {exc}") from exc
+        raise KubeConfigError(
+            f"cannot load TLS material for {host}: {_one_line(str(exc))}") from exc
     return ServerEndpoint(host=host, ssl=context,
                           server_hostname=configuration.tls_server_name or None,
                           proxy=configuration.proxy or None)
@@ -138,22 +154,75 @@ def _default_kubeconfig() -> Path:
     return Path(first or os.path.expanduser("~/.kube/config"))
 
 
+def _check_structure(path: Path, context: str | None) -> None:
+    """What the library's loader would trip over, said in one line: it reports a broken file
+    with multi-line parser output or a bare TypeError."""
+    shown = str(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise KubeConfigError(f"cannot be read ({_one_line(reason)})", path=shown) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or "malformed"
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise KubeConfigError(f"is not valid YAML ({where}{_one_line(problem)})",
+                              path=shown) from None
+    if not isinstance(doc, dict):
+        raise KubeConfigError("is not a kubeconfig (expected a mapping with clusters, "
+                              "contexts and users)", path=shown)
+    contexts = doc.get("contexts")
+    if not isinstance(contexts, list) or not contexts:
+        raise KubeConfigError("has no contexts", path=shown)
+    names = {c.get("name") for c in contexts if isinstance(c, dict)}
+    current = context or doc.get("current-context")
+    if not current:
+        raise KubeConfigError("sets no current-context", path=shown)
+    if current not in names:
+        raise KubeConfigError(f"context {str(current)!r} is not among its contexts",
+                              path=shown)
+
+
+@contextlib.contextmanager
+def _loader_quiet() -> Any:
+    """The loader logs an exec plugin's failure before raising it; the error we raise carries
+    the same text, and a second line would only repeat it."""
+    library = logging.getLogger(_kube_config.__name__)
+    disabled, library.disabled = library.disabled, True
+    try:
+        yield
+    finally:
+        library.disabled = disabled
+
+
 async def load_kubeconfig(path: str | Path | None = None, *, context: str | None = None,
                           ) -> tuple[ServerEndpoint, Credentials]:
     """Read a kubeconfig file (default: $KUBECONFIG's first entry, else ~/.kube/config)."""
     path = _default_kubeconfig() if path is None else Path(path)
+    shown = str(path)
+    if path.is_dir():
+        raise KubeConfigError("is a directory, not a kubeconfig file", path=shown)
     if not path.is_file():
-        raise KubeConfigError(f"kubeconfig {str(path)!r} does not exist")
+        raise KubeConfigError("does not exist", path=shown)
+    _check_structure(path, context)
     configuration = _new_configuration()
     try:
-        loader = await _kube_config.load_kube_config(
-            config_file=str(path), context=context, client_configuration=configuration,
-            persist_config=False)
+        with _loader_quiet():
+            loader = await _kube_config.load_kube_config(
+                config_file=str(path), context=context, client_configuration=configuration,
+                persist_config=False)
     except ConfigException as exc:
-        raise KubeConfigError(f"kubeconfig {str(path)!r}: {exc}") from exc
-    except Exception as exc:  # malformed YAML or structure: one message, not a traceback
-        raise KubeConfigError(f"kubeconfig {str(path)!r} cannot be read: {exc}") from exc
-    return _endpoint(configuration), Credentials(configuration, loader)
+        raise KubeConfigError(_one_line(str(exc)), path=shown) from exc
+    except Exception as exc:  # a structure the checks above let through: still one line
+        raise KubeConfigError(f"cannot be used ({_one_line(str(exc))})", path=shown) from exc
+    try:
+        endpoint = _endpoint(configuration)
+    except KubeConfigError as exc:
+        raise KubeConfigError(exc.reason, path=shown) from None
+    return endpoint, Credentials(configuration, loader)
 
 
 def in_cluster_available() -> bool:
@@ -171,5 +240,5 @@ def load_in_cluster(*, token_file: str = SERVICE_TOKEN_FILENAME,
                               environ=dict(os.environ) if environ is None else environ,
                               ).load_and_set(configuration)
     except ConfigException as exc:
-        raise KubeConfigError(f"in-cluster configuration: {exc}") from exc
+        raise KubeConfigError(f"in-cluster configuration: {_one_line(str(exc))}") from exc
     return _endpoint(configuration), Credentials(configuration)

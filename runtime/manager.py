@@ -2,7 +2,9 @@
 recorder and HTTP endpoints, started and stopped in the right order.
 
 Start-up (as controller-runtime's manager):
-1. the metrics and probe servers, on every replica (a standby is scraped and probed too);
+1. the metrics and probe servers, and the webhook server if one was added, on every replica (a
+   standby is scraped, probed and serves admission webhooks too); `serve()` binds them all
+   before anything else starts, so a taken port fails start-up at once;
 2. the event recorder and every informer; `/readyz` turns ready once the caches are synced;
 3. leader election, if enabled; controllers (and other leader-only runnables) start only while
    leading. A standby's informers stay synced, so a takeover starts warm: no relist, and every
@@ -15,6 +17,21 @@ Shut-down:
 - leadership lost (no renewal within the renew deadline): every controller is cancelled at once
   — finishing a write could race the new leader — and `run()` returns 1, so the process exits
   non-zero and is restarted clean, as controller-runtime does "for safety".
+
+Probes tell the kubelet different things:
+- `/readyz` (check `informers`) fails until every cache is synced, and again while any informer
+  cannot list or watch (its last attempt failed: API server unreachable, RBAC refused, 5xx).
+  Nothing a restart would mend, so it is not a liveness failure: the replica stays up, keeps
+  retrying, and is taken out of Service endpoints meanwhile.
+- `/healthz` fails only when a restart would help: `leaderElection` when this replica believes
+  it leads but has not renewed the lease for longer than the lease duration plus a grace
+  period (client-go's HealthzAdaptor: the renew loop is stuck). A stalled event loop needs no
+  check of its own: the probe server runs on that loop, so the probe times out. Leadership that
+  is lost for good needs none either: `run()` returns 1 and the process exits.
+
+Secure metrics (`metrics_secure`): `/metrics` over HTTPS with the certificate in
+`metrics_cert_dir` (tls.crt, tls.key) or a self-signed one, for callers the API server
+authenticates and authorizes (runtime/delegatedauth.py).
 """
 
 from __future__ import annotations
@@ -24,7 +41,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -33,11 +50,17 @@ from runtime import metrics
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.controller import Controller
+from runtime.delegatedauth import DelegatedAuth
 from runtime.events import EventRecorder
 from runtime.httpserver import MetricsServer, ProbeServer
 from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory
+from runtime.informer_metrics import register_informer_metrics
 from runtime.leaderelection import LeaderElectionLost, LeaderElector
 from runtime.resources import Resource
+from runtime.servingcerts import load_server_context, self_signed_server_context
+
+if TYPE_CHECKING:
+    from runtime.webhook import WebhookServer
 
 log = structlog.get_logger("manager")
 
@@ -54,6 +77,8 @@ class ManagerOptions:
     retry_period: float = 2.0
     identity: str | None = None
     metrics_bind_address: str = "0"  # "0" disables, as controller-runtime
+    metrics_secure: bool = False  # HTTPS, TokenReview + SubjectAccessReview for each caller
+    metrics_cert_dir: str | None = None  # tls.crt and tls.key; None: self-signed
     health_probe_bind_address: str = "0"
     graceful_shutdown_timeout: float = 30.0
     cache_sync_timeout: float = 120.0
@@ -75,8 +100,7 @@ class Manager:
                                                clock=self.clock)
         self.recorder = EventRecorder(client, component=self.options.event_component,
                                       clock=self.clock, registry=self.registry)
-        self.metrics_server = MetricsServer(self.registry,
-                                            bind_address=self.options.metrics_bind_address)
+        self.metrics_server = self._metrics_server()
         self.probes = ProbeServer(bind_address=self.options.health_probe_bind_address)
         self.elector: LeaderElector | None = None
         if self.options.leader_election:
@@ -89,12 +113,35 @@ class Manager:
                 registry=self.registry)
         self._controllers: list[Controller] = []
         self._runnables: list[LeaderRunnable] = []
+        self._webhook_server: WebhookServer | None = None
         self._stopping: asyncio.Event | None = None
         self._leading = False
+        self._serving = False
         self.probes.add_healthz_check("ping", lambda: True)
-        self.probes.add_readyz_check("informers", lambda: self.informers.has_synced)
+        self.probes.add_readyz_check("informers", self._informers_ready)
         if self.elector is not None:
             self.probes.add_healthz_check("leaderElection", self.elector.healthz_check())
+        register_informer_metrics(self.registry, self.informers)
+
+    def _metrics_server(self) -> MetricsServer:
+        options = self.options
+        if not options.metrics_secure:
+            return MetricsServer(self.registry, bind_address=options.metrics_bind_address)
+        # Raises CertificateError for an unusable certificate: start-up stops there.
+        tls = (load_server_context(options.metrics_cert_dir) if options.metrics_cert_dir
+               else self_signed_server_context())
+        return MetricsServer(self.registry, bind_address=options.metrics_bind_address, tls=tls,
+                             request_filter=DelegatedAuth(self.client, clock=self.clock))
+
+    def _informers_ready(self) -> None:
+        """Raises naming what is not ready; the probe server logs it, the body withholds it."""
+        failing = [f"{i.name}: {i.reflector.last_error}" for i in self.informers.informers
+                   if not i.reflector.healthy]
+        if failing:
+            raise RuntimeError("cannot list/watch " + "; ".join(failing))
+        if not self.informers.has_synced:
+            pending = [i.name for i in self.informers.informers if not i.has_synced]
+            raise RuntimeError("caches not synced: " + ", ".join(pending))
 
     # ---- wiring -----------------------------------------------------------------------------
 
@@ -113,6 +160,14 @@ class Manager:
     def add_leader_runnable(self, runnable: LeaderRunnable) -> None:
         """Something else that may act only while leading; it gets a stop event."""
         self._runnables.append(runnable)
+
+    def add_webhook_server(self, server: WebhookServer) -> None:
+        """Serve admission webhooks with the process on every replica, leader or not; `/readyz`
+        includes a `webhook` check that passes once it serves TLS."""
+        if self._webhook_server is not None:
+            raise ValueError("the manager already has a webhook server")
+        self._webhook_server = server
+        self.probes.add_readyz_check("webhook", server.ready)
 
     @property
     def controllers(self) -> list[Controller]:
@@ -140,11 +195,29 @@ class Manager:
         log.info("signal received; shutting down", signal=sig.name)
         self.stop()
 
+    async def serve(self) -> None:
+        """Bind the metrics, probe and webhook servers (idempotent). Raises `BindError` naming
+        the server that could not listen; none is left listening."""
+        if self._serving:
+            return
+        await self.metrics_server.start()
+        try:
+            await self.probes.start()
+            if self._webhook_server is not None:
+                await self._webhook_server.start()
+        except BaseException:
+            await self.probes.stop()
+            await self.metrics_server.stop()
+            raise
+        self._serving = True
+        log.info("serving",
+                 metrics=self.metrics_server.url if self.metrics_server.enabled else "off",
+                 probes=self.probes.url if self.probes.enabled else "off")
+
     async def run(self) -> int:
         """Run until stopped (0) or until leadership is lost or caches never sync (1)."""
         self._stopping = asyncio.Event()
-        await self.metrics_server.start()
-        await self.probes.start()
+        await self.serve()
         self.recorder.start()
         self.informers.start()
         try:
@@ -165,8 +238,11 @@ class Manager:
             with contextlib.suppress(Exception):
                 await self.recorder.stop()
             await self.informers.stop()
+            if self._webhook_server is not None:
+                await self._webhook_server.stop()
             await self.probes.stop()
             await self.metrics_server.stop()
+            self._serving = False
 
     async def _wait_for_caches(self) -> bool:
         assert self._stopping is not None

@@ -17,8 +17,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 __all__ = [
+    "collector",
     "counter",
     "default_registry",
     "gauge",
@@ -27,12 +29,15 @@ __all__ = [
 ]
 
 _Metric = TypeVar("_Metric", Counter, Gauge, Histogram)
+_Collector = TypeVar("_Collector", bound=Collector)
 
 # Families created through this module, per registry. Weak keys: a test's registry and its
 # families go away together.
 _FAMILIES: weakref.WeakKeyDictionary[
     CollectorRegistry, dict[str, Counter | Gauge | Histogram]
 ] = weakref.WeakKeyDictionary()
+_COLLECTORS: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, Collector]] = \
+    weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 _DEFAULT: CollectorRegistry | None = None
 
@@ -99,3 +104,22 @@ def histogram(registry: CollectorRegistry, name: str, documentation: str,
     return _get_or_create(registry, Histogram, name, labelnames, lambda: Histogram(
         name, documentation, tuple(labelnames), registry=registry, buckets=tuple(buckets)))
 
+
+
+def collector(registry: CollectorRegistry, name: str, kind: type[_Collector],
+              create: Callable[[], _Collector]) -> _Collector:
+    """The custom collector `name` in `registry` (one that reads its samples at scrape time),
+    created and registered on first request, so that every component writing into the registry
+    shares one."""
+    with _LOCK:
+        collectors = _COLLECTORS.setdefault(registry, {})
+        existing = collectors.get(name)
+        if existing is None:
+            created = create()
+            registry.register(created)
+            collectors[name] = created
+            return created
+        if not isinstance(existing, kind):
+            raise ValueError(f"collector {name!r} is already registered as a "
+                             f"{type(existing).__name__}, not a {kind.__name__}")
+        return existing

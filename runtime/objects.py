@@ -171,3 +171,30 @@ def owner_reference(obj: Mapping[str, Any], resource: Resource, *,
         "controller": controller,
         "blockOwnerDeletion": controller,
     }
+
+
+# ---- reading hostile JSON --------------------------------------------------------------------
+# What a client stored is checked by the API server only as far as its schema goes (for our own
+# CRDs, as far as the schema in manifests/crds goes; for a built-in kind in a server that skips
+# validation, not at all). Code that reads a field goes through these, so a wrong type reads as
+# absent instead of raising in an informer's index function or an event handler.
+
+def as_dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def dig(value: object, *path: str) -> Any:
+    """`value[path[0]][path[1]]...`, None as soon as a step is not an object or lacks the key."""
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value

@@ -142,10 +142,24 @@ class Reflector:
         self.lists = 0
         self.streamed_lists = 0
         self.watches = 0
+        self.failures = 0  # lists and watches that failed (a relist on 410 is not a failure)
+        self.last_error: str | None = None  # set by a failure, cleared by the next success
 
     @property
     def last_sync_resource_version(self) -> str:
         return self._last_rv
+
+    @property
+    def healthy(self) -> bool:
+        """The last list or watch attempt succeeded (readiness: runtime/manager.py)."""
+        return self.last_error is None
+
+    def _failed(self, reason: str) -> None:
+        self.failures += 1
+        self.last_error = reason
+
+    def _succeeded(self) -> None:
+        self.last_error = None
 
     @property
     def streaming_supported(self) -> bool | None:
@@ -164,8 +178,10 @@ class Reflector:
             except ApiError as exc:
                 log.warning("%s: list/watch failed: %s (HTTP %s)", self.name, exc.message,
                             exc.code or "-")
-            except Exception:
+                self._failed(exc.message)
+            except Exception as exc:
                 log.exception("%s: list/watch failed", self.name)
+                self._failed(f"{type(exc).__name__}: {exc}")
             await self._clock.sleep(self._backoff.next())
 
     # ---- list --------------------------------------------------------------------------------
@@ -201,6 +217,7 @@ class Reflector:
             items = [self._transform(obj) for obj in items]
         self._sink.on_replace(items, list_rv)
         self._last_rv = list_rv
+        self._succeeded()
 
     async def _list_pages(self, rv: str, limit: int | None) -> tuple[list[Obj], str]:
         page = await self._client.list(
@@ -287,6 +304,7 @@ class Reflector:
         self.streamed_lists += 1
         self._sink.on_replace(list(collected.values()), bookmark_rv)
         self._last_rv = bookmark_rv
+        self._succeeded()
         return stream
 
     # ---- watch -------------------------------------------------------------------------------
@@ -298,7 +316,9 @@ class Reflector:
             self._resource, self._namespace, resource_version=rv or None,
             timeout_seconds=timeout_seconds, allow_bookmarks=True,
             label_selector=self._label_selector, field_selector=self._field_selector,
-            send_initial_events=send_initial_events)
+            send_initial_events=send_initial_events,
+            # A watch opened for a streaming list proves nothing until its state is in.
+            on_open=None if send_initial_events else self._succeeded)
 
     async def _watch_loop(self, stream: WatchStream | None) -> None:
         """Returns when a relist is needed; raises what needs a backoff first."""
@@ -315,6 +335,7 @@ class Reflector:
                 if isinstance(exc, ServerError) and exc.code != 0:
                     raise  # an internal error: relist after the backoff, as client-go does
                 log.info("%s: watch unavailable (%s); backing off", self.name, exc.message)
+                self._failed(exc.message)
                 await self._clock.sleep(self._backoff.next())
                 continue
             finally:

@@ -60,5 +60,17 @@ INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
 INGRESSCLASSES = Resource("networking.k8s.io", "v1", "ingressclasses", "IngressClass",
                           namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+MUTATINGWEBHOOKCONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration", namespaced=False)
+VALIDATINGWEBHOOKCONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration", namespaced=False)
 CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                      "CustomResourceDefinition", namespaced=False)
+# Create-only reviews: who a token belongs to, and what a user may do (secure metrics).
+TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+                        namespaced=False)
+SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
+                                "SubjectAccessReview", namespaced=False)
+

@@ -1,6 +1,8 @@
-"""Shared pytest fixtures: the local API server and the AWS stand-ins live in tests/fixtures."""
+"""The shared pytest fixtures live in tests/support/fixtures (see tests/README.md)."""
 
 pytest_plugins = [
-    "tests.fixtures.envtest",
-    "tests.fixtures.aws",
+    "tests.support.fixtures.envtest",
+    "tests.support.fixtures.aws",
+    "tests.support.fixtures.cluster",
+    "tests.support.fixtures.tenancy",
 ]

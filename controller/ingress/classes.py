@@ -34,7 +34,7 @@ from controller.apis import (
 )
 from controller.errors import InvalidInput
 from controller.ingress.caches import Caches
-from runtime.objects import Obj, meta
+from runtime.objects import Obj, annotations_of, dig, labels_of, meta
 
 
 class ClassError(InvalidInput):
@@ -136,32 +136,30 @@ def annotation_matches(value: str, ingress_class: str) -> bool:
 
 def class_name_of(ing: Obj) -> str | None:
     """The class an Ingress names: the legacy annotation first, then spec.ingressClassName."""
-    annotations = meta(ing).get("annotations") or {}
-    legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
+    legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):
         return legacy
-    name = (ing.get("spec") or {}).get("ingressClassName")
+    name = dig(ing, "spec", "ingressClassName")
     return name if isinstance(name, str) and name else None
 
 
 def _default_class(classes: Sequence[Obj]) -> Obj | None:
     defaults = sorted(
         (c for c in classes
-         if (meta(c).get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"),
+         if annotations_of(c).get(DEFAULT_CLASS_ANNOTATION) == "true"),
         key=lambda c: str(meta(c).get("name")))
     return defaults[0] if defaults else None
 
 
 def _is_ours(ingress_class: Obj) -> bool:
-    return (ingress_class.get("spec") or {}).get("controller") == ALB_CONTROLLER
+    return bool(dig(ingress_class, "spec", "controller") == ALB_CONTROLLER)
 
 
 def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInfo | None:
     """None when another controller (or nobody) owns the Ingress; raises ClassError when it is
     ours but its class parameters cannot be used."""
-    annotations = meta(ing).get("annotations") or {}
     note_read(LEGACY_CLASS_ANNOTATION)
-    legacy = annotations.get(LEGACY_CLASS_ANNOTATION)
+    legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):
         if not annotation_matches(legacy, ingress_class):
             return None
@@ -169,7 +167,7 @@ def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInf
         if named is None or not _is_ours(named):
             return IngressClassInfo(None, None)
         return IngressClassInfo(str(meta(named).get("name")), _params_of(named, ing, caches))
-    name = (ing.get("spec") or {}).get("ingressClassName")
+    name = dig(ing, "spec", "ingressClassName")
     if isinstance(name, str) and name:
         cls = caches.classes.get(name)
     else:
@@ -182,7 +180,7 @@ def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInf
 
 
 def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
-    ref: Any = (cls.get("spec") or {}).get("parameters")
+    ref: Any = dig(cls, "spec", "parameters")
     if not isinstance(ref, dict):
         return None
     class_name = meta(cls).get("name")
@@ -198,7 +196,7 @@ def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
     if params.namespace_selector is not None:
         namespace = str(meta(ing).get("namespace") or "")
         ns_obj = caches.namespaces.get(namespace)
-        labels = (meta(ns_obj).get("labels") or {}) if ns_obj is not None else {}
+        labels = labels_of(ns_obj) if ns_obj is not None else {}
         if not params.namespace_selector.matches(labels):
             raise ClassError(f"namespace {namespace} is not selected by the namespaceSelector "
                              f"of IngressClassParams {params.name}")

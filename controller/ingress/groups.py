@@ -27,7 +27,7 @@ from controller.apis import (
 )
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
-from runtime.objects import Obj, key_of, meta
+from runtime.objects import Obj, as_dict, dig, finalizers, key_of, meta
 from runtime.reconcile import Request
 
 # Ingress → Request.key of every group it may belong to or have belonged to, from the Ingress
@@ -90,7 +90,7 @@ def group_order(ing: Obj) -> int:
 def former_groups(ing: Obj) -> list[Request]:
     """Groups whose finalizer the Ingress still carries: it may still have rules there."""
     found: list[Request] = []
-    for fin in meta(ing).get("finalizers") or []:
+    for fin in finalizers(ing):
         if fin == INGRESS_FINALIZER:
             found.append(implicit(ing))
         elif isinstance(fin, str) and fin.startswith(INGRESS_GROUP_FINALIZER_PREFIX):
@@ -227,10 +227,10 @@ class GroupLoader:
         if is_explicit(request):
             # Members through IngressClassParams: the index may predate a params change.
             for params in self.caches.params.list():
-                if ((params.get("spec") or {}).get("group") or {}).get("name") != request.name:
+                if dig(params, "spec", "group", "name") != request.name:
                     continue
                 for cls in self.caches.classes.list():
-                    ref = (cls.get("spec") or {}).get("parameters") or {}
+                    ref = as_dict(dig(cls, "spec", "parameters"))
                     if isinstance(ref, dict) and ref.get("name") == meta(params).get("name"):
                         for ing in store.by_index(CLASS_INDEX, str(meta(cls).get("name"))):
                             found[key_of(ing)] = ing
@@ -252,7 +252,7 @@ class GroupLoader:
                     errors.append((ing, str(exc)))
                     order = 0
                 members.append(Member(ing, member.info, order, member.via_params))
-            elif finalizer in (meta(ing).get("finalizers") or []):
+            elif finalizer in finalizers(ing):
                 leaving.append(ing)
         members.sort(key=lambda m: (m.order, str(meta(m.ingress).get("namespace")),
                                     str(meta(m.ingress).get("name"))))

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from pydantic import ValidationError
+
 from controller.annotations import AnnotationError
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
@@ -28,6 +30,7 @@ from controller.ingress.merge import (
     merge_load_balancer,
 )
 from controller.ingress.schemas import ListenPort
+from controller.ingress.spec import check_spec
 from controller.model import (
     Action,
     CertificateDiscovery,
@@ -43,12 +46,15 @@ from controller.model import (
     PathPatternCondition,
     QueryStringCondition,
     QueryStringKeyValue,
+    Quotas,
     RedirectAction,
     SourceIpCondition,
     Stack,
     StackBuilder,
     StackContext,
     SubnetDiscovery,
+    check_quotas,
+    describe_validation_error,
     load_balancer_name,
 )
 from runtime.objects import Obj, meta
@@ -74,6 +80,7 @@ class BuilderSettings:
     # --default-tags: on every resource, winning over the tags annotation (as upstream).
     default_tags: Mapping[str, str] = field(default_factory=dict)
     external_managed_tags: frozenset[str] = frozenset()
+    quotas: Quotas = field(default_factory=Quotas)
 
     @property
     def context(self) -> StackContext:
@@ -99,6 +106,16 @@ class _Rule:
 
 def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
     """Raises BuildError (one line) for anything a user must fix."""
+    try:
+        return _build_group(group, caches, settings)
+    except ValidationError as exc:
+        # A model refused on construction (a value longer than AWS allows, say) wherever it
+        # was built: one line, never a traceback.
+        raise BuildError(f"group {group.request.key}: {describe_validation_error(exc)}"
+                         ) from None
+
+
+def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
     if not group.members:
         raise BuildError(f"group {group.request.key} has no members")
     if group.errors:
@@ -107,6 +124,9 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                          f"{message}")
     parsed: list[tuple[Member, IngressAnnotations]] = []
     for member in group.members:
+        problem = check_spec(member.ingress)
+        if problem is not None:
+            raise BuildError(f"Ingress {member.key}: {problem}")
         try:
             ann = parse_ingress(member.ingress)
         except AnnotationError as exc:
@@ -193,6 +213,7 @@ def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Buil
                                  f"{_message(exc)}") from None
     try:
         stack = builder.build()
+        check_quotas(stack, settings.quotas)
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))

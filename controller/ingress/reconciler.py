@@ -1,26 +1,29 @@
 """The Ingress group reconciler.
 
-One reconcile of a group key:
-1. load the group from the cache: active members (sorted) and Ingresses leaving it (they still
-   carry its finalizer: deleted, moved to another group or class); wait (briefly) for the OIDC
-   Secrets its members reference to be read; settle it (`exclusions.py`): newcomers that may
-   not join or cannot be built are left out with their own Warning, a problem with an
-   established member holds the group;
-2. a member vanished while carrying the finalizer (`vanished.py`), or the group is held →
-   nothing is deployed or deleted; Warnings say why;
-3. no active member → only a finalizer-gated deletion deletes anything: with Ingresses leaving,
-   delete the stack's TargetGroupBindings, wait until they are gone (their finalizer
-   deregisters targets), delete the AWS stack, drop the leavers' finalizers; with none,
-   nothing happens;
-4. otherwise the settled build (pure stage) gives the checkpoint: a normal-priority reconcile
-   whose checkpoint matches on every member, with status, finalizers and bindings in place,
-   stops here without AWS calls (a LOW-lane verification never does). Before anything is
-   written, every target group a member forwards to by ARN is checked
-   (`controller.ownership`; a newcomer forwarding to one it may not is left out, an
-   established member holds the group); then the group finalizer goes on the members with
-   the reset of an older checkpoint, bindings the stack no longer wants are deleted and
-   waited for, the stack is deployed, the wanted bindings applied, the load balancer hostname
-   written to every member's status and the group checkpoint to every member, and the
+One reconcile of a group key, in the steps every controller takes:
+1. read: the group from the cache — active members (sorted) and Ingresses leaving it (they
+   still carry its finalizer: deleted, moved to another group or class); wait (briefly) for
+   the OIDC Secrets its members reference to be read;
+2. qualify: settle the group (`exclusions.py`): newcomers that may not join or cannot be built
+   are left out with their own Warning, a problem with an established member holds the group;
+   a member that vanished while carrying the finalizer (`vanished.py`) holds it too: nothing
+   is deployed or deleted, Warnings say why. No active member → only a finalizer-gated
+   deletion deletes anything: with Ingresses leaving, delete the stack's TargetGroupBindings,
+   wait until they are gone (their finalizer deregisters targets), delete the AWS stack,
+   release the leavers (status and checkpoint cleared, finalizer dropped: one PATCH of
+   metadata); with none, nothing happens;
+3. build (pure stage, part of settling; bad input → Warning Event, terminal error, no AWS
+   call);
+4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
+   finalizers and bindings in place, stops here without AWS calls (a LOW verification never
+   does);
+5. ownership, then the finalizer: every target group a member forwards to by ARN is checked
+   (`controller.ownership`; a newcomer forwarding where it may not is left out, an
+   established member holds the group); then the finalizer on every member, in the same
+   PATCH as the reset of an older checkpoint;
+6. deploy: bindings the stack no longer wants are deleted and waited for; then the stack, and
+   the wanted bindings;
+7. status (the load balancer's hostname) and the group checkpoint on every member; the
    leavers' finalizers dropped (their rules are gone now).
 """
 
@@ -138,19 +141,19 @@ class IngressReconciler:
     # ---- reconcile ---------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result:
-        group = self._loader.load(request)  # 1. load, wait for Secrets, settle
+        group = self._loader.load(request)  # 1. read, wait for Secrets; 2. qualify
         try:
             await self._read_secrets(group)
             settled = self._settle(group)
             group = settled.group
             self._report_excluded(group)
-            if group.unknown:  # 2. held
+            if group.unknown:
                 return self._hold_unknown(group)
             if group.held is not None:
                 self._report_held(group, group.held)
-            if not group.members:  # 3. no active member
+            if not group.members:
                 return await self._cleanup(group) if group.leaving else Result()
-            return await self._converge(group, settled)  # 4.
+            return await self._converge(group, settled)
         except Conflict as exc:
             # A write raced a change we have not seen yet; the retry reads the new state.
             raise ReconcileError(str(exc)) from exc
@@ -248,7 +251,7 @@ class IngressReconciler:
         if (self._checkpoints and reconcile_priority() >= NORMAL
                 and self._converged_in_cache(group, settled.built, value, current)):
             return Result()  # nothing the model reads changed since the last deploy
-        # About to write to AWS: first every forward to a target group named by ARN.
+        # 5. About to write: first every forward to a target group named by ARN.
         group, built = await self._without_refused(group, settled)
         value = checkpoint.compute(built.stack, version=BUILDER_VERSION)
         # No member carried the finalizer yet: nothing of this group can be in AWS.
@@ -257,7 +260,7 @@ class IngressReconciler:
         # says this very stack was deployed; a LOW verification of a match skips them.
         matched = all(checkpoint.stored(m.ingress) == value for m in group.members)
         members = []
-        for member in group.members:  # 5. finalizer, with the reset of an older checkpoint
+        for member in group.members:  # the finalizer, with the reset of an older checkpoint
             stored = checkpoint.stored(member.ingress)
             reset = self._checkpoints and bool(stored) and stored != value
             members.append(await self._writer.patch_metadata(

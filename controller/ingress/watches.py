@@ -6,12 +6,12 @@ by the views (`GroupHandler`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import structlog
 
+from controller.annotations import load_json
 from controller.apis import (
     CHECKPOINT_ANNOTATIONS,
     INGRESS_STACK_LABEL,
@@ -25,7 +25,17 @@ from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
 from runtime.handlers import Enqueuer, default_priority, unwrap_tombstone
-from runtime.objects import Obj, key_of, meta
+from runtime.objects import (
+    Obj,
+    annotations_of,
+    as_dict,
+    as_list,
+    as_str,
+    dig,
+    key_of,
+    labels_of,
+    meta,
+)
 from runtime.predicates import EventKind
 from runtime.reconcile import NORMAL, Request
 from runtime.store import NAMESPACE_INDEX
@@ -45,7 +55,7 @@ Relevant = Callable[[Obj], Any]
 
 def ingress_view(obj: Obj) -> Any:
     m = meta(obj)
-    annotations = {k: v for k, v in (m.get("annotations") or {}).items()
+    annotations = {k: v for k, v in annotations_of(obj).items()
                    if k not in CHECKPOINT_ANNOTATIONS}
     return (obj.get("spec"), annotations, bool(m.get("deletionTimestamp")))
 
@@ -130,18 +140,17 @@ def ingress_service_index(ing: Obj) -> list[str]:
     """namespace/name of every Service an Ingress routes to (rules, default backend, forward
     actions in annotations)."""
     namespace = str(meta(ing).get("namespace") or "")
-    spec = ing.get("spec") or {}
+    spec = as_dict(ing.get("spec"))
     names: dict[str, None] = {}
     backends: list[Any] = [spec.get("defaultBackend")]
-    for rule in spec.get("rules") or []:
-        for path in ((rule or {}).get("http") or {}).get("paths") or []:
-            backends.append((path or {}).get("backend"))
+    for rule in as_list(spec.get("rules")):
+        for path in as_list(dig(rule, "http", "paths")):
+            backends.append(dig(path, "backend"))
     for backend in backends:
-        svc = (backend or {}).get("service") if isinstance(backend, dict) else None
-        if (isinstance(svc, dict) and svc.get("name")
-                and (svc.get("port") or {}).get("name") != USE_ANNOTATION):
-            names[str(svc["name"])] = None
-    for key, value in (meta(ing).get("annotations") or {}).items():
+        name = as_str(dig(backend, "service", "name"))
+        if name and dig(backend, "service", "port", "name") != USE_ANNOTATION:
+            names[name] = None
+    for key, value in annotations_of(ing).items():
         if isinstance(key, str) and key.startswith(PREFIX + "actions.") and isinstance(value, str):
             names.update(dict.fromkeys(_forward_services(value)))
     return [f"{namespace}/{name}" for name in names]
@@ -149,7 +158,7 @@ def ingress_service_index(ing: Obj) -> list[str]:
 
 def _forward_services(raw: str) -> list[str]:
     try:
-        action = json.loads(raw)
+        action = load_json(raw)
     except ValueError:
         return []
     if not isinstance(action, dict):
@@ -177,7 +186,7 @@ def service_secret_index(svc: Obj) -> list[str]:
 
 
 def binding_stack_index(obj: Obj) -> list[str]:
-    labels = meta(obj).get("labels") or {}
+    labels = labels_of(obj)
     if labels.get(INGRESS_STACK_LABEL):
         return [str(labels[INGRESS_STACK_LABEL])]
     name = labels.get(INGRESS_STACK_NAME_LABEL)
@@ -226,11 +235,11 @@ class GroupMapper:
         name = meta(obj).get("name")
         found: list[Request] = []
         for cls in self._caches.classes.list():
-            ref = (cls.get("spec") or {}).get("parameters") or {}
+            ref = as_dict(dig(cls, "spec", "parameters"))
             if isinstance(ref, dict) and ref.get("kind") == INGRESSCLASSPARAMS.kind \
                     and ref.get("name") == name:
                 found.extend(self.groups_for_class(cls))
-        group = ((obj.get("spec") or {}).get("group") or {}).get("name")
+        group = dig(obj, "spec", "group", "name")
         if isinstance(group, str) and group:
             found.append(Request("", group))
         return list(dict.fromkeys(found))

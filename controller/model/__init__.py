@@ -31,6 +31,7 @@ from controller.model.conditions import (
     QueryStringKeyValue,
     SourceIpCondition,
 )
+from controller.model.limits import Quotas
 from controller.model.listener import CertificateDiscovery, Listener, ListenerRule
 from controller.model.loadbalancer import (
     LoadBalancer,
@@ -50,6 +51,8 @@ from controller.model.stack import (
     StackBuilder,
     StackContext,
     StackKind,
+    check_quotas,
+    describe_validation_error,
 )
 from controller.model.targetgroup import (
     HealthCheck,
@@ -85,6 +88,7 @@ __all__ = [
     "PathPatternCondition",
     "QueryStringCondition",
     "QueryStringKeyValue",
+    "Quotas",
     "RedirectAction",
     "Ref",
     "Resource",
@@ -103,7 +107,9 @@ __all__ = [
     "WeightedTargetGroup",
     "canonical_json",
     "carries_write_only",
+    "check_quotas",
     "checkpoint_digest",
+    "describe_validation_error",
     "digest",
     "load_balancer_name",
     "service_load_balancer_name",

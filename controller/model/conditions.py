@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from controller.model.base import Items, Model, sorted_unique
+from controller.model.limits import MAX_CONDITION_VALUE_LENGTH
 
 
 class _Valued(Model):
@@ -17,6 +18,15 @@ class _Valued(Model):
     @classmethod
     def _sorted(cls, value: object) -> object:
         return sorted_unique(value)
+
+    @field_validator("values", mode="after")
+    @classmethod
+    def _lengths(cls, value: Sequence[str]) -> Sequence[str]:
+        for item in value:
+            if not item or len(item) > MAX_CONDITION_VALUE_LENGTH:
+                raise ValueError(f"condition value {item[:40]!r}: want 1.."
+                                 f"{MAX_CONDITION_VALUE_LENGTH} characters")
+        return value
 
 
 class HostHeaderCondition(_Valued):
@@ -41,8 +51,8 @@ class HttpRequestMethodCondition(_Valued):
 
 
 class QueryStringKeyValue(Model):
-    key: str | None = None
-    value: str
+    key: str | None = Field(default=None, max_length=MAX_CONDITION_VALUE_LENGTH)
+    value: str = Field(min_length=1, max_length=MAX_CONDITION_VALUE_LENGTH)
 
 
 class QueryStringCondition(Model):

@@ -6,9 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from controller.model.base import Items, Model, Tagged, sorted_unique
+from controller.model.limits import LOAD_BALANCER_ATTRIBUTES, unknown_attributes
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
 
@@ -82,6 +83,14 @@ class LoadBalancer(Tagged):
         if value.startswith("internal-"):
             raise ValueError(f"load balancer name {value!r} must not start with 'internal-'")
         return value
+
+    @model_validator(mode="after")
+    def _known_attributes(self) -> LoadBalancer:
+        unknown = unknown_attributes(set(self.attributes), LOAD_BALANCER_ATTRIBUTES[self.type])
+        if unknown:
+            raise ValueError(f"load balancer attribute {unknown[0]!r} is not one an {self.type} "
+                             "load balancer has")
+        return self
 
     @field_validator("subnets", "security_groups", mode="before")
     @classmethod

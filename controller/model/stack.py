@@ -21,6 +21,7 @@ from controller.model.base import (
     Ref,
     sorted_unique,
 )
+from controller.model.limits import Quotas
 from controller.model.listener import Listener, ListenerRule
 from controller.model.loadbalancer import LoadBalancer
 from controller.model.targetgroup import TargetGroup, TargetGroupBindingResource
@@ -173,6 +174,33 @@ class Stack(Model):
                         if isinstance(tg.target_group_arn, Ref):
                             used.add(tg.target_group_arn.target[1])
         return used
+
+
+def check_quotas(stack: Stack, quotas: Quotas) -> None:
+    """InvalidStack when the stack needs more than the account's quotas allow."""
+    for lb in stack.load_balancers.values():
+        if len(lb.security_groups) > quotas.security_groups_per_load_balancer:
+            raise InvalidStack(f"load balancer {lb.name}: {len(lb.security_groups)} security "
+                               f"groups, the quota is {quotas.security_groups_per_load_balancer}")
+        alb = lb.type == "application"
+        if len(stack.listeners) > quotas.listeners_per_load_balancer:
+            raise InvalidStack(f"load balancer {lb.name}: {len(stack.listeners)} listeners, the "
+                               f"quota is {quotas.listeners_per_load_balancer}")
+        if not alb:
+            continue
+        if len(stack.listener_rules) > quotas.rules_per_application_load_balancer:
+            raise InvalidStack(f"load balancer {lb.name}: {len(stack.listener_rules)} rules, the "
+                               f"quota is {quotas.rules_per_application_load_balancer}")
+        if len(stack.target_groups) > quotas.target_groups_per_application_load_balancer:
+            raise InvalidStack(
+                f"load balancer {lb.name}: {len(stack.target_groups)} target groups, the quota "
+                f"is {quotas.target_groups_per_application_load_balancer}")
+        extra = sum(max(0, len(li.certificates) - 1) for li in stack.listeners.values()
+                    if isinstance(li.certificates, tuple | list))
+        if extra > quotas.certificates_per_application_load_balancer:
+            raise InvalidStack(f"load balancer {lb.name}: {extra} certificates besides the "
+                               "listeners' default ones, the quota is "
+                               f"{quotas.certificates_per_application_load_balancer}")
 
 
 class StackBuilder:

@@ -7,6 +7,11 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from controller.model.base import Model, Ref, Tagged
+from controller.model.limits import (
+    ALB_PROTOCOLS,
+    TARGET_GROUP_ATTRIBUTES,
+    unknown_attributes,
+)
 from controller.model.loadbalancer import check_elb_name
 
 TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
@@ -58,6 +63,15 @@ class TargetGroup(Tagged):
     @classmethod
     def _name(cls, value: str) -> str:
         return check_elb_name(value, what="target group")
+
+    @model_validator(mode="after")
+    def _known_attributes(self) -> TargetGroup:
+        kind = "application" if self.protocol in ALB_PROTOCOLS else "network"
+        unknown = unknown_attributes(set(self.attributes), TARGET_GROUP_ATTRIBUTES[kind])
+        if unknown:
+            raise ValueError(f"target group attribute {unknown[0]!r} is not one a "
+                             f"{self.protocol} target group has")
+        return self
 
     @model_validator(mode="after")
     def _version(self) -> TargetGroup:

@@ -27,6 +27,7 @@ from controller.model import (
     HealthCheckMatcher,
     Listener,
     LoadBalancer,
+    Quotas,
     Ref,
     ServiceReference,
     Stack,
@@ -36,6 +37,7 @@ from controller.model import (
     TargetGroup,
     TargetGroupBindingResource,
     WeightedTargetGroup,
+    check_quotas,
     service_load_balancer_name,
     target_group_name,
 )
@@ -71,6 +73,7 @@ class ModelSettings:
     vpc_id: str
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
+    quotas: Quotas = field(default_factory=Quotas)
 
     @property
     def context(self) -> StackContext:
@@ -96,11 +99,13 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
     (a model AWS would refuse): each a ValueError with one line of text."""
     config = parse_service_config(service, defaults=settings.defaults)
     try:
-        return _Builder(service, config, settings).build()
+        stack = _Builder(service, config, settings).build()
     except ValidationError as exc:
         # A resource refused on construction (e.g. more tags than AWS allows).
         raise InvalidStack(f"service {stack_id(service)}: "
                            f"{describe_validation_error(exc)}") from None
+    check_quotas(stack, settings.quotas)
+    return stack
 
 
 def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack | None:

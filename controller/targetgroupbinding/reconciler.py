@@ -26,6 +26,7 @@ One reconcile, in the steps every controller takes:
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import NoReturn
 
 import structlog
 
@@ -47,7 +48,11 @@ from controller.targetgroupbinding.multicluster import (
     configmap_name,
     deregistrable,
 )
-from controller.targetgroupbinding.targetgroups import TargetGroupInfo, TargetGroups
+from controller.targetgroupbinding.targetgroups import (
+    TargetGroupInfo,
+    TargetGroupNotFound,
+    TargetGroups,
+)
 from controller.targetgroupbinding.targets import (
     Endpoint,
     Target,
@@ -178,11 +183,7 @@ class TargetGroupBindingReconciler:
                                   f"type {target_type}")
             endpoints = self._endpoints(tgb, spec, target_type, family)
         except InvalidInput as exc:
-            reason = exc.condition_reason
-            await self._writer.report_failure(
-                tgb, event_reason=reason, message=str(exc),
-                condition=lambda obj, message: self._ready(obj, False, reason, message))
-            raise TerminalError(str(exc)) from None
+            await self._invalid(tgb, exc)
         if spec.networking:
             self._writer.event(tgb, "Warning", "Unsupported",
                                "spec.networking is not supported yet and is ignored")
@@ -202,10 +203,15 @@ class TargetGroupBindingReconciler:
             return
         if recorded is not None and recorded != tg.arn:  # 5. the recorded group first
             await self._drain(tgb, recorded)
-        tgb = await self._own(self._writer.patch_metadata(
+        tgb = await self._own(self._writer.patch_metadata(  # then the finalizer and the record
             tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER,
             annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
-        changed = await self._sync_targets(tgb, spec, tg, endpoints)  # 6. deploy
+        try:  # 6. deploy
+            changed = await self._sync_targets(tgb, spec, tg, endpoints)
+        except TargetGroupNotFound as exc:
+            # Deleted behind our back since it was resolved: as if the spec named a missing
+            # one (a managed binding gets a new ARN when its Service's stack is deployed).
+            await self._invalid(tgb, exc)
         await self._set_ready(tgb, endpoints)  # 7. status, checkpoint
         if value != stored or changed:
             await self._own(self._writer.patch(tgb, checkpoint.patch(value, self._clock.wall())))
@@ -213,6 +219,13 @@ class TargetGroupBindingReconciler:
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
         if changed:
             self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
+
+    async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
+        reason = exc.condition_reason
+        await self._writer.report_failure(
+            tgb, event_reason=reason, message=str(exc),
+            condition=lambda obj, message: self._ready(obj, False, reason, message))
+        raise TerminalError(str(exc)) from None
 
     def _stored_checkpoint(self, tgb: Obj) -> str:
         written = self._written.get(key_of(tgb))

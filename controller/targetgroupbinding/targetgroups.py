@@ -23,7 +23,7 @@ _VOLATILE_STATES = frozenset({"initial", "unhealthy", "draining", "unavailable"}
 
 
 class TargetGroupNotFound(InvalidSpec):
-    pass
+    condition_reason = "TargetGroupNotFound"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from controller.apis import LabelSelector
 from controller.apis.targetgroupbinding import InvalidSpec
-from runtime.objects import Obj
+from runtime.objects import Obj, as_dict, as_list, as_str, dig, is_deleting, labels_of
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -57,7 +57,9 @@ class Endpoint:
 def find_service_port(service: Obj | None, port: int | str, *, service_key: str) -> Obj:
     if service is None:
         raise BackendNotFound(f"service {service_key} not found")
-    for candidate in (service.get("spec") or {}).get("ports") or []:
+    for candidate in as_list(dig(service, "spec", "ports")):
+        if not isinstance(candidate, dict):
+            continue
         if isinstance(port, int) and candidate.get("port") == port:
             return dict(candidate)
         if isinstance(port, str) and candidate.get("name") == port:
@@ -66,8 +68,9 @@ def find_service_port(service: Obj | None, port: int | str, *, service_key: str)
 
 
 def _ready(endpoint: Obj) -> bool:
-    conditions = endpoint.get("conditions") or {}
-    return conditions.get("ready") is True and conditions.get("terminating") is not True
+    conditions = endpoint.get("conditions")
+    return (isinstance(conditions, dict) and conditions.get("ready") is True
+            and conditions.get("terminating") is not True)
 
 
 def ip_endpoints(service_port: Obj, slices: Iterable[Obj], *,
@@ -78,47 +81,53 @@ def ip_endpoints(service_port: Obj, slices: Iterable[Obj], *,
     for slice_ in slices:
         if slice_.get("addressType", "IPv4") != family:
             continue
-        for port in slice_.get("ports") or []:
+        for port in as_list(slice_.get("ports")):
+            if not isinstance(port, dict):
+                continue
             if wanted_name and (port.get("name") or "") != wanted_name:
                 continue
             number = port.get("port")
-            if not isinstance(number, int):
+            if not isinstance(number, int) or isinstance(number, bool):
                 continue
-            for endpoint in slice_.get("endpoints") or []:
-                ref = endpoint.get("targetRef") or {}
-                addresses = endpoint.get("addresses") or []
-                if ref.get("kind") != "Pod" or not addresses or not _ready(endpoint):
+            for endpoint in as_list(slice_.get("endpoints")):
+                if not isinstance(endpoint, dict) or not _ready(endpoint):
                     continue
-                target = Target(str(addresses[0]), number)
+                ref = endpoint.get("targetRef")
+                addresses = endpoint.get("addresses")
+                if (not isinstance(ref, dict) or ref.get("kind") != "Pod"
+                        or not isinstance(addresses, list) or not addresses
+                        or not isinstance(addresses[0], str)):
+                    continue
+                target = Target(addresses[0], number)
                 found[target] = Endpoint(target, f"{target.identifier}:{ref.get('uid', '')}")
     return sorted(found.values())
 
 
 def instance_id(node: Obj) -> str | None:
     """`aws:///us-west-2a/i-0abc` → `i-0abc`; None when the node is not an EC2 instance."""
-    provider_id = str((node.get("spec") or {}).get("providerID") or "")
+    provider_id = as_str(dig(node, "spec", "providerID")) or ""
     last = provider_id.rsplit("/", 1)[-1]
     return last if last.startswith("i-") and "/" not in last and len(last) > 2 else None
 
 
 def node_fit_for_traffic(node: Obj) -> bool:
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    spec = node.get("spec") or {}
-    if meta.get("deletionTimestamp") or spec.get("unschedulable"):
+    labels = labels_of(node)
+    spec = as_dict(node.get("spec"))
+    if is_deleting(node) or spec.get("unschedulable"):
         return False
     if labels.get("eks.amazonaws.com/compute-type") == "fargate":
         return False
     if any(label in labels for label in _EXCLUDE_LABELS):
         return False
-    if any(t.get("key") in _REMOVAL_TAINTS for t in spec.get("taints") or []):
+    if any(isinstance(t, dict) and t.get("key") in _REMOVAL_TAINTS
+           for t in as_list(spec.get("taints"))):
         return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
+    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+               for c in as_list(dig(node, "status", "conditions")))
 
 
 def _creation_millis(obj: Obj) -> int:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    stamp = dig(obj, "metadata", "creationTimestamp")
     if not isinstance(stamp, str):
         return 0
     try:
@@ -129,18 +138,17 @@ def _creation_millis(obj: Obj) -> int:
 
 def instance_endpoints(service: Obj, service_port: Obj, nodes: Iterable[Obj], *,
                        selector: LabelSelector | None, service_key: str) -> list[Endpoint]:
-    svc_type = (service.get("spec") or {}).get("type")
+    svc_type = dig(service, "spec", "type")
     if svc_type not in ("NodePort", "LoadBalancer"):
         raise InvalidSpec(f"service {service_key} must be of type NodePort or LoadBalancer "
                           f"for instance targets, not {svc_type or 'ClusterIP'}")
     node_port = service_port.get("nodePort")
-    if not isinstance(node_port, int):
+    if not isinstance(node_port, int) or isinstance(node_port, bool):
         raise InvalidSpec(f"service {service_key} port {service_port.get('port')} "
                           "has no nodePort yet")
     found: list[Endpoint] = []
     for node in nodes:
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        if selector is not None and not selector.matches(labels):
+        if selector is not None and not selector.matches(labels_of(node)):
             continue
         instance = instance_id(node)
         if instance is None or not node_fit_for_traffic(node):

@@ -93,6 +93,9 @@ BUILTINS: tuple[ResourceType, ...] = (
                  short_names=("ing",), has_status=True),
     ResourceType("networking.k8s.io", "v1", "ingressclasses", "IngressClass", "ingressclass",
                  namespaced=False),
+    # Stored, not enforced: there is no pod network here.
+    ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy",
+                 "networkpolicy", short_names=("netpol",)),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", "lease"),
     # Served so that in-cluster manifests apply; with `rbac=True` they also drive authorization.
     ResourceType(RBAC_GROUP, "v1", "roles", "Role", "role"),

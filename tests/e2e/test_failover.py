@@ -30,7 +30,6 @@ import aiohttp
 import pytest
 
 from controller.apis import TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool, AWSSettings
 from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
 from controller.targetgroupbinding import CONTROLLER_NAME
@@ -38,8 +37,10 @@ from runtime.client import KubeClient
 from runtime.reconcile import LOW, NORMAL
 from runtime.resources import ENDPOINTSLICES, LEASES, SERVICES
 from tests.e2e.processes import ControllerProcess, EnvTestProcess, controller_environment
-from tests.fixtures.envtest import Kubectl
-from tests.waiting import eventually
+from tests.support import objects
+from tests.support.aws import AwsInspector
+from tests.support.kubectl import Kubectl
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -88,32 +89,22 @@ class Workload:
         return f"10.0.{list(self.endpoints).index(service) + 1}.{next(self._ips)}"
 
     def _slice(self, service: str) -> dict[str, Any]:
-        return {
-            "metadata": {"name": f"{service}-1", "namespace": WORKLOAD_NAMESPACE,
-                         "labels": {"kubernetes.io/service-name": service}},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": TARGET_PORT, "protocol": "TCP"}],
-            "endpoints": [{"addresses": [ip], "conditions": {"ready": ready,
-                                                             "terminating": False},
-                           "targetRef": {"kind": "Pod", "name": f"{service}-{ip}"}}
-                          for ip, ready in sorted(self.endpoints[service].items())],
-        }
+        return objects.endpoint_slice(service, sorted(self.endpoints[service]),
+                              namespace=WORKLOAD_NAMESPACE, ports=(("http", TARGET_PORT),),
+                              not_ready=[ip for ip, ready in self.endpoints[service].items()
+                                         if not ready])
 
     async def add(self, service: str, arn: str, *, size: int) -> None:
         self.arns[service] = arn
         self.endpoints[service] = {}
         self.endpoints[service] = {self._ip(service): True for _ in range(size)}
-        await self.client.create(SERVICES, {
-            "metadata": {"name": service},
-            "spec": {"selector": {"app": service}, "ports": [
-                {"name": "http", "port": 80, "targetPort": "http"}]}}, WORKLOAD_NAMESPACE)
+        await self.client.create(SERVICES, objects.service(
+            service, selector={"app": service},
+            ports=[objects.service_port(80, "http", protocol=None)]), WORKLOAD_NAMESPACE)
         self.slices[service] = await self.client.create(
             ENDPOINTSLICES, self._slice(service), WORKLOAD_NAMESPACE)
-        await self.client.create(TARGETGROUPBINDINGS, {
-            "apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
-            "metadata": {"name": service},
-            "spec": {"serviceRef": {"name": service, "port": 80}, "targetGroupARN": arn,
-                     "targetType": "ip"}}, WORKLOAD_NAMESPACE)
+        await self.client.create(TARGETGROUPBINDINGS, objects.target_group_binding(
+            service, service=service, arn=arn), WORKLOAD_NAMESPACE)
 
     async def churn_once(self, service: str) -> None:
         """Scale up, scale down or flip one endpoint's readiness, as rollouts do."""
@@ -137,15 +128,9 @@ class Workload:
             await asyncio.sleep(interval)
 
 
-async def registered(pool: AWSClientPool, arn: str) -> Targets:
-    resp = await pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
-    return {(d["Target"]["Id"], int(d["Target"]["Port"]))
-            for d in resp["TargetHealthDescriptions"]}
-
-
-async def converged(pool: AWSClientPool, workload: Workload) -> bool:
+async def converged(aws: AwsInspector, workload: Workload) -> bool:
     for service, arn in workload.arns.items():
-        if await registered(pool, arn) != workload.expected(service):
+        if await aws.registered(arn) != workload.expected(service):
             return False
     return True
 
@@ -214,20 +199,15 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
         env = controller_environment(POD_NAMESPACE=NAMESPACE)
         flags = _flags(envtest.kubeconfig_for(TOKEN), aws_proxy.url, aws_seed.vpc_id)
         # The test's own AWS calls go straight to moto: the proxy logs the controllers' only.
-        direct = AWSSettings(region=aws_seed.region, endpoint_url=moto_standin.url,
-                             access_key="testing", secret_key="testing")
         async with await KubeClient.from_kubeconfig(envtest.kubeconfig) as client, \
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5),
                                       connector=aiohttp.TCPConnector(
                                           ssl=envtest.ssl_context() or True)) as http, \
-                AWSClientPool(direct) as aws_pool:
+                AwsInspector.open(moto_standin.url, region=aws_seed.region) as aws:
             workload = Workload(client, random.Random(7))
             for index, service in enumerate(CHURNED + STABLE):
-                resp = await aws_pool.call(
-                    "elbv2", "CreateTargetGroup", Name=f"e2e-{service}", Protocol="HTTP",
-                    Port=80, VpcId=aws_seed.vpc_id, TargetType="ip")
-                await workload.add(service, resp["TargetGroups"][0]["TargetGroupArn"],
-                                   size=2 + index % 3)
+                arn = await aws.create_target_group(f"e2e-{service}", vpc_id=aws_seed.vpc_id)
+                await workload.add(service, arn, size=2 + index % 3)
 
             for name in ("replica-1", "replica-2"):
                 replicas.append(ControllerProcess(name, tmp_path, flags=flags, env=env))
@@ -244,7 +224,7 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
                                       message="no leader with two ready replicas")
             assert leader is not None
             standby = next(r for r in replicas if r is not leader)
-            await eventually(lambda: converged(aws_pool, workload), timeout=15,
+            await eventually(lambda: converged(aws, workload), timeout=15,
                              message="initial registration did not converge")
 
             # ---- SIGKILL the leader while endpoints churn ----------------------------------
@@ -272,7 +252,7 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
             # Every binding was replayed to the new leader (warm start: an initial-list add).
             await eventually(lambda: _at_least(reconciles(http, standby),
                                                len(workload.arns)), timeout=10)
-            await eventually(lambda: converged(aws_pool, workload), timeout=15,
+            await eventually(lambda: converged(aws, workload), timeout=15,
                              message="targets did not converge after the takeover")
 
             # Not before the lease expired (no two leaders), not much after.
@@ -295,7 +275,7 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
             assert moved == {"RegisterTargets", "DeregisterTargets"}, moved
             assert _repeated_moves(aws_proxy) == []
             for service in STABLE:
-                assert await registered(aws_pool, workload.arns[service]) \
+                assert await aws.registered(workload.arns[service]) \
                     == workload.expected(service)
 
             # ---- SIGTERM the new leader: the Lease is released, a replacement takes over ----
@@ -332,7 +312,7 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
             # Every replayed binding matched its checkpoint: all went to the paced LOW lane.
             assert await enqueued(http, replacement, priority=LOW) >= len(workload.arns)
             assert await enqueued(http, replacement, priority=NORMAL) == 0
-            assert await converged(aws_pool, workload)
+            assert await converged(aws, workload)
             assert await envtest.denials(http) == []
             print(f"failover timings: {timings}")
     finally:

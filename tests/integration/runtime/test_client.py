@@ -26,6 +26,7 @@ from runtime.errors import (
 )
 from runtime.kubeconfig import KubeConfigError, load_in_cluster, load_kubeconfig
 from runtime.resources import CONFIGMAPS, NAMESPACES, SERVICES
+from tests.support.objects import service
 
 FAST = ClientSettings(retry_initial_delay=0.005, retry_max_delay=0.02, max_retry_after=0.02)
 
@@ -47,11 +48,6 @@ def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, A
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web"}},
             "data": dict(data)}
-
-
-def service(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-            "spec": {"ports": [{"port": 80, "targetPort": 8080}], "selector": {"app": name}}}
 
 
 def verbs_logged(server: EnvTestServer, verb: str) -> int:
@@ -94,7 +90,8 @@ async def test_crud_round_trip(client: KubeClient) -> None:
 async def test_status_subresource_and_cluster_scope(client: KubeClient) -> None:
     ns = await client.create(NAMESPACES, {"metadata": {"name": "client-status"}})
     assert ns["metadata"]["name"] == "client-status"
-    svc = await client.create(SERVICES, service("lb"), "client-status")
+    lb = service("lb", selector={"app": "lb"}, ports=[{"port": 80, "targetPort": 8080}])
+    svc = await client.create(SERVICES, lb, "client-status")
     svc["status"] = {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}
     svc["spec"]["ports"][0]["port"] = 81  # ignored by a status update
     after = await client.update_status(SERVICES, svc)

@@ -16,8 +16,9 @@ from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.manager import Manager, ManagerOptions
 from runtime.resources import CONFIGMAPS
+from tests.support.paths import REPO
 
-README = Path(__file__).resolve().parents[3] / "runtime" / "README.md"
+README = REPO / "runtime" / "README.md"
 
 
 def _example() -> ModuleType:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.app import aws_settings
+from controller.app import aws_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
-from controller.config import ConfigError, parse_config, parse_duration
+from controller.config import MAX_DURATION, ConfigError, parse_config, parse_duration
 
 
 def test_defaults_match_upstream() -> None:
@@ -66,6 +67,67 @@ def test_values_are_parsed() -> None:
         (["--checkpoint-verify-aws-qps", "-1"], "--checkpoint-verify-aws-qps"),
         (["--checkpoint-verify-aws-qps", "nan"], "--checkpoint-verify-aws-qps"),
         (["--checkpoint-verify-aws-burst", "0"], "--checkpoint-verify-aws-burst"),
+        (["--checkpoint-verify-qps", "inf"], "--checkpoint-verify-qps: Input should be a finite"),
+        (["--checkpoint-verify-qps", "nan"], "--checkpoint-verify-qps: Input should be a finite"),
+        (["--checkpoint-verify-aws-qps", "inf"], "--checkpoint-verify-aws-qps: Input should be"),
+        (["--aws-api-throttle", "Elastic Load Balancing v2:^Describe.*=1e999:1"],
+         "--aws-api-throttle: throttle rule"),
+        (["--sync-period", "99999999999999999999h"],
+         "--sync-period: duration '99999999999999999999h' is longer than the maximum, "
+         "2562047h47m16.854775807s"),
+        (["--sync-period", "2562048h"], "--sync-period: duration '2562048h' is longer"),
+        (["--checkpoint-max-wait=-1m"], "--checkpoint-max-wait: negative duration '-1m'"),
+        (["--sync-period", "0"], "--sync-period: Input should be greater than 0"),
+        (["--sync-period", "-"], "--sync-period: invalid duration"),
+        (["--api-server-startup-timeout=-1s"], "--api-server-startup-timeout: negative"),
+        (["--leader-election-renew-deadline", "15s"],
+         "--leader-election-lease-duration: 15s must be greater than "
+         "--leader-election-renew-deadline (15s)"),
+        (["--leader-election-retry-period", "8.5s"],
+         "--leader-election-renew-deadline: 10s must be greater than "
+         "--leader-election-retry-period x 1.2 (10.2s)"),
+        (["--default-tags", "aws:x=1"], "--default-tags: tag key 'aws:x' starts with 'aws:'"),
+        (["--default-tags", "Aws:x=1"], "--default-tags: tag key 'Aws:x' starts with 'aws:'"),
+        (["--default-tags", "elbv2.k8s.aws/resource=x"],
+         "--default-tags: tag key 'elbv2.k8s.aws/resource' is a tracking tag"),
+        (["--default-tags", "service.k8s.aws/stack=x"], "--default-tags: tag key 'service.k8s"),
+        (["--default-tags", "k" * 129 + "=v"], "--default-tags: tag key 'kkk"),
+        (["--default-tags", "k=" + "v" * 257], "--default-tags: the value of tag 'k' is 257"),
+        (["--default-tags", "team=a&b"], "--default-tags: the value of tag 'team' has characters"),
+        (["--default-tags", "te!am=a"], "--default-tags: tag key 'te!am' has characters"),
+        (["--default-tags", ",".join(f"k{i}=v" for i in range(48))],
+         "--default-tags: 48 tags given; at most 47 fit beside the 3 tracking tags"),
+        (["--external-managed-tags", "ingress.k8s.aws/resource"],
+         "--external-managed-tags: tag key 'ingress.k8s.aws/resource' is a tracking tag"),
+        (["--external-managed-tags", "aws:cloudformation:stack-name"],
+         "--external-managed-tags: tag key 'aws:cloudformation:stack-name' starts with"),
+        (["--external-managed-tags", "team", "--default-tags", "team=a"],
+         "--external-managed-tags: tag key 'team' is also in --default-tags"),
+        (["--cluster-name", "c" * 101], "--cluster-name: 'ccc"),
+        (["--cluster-name", "_prod"], "--cluster-name: '_prod' may contain only"),
+        (["--cluster-name", "prod eu"], "--cluster-name: 'prod eu' may contain only"),
+        (["--watch-namespace", "Team"], "--watch-namespace: 'Team' is not a lowercase RFC 1123"),
+        (["--watch-namespace", "a" * 64], "--watch-namespace: 'aaa"),
+        (["--leader-election-namespace", "kube_system"], "--leader-election-namespace: "),
+        (["--leader-election-id", "Leader"], "--leader-election-id: 'Leader' is not"),
+        (["--ingress-class", "alb_"], "--ingress-class: 'alb_' is not a lowercase RFC 1123"),
+        (["--load-balancer-class", "service.k8s.aws/"], "--load-balancer-class: "),
+        (["--load-balancer-class", "Example.com/nlb"], "--load-balancer-class: the prefix"),
+        (["--load-balancer-class", "example.com/n" + "l" * 63], "--load-balancer-class: the"),
+        (["--aws-region", "us-west"], "--aws-region: 'us-west' is not an AWS region name"),
+        (["--aws-region", "US-WEST-2"], "--aws-region: 'US-WEST-2' is not"),
+        (["--metrics-bind-addr", ":9000", "--health-probe-bind-addr", "127.0.0.1:9000"],
+         "--health-probe-bind-addr: '127.0.0.1:9000' uses the same port as --metrics-bind-addr"),
+        (["--metrics-bind-addr", "0.0.0.0:9000", "--health-probe-bind-addr", ":9000"],
+         "--health-probe-bind-addr: ':9000' uses the same port"),
+        (["--metrics-bind-addr", "[::1]:9000", "--health-probe-bind-addr", "[::1]:9000"],
+         "--health-probe-bind-addr"),
+        (["--ingress-max-concurrent-reconciles", "100000000000000000000"],
+         "--ingress-max-concurrent-reconciles: Input should be less than or equal to 1000"),
+        (["--aws-max-retries", "1000"], "--aws-max-retries"),
+        (["--metrics-secure", "sometimes"], "--metrics-secure: expected true or false"),
+        (["--metrics-cert-dir", "/nonexistent/certs"],
+         "--metrics-cert-dir: /nonexistent/certs does not exist"),
     ],
 )
 def test_bad_values_name_the_flag(argv: list[str], message: str) -> None:
@@ -106,3 +168,77 @@ def test_the_verification_budget_reaches_the_aws_pool_settings() -> None:
                         ).verify_calls_qps is None
     assert aws_settings(parse_config([*base, "--enable-checkpoints=false"])
                         ).verify_calls_qps is None
+
+
+@pytest.mark.parametrize("argv", [
+    # AWS allows letters of any script, spaces and its punctuation in tags.
+    ["--default-tags", "Équipe=données,cost center=42,a.b:c/d=e+f-g@h"],
+    ["--default-tags", ",".join(f"k{i}=v" for i in range(47))],  # 47 + 3 tracking = 50
+    ["--default-tags", "k" * 128 + "=" + "v" * 256, "--external-managed-tags", "owner"],
+    ["--default-tags", "empty="],  # values may be empty
+    # Self-managed clusters are named by DNS names; EKS names allow '_'.
+    ["--cluster-name", "k8s.example.com"], ["--cluster-name", "prod_eu-1"],
+    ["--cluster-name", "c" * 100],
+    ["--aws-region", "us-gov-west-1"], ["--aws-region", "cn-north-1"],
+    ["--aws-region", "us-isob-east-1"], ["--aws-region", "eusc-de-east-1"],
+    ["--ingress-class", ""], ["--ingress-class", "internal.alb"],
+    ["--load-balancer-class", "nlb"], ["--load-balancer-class", "example.com/internal-vip"],
+    ["--watch-namespace", ""], ["--watch-namespace", "team-a"],
+    # Timings that only matter with leader election may be anything without it.
+    ["--enable-leader-election=false", "--leader-election-renew-deadline", "1h"],
+    ["--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",
+     "--leader-election-retry-period", "2s"],
+    ["--sync-period", "2562047h47m16s"],  # within Go's maximum
+    ["--api-server-startup-timeout", "0s"],
+    # Different hosts may share a port; port 0 is always a fresh one.
+    ["--metrics-bind-addr", "127.0.0.1:9000", "--health-probe-bind-addr", "127.0.0.2:9000"],
+    ["--metrics-bind-addr", ":0", "--health-probe-bind-addr", ":0"],
+    ["--metrics-bind-addr", "0", "--health-probe-bind-addr", ":8080"],
+])
+def test_values_aws_and_kubernetes_accept_are_accepted(argv: list[str]) -> None:
+    parse_config(["--cluster-name", "c", *argv])
+
+
+def test_secure_metrics_flags() -> None:
+    assert parse_config(["--cluster-name", "c"]).metrics_secure is False
+    assert parse_config(["--cluster-name", "c", "--metrics-secure"]).metrics_secure is True
+    assert parse_config(["--cluster-name", "c", "--metrics-secure=false"]).metrics_secure is False
+    cfg = parse_config(["--cluster-name", "c"])
+    assert (cfg.metrics_cert_dir, cfg.api_server_startup_timeout) == (None, 30.0)
+
+
+def test_a_certificate_directory_needs_both_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^--metrics-cert-dir: .* has no tls\.crt$"):
+        parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(tmp_path)])
+    (tmp_path / "tls.crt").write_text("x")
+    with pytest.raises(ConfigError, match=r"^--metrics-cert-dir: .* has no tls\.key$"):
+        parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(tmp_path)])
+    (tmp_path / "tls.key").write_text("x")
+    # Whether they hold a usable certificate is found when the server is built.
+    assert parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(tmp_path)]
+                        ).metrics_cert_dir == str(tmp_path)
+    file = tmp_path / "tls.crt"
+    with pytest.raises(ConfigError, match="is not a directory"):
+        parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(file)])
+
+
+def test_the_new_flags_reach_the_manager_options() -> None:
+    options = manager_options(parse_config([
+        "--cluster-name", "c", "--metrics-secure", "--metrics-bind-addr", ":8443"]))
+    assert (options.metrics_secure, options.metrics_bind_address) == (True, ":8443")
+    assert options.metrics_cert_dir is None
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("-0s", 0.0), ("+15s", 15.0), ("2562047h47m16.854775807s", MAX_DURATION),
+])
+def test_go_duration_signs_and_limit(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_every_message_is_one_line_even_for_values_with_newlines() -> None:
+    for argv in (["--watch-namespace", "a\nb"], ["--default-tags", "a=b\nc"],
+                 ["--cluster-name", "x\ny"], ["--ingress-class", "a\n"]):
+        with pytest.raises(ConfigError) as info:
+            parse_config(["--cluster-name", "c", *argv])
+        assert "\n" not in str(info.value), argv

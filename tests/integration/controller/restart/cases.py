@@ -1,0 +1,552 @@
+"""The restart-correctness catalogue: for every input a model reads, a change made while the
+controller is down, and what to look at to see that it reached AWS.
+
+The inputs come from the code's own catalogues (`SERVICE_ANNOTATION_KEYS`,
+`INGRESS_ANNOTATION_KEYS`, the IngressClassParams and TargetGroupBinding spec models, the
+`aiolbc run` flags); `test_matrix.py` fails when one of them has neither a case here nor an
+entry in `NOT_DEPLOYED` with the reason nothing of it reaches AWS. Values were chosen to make
+a difference AWS (moto) shows, from a base that converges on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.apis import (
+    INGRESSCLASSPARAMS,
+    LEGACY_CLASS_ANNOTATION,
+    TARGETGROUPBINDINGS,
+    USE_ANNOTATION,
+)
+from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
+from tests.integration.controller.restart.world import ALB, SVC, World
+from tests.support.objects import endpoint_ip
+
+Step = Callable[[World, str], Awaitable[None]]
+Observe = Callable[[World, str], Awaitable[Any]]
+Ready = Callable[[World, str], Awaitable[bool]]
+
+OIDC_SECRET = {"clientID": "client-one", "clientSecret": "secret-one"}
+POLICY = "ELBSecurityPolicy-TLS-1-2-2017-01"
+
+
+@dataclass(frozen=True)
+class Case:
+    """`covers`: the catalogue entries this case stands for. `setup` creates the objects of
+    object `name` (a DNS label), `change` is what happens while the controller is down,
+    `observe` what must differ once the change reached AWS, `ready` when the first run has
+    converged (by default: the object's checkpoint is written)."""
+
+    name: str
+    covers: tuple[str, ...]
+    setup: Step
+    change: Step
+    observe: Observe
+    ready: Ready | None = None
+    tags: tuple[str, ...] = field(default=())
+
+
+# ---- observation helpers ---------------------------------------------------------------------
+
+def stacks(*ids: str) -> Observe:
+    async def observe(world: World, name: str) -> Any:
+        return await world.snapshot([i.format(name=name) for i in ids])
+    return observe
+
+
+def own_stack() -> Observe:
+    return stacks("default/{name}")
+
+
+async def warnings(world: World, name: str) -> list[str]:
+    items = (await world.client.list(EVENTS, world.namespace)).get("items") or []
+    return sorted({str(e.get("reason")) for e in items if e.get("type") == "Warning"
+                   and (e.get("involvedObject") or {}).get("name") == name})
+
+
+def checkpointed(res: Any) -> Ready:
+    async def ready(world: World, name: str) -> bool:
+        return bool(await world.checkpoint(res, name))
+    return ready
+
+
+# ---- Services (NLB) -------------------------------------------------------------------------
+
+def service(key: str, value: str, base: dict[str, str] | None = None, *,
+            target_type: str = "ip", ports: list[dict[str, Any]] | None = None,
+            name: str | None = None) -> Case:
+    slug = name or "s-" + key.removeprefix("aws-load-balancer-").replace(".", "-")[:40]
+
+    async def setup(world: World, n: str) -> None:
+        await world.nlb_service(n, world.fill(base or {}, n), target_type=target_type,
+                                ports=ports)
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(SERVICES, n, {SVC + key: world.fill({"v": value}, n)["v"]})
+
+    return Case(slug, (SVC + key,), setup, change, own_stack(), checkpointed(SERVICES))
+
+
+TWO_PORTS = [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+             {"name": "https", "port": 443, "targetPort": 8080, "protocol": "TCP"}]
+
+
+def service_cases() -> list[Case]:
+    world_cert = "{cert}"
+    cert = {"aws-load-balancer-ssl-cert": world_cert}
+    http_hc = {"aws-load-balancer-healthcheck-protocol": "HTTP"}
+    logs = {"aws-load-balancer-access-log-s3-bucket-name": "logs"}
+    logs_on = {**logs, "aws-load-balancer-access-log-enabled": "true"}
+    return [
+        service("aws-load-balancer-type", "nlb-ip", target_type="instance"),
+        service("aws-load-balancer-nlb-target-type", "instance", name="s-target-type"),
+        service("aws-load-balancer-name", "s-custom-name"),
+        service("aws-load-balancer-scheme", "internet-facing"),
+        service("aws-load-balancer-internal", "false"),
+        service("aws-load-balancer-ip-address-type", "dualstack"),
+        service("aws-load-balancer-subnets", "{public_subnets}"),
+        service("aws-load-balancer-ssl-cert", world_cert),
+        service("aws-load-balancer-ssl-ports", "443", cert, ports=TWO_PORTS),
+        service("aws-load-balancer-ssl-negotiation-policy", POLICY, cert),
+        service("aws-load-balancer-backend-protocol", "ssl", cert),
+        service("aws-load-balancer-alpn-policy", "HTTP2Preferred", cert),
+        service("aws-load-balancer-healthcheck-protocol", "HTTP"),
+        service("aws-load-balancer-healthcheck-port", "8081"),
+        service("aws-load-balancer-healthcheck-path", "/hz", http_hc),
+        service("aws-load-balancer-healthcheck-healthy-threshold", "5"),
+        service("aws-load-balancer-healthcheck-unhealthy-threshold", "5"),
+        service("aws-load-balancer-healthcheck-timeout", "5"),
+        service("aws-load-balancer-healthcheck-interval", "30"),
+        service("aws-load-balancer-healthcheck-success-codes", "200-299", http_hc),
+        service("aws-load-balancer-target-group-attributes",
+                "deregistration_delay.timeout_seconds=30", name="s-tg-attributes"),
+        service("aws-load-balancer-target-node-labels", "pool=a", target_type="instance"),
+        service("aws-load-balancer-attributes", "load_balancing.cross_zone.enabled=true"),
+        service("aws-load-balancer-additional-resource-tags", "team=x", name="s-tags"),
+        service("aws-load-balancer-proxy-protocol", "*"),
+        service("aws-load-balancer-multi-cluster-target-group", "true", name="s-multi-cluster"),
+        service("aws-load-balancer-access-log-enabled", "true", logs),
+        service("aws-load-balancer-access-log-s3-bucket-name", "logs2", logs_on,
+                name="s-access-log-bucket"),
+        service("aws-load-balancer-access-log-s3-bucket-prefix", "p", logs_on,
+                name="s-access-log-prefix"),
+        service("aws-load-balancer-cross-zone-load-balancing-enabled", "true",
+                name="s-cross-zone"),
+    ]
+
+
+# ---- Ingresses (ALB) ------------------------------------------------------------------------
+
+def _ingress_setup(base: dict[str, str], *, backend_annotations: dict[str, str] | None = None,
+                   class_name: str | None = "alb", raw: dict[str, str] | None = None,
+                   with_secret: bool = False) -> Step:
+    async def setup(world: World, n: str) -> None:
+        await world.backend(f"{n}-be", backend_annotations)
+        if with_secret:
+            await world.secret(f"{n}-oidc", OIDC_SECRET)
+        await world.ingress(n, {"target-type": "ip", **world.fill(base, n), **(raw or {})},
+                            backend=f"{n}-be", class_name=class_name)
+    return setup
+
+
+def ingress(key: str, value: str, base: dict[str, str] | None = None, *,
+            name: str | None = None, with_secret: bool = False,
+            observe: Observe | None = None) -> Case:
+    slug = name or "i-" + key.replace(".", "-")[:40]
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + key: world.fill({"v": value}, n)["v"]})
+
+    return Case(slug, (ALB + key,), _ingress_setup(base or {}, with_secret=with_secret),
+                change, observe or own_stack(), checkpointed(INGRESSES))
+
+
+HTTPS = {"listen-ports": '[{"HTTPS": 443}]', "certificate-arn": "{cert}"}
+HTTP_AND_HTTPS = {"listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]', "certificate-arn": "{cert}"}
+OIDC_ON = {**HTTPS, "auth-type": "oidc", "auth-idp-oidc": "{oidc}"}
+
+
+def _group_order_case() -> Case:
+    async def setup(world: World, n: str) -> None:
+        for member, order in ((n, "1"), (f"{n}-b", "2")):
+            await world.backend(f"{member}-be")
+            await world.ingress(member, {"target-type": "ip", "group.name": f"{n}-grp",
+                                         "group.order": order}, backend=f"{member}-be",
+                                host=f"{member}.example.com")
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "group.order": "3"})
+
+    return Case("i-group-order", (ALB + "group.order",), setup, change,
+                stacks("{name}-grp"), checkpointed(INGRESSES))
+
+
+def _actions_case() -> Case:
+    def action(code: str) -> str:
+        return json.dumps({"type": "fixed-response",
+                           "fixedResponseConfig": {"statusCode": code}})
+
+    async def setup(world: World, n: str) -> None:
+        await world.ingress(n, {"actions.fixed": action("200")}, backend="fixed",
+                            backend_port=USE_ANNOTATION)
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "actions.fixed": action("503")})
+
+    return Case("i-actions", (ALB + "actions.*",), setup, change, own_stack(),
+                checkpointed(INGRESSES))
+
+
+def _conditions_case() -> Case:
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + f"conditions.{n}-be": json.dumps([
+            {"field": "http-header",
+             "httpHeaderConfig": {"httpHeaderName": "X-Team", "values": ["a"]}}])})
+
+    return Case("i-conditions", (ALB + "conditions.*",), _ingress_setup({}), change,
+                own_stack(), checkpointed(INGRESSES))
+
+
+def _group_name_case() -> Case:
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "group.name": f"{n}-joined"})
+
+    return Case("i-group-name", (ALB + "group.name",), _ingress_setup({}), change,
+                stacks("default/{name}", "{name}-joined"), checkpointed(INGRESSES))
+
+
+def _legacy_class_case() -> Case:
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {LEGACY_CLASS_ANNOTATION: "nginx"})
+
+    return Case("i-legacy-class", (LEGACY_CLASS_ANNOTATION,),
+                _ingress_setup({}, class_name=None, raw={LEGACY_CLASS_ANNOTATION: "alb"}),
+                change, own_stack(), checkpointed(INGRESSES))
+
+
+def _service_side_case() -> Case:
+    """Target-group settings are read from the backend Service first."""
+    async def change(world: World, n: str) -> None:
+        await world.annotate(SERVICES, f"{n}-be", {ALB + "healthcheck-path": "/svc-hz"})
+
+    return Case("i-service-annotation", ("backend Service annotations",),
+                _ingress_setup({}), change, own_stack(), checkpointed(INGRESSES))
+
+
+def ingress_cases() -> list[Case]:
+    return [
+        ingress("scheme", "internet-facing"),
+        ingress("load-balancer-name", "i-custom-alb"),
+        ingress("ip-address-type", "dualstack"),
+        ingress("subnets", "{public_subnets}"),
+        ingress("security-groups", "{security_group}"),
+        ingress("load-balancer-attributes", "idle_timeout.timeout_seconds=120",
+                name="i-lb-attributes"),
+        ingress("ssl-redirect", "443", HTTP_AND_HTTPS),
+        ingress("ssl-policy", POLICY, HTTPS),
+        ingress("listen-ports", '[{"HTTP": 8080}]'),
+        ingress("certificate-arn", "{cert2}", HTTPS),
+        ingress("tags", "team=x"),
+        _actions_case(),
+        _conditions_case(),
+        _group_name_case(),
+        _group_order_case(),
+        ingress("target-type", "instance"),
+        ingress("backend-protocol", "HTTPS"),
+        ingress("backend-protocol-version", "HTTP2", name="i-protocol-version"),
+        ingress("target-group-attributes", "deregistration_delay.timeout_seconds=30",
+                name="i-tg-attributes"),
+        ingress("healthcheck-port", "8081"),
+        ingress("healthcheck-protocol", "HTTPS"),
+        ingress("healthcheck-path", "/hz"),
+        ingress("healthcheck-interval-seconds", "30", name="i-hc-interval"),
+        ingress("healthcheck-timeout-seconds", "10", name="i-hc-timeout"),
+        ingress("healthy-threshold-count", "5"),
+        ingress("unhealthy-threshold-count", "5"),
+        ingress("success-codes", "200-299"),
+        ingress("multi-cluster-target-group", "true", name="i-multi-cluster"),
+        ingress("auth-type", "oidc", {**HTTPS, "auth-idp-oidc": "{oidc}"}, with_secret=True),
+        ingress("auth-idp-oidc", "{oidc2}", OIDC_ON, with_secret=True),
+        ingress("auth-scope", "openid email", OIDC_ON, with_secret=True),
+        ingress("auth-session-cookie", "cookie2", OIDC_ON, with_secret=True),
+        ingress("auth-session-timeout", "3600", OIDC_ON, with_secret=True),
+        ingress("auth-on-unauthenticated-request", "deny", OIDC_ON, with_secret=True,
+                name="i-auth-on-unauthenticated"),
+        _legacy_class_case(),
+        _service_side_case(),
+    ]
+
+
+# ---- IngressClassParams ---------------------------------------------------------------------
+
+def params(field_name: str, value: Any, base: dict[str, Any] | None = None, *,
+           annotations: dict[str, str] | None = None,
+           observe: Observe | None = None) -> Case:
+    slug = "p-" + field_name.lower()[:30]
+
+    async def setup(world: World, n: str) -> None:
+        await world.class_params(n, world.fill_obj(base or {}))
+        await world.ingress_class(n, params=n)
+        await world.backend(f"{n}-be")
+        await world.ingress(n, {"target-type": "ip", **world.fill(annotations or {}, n)},
+                            backend=f"{n}-be", class_name=n)
+
+    async def change(world: World, n: str) -> None:
+        await world.patch(INGRESSCLASSPARAMS, n, {"spec": {field_name: world.fill_obj(value)}})
+
+    return Case(slug, ("params:" + field_name,), setup, change, observe or own_stack(),
+                checkpointed(INGRESSES))
+
+
+def _namespace_selector_case() -> Case:
+    case = params("namespaceSelector", {"matchLabels": {"team": "b"}},
+                  {"namespaceSelector": {"matchLabels": {"team": "a"}}}, observe=warnings)
+
+    async def setup(world: World, n: str) -> None:
+        await world.label_namespace({"team": "a"})
+        await case.setup(world, n)
+
+    return Case(case.name, case.covers, setup, case.change, case.observe, case.ready)
+
+
+def params_cases() -> list[Case]:
+    return [
+        _namespace_selector_case(),
+        params("group", {"name": "p-group-enforced"},
+               observe=stacks("default/{name}", "p-group-enforced")),
+        params("scheme", "internet-facing"),
+        params("sslPolicy", POLICY, annotations=HTTPS),
+        params("subnets", {"ids": "{public_subnet_list}"}),
+        params("ipAddressType", "dualstack"),
+        params("tags", [{"key": "team", "value": "x"}]),
+        params("loadBalancerAttributes", [{"key": "idle_timeout.timeout_seconds",
+                                           "value": "120"}]),
+        params("certificateArn", ["{cert2}"], annotations=HTTPS),
+        params("loadBalancerName", "p-custom-alb"),
+        params("targetType", "instance"),
+    ]
+
+
+# ---- TargetGroupBindings (user-made, on target groups the test creates) ----------------------
+
+def binding(field_name: str, change_spec: dict[str, Any], *, target_group: str = "ip",
+            base: dict[str, Any] | None = None, observe: Observe | None = None,
+            two_ports: bool = False) -> Case:
+    slug = "b-" + field_name.lower().replace(".", "-")[:30]
+
+    async def setup(world: World, n: str) -> None:
+        await world.nlb_service(f"{n}-svc", load_balancer_class="example.com/other",
+                                ports=TWO_PORTS if two_ports else None,
+                                endpoint_ips=("10.0.4.10",))
+        await world.nlb_service(f"{n}-alt", load_balancer_class="example.com/other",
+                                endpoint_ips=("10.0.4.20",))
+        arn = await world.target_group(f"{n}-a", target_type=target_group)
+        await world.target_group(f"{n}-b", target_type=target_group)
+        await world.binding(n, service=f"{n}-svc", arn=arn, target_type=None,
+                            extra=world.fill_obj(base or {}, n))
+
+    async def change(world: World, n: str) -> None:
+        await world.patch(TARGETGROUPBINDINGS, n, {"spec": world.fill_obj(change_spec, n)})
+
+    async def targets(world: World, n: str) -> Any:
+        return [sorted(await world.aws.registered(world.extra[f"tg:{n}-{x}"])) for x in "ab"]
+
+    return Case(slug, ("tgb:" + field_name,), setup, change, observe or targets,
+                checkpointed(TARGETGROUPBINDINGS))
+
+
+async def _tracking_configmap(world: World, n: str) -> bool:
+    return await world.find(CONFIGMAPS, f"aws-lbc-targets-{n}") is not None
+
+
+def binding_cases() -> list[Case]:
+    return [
+        binding("targetGroupARN", {"targetGroupARN": "{tg_b}"}),
+        binding("targetGroupName", {"targetGroupARN": None, "targetGroupName": "{tg_b_name}"}),
+        binding("targetType", {"targetType": "instance"}, observe=warnings),
+        binding("serviceRef.name", {"serviceRef": {"name": "{name}-alt", "port": 80}}),
+        binding("serviceRef.port", {"serviceRef": {"name": "{name}-svc", "port": 443}},
+                two_ports=True),
+        binding("nodeSelector", {"nodeSelector": {"matchLabels": {"pool": "a"}}},
+                target_group="instance", base={"targetType": "instance"}),
+        # Refused (the target groups are IPv4): the change shows as a Warning, and the targets
+        # stay where they are.
+        binding("ipAddressType", {"ipAddressType": "ipv6"}, observe=warnings),
+        binding("vpcID", {"vpcID": "vpc-0123456789abcdef0"}, observe=warnings),
+        binding("iamRoleArnToAssume",
+                {"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/elsewhere"},
+                observe=warnings),
+        binding("multiClusterTargetGroup", {"multiClusterTargetGroup": True},
+                observe=_tracking_configmap),
+    ]
+
+
+# ---- other inputs: Secret data, Service ports, endpoints, membership, deletion --------------
+
+def _rotate_secret() -> Case:
+    async def change(world: World, n: str) -> None:
+        await world.secret(f"{n}-oidc", {**OIDC_SECRET, "clientSecret": "secret-two"})
+
+    return Case("o-secret-rotation", ("input:Secret data",),
+                _ingress_setup(OIDC_ON, with_secret=True), change, own_stack(),
+                checkpointed(INGRESSES))
+
+
+def _backend_target_port() -> Case:
+    async def change(world: World, n: str) -> None:
+        svc = await world.find(SERVICES, f"{n}-be")
+        assert svc is not None
+        svc["spec"]["ports"][0]["targetPort"] = 9090
+        await world.client.update(SERVICES, svc)
+        await world.endpoints(f"{n}-be", [endpoint_ip(f"{n}-be")], ports=(("http", 9090),))
+
+    return Case("o-backend-target-port", ("input:backend Service ports/targetPort",),
+                _ingress_setup({}), change, own_stack(), checkpointed(INGRESSES))
+
+
+def _nlb_port() -> Case:
+    async def setup(world: World, n: str) -> None:
+        await world.nlb_service(n)
+
+    async def change(world: World, n: str) -> None:
+        await world.patch(SERVICES, n, {"spec": {"ports": [
+            {"name": "http", "port": 81, "targetPort": 8080, "protocol": "TCP"}]}})
+
+    return Case("o-service-port", ("input:Service ports",), setup, change, own_stack(),
+                checkpointed(SERVICES))
+
+
+def _endpoints() -> Case:
+    async def setup(world: World, n: str) -> None:
+        await world.nlb_service(n)
+
+    async def change(world: World, n: str) -> None:
+        await world.endpoints(n, [endpoint_ip(n), "10.0.9.11"])  # one endpoint more
+
+    return Case("o-endpoints", ("input:EndpointSlice endpoints",), setup, change,
+                own_stack(), checkpointed(SERVICES))
+
+
+def _group_leave() -> Case:
+    async def setup(world: World, n: str) -> None:
+        for member in (n, f"{n}-b"):
+            await world.backend(f"{member}-be")
+            await world.ingress(member, {"target-type": "ip", "group.name": f"{n}-grp"},
+                                backend=f"{member}-be", host=f"{member}.example.com")
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, f"{n}-b", {ALB + "group.name": None})
+
+    return Case("o-group-leave", ("input:group membership",), setup, change,
+                stacks("{name}-grp", "default/{name}-b"), checkpointed(INGRESSES))
+
+
+def _deleted(kind: str) -> Case:
+    async def setup(world: World, n: str) -> None:
+        if kind == "service":
+            await world.nlb_service(n)
+        else:
+            await _ingress_setup({})(world, n)
+
+    async def change(world: World, n: str) -> None:
+        await world.delete(SERVICES if kind == "service" else INGRESSES, n)
+
+    return Case(f"o-deleted-{kind}", (f"input:deletion of a {kind}",), setup, change,
+                own_stack(), checkpointed(SERVICES if kind == "service" else INGRESSES))
+
+
+def _deleted_binding() -> Case:
+    base = binding("deleted", {})
+
+    async def change(world: World, n: str) -> None:
+        await world.delete(TARGETGROUPBINDINGS, n)
+
+    return Case("o-deleted-binding", ("input:deletion of a TargetGroupBinding",),
+                base.setup, change, base.observe, base.ready)
+
+
+def _deleted_managed_binding() -> Case:
+    async def setup(world: World, n: str) -> None:
+        await world.nlb_service(n)
+
+    async def change(world: World, n: str) -> None:
+        for item in (await world.client.list(TARGETGROUPBINDINGS, world.namespace))["items"]:
+            labels = item["metadata"].get("labels") or {}
+            if labels.get("service.k8s.aws/stack-name") == n:
+                await world.delete(TARGETGROUPBINDINGS, item["metadata"]["name"])
+
+    async def observe(world: World, n: str) -> Any:
+        items = (await world.client.list(TARGETGROUPBINDINGS, world.namespace))["items"]
+        return sorted(str(i["metadata"]["uid"]) for i in items
+                      if (i["metadata"].get("labels") or {}).get(
+                          "service.k8s.aws/stack-name") == n
+                      and not i["metadata"].get("deletionTimestamp"))
+
+    return Case("o-deleted-managed-binding", ("input:deletion of a managed binding",),
+                setup, change, observe, checkpointed(SERVICES))
+
+
+def other_cases() -> list[Case]:
+    return [_rotate_secret(), _backend_target_port(), _nlb_port(), _endpoints(),
+            _group_leave(), _deleted("service"), _deleted("ingress"), _deleted_binding(),
+            _deleted_managed_binding()]
+
+
+# Inputs the model reads whose changes, today, reach nothing in AWS: a change still gets NORMAL
+# priority (it changes the checkpoint), but there is nothing to see.
+NOT_DEPLOYED: dict[str, str] = {
+    ALB + "inbound-cidrs": "recorded in the model; applied by managed security groups, which "
+                           "the controller does not create yet",
+    "params:inboundCIDRs": "as the inbound-cidrs annotation",
+    "tgb:networking": "ignored with a Warning Event: binding networking is not implemented",
+}
+
+
+# ---- aiolbc run flags ------------------------------------------------------------------------
+
+# Flags that do not shape what is deployed, and why. A new flag must be added here or to the
+# flag cases of `test_matrix.py`.
+NON_MODEL_FLAGS: dict[str, str] = {
+    "--kubeconfig": "which API server the controller talks to",
+    "--watch-namespace": "which objects are seen at all; objects outside it keep their "
+                         "resources, untouched",
+    "--ingress-group-namespaces": "which Ingresses are members of a group: what is deployed "
+                                  "follows from the members (a change of policy is a change "
+                                  "of membership, the o-group-leave case), and every policy "
+                                  "admits the same members in the one namespace these "
+                                  "cases use",
+    "--aws-api-throttle": "how fast AWS is called, not what is deployed",
+    "--aws-api-endpoints": "where AWS calls go (the region decides what is deployed where)",
+    "--aws-endpoint-url": "where AWS calls go (the region decides what is deployed where)",
+    "--aws-max-retries": "how AWS calls are retried",
+    "--enable-leader-election": "which replica acts",
+    "--leader-election-id": "which replica acts",
+    "--leader-election-namespace": "which replica acts",
+    "--leader-election-lease-duration": "which replica acts, and when",
+    "--leader-election-renew-deadline": "which replica acts, and when",
+    "--leader-election-retry-period": "which replica acts, and when",
+    "--metrics-bind-addr": "what the process serves",
+    "--health-probe-bind-addr": "what the process serves",
+    "--metrics-secure": "how the process serves its metrics",
+    "--metrics-cert-dir": "how the process serves its metrics",
+    "--api-server-startup-timeout": "how long start-up waits for the API server",
+    "--ingress-max-concurrent-reconciles": "how many reconciles run at once",
+    "--service-max-concurrent-reconciles": "how many reconciles run at once",
+    "--targetgroupbinding-max-concurrent-reconciles": "how many reconciles run at once",
+    "--targetgroupbinding-max-exponential-backoff-delay": "how failed reconciles are retried",
+    "--sync-period": "how often unchanged objects are replayed (as LOW verifications)",
+    "--log-level": "what is logged",
+    "--enable-checkpoints": "whether unchanged objects are told apart, not what is deployed",
+    "--checkpoint-verify-qps": "the pace of verifications",
+    "--checkpoint-verify-burst": "the pace of verifications",
+    "--checkpoint-max-wait": "the pace of verifications",
+    "--checkpoint-verify-aws-qps": "the AWS budget of verifications",
+    "--checkpoint-verify-aws-burst": "the AWS budget of verifications",
+    **{flag: "how admission webhooks are served, not what is deployed" for flag in (
+        "--webhook-bind-port", "--webhook-cert-dir", "--webhook-cert-file",
+        "--webhook-key-file", "--webhook-tls-mode", "--webhook-secret-name",
+        "--webhook-service-name", "--webhook-configuration-name")},
+}

@@ -1,0 +1,330 @@
+"""Restart correctness: every input a model reads, changed while the controller is down, gives
+its object NORMAL priority and reaches AWS after the restart.
+
+Each family of cases runs in one world: the objects are created, a first `aiolbc run`
+converges them, it is killed, every change is made, control objects get drift by hand that
+only a LOW-lane verification would repair, and a second run (a new process-level state) starts
+with its LOW lane frozen. Every change must show in AWS while the controls keep their drift:
+what reached AWS was reconciled at NORMAL priority. The catalogue tests make sure no
+annotation, class-parameter field, binding field or flag is left without a case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from controller.annotations import recording
+from controller.apis import LEGACY_CLASS_ANNOTATION
+from controller.apis.targetgroupbinding import ServiceReference, TargetGroupBindingSpec
+from controller.config import add_flags
+from controller.ingress.annotations import INGRESS_ANNOTATION_KEYS
+from controller.ingress.classes import ClassParams
+from controller.service import SERVICE_ANNOTATION_KEYS
+from controller.standins import MotoStandIn, seed_vpc
+from runtime.resources import INGRESSES, SERVICES
+from tests.integration.controller.restart.cases import (
+    HTTPS,
+    NON_MODEL_FLAGS,
+    NOT_DEPLOYED,
+    POLICY,
+    Case,
+    binding_cases,
+    ingress_cases,
+    other_cases,
+    params_cases,
+    service_cases,
+)
+from tests.integration.controller.restart.world import ALB, SVC, World
+from tests.support.aws import stack_of
+from tests.support.process import ControllerRun
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.slow
+
+ALL_CASES = [*service_cases(), *ingress_cases(), *params_cases(), *binding_cases(),
+             *other_cases()]
+DRIFT = {"Key": "drift", "Value": "by-hand"}
+
+
+def _aliases(model: Any, skip: Sequence[str] = ()) -> set[str]:
+    return {f.alias or name for name, f in model.model_fields.items() if name not in skip}
+
+
+# ---- the catalogue is complete ---------------------------------------------------------------
+
+def _covered() -> set[str]:
+    return {c for case in ALL_CASES for c in case.covers} | set(NOT_DEPLOYED)
+
+
+def test_every_annotation_the_parsers_read_has_a_case() -> None:
+    missing = (SERVICE_ANNOTATION_KEYS | INGRESS_ANNOTATION_KEYS | {LEGACY_CLASS_ANNOTATION}
+               ) - _covered()
+    assert not missing, f"annotations without a restart case: {sorted(missing)}"
+
+
+def test_every_class_parameter_and_binding_field_has_a_case() -> None:
+    fields = {"params:" + a for a in _aliases(ClassParams, skip=("name",))}
+    fields |= {"tgb:" + a for a in _aliases(TargetGroupBindingSpec, skip=("service_ref",))}
+    fields |= {"tgb:serviceRef." + a for a in _aliases(ServiceReference)}
+    missing = fields - _covered()
+    assert not missing, f"fields without a restart case: {sorted(missing)}"
+
+
+def test_case_names_are_unique_dns_labels() -> None:
+    names = [case.name for case in ALL_CASES]
+    assert len(names) == len(set(names))
+    assert all(n.replace("-", "").isalnum() and n.islower() and len(n) <= 40 for n in names)
+
+
+def _all_flags() -> set[str]:
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    return {opt for action in parser._actions for opt in action.option_strings
+            if opt.startswith("--") and opt != "--help"}
+
+
+def test_every_flag_is_either_a_model_input_or_listed_with_a_reason() -> None:
+    model = {flag for run in FLAG_RUNS for flag in run.flags}
+    unknown = _all_flags() - model - set(NON_MODEL_FLAGS)
+    assert not unknown, f"flags neither in a restart case nor in NON_MODEL_FLAGS: {unknown}"
+    assert not model & set(NON_MODEL_FLAGS)
+    assert (model | set(NON_MODEL_FLAGS)) <= _all_flags()
+
+
+# ---- the world -------------------------------------------------------------------------------
+
+async def _controls(world: World) -> None:
+    await world.nlb_service("control-svc")
+    await world.backend("control-ing-be")
+    await world.ingress("control-ing", {"target-type": "ip"}, backend="control-ing-be")
+
+
+async def _add_drift(world: World) -> list[str]:
+    lbs = await world.aws.load_balancers()
+    tags = await world.aws.tags(lb["LoadBalancerArn"] for lb in lbs)
+    controls = [a for a, t in tags.items() if t.get("service.k8s.aws/stack") ==
+                "default/control-svc" or t.get("ingress.k8s.aws/stack") ==
+                "default/control-ing"]
+    assert len(controls) == 2
+    await world.aws.elbv2("AddTags", ResourceArns=controls, Tags=[DRIFT])
+    return controls
+
+
+async def _drift_left(world: World, arns: list[str]) -> int:
+    tags = await world.aws.tags(arns)
+    return sum(tags[arn].get(DRIFT["Key"]) == DRIFT["Value"] for arn in arns)
+
+
+async def _converged(world: World, cases: Sequence[Case]) -> list[str]:
+    pending = []
+    for case in cases:
+        if case.ready is not None and not await case.ready(world, case.name):
+            pending.append(case.name)
+    for res, name in ((SERVICES, "control-svc"), (INGRESSES, "control-ing")):
+        if not await world.checkpoint(res, name):
+            pending.append(name)
+    return pending
+
+
+async def _run_matrix(world: World, cases: Sequence[Case]) -> set[str]:
+    """Both runs; returns every annotation key the controllers looked up."""
+    with recording() as reads:
+        for case in cases:
+            await case.setup(world, case.name)
+        await _controls(world)
+        first = await world.run()
+        try:
+            await eventually(lambda: _pending_none(_converged(world, cases)), timeout=180,
+                             interval=0.5, message="first run did not converge")
+            before = {case.name: await case.observe(world, case.name) for case in cases}
+        finally:
+            await first.kill()
+
+        for case in cases:
+            await case.change(world, case.name)
+        controls = await _add_drift(world)
+
+        second = await world.run()
+        try:
+            async def reached() -> list[str]:
+                return [case.name for case in cases
+                        if await case.observe(world, case.name) == before[case.name]]
+
+            async def none_left() -> bool:
+                return not await reached()
+
+            try:
+                await eventually(none_left, timeout=180, interval=0.5)
+            except AssertionError:
+                raise AssertionError(f"changes made while down that did not reach AWS: "
+                                     f"{await reached()}") from None
+            # Nothing LOW ran: the controls' drift is still there.
+            assert await _drift_left(world, controls) == 2
+        finally:
+            await second.kill()
+    return reads
+
+
+async def _pending_none(pending: Any) -> bool:
+    return not await pending
+
+
+def _outside_catalogues(reads: set[str]) -> set[str]:
+    ours = {k for k in reads if k.startswith((SVC, ALB))}
+    return ours - SERVICE_ANNOTATION_KEYS - INGRESS_ANNOTATION_KEYS
+
+
+async def test_service_annotations_changed_while_down(world: World) -> None:
+    reads = await _run_matrix(world, service_cases())
+    assert not _outside_catalogues(reads)
+    assert reads & SERVICE_ANNOTATION_KEYS == SERVICE_ANNOTATION_KEYS
+
+
+async def test_ingress_annotations_changed_while_down(world: World) -> None:
+    reads = await _run_matrix(world, ingress_cases())
+    assert not _outside_catalogues(reads)
+    assert INGRESS_ANNOTATION_KEYS - {ALB + "inbound-cidrs"} <= reads
+
+
+async def test_class_parameters_bindings_secrets_ports_membership_and_deletion(
+        world: World) -> None:
+    reads = await _run_matrix(world, [*params_cases(), *binding_cases(), *other_cases()])
+    assert not _outside_catalogues(reads)
+
+
+# ---- flags ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FlagRun:
+    """One restart with `flags` changed (cumulatively, in the order of FLAG_RUNS); `objects`
+    are the (kind, name) whose stacks must change."""
+
+    flags: dict[str, str]
+    objects: tuple[str, ...]
+    region: str | None = None
+
+
+FLAG_RUNS: list[FlagRun] = [
+    FlagRun({"--default-tags": "team=a"}, ("f-svc", "f-ing")),
+    FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
+    FlagRun({"--default-target-type": "ip"}, ("f-svc", "f-ing")),
+    FlagRun({"--default-load-balancer-scheme": "internet-facing"}, ("f-svc", "f-ing")),
+    FlagRun({"--external-managed-tags": ""}, ("f-svc", "f-ing")),
+    FlagRun({"--aws-vpc-id": "{vpc2}"}, ("f-plain", "f-plain-ing")),
+    FlagRun({"--aws-region": "eu-west-1", "--aws-vpc-id": "{vpc3}"},
+            ("f-plain", "f-plain-ing"), region="eu-west-1"),
+    FlagRun({"--cluster-name": "other-cluster"}, ("f-plain", "f-plain-ing"),
+            region="eu-west-1"),
+    FlagRun({"--ingress-class": "other"}, ("f-legacy-alb", "f-legacy-other"),
+            region="eu-west-1"),
+    FlagRun({"--load-balancer-class": "example.com/other"}, ("f-plain", "f-lbc-other"),
+            region="eu-west-1"),
+]
+# The first run's values of the flags above that have a default worth changing from.
+FIRST_FLAGS = {"--external-managed-tags": "owner"}
+
+
+def _stack_of(name: str) -> str:
+    return f"default/{name}"
+
+
+async def test_flags_that_shape_the_model_changed_while_down(
+        world: World, moto_standin: MotoStandIn) -> None:
+    await world.nlb_service("f-svc", {"aws-load-balancer-ssl-cert": world.seed.certificate_arn},
+                            target_type=None)
+    await world.backend("f-ing-be")
+    await world.ingress("f-ing", world.fill(HTTPS, "f-ing"), backend="f-ing-be")
+    await world.nlb_service("f-plain", target_type="ip")
+    await world.backend("f-plain-ing-be")
+    await world.ingress("f-plain-ing", {"target-type": "ip"}, backend="f-plain-ing-be")
+    await world.backend("f-legacy-alb-be")
+    await world.ingress("f-legacy-alb", {"target-type": "ip", LEGACY_CLASS_ANNOTATION: "alb"},
+                        backend="f-legacy-alb-be", class_name=None)
+    await world.backend("f-legacy-other-be")
+    await world.ingress("f-legacy-other", {"target-type": "ip",
+                                           LEGACY_CLASS_ANNOTATION: "other"},
+                        backend="f-legacy-other-be", class_name=None)
+    await world.nlb_service("f-lbc-other", load_balancer_class="example.com/other")
+    vpc2 = await asyncio.to_thread(seed_vpc, moto_standin.url, vpc_cidr="10.1.0.0/16",
+                                   region=world.seed.region)
+    vpc3 = await asyncio.to_thread(seed_vpc, moto_standin.url, vpc_cidr="10.2.0.0/16",
+                                   region="eu-west-1")
+    for vpc in (world.seed, vpc3):
+        await _share_subnets(world, vpc.region, vpc.vpc_id, "other-cluster")
+    placeholders = {"{vpc2}": vpc2.vpc_id, "{vpc3}": vpc3.vpc_id}
+
+    flags = dict(FIRST_FLAGS)
+    region = world.seed.region
+    all_regions = [world.seed.region, "eu-west-1"]
+    names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
+             "f-lbc-other"]
+
+    async def observe(name: str) -> str:
+        return await world.snapshot([_stack_of(name)], regions=all_regions)
+
+    process = await _start(world, flags)
+    try:
+        await eventually(lambda: _has_checkpoints(world, ["f-svc", "f-ing", "f-plain",
+                                                           "f-plain-ing", "f-legacy-alb"]),
+                         timeout=120, interval=0.5, message="first run did not converge")
+    finally:
+        await process.kill()
+
+    for run in FLAG_RUNS:
+        if "--external-managed-tags" in run.flags:
+            # Someone else's tag, kept while the key was declared externally managed; now
+            # that it no longer is, the deploy removes it.
+            await _tag_by_hand(world, ["default/f-svc", "default/f-ing"])
+        before = {n: await observe(n) for n in names}
+        flags.update({k: placeholders.get(v, v) for k, v in run.flags.items()})
+        region = run.region or region
+        process = await _start(world, flags)
+        try:
+            async def changed(run: FlagRun = run, before: dict[str, str] = before
+                              ) -> list[str]:
+                return [n for n in run.objects if await observe(n) == before[n]]
+
+            async def done(changed: Any = changed) -> bool:
+                return not await changed()
+
+            try:
+                await eventually(done, timeout=120, interval=0.5)
+            except AssertionError:
+                raise AssertionError(f"{run.flags}: not reached AWS for "
+                                     f"{await changed()}") from None
+        finally:
+            await process.kill()
+
+
+async def _start(world: World, flags: dict[str, str]) -> ControllerRun:
+    args = [x for k, v in flags.items() for x in (f"{k}={v}",)]
+    return await world.run(*args)
+
+
+async def _has_checkpoints(world: World, names: list[str]) -> bool:
+    for name in names:
+        res = SERVICES if name in ("f-svc", "f-plain") else INGRESSES
+        if not await world.checkpoint(res, name):
+            return False
+    return True
+
+
+async def _share_subnets(world: World, region: str, vpc_id: str, cluster: str) -> None:
+    subnets = await world.aws.call("ec2", "DescribeSubnets", region=region,
+                                   Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])
+    await world.aws.call("ec2", "CreateTags", region=region,
+                         Resources=[s["SubnetId"] for s in subnets["Subnets"]],
+                         Tags=[{"Key": f"kubernetes.io/cluster/{cluster}", "Value": "shared"}])
+
+
+async def _tag_by_hand(world: World, stacks: list[str]) -> None:
+    """A tag someone else manages (--external-managed-tags owner keeps it)."""
+    lbs = [lb["LoadBalancerArn"] for lb in await world.aws.load_balancers()]
+    mine = [a for a, t in (await world.aws.tags(lbs)).items() if stack_of(t) in stacks]
+    await world.aws.elbv2("AddTags", ResourceArns=mine, Tags=[{"Key": "owner", "Value": "someone"}])

@@ -1,0 +1,139 @@
+"""Three changes made while the controller was down that a restart once treated as unchanged.
+Each test stops `aiolbc run`, makes the change, restarts it as a new process-level state with the
+LOW lane frozen, and reads the result from AWS (moto)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.apis import TARGETGROUPBINDINGS
+from runtime.resources import INGRESSES, SERVICES
+from tests.integration.controller.restart.cases import HTTPS, OIDC_SECRET
+from tests.integration.controller.restart.world import World
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.slow
+
+
+async def _oidc_secrets(world: World) -> list[str]:
+    """The client secret of every authenticate-oidc action in moto, which, unlike AWS, shows
+    what was last written."""
+    found = []
+    for lb in await world.aws.load_balancers():
+        for listener in (await world.aws.listeners(lb["LoadBalancerArn"])).values():
+            rules = await world.aws.elbv2("DescribeRules", ListenerArn=listener["ListenerArn"])
+            for rule in rules["Rules"]:
+                for action in rule["Actions"]:
+                    config = action.get("AuthenticateOidcConfig")
+                    if config is not None:
+                        found.append(str(config.get("ClientSecret")))
+    return found
+
+
+async def test_oidc_client_secret_rotated_while_down_reaches_aws(world: World) -> None:
+    await world.backend("app-be")
+    await world.secret("app-oidc", OIDC_SECRET)
+    await world.ingress("app", {"target-type": "ip", **world.fill(HTTPS, "app"),
+                                "auth-type": "oidc",
+                                "auth-idp-oidc": world.values("app")["oidc"]},
+                        backend="app-be")
+    first = await world.run()
+    try:
+        await eventually(lambda: world.checkpoint(INGRESSES, "app"), timeout=60)
+        assert await _oidc_secrets(world) == ["secret-one"]
+        before = await world.checkpoint(INGRESSES, "app")
+    finally:
+        await first.kill()
+
+    await world.secret("app-oidc", {**OIDC_SECRET, "clientSecret": "secret-two"})
+
+    second = await world.run()
+    try:
+        async def rotated() -> bool:
+            return await _oidc_secrets(world) == ["secret-two"]
+
+        await eventually(rotated, timeout=60)
+        await eventually(lambda: _changed(world, before), timeout=30)
+    finally:
+        await second.kill()
+
+
+async def _changed(world: World, before: str) -> bool:
+    now = await world.checkpoint(INGRESSES, "app")
+    return bool(now) and now != before
+
+
+async def test_binding_deleted_while_down_is_deregistered_at_once(world: World) -> None:
+    await world.nlb_service("backend", load_balancer_class="example.com/other",
+                            endpoint_ips=("10.0.4.10", "10.0.4.11"))
+    arn = await world.target_group("by-hand", target_type="ip")
+    await world.binding("mine", service="backend", arn=arn, target_type=None)
+    # A Service whose managed binding someone deletes by hand, too.
+    await world.nlb_service("web", endpoint_ips=("10.0.2.10",))
+    first = await world.run()
+    try:
+        async def registered() -> bool:
+            return len(await world.aws.registered(arn)) == 2 and bool(
+                await world.checkpoint(SERVICES, "web"))
+        await eventually(registered, timeout=60)
+        managed = await _managed_binding(world, "web")
+        assert managed is not None
+    finally:
+        await first.kill()
+
+    await world.delete(TARGETGROUPBINDINGS, "mine")
+    await world.delete(TARGETGROUPBINDINGS, managed["metadata"]["name"])
+
+    second = await world.run()
+    try:
+        async def deregistered() -> bool:
+            return (await world.aws.registered(arn) == set()
+                    and await world.gone(TARGETGROUPBINDINGS, "mine"))
+        await eventually(deregistered, timeout=30)
+
+        async def recreated() -> bool:
+            again = await _managed_binding(world, "web")
+            if again is None or again["metadata"]["uid"] == managed["metadata"]["uid"]:
+                return False
+            tg = again["spec"]["targetGroupARN"]
+            return await world.aws.registered(tg) == {("10.0.2.10", 8080)}
+        await eventually(recreated, timeout=30)
+    finally:
+        await second.kill()
+
+
+async def _managed_binding(world: World, service: str) -> dict[str, Any] | None:
+    for item in (await world.client.list(TARGETGROUPBINDINGS, world.namespace))["items"]:
+        labels = item["metadata"].get("labels") or {}
+        if (labels.get("service.k8s.aws/stack-name") == service
+                and not item["metadata"].get("deletionTimestamp")):
+            return dict(item)
+    return None
+
+
+async def _alb_tags(world: World) -> list[dict[str, str]]:
+    arns = [lb["LoadBalancerArn"] for lb in await world.aws.load_balancers()
+            if lb["Type"] == "application"]
+    return list((await world.aws.tags(arns)).values())
+
+
+async def test_default_tags_changed_while_down_retag_every_alb(world: World) -> None:
+    for name in ("a", "b", "c"):
+        await world.backend(f"{name}-be")
+        await world.ingress(name, {"target-type": "ip"}, backend=f"{name}-be")
+    first = await world.run("--default-tags=team=red")
+    try:
+        async def tagged(value: str) -> bool:
+            tags = await _alb_tags(world)
+            return len(tags) == 3 and all(t.get("team") == value for t in tags)
+        await eventually(lambda: tagged("red"), timeout=60)
+    finally:
+        await first.kill()
+
+    second = await world.run("--default-tags=team=blue")
+    try:
+        await eventually(lambda: tagged("blue"), timeout=30)
+    finally:
+        await second.kill()

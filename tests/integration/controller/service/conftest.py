@@ -1,0 +1,13 @@
+"""The Service tests' cluster: the Service and TargetGroupBinding controllers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.cluster import SERVICE, TARGETGROUPBINDING, Cluster
+from tests.support.fixtures.cluster import MakeCluster
+
+
+@pytest.fixture
+async def cluster(make_cluster: MakeCluster) -> Cluster:
+    return await make_cluster(SERVICE, TARGETGROUPBINDING)

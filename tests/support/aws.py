@@ -1,0 +1,216 @@
+"""The test's own view of AWS: reads (and the odd change by hand) straight to moto, never
+through the fault proxy, so they never show up in the log of the controller's calls and no
+injected fault hits them.
+
+`AwsInspector.open(url, region)` gives one on its own client pool (unthrottled: the test's
+polling must not wait behind the controller's budget).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controller.aws import AWSClientPool, AWSError, AWSSettings
+from controller.aws.throttle import ThrottleConfig
+from runtime.objects import Obj
+
+Targets = set[tuple[str, int]]
+STACK_TAGS = ("ingress.k8s.aws/stack", "service.k8s.aws/stack")
+
+
+class AwsInspector:
+    def __init__(self, pool: AWSClientPool) -> None:
+        self.pool = pool
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, url: str, *, region: str) -> AsyncIterator[AwsInspector]:
+        settings = AWSSettings(region=region, endpoint_url=url, access_key="testing",
+                               secret_key="testing", throttle=ThrottleConfig())
+        async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
+            yield cls(pool)
+
+    @property
+    def region(self) -> str:
+        return self.pool.settings.region
+
+    async def call(self, service: str, operation: str, /, *, region: str | None = None,
+                   **params: Any) -> dict[str, Any]:
+        return await self.pool.call(service, operation, region=region, **params)
+
+    async def elbv2(self, operation: str, /, **params: Any) -> dict[str, Any]:
+        return await self.call("elbv2", operation, **params)
+
+    # ---- load balancers, listeners, rules ---------------------------------------------------
+
+    async def load_balancers(self, *, region: str | None = None) -> list[Obj]:
+        resp = await self.call("elbv2", "DescribeLoadBalancers", region=region)
+        return list(resp["LoadBalancers"])
+
+    async def load_balancer(self, name: str) -> Obj | None:
+        return next((lb for lb in await self.load_balancers()
+                     if lb["LoadBalancerName"] == name), None)
+
+    async def load_balancer_at(self, dns_name: str | None) -> Obj | None:
+        return next((lb for lb in await self.load_balancers() if lb["DNSName"] == dns_name),
+                    None)
+
+    async def listeners(self, lb_arn: str) -> dict[int, Obj]:
+        resp = await self.elbv2("DescribeListeners", LoadBalancerArn=lb_arn)
+        return {int(li["Port"]): li for li in resp["Listeners"]}
+
+    async def rules(self, listener_arn: str) -> list[Obj]:
+        """The listener's rules but the default one, by priority."""
+        resp = await self.elbv2("DescribeRules", ListenerArn=listener_arn)
+        return sorted((r for r in resp["Rules"] if not r.get("IsDefault")),
+                      key=lambda r: int(r["Priority"]))
+
+    async def tags(self, arns: Iterable[str], *, region: str | None = None
+                   ) -> dict[str, dict[str, str]]:
+        """ARN -> tags, for load balancers and target groups (20 ARNs per call, as AWS
+        allows)."""
+        listed = list(arns)
+        found: dict[str, dict[str, str]] = {}
+        for i in range(0, len(listed), 20):
+            resp = await self.call("elbv2", "DescribeTags", region=region,
+                                   ResourceArns=listed[i:i + 20])
+            for d in resp["TagDescriptions"]:
+                found[d["ResourceArn"]] = {t["Key"]: t["Value"] for t in d["Tags"]}
+        return found
+
+    # ---- target groups and targets -----------------------------------------------------------
+
+    async def target_groups(self, *, region: str | None = None) -> list[Obj]:
+        resp = await self.call("elbv2", "DescribeTargetGroups", region=region)
+        return list(resp["TargetGroups"])
+
+    async def target_group_arn(self, name: str) -> str:
+        resp = await self.elbv2("DescribeTargetGroups", Names=[name])
+        return str(resp["TargetGroups"][0]["TargetGroupArn"])
+
+    async def create_target_group(self, name: str, *, vpc_id: str, target_type: str = "ip",
+                                  protocol: str = "HTTP", port: int = 80,
+                                  tags: dict[str, str] | None = None) -> str:
+        """A target group made by hand (no controller tags unless `tags` says so), as users
+        make for bindings."""
+        extra: dict[str, Any] = {}
+        if tags:
+            extra["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
+        resp = await self.elbv2("CreateTargetGroup", Name=name, Protocol=protocol, Port=port,
+                                VpcId=vpc_id, TargetType=target_type, **extra)
+        return str(resp["TargetGroups"][0]["TargetGroupArn"])
+
+    async def registered(self, tg_arn: str) -> Targets:
+        resp = await self.elbv2("DescribeTargetHealth", TargetGroupArn=tg_arn)
+        return {(d["Target"]["Id"], int(d["Target"]["Port"]))
+                for d in resp["TargetHealthDescriptions"]}
+
+    async def register(self, tg_arn: str, *targets: tuple[str, int]) -> None:
+        """Targets registered by hand (another cluster's, say)."""
+        await self.elbv2("RegisterTargets", TargetGroupArn=tg_arn,
+                         Targets=[{"Id": i, "Port": p} for i, p in targets])
+
+    # ---- whole stacks ---------------------------------------------------------------------------
+
+    async def stacks(self, stacks: Iterable[str], *, regions: Iterable[str] | None = None
+                     ) -> dict[str, Any]:
+        """Region -> stack -> everything AWS holds for the stack (load balancers with their
+        tags, attributes, listeners, certificates and rules; target groups with their tags,
+        attributes and targets), each list in a stable order. `stacks` are values of the
+        `ingress.k8s.aws/stack` or `service.k8s.aws/stack` tag."""
+        wanted = set(stacks)
+        return {region: await self._region_stacks(wanted, region)
+                for region in (regions or [self.region])}
+
+    async def _region_stacks(self, stacks: set[str], region: str) -> dict[str, Any]:
+        # Read while a controller runs: a resource listed may be gone a moment later; then the
+        # whole reading is taken again.
+        for _ in range(10):
+            try:
+                return await self._region_stacks_once(stacks, region)
+            except AWSError as exc:
+                if not exc.is_not_found:
+                    raise
+        return await self._region_stacks_once(stacks, region)
+
+    async def _region_stacks_once(self, stacks: set[str], region: str) -> dict[str, Any]:
+        async def call(operation: str, **params: Any) -> dict[str, Any]:
+            return await self.call("elbv2", operation, region=region, **params)
+
+        lbs = await self.load_balancers(region=region)
+        tgs = await self.target_groups(region=region)
+        tags = await self.tags([x["LoadBalancerArn"] for x in lbs] +
+                               [x["TargetGroupArn"] for x in tgs], region=region)
+        out: dict[str, Any] = {}
+        for lb in lbs:
+            arn = lb["LoadBalancerArn"]
+            stack = stack_of(tags.get(arn, {}))
+            if stack not in stacks:
+                continue
+            listeners = []
+            for li in (await call("DescribeListeners", LoadBalancerArn=arn))["Listeners"]:
+                certs = await call("DescribeListenerCertificates", ListenerArn=li["ListenerArn"])
+                rules = [r for r in (await call("DescribeRules",
+                                                ListenerArn=li["ListenerArn"]))["Rules"]
+                         if not r.get("IsDefault")]
+                listeners.append({"listener": li, "certificates": certs["Certificates"],
+                                  "rules": sorted(rules, key=lambda r: int(r["Priority"]))})
+            attrs = (await call("DescribeLoadBalancerAttributes", LoadBalancerArn=arn)
+                     )["Attributes"]
+            out.setdefault(stack, {}).setdefault("lbs", []).append({
+                "lb": {k: v for k, v in lb.items() if k not in ("State", "CreatedTime")},
+                "tags": tags.get(arn, {}), "attributes": attrs,
+                "listeners": sorted(listeners, key=lambda x: int(x["listener"]["Port"]))})
+        for tg in tgs:
+            arn = tg["TargetGroupArn"]
+            stack = stack_of(tags.get(arn, {}))
+            if stack not in stacks:
+                continue
+            attrs = (await call("DescribeTargetGroupAttributes", TargetGroupArn=arn)
+                     )["Attributes"]
+            health = (await call("DescribeTargetHealth", TargetGroupArn=arn)
+                      )["TargetHealthDescriptions"]
+            out.setdefault(stack, {}).setdefault("tgs", []).append({
+                "tg": tg, "tags": tags.get(arn, {}), "attributes": attrs,
+                "targets": sorted(f"{d['Target']['Id']}:{d['Target'].get('Port')}"
+                                  for d in health)})
+        for entry in out.values():
+            entry.get("lbs", []).sort(key=lambda x: x["lb"]["LoadBalancerArn"])
+            entry.get("tgs", []).sort(key=lambda x: x["tg"]["TargetGroupArn"])
+        return out
+
+
+def stack_of(tags: dict[str, str]) -> str | None:
+    """The stack a load balancer or target group belongs to, by its tags."""
+    return next((tags[key] for key in STACK_TAGS if tags.get(key)), None)
+
+
+def _condition_values(rule: Obj, field: str, config: str) -> list[str]:
+    for cond in rule["Conditions"]:
+        if cond["Field"] == field:
+            values = cond.get(config, {}).get("Values") or cond.get("Values")
+            return sorted(values)
+    return []
+
+
+def rule_paths(rule: Obj) -> list[str]:
+    return _condition_values(rule, "path-pattern", "PathPatternConfig")
+
+
+def rule_hosts(rule: Obj) -> list[str]:
+    return _condition_values(rule, "host-header", "HostHeaderConfig")
+
+
+def rule_target_groups(rule: Obj) -> list[str]:
+    """The target group ARNs a rule forwards to (plain or weighted forward)."""
+    found: set[str] = set()
+    for action in rule["Actions"]:
+        weighted = (action.get("ForwardConfig") or {}).get("TargetGroups") or []
+        found.update(str(t["TargetGroupArn"]) for t in weighted)
+        if action.get("TargetGroupArn"):
+            found.add(str(action["TargetGroupArn"]))
+    return sorted(found)

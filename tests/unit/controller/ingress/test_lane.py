@@ -1,0 +1,131 @@
+"""`LaneSettings(lane=False)`: checkpoint skips without the paced LOW lane (upstream's
+prototype, PR #3821): every group event is queued NORMAL on one unpaced FIFO."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controller.apis import CHECKPOINT_ANNOTATION
+from controller.aws import AWSClientPool, AWSSettings
+from controller.deploy import DeployerSettings, StackDeployer
+from controller.ingress import reconciler as reconciler_module
+from controller.ingress import wiring as ingress
+from controller.ingress.model import build_group
+from controller.ingress.reconciler import IngressReconciler
+from controller.reconcilers import LaneSettings
+from runtime.client import KubeClient
+from runtime.manager import Manager
+from runtime.predicates import EventKind
+from runtime.reconcile import LOW, NORMAL, Request
+from runtime.store import Store
+from tests.support.objects import backend_service, ingress_class, ingress_path
+from tests.support.objects import ingress as ingress_obj
+from tests.support.queues import finish_ready
+from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
+
+GROUP = {"alb.ingress.kubernetes.io/group.name": "shop"}
+
+
+def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.Settings:
+    return ingress.Settings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
+                            default_target_type="ip", lanes=LaneSettings(
+                                verify_qps=2.0, verify_burst=2, lane=lane,
+                                checkpoints=checkpoints))
+
+
+def test_low_lane_pace() -> None:
+    assert _settings().lanes.low_lane_qps == 2.0
+    assert _settings(lane=False).lanes.low_lane_qps is None
+    assert _settings(checkpoints=False).lanes.low_lane_qps is None
+
+
+async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
+        envtest_kubeconfig: Path) -> None:
+    c = caches(ingress_class("alb"), backend_service("web"),
+               ingress_obj("a", paths=[ingress_path("/a", "web")], annotations=dict(GROUP)),
+               ingress_obj("b", paths=[ingress_path("/b", "web")], annotations=dict(GROUP)),
+               ingress_obj("single", paths=[ingress_path("/", "web")]))
+    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                      access_key="unused", secret_key="unused")
+    unchanged, changed = Request("", "shop"), Request("default", "single")
+    seen: dict[bool, tuple[int, int, int]] = {}
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+            AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        for lane in (True, False):
+            settings = _settings(lane=lane)
+            manager = Manager(client, registry=CollectorRegistry())
+            controller = ingress.setup(manager, pool=pool, settings=settings)
+            reconciler = IngressReconciler(
+                client=client, caches=c, bindings=Store(), loader=loader(c),
+                deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
+                pool=pool, settings=SETTINGS, recorder=manager.recorder)
+            value = reconciler.computed_checkpoint(unchanged)
+            assert value is not None
+            for name in ("a", "b"):  # the group was deployed: every member carries it
+                member = c.ingresses.get(f"default/{name}")
+                assert member is not None
+                member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
+            priority = ingress.group_priority(settings.lanes, reconciler.priority)
+            matched = priority(unchanged, EventKind.INITIAL_ADD, LOW)
+            assert priority(changed, EventKind.INITIAL_ADD, LOW) == NORMAL
+            assert priority(unchanged, EventKind.UPDATE, NORMAL) == NORMAL
+            for i in range(6):
+                controller.queue.add(Request("", f"group{i}"), priority=matched)
+            seen[lane] = (matched, priority(unchanged, EventKind.RESYNC, LOW),
+                          finish_ready(controller.queue))
+    assert seen[True] == (LOW, LOW, 2)  # the burst; the rest wait for the pace
+    assert seen[False] == (NORMAL, NORMAL, 6)
+
+
+async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
+        envtest_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = caches(ingress_class("alb"), backend_service("web"),
+               ingress_obj("a", paths=[ingress_path("/a", "web")], annotations=dict(GROUP)),
+               ingress_obj("b", paths=[ingress_path("/b", "web")], annotations=dict(GROUP)))
+    group = Request("", "shop")
+    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                      access_key="unused", secret_key="unused")
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+            AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        reconciler = IngressReconciler(
+            client=client, caches=c, bindings=Store(), loader=loader(c),
+            deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
+            pool=pool, settings=SETTINGS,
+            recorder=Manager(client, registry=CollectorRegistry()).recorder)
+        value = reconciler.computed_checkpoint(group)
+        for rv, name in enumerate(("a", "b"), start=1):
+            member = c.ingresses.get(f"default/{name}")
+            assert member is not None
+            member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
+            member["metadata"]["resourceVersion"] = str(rv)
+        builds: list[Request] = []
+
+        def counting_build(g: Any, *args: Any, **kwargs: Any) -> Any:
+            builds.append(g.request)
+            return build_group(g, *args, **kwargs)
+
+        monkeypatch.setattr(reconciler_module, "build_group", counting_build)
+        # A restart replays both members and their Service: one decision for the group.
+        for kind in (EventKind.INITIAL_ADD, EventKind.INITIAL_ADD, EventKind.INITIAL_ADD,
+                     EventKind.RESYNC):
+            assert reconciler.priority(group, kind, LOW) == LOW
+        assert len(builds) == 1
+        # A member rewritten (its checkpoint reset before a deploy): decided again.
+        member = c.ingresses.get("default/a")
+        assert member is not None
+        member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = ""
+        member["metadata"]["resourceVersion"] = "3"
+        assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
+        assert len(builds) == 2
+        member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
+        member["metadata"]["resourceVersion"] = "4"
+        assert reconciler.priority(group, EventKind.RESYNC, LOW) == LOW
+        # The backend Service changes (members untouched): its update event drops the
+        # decisions, so the next replay sees that the checkpoint no longer matches.
+        c.services.upsert(backend_service("web", target_port=9090))
+        assert reconciler.priority(group, EventKind.UPDATE, NORMAL) == NORMAL
+        assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL

@@ -1,0 +1,244 @@
+"""The pure stage: Ingress group → Stack."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.ingress.merge import BuildError
+from controller.ingress.model import BuiltGroup, build_group, path_values, sort_paths
+from controller.model import (
+    AuthenticateOidcAction,
+    CertificateDiscovery,
+    FixedResponseAction,
+    ForwardAction,
+    RedirectAction,
+    SubnetDiscovery,
+    SubnetSelector,
+)
+from runtime.reconcile import Request
+from tests.support.objects import (
+    backend_service,
+    class_params,
+    ingress,
+    ingress_backend,
+    ingress_class,
+    ingress_path,
+    secret,
+)
+from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
+
+A = "alb.ingress.kubernetes.io/"
+
+
+def build(request: Request, *objs: dict[str, object]) -> BuiltGroup:
+    c = caches(ingress_class("alb"), *objs)
+    return build_group(loader(c).load(request), c, SETTINGS)
+
+
+def rule_paths(built: BuiltGroup, port: int = 80) -> list[tuple[str, ...]]:
+    rules = sorted((r for rid, r in built.stack.listener_rules.items()
+                    if rid.startswith(f"{port}:")), key=lambda r: r.priority)
+    out = []
+    for rule in rules:
+        values: tuple[str, ...] = ()
+        for cond in rule.conditions:
+            if cond.field == "path-pattern":
+                values = tuple(cond.values)
+        out.append(values)
+    return out
+
+
+def test_path_sorting_and_patterns() -> None:
+    paths = [ingress_path("/a", path_type="ImplementationSpecific"),
+             ingress_path("/", path_type="Prefix"), ingress_path("/long/er"),
+             ingress_path("/x", path_type="Exact"),
+             ingress_path("/b", path_type="ImplementationSpecific")]
+    assert [p["path"] for p in sort_paths(paths)] == ["/x", "/long/er", "/", "/a", "/b"]
+    assert path_values("/", "Prefix") == ["/*"]
+    assert path_values("/api/", "Prefix") == ["/api", "/api/*"]
+    assert path_values("/exact", "Exact") == ["/exact"]
+    assert path_values("/img/*.png", "ImplementationSpecific") == ["/img/*.png"]
+
+
+def test_single_ingress_stack() -> None:
+    built = build(Request("default", "shop"), backend_service("web"), backend_service("api"),
+                  ingress("shop", host="shop.example.com",
+                          paths=[ingress_path("/", "web"), ingress_path("/api", "api")]))
+    stack = built.stack
+    assert stack.id == "default/shop"
+    assert stack.kind == "ingress"
+    (lb,) = stack.load_balancers.values()
+    assert lb.scheme == "internal"
+    assert lb.subnets == SubnetDiscovery(role="internal-elb")
+    assert lb.name.startswith("k8s-default-shop-")
+    assert set(stack.listeners) == {"80"}
+    assert isinstance(stack.listeners["80"].default_actions[0], FixedResponseAction)
+    assert rule_paths(built) == [("/api", "/api/*"), ("/*",)]
+    assert set(stack.target_groups) == {"default/shop-web:80", "default/shop-api:80"}
+    tg = stack.target_groups["default/shop-web:80"]
+    assert (tg.port, tg.target_type, tg.protocol) == (8080, "ip", "HTTP")
+    tgb = stack.target_group_bindings["default/shop-web:80"]
+    assert tgb.name == tg.name
+    assert tgb.service_ref.port == 80
+    assert tgb.labels == {"ingress.k8s.aws/stack-namespace": "default",
+                          "ingress.k8s.aws/stack-name": "shop"}
+    assert built.services == {"default/web", "default/api"}
+
+
+def test_group_rule_order_follows_group_order() -> None:
+    g = {A + "group.name": "g"}
+    built = build(Request("", "g"), backend_service("web"),
+                  ingress("b", {**g, A + "group.order": "2"}, paths=[ingress_path("/b")]),
+                  ingress("a", {**g, A + "group.order": "2"}, paths=[ingress_path("/a")]),
+                  ingress("c", {**g, A + "group.order": "-3"}, paths=[ingress_path("/c")]))
+    assert rule_paths(built) == [("/c", "/c/*"), ("/a", "/a/*"), ("/b", "/b/*")]
+    assert next(iter(built.stack.load_balancers.values())).name.startswith("k8s-g-")
+    assert len(built.stack.target_groups) == 3  # one per (Ingress, Service, port)
+
+
+def test_https_ssl_redirect_and_certificates() -> None:
+    annotations = {A + "listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]',
+                   A + "ssl-redirect": "443"}
+    built = build(Request("default", "s"), backend_service("web"),
+                  ingress("s", annotations, host="a.example.com", paths=[ingress_path("/")],
+                          spec={"tls": [{"hosts": ["a.example.com", "B.example.com"]}]}))
+    listeners = built.stack.listeners
+    assert set(listeners) == {"80", "443"}
+    redirect = listeners["80"].default_actions[0]
+    assert isinstance(redirect, RedirectAction)
+    assert redirect.port == "443"
+    assert listeners["443"].certificates == CertificateDiscovery(
+        hosts=["a.example.com", "b.example.com"])
+    assert listeners["443"].ssl_policy == "ELBSecurityPolicy-2016-08"
+    assert rule_paths(built, 80) == []  # redirected: no rules on HTTP
+    assert rule_paths(built, 443) == [("/*",)]
+    arn = "arn:aws:acm:us-west-2:123456789012:certificate/abc"
+    built = build(Request("default", "s"), backend_service("web"),
+                  ingress("s", annotations={A + "certificate-arn": arn}))
+    assert set(built.stack.listeners) == {"443"}
+    assert built.stack.listeners["443"].certificates == (arn,)
+
+
+def test_default_backend_and_annotation_actions() -> None:
+    actions = {
+        A + "actions.blue-green": '{"type":"forward","forwardConfig":{"targetGroups":['
+        '{"serviceName":"web","servicePort":"80","weight":80},'
+        '{"serviceName":"api","servicePort":80,"weight":20}]}}',
+        A + "actions.moved": '{"Type":"redirect","RedirectConfig":{"Host":"new.example.com",'
+        '"StatusCode":"HTTP_302"}}',
+        A + "conditions.blue-green": '[{"field":"http-header","httpHeaderConfig":'
+        '{"httpHeaderName":"X-Canary","values":["on"]}}]',
+    }
+    built = build(Request("default", "s"), backend_service("web"), backend_service("api"),
+                  ingress("s", annotations=actions, spec={"defaultBackend": ingress_backend("web")},
+                          paths=[ingress_path("/new", "blue-green", "use-annotation"),
+                                 ingress_path("/old", "moved", "use-annotation")]))
+    default = built.stack.listeners["80"].default_actions[0]
+    assert isinstance(default, ForwardAction)
+    rules = sorted(built.stack.listener_rules.values(), key=lambda r: r.priority)
+    forward = rules[0].actions[0]
+    assert isinstance(forward, ForwardAction)
+    assert sorted(w.weight for w in forward.target_groups) == [20, 80]
+    assert {c.field for c in rules[0].conditions} == {"path-pattern", "http-header"}
+    redirect = rules[1].actions[0]
+    assert isinstance(redirect, RedirectAction)
+    assert (redirect.host, redirect.status_code, redirect.port) == (
+        "new.example.com", "HTTP_302", "#{port}")
+
+
+def test_oidc_on_https_rules_only() -> None:
+    oidc = ('{"issuer":"https://i","authorizationEndpoint":"https://i/a","tokenEndpoint":'
+            '"https://i/t","userInfoEndpoint":"https://i/u","secretName":"s"}')
+    annotations = {A + "auth-type": "oidc", A + "auth-idp-oidc": oidc,
+                   A + "listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]',
+                   A + "certificate-arn": "arn:aws:acm:us-west-2:1:certificate/x"}
+    built = build(Request("default", "s"), backend_service("web"),
+                  secret("s", {"clientID": "id", "clientSecret": "shh"}),
+                  ingress("s", annotations=annotations))
+    https = built.stack.listener_rules["443:1"].actions
+    assert isinstance(https[0], AuthenticateOidcAction)
+    assert (https[0].client_id, https[0].client_secret) == ("id", "shh")
+    assert not any(isinstance(a, AuthenticateOidcAction)
+                   for a in built.stack.listener_rules["80:1"].actions)
+    assert built.secrets == {"default/s"}
+    with pytest.raises(BuildError, match="OIDC Secret default/s not found"):
+        build(Request("default", "s"), backend_service("web"),
+              ingress("s", annotations=annotations))
+
+
+def test_params_override_annotations() -> None:
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"scheme": "internet-facing", "ipAddressType": "dualstack",
+                                  "subnets": {"ids": ["subnet-1", "subnet-2"]},
+                                  "sslPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06"}),
+               ingress("a", annotations={A + "scheme": "internal",
+                                         A + "subnets": "subnet-9,subnet-8"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    (lb,) = built.stack.load_balancers.values()
+    assert (lb.scheme, lb.ip_address_type, lb.subnets) == (
+        "internet-facing", "dualstack", ("subnet-1", "subnet-2"))
+    assert built.load_balancer.inbound_cidrs == ("0.0.0.0/0", "::/0")
+
+
+def test_params_subnet_tags_become_a_selector_and_names_stay_names() -> None:
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"subnets": {"tags": {"team": ["b", "a"], "tier": ["web"]}}}),
+               ingress("a", annotations={A + "subnets": "subnet-9"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.subnets == SubnetSelector(tags={"team": ("a", "b"), "tier": ("web",)})
+    c = caches(ingress_class("alb"), backend_service("web"),
+               ingress("a", annotations={A + "subnets": "public-a, subnet-9"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.subnets == ("public-a", "subnet-9")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"ids": ["subnet-1"], "tags": {"a": ["b"]}}, "give either ids or tags, not both"),
+    ({"tags": {"team": []}}, "subnets.tags: .*lists no value"),
+])
+def test_bad_params_subnets_are_one_build_error(spec: dict[str, object], message: str) -> None:
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"subnets": spec}), ingress("a"))
+    with pytest.raises(BuildError, match=message):
+        build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+
+
+@pytest.mark.parametrize(("objs", "message"), [
+    ((ingress("a", paths=[ingress_path("/", "missing")]),),
+     "backend Service default/missing not found"),
+    ((backend_service("web"), ingress("a", paths=[ingress_path("/", "web", 81)])),
+     "port 81 not found"),
+    ((backend_service("web"), ingress("a", annotations={A + "ssl-redirect": "443"})),
+     "ssl-redirect port 443 is not an HTTPS listen port"),
+    ((backend_service("web"), ingress("a", annotations={A + "listen-ports": '[{"HTTPS": 443}]'})),
+     "has no certificate"),
+    ((backend_service("web"), ingress("a", annotations={A + "healthcheck-interval-seconds": "5",
+                                                A + "healthcheck-timeout-seconds": "6"})),
+     "must be shorter than the interval"),
+])
+def test_bad_input_is_one_clear_error(objs: tuple[dict[str, object], ...], message: str) -> None:
+    with pytest.raises(BuildError, match=message) as info:
+        build(Request("default", "a"), *objs)
+    assert "\n" not in str(info.value)
+
+
+def test_group_conflicts() -> None:
+    g = {A + "group.name": "g"}
+    with pytest.raises(BuildError, match="ip-address-type conflicts within the group"):
+        build(Request("", "g"), backend_service("web"),
+              ingress("a", annotations={**g, A + "ip-address-type": "ipv4"}),
+              ingress("b", annotations={**g, A + "ip-address-type": "dualstack"}))
+    # The same value on several members, or a value on one member only, is fine.
+    build(Request("", "g"), backend_service("web"),
+          ingress("a", annotations={**g, A + "scheme": "internal"}),
+          ingress("b", annotations={**g, A + "scheme": "internal"}), ingress("c", annotations=g))
+    with pytest.raises(BuildError, match="both default/a and default/b set a default backend"):
+        build(Request("", "g"), backend_service("web"),
+              ingress("a", annotations=g, spec={"defaultBackend": ingress_backend("web")}),
+              ingress("b", annotations=g, spec={"defaultBackend": ingress_backend("web")}))
+    with pytest.raises(BuildError, match="listen port 80 is HTTP"):
+        build(Request("", "g"), backend_service("web"), ingress("a", annotations=g),
+              ingress("b", annotations={**g, A + "listen-ports": '[{"HTTPS": 80}]',
+                                        A + "certificate-arn": "arn:aws:acm:r:1:certificate/x"}))

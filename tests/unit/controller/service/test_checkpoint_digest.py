@@ -1,0 +1,189 @@
+"""A Service's checkpoint ignores what must not matter and changes with everything that shapes
+its load balancer: every annotation we read, the spec fields the builder reads, and the
+controller configuration that shapes the model."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings, ServiceDefaults
+from controller.service.annotations import PREFIX
+from controller.service.model import checkpoint_of
+from tests.support.objects import service_port, web_service
+
+SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
+CERT = {"aws-load-balancer-ssl-cert": "arn:aws:acm:us-west-2:1:certificate/a"}
+HTTP_HC = {"aws-load-balancer-healthcheck-protocol": "HTTP"}
+LOGS = {"aws-load-balancer-access-log-enabled": "true"}
+
+
+def cp(service: dict[str, Any], settings: ModelSettings = SETTINGS) -> str | None:
+    return checkpoint_of(service, settings=settings)
+
+
+# key suffix → (context annotations, value a, value b); None means "annotation absent".
+CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
+    "aws-load-balancer-type": (
+        {"aws-load-balancer-nlb-target-type": "ip"}, "external", "classic"),
+    "aws-load-balancer-nlb-target-type": ({}, "ip", "instance"),
+    "aws-load-balancer-name": ({}, "nlb-a", "nlb-b"),
+    "aws-load-balancer-scheme": ({}, "internal", "internet-facing"),
+    "aws-load-balancer-internal": ({}, "true", "false"),
+    "aws-load-balancer-ip-address-type": ({}, "ipv4", "dualstack"),
+    "aws-load-balancer-subnets": ({}, "subnet-1", "subnet-2"),
+    "aws-load-balancer-ssl-cert": ({}, "arn:aws:acm:r:1:certificate/a",
+                                   "arn:aws:acm:r:1:certificate/b"),
+    "aws-load-balancer-ssl-ports": (CERT, "443", "80"),
+    "aws-load-balancer-ssl-negotiation-policy": (CERT, "PolicyA", "PolicyB"),
+    "aws-load-balancer-backend-protocol": (CERT, "tcp", "ssl"),
+    "aws-load-balancer-alpn-policy": (CERT, "HTTP2Only", "HTTP1Only"),
+    "aws-load-balancer-healthcheck-protocol": ({}, "TCP", "HTTP"),
+    "aws-load-balancer-healthcheck-port": ({}, "traffic-port", "9000"),
+    "aws-load-balancer-healthcheck-path": (HTTP_HC, "/a", "/b"),
+    "aws-load-balancer-healthcheck-healthy-threshold": ({}, "2", "5"),
+    "aws-load-balancer-healthcheck-unhealthy-threshold": ({}, "2", "5"),
+    "aws-load-balancer-healthcheck-timeout": ({}, "5", "6"),
+    "aws-load-balancer-healthcheck-interval": ({}, "10", "20"),
+    "aws-load-balancer-healthcheck-success-codes": (HTTP_HC, "200", "200-299"),
+    "aws-load-balancer-target-group-attributes": (
+        {}, "deregistration_delay.timeout_seconds=10", "deregistration_delay.timeout_seconds=20"),
+    "aws-load-balancer-target-node-labels": (
+        {"aws-load-balancer-nlb-target-type": "instance"}, "pool=a", "pool=b"),
+    "aws-load-balancer-attributes": (
+        {}, "load_balancing.cross_zone.enabled=true", "load_balancing.cross_zone.enabled=false"),
+    "aws-load-balancer-additional-resource-tags": ({}, "team=a", "team=b"),
+    "aws-load-balancer-proxy-protocol": ({}, None, "*"),
+    "aws-load-balancer-multi-cluster-target-group": ({}, "false", "true"),
+    "aws-load-balancer-access-log-enabled": ({}, "false", "true"),
+    "aws-load-balancer-access-log-s3-bucket-name": (LOGS, "logs-a", "logs-b"),
+    "aws-load-balancer-access-log-s3-bucket-prefix": (LOGS, "p1", "p2"),
+    "aws-load-balancer-cross-zone-load-balancing-enabled": ({}, "false", "true"),
+}
+
+
+def test_every_annotation_we_read_is_covered() -> None:
+    assert {PREFIX + key for key in CHANGES} == set(SERVICE_ANNOTATION_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(CHANGES))
+def test_changes_with_every_annotation_we_read(key: str) -> None:
+    context, a, b = CHANGES[key]
+    # The type annotation selects Services only when they name no class.
+    spec: dict[str, Any] = ({"loadBalancerClass": None} if key == "aws-load-balancer-type"
+                            else {})
+    first = web_service({**context, **({key: a} if a is not None else {})}, **spec)
+    second = web_service({**context, **({key: b} if b is not None else {})}, **spec)
+    assert cp(first) is not None
+    assert cp(first) != cp(second)
+
+
+def _port(**changes: Any) -> dict[str, Any]:
+    return {**service_port(node_port=30080), **changes}
+
+
+# (target type, spec change): each spec field the builder reads, where it matters.
+SPEC_CHANGES = [
+    *[(tt, {"ports": [_port(port=81)]}) for tt in ("ip", "instance")],
+    *[(tt, {"ports": [_port(protocol="UDP")]}) for tt in ("ip", "instance")],
+    *[(tt, {"ports": [_port(), _port(name="dns", protocol="UDP", port=53)]})
+      for tt in ("ip", "instance")],
+    ("ip", {"ports": [_port(targetPort=8081)]}),
+    ("instance", {"ports": [_port(nodePort=30081)]}),
+    ("instance", {"externalTrafficPolicy": "Local", "healthCheckNodePort": 32000}),
+    *[(tt, {"type": "NodePort"}) for tt in ("ip", "instance")],
+    *[(tt, {"loadBalancerClass": "example.com/other"}) for tt in ("ip", "instance")],
+]
+
+
+@pytest.mark.parametrize(("target_type", "change"), SPEC_CHANGES)
+def test_changes_with_what_shapes_the_load_balancer(target_type: str,
+                                                    change: dict[str, Any]) -> None:
+    notes = {"aws-load-balancer-nlb-target-type": target_type}
+    base = web_service(notes, ports=[_port()])
+    changed = web_service(notes, **{"ports": [_port()], **change})
+    assert cp(base) is not None
+    assert cp(changed) != cp(base)
+
+
+def test_changes_with_identity_and_ip_family() -> None:
+    base = web_service({"aws-load-balancer-nlb-target-type": "ip",
+                        "aws-load-balancer-ip-address-type": "dualstack"})
+    for path, value in ((("metadata", "uid"), "u-2"), (("metadata", "name"), "web2"),
+                        (("metadata", "namespace"), "other"), (("spec", "ipFamilies"), ["IPv6"])):
+        changed = copy.deepcopy(base)
+        changed[path[0]][path[1]] = value
+        assert cp(changed) != cp(base), path
+
+
+@pytest.mark.parametrize("other", [
+    dataclasses.replace(SETTINGS, cluster_name="staging"),
+    dataclasses.replace(SETTINGS, region="eu-west-1"),
+    dataclasses.replace(SETTINGS, vpc_id="vpc-2"),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(scheme="internet-facing")),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(target_type="ip")),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(tags={"env": "prod"})),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(ssl_policy="Other")),
+    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(
+        external_managed_tags=frozenset({"owner"}))),
+    dataclasses.replace(SETTINGS, load_balancer_class="example.com/nlb"),
+])
+def test_changes_with_controller_configuration(other: ModelSettings) -> None:
+    service = web_service(CERT)
+    assert cp(service, other) != cp(service, SETTINGS)
+
+
+def test_no_checkpoint_when_deleted_or_not_ours() -> None:
+    deleted = web_service()
+    deleted["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert cp(deleted) is None
+    assert cp(web_service(type="ClusterIP", loadBalancerClass=None)) is None
+
+
+NOISE_KEYS = st.text(min_size=1, max_size=30).filter(
+    lambda k: k not in SERVICE_ANNOTATION_KEYS)
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+def _reordered(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _reordered(value[k]) for k in reversed(list(value))}
+    return value
+
+
+@settings(max_examples=150)
+@given(
+    annotations=st.dictionaries(NOISE_KEYS, st.text(max_size=20), max_size=5),
+    labels=st.dictionaries(st.text(min_size=1, max_size=20), st.text(max_size=20), max_size=5),
+    status=st.dictionaries(st.text(max_size=10), JSON, max_size=3),
+    resource_version=st.text(max_size=10),
+    generation=st.integers(1, 1000),
+    checkpoint_value=st.text(max_size=50),
+    reorder=st.booleans(),
+)
+def test_ignores_what_must_not_matter(annotations: dict[str, str], labels: dict[str, str],
+                                      status: dict[str, Any], resource_version: str,
+                                      generation: int, checkpoint_value: str,
+                                      reorder: bool) -> None:
+    base = web_service({"aws-load-balancer-healthcheck-interval": "20", **CERT})
+    noisy = copy.deepcopy(base)
+    meta = noisy["metadata"]
+    meta["annotations"].update(annotations)
+    meta["annotations"][CHECKPOINT_ANNOTATION] = checkpoint_value
+    meta["annotations"][CHECKPOINT_TIMESTAMP_ANNOTATION] = "1700000000"
+    meta.update(labels=labels, resourceVersion=resource_version, generation=generation,
+                creationTimestamp="2026-01-01T00:00:00Z", finalizers=["service.k8s.aws/resources"],
+                managedFields=[{"manager": "kubectl", "operation": "Update"}])
+    noisy["status"] = status
+    noisy["spec"].update(clusterIP="10.0.0.9", sessionAffinity="ClientIP")
+    if reorder:
+        noisy = _reordered(noisy)
+    assert cp(noisy) == cp(base)

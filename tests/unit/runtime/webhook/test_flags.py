@@ -1,0 +1,51 @@
+"""The webhook flags of `aiolbc run`: upstream's names and defaults, ours for self-managed TLS,
+and one clear message per bad value."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.config import ConfigError, parse_config
+from runtime.webhook import DEFAULT_CERT_DIR, DEFAULT_PORT
+
+
+def test_defaults_match_upstream_and_the_server() -> None:
+    cfg = parse_config(["--cluster-name", "c"])
+    assert (cfg.webhook_bind_port, cfg.webhook_cert_dir, cfg.webhook_cert_file,
+            cfg.webhook_key_file) == (9443, "/tmp/k8s-webhook-server/serving-certs", "tls.crt",
+                                      "tls.key")
+    assert (cfg.webhook_bind_port, cfg.webhook_cert_dir) == (DEFAULT_PORT, DEFAULT_CERT_DIR)
+    assert cfg.webhook_tls_mode == "self-managed"
+    # The names upstream's Helm chart uses, so its Secret is adopted after a switch.
+    assert (cfg.webhook_secret_name, cfg.webhook_service_name,
+            cfg.webhook_configuration_name) == ("aws-load-balancer-tls",
+                                                "aws-load-balancer-webhook-service",
+                                                "aws-load-balancer-webhook")
+
+
+def test_values_are_parsed() -> None:
+    cfg = parse_config(["--cluster-name", "c", "--webhook-bind-port", "10250",
+                        "--webhook-cert-dir", "/certs", "--webhook-cert-file", "cert.pem",
+                        "--webhook-key-file", "key.pem", "--webhook-tls-mode", "files",
+                        "--webhook-secret-name", "s", "--webhook-service-name", "svc",
+                        "--webhook-configuration-name", "hooks"])
+    assert (cfg.webhook_bind_port, cfg.webhook_cert_dir, cfg.webhook_cert_file,
+            cfg.webhook_key_file, cfg.webhook_tls_mode, cfg.webhook_secret_name,
+            cfg.webhook_service_name, cfg.webhook_configuration_name) == (
+        10250, "/certs", "cert.pem", "key.pem", "files", "s", "svc", "hooks")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--webhook-bind-port", "0"], "--webhook-bind-port: Input should be greater than or "
+                                   "equal to 1"),
+    (["--webhook-bind-port", "70000"], "--webhook-bind-port: Input should be less than or "
+                                       "equal to 65535"),
+    (["--webhook-bind-port", "https"], "--webhook-bind-port: Input should be a valid integer"),
+    (["--webhook-tls-mode", "cert-manager"],
+     "--webhook-tls-mode: Input should be 'self-managed' or 'files'"),
+    (["--webhook-secret-name", ""], "--webhook-secret-name: String should have at least 1"),
+])
+def test_bad_values_name_the_flag(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(["--cluster-name", "c", *argv])
+    assert str(info.value).startswith(message)
