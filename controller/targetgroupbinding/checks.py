@@ -2,7 +2,9 @@
 cross-account role (not implemented, so never silently ignored), a target group this binding
 may act on (`controller.ownership`: VPC, cluster, namespace, other bindings), and an IP family
 that matches the target group's. Each refusal is `InvalidInput` with its own condition reason:
-a Warning Event and `Ready=False`, and nothing changes in AWS."""
+a Warning Event and `Ready=False`, and nothing changes in AWS. The target group a binding
+recorded as registered into passes the same ownership checks before anything is deregistered
+from it."""
 
 from __future__ import annotations
 
@@ -56,5 +58,25 @@ def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupIn
     return family
 
 
-__all__ = ["CrossAccountUnsupported", "IPAddressTypeMismatch", "Scope", "check_spec",
-           "check_target_group"]
+def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
+    """Raises a `NotOwned` for a target group the binding's record names (the one it registered
+    into) but that it may not deregister from. The record is an annotation: whoever may edit
+    the binding may write it, so it earns no more than the spec would. The VPC may be the
+    cluster's or the one `vpcID` names (the spec may have moved on since)."""
+    spec = tgb.get("spec")
+    named = spec.get("vpcID") if isinstance(spec, dict) else None
+    vpcs = [scope.vpc_id, *([named] if isinstance(named, str) and named else [])]
+    refusal: ownership.NotOwned | None = None
+    for vpc_id in vpcs:
+        try:
+            ownership.check_target_group(tg.facts, namespace=namespace_of(tgb), vpc_id=vpc_id,
+                                         cluster_name=scope.cluster_name)
+            return
+        except ownership.NotOwned as exc:
+            refusal = refusal or exc
+    assert refusal is not None
+    raise refusal
+
+
+__all__ = ["CrossAccountUnsupported", "IPAddressTypeMismatch", "Scope", "check_recorded",
+           "check_spec", "check_target_group"]

@@ -42,7 +42,12 @@ from controller.aws import AWSError
 from controller.errors import InvalidInput
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
-from controller.targetgroupbinding.checks import Scope, check_spec, check_target_group
+from controller.targetgroupbinding.checks import (
+    Scope,
+    check_recorded,
+    check_spec,
+    check_target_group,
+)
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
     configmap_name,
@@ -302,14 +307,23 @@ class TargetGroupBindingReconciler:
 
     async def _ours_in(self, tgb: Obj, arn: str) -> list[Target] | None:
         """The targets this binding registered into `arn`, None when that is not for this
-        binding to say: the target group is gone, or another binding registered there since
-        (what is left there is that binding's to converge)."""
+        binding to say: the target group is gone, not one it may act on (the record was
+        written by hand), or another binding registered there since (what is left there is
+        that binding's to converge)."""
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         try:
             info = await self._target_groups.resolve(arn=arn, name=None)
             current = await self._target_groups.current_targets(info.arn)
         except InvalidSpec:
             return None  # gone, and its targets with it
+        try:
+            check_recorded(tgb, info, scope=self._scope)
+        except ownership.NotOwned as exc:
+            self._writer.event(
+                tgb, "Warning", "RecordedTargetGroupNotOwned",
+                f"the target group recorded in {REGISTERED_TARGET_GROUP_ANNOTATION} is not "
+                f"this binding's: {exc}; nothing is deregistered from it")
+            return None
         others = [b for b in ownership.bindings_of(self._bindings.by_index, info.facts)
                   if key_of(b) != key_of(tgb) and ownership.holds(b, info.arn)
                   and not ownership.may_share(tgb, b)]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -382,6 +383,30 @@ async def test_without_secrets_only_the_referenced_secret_is_refused(
             assert all("cannot" in d.message and "secrets" in d.message for d in denials)
             assert hostname(await c.find(INGRESSES, "secure")) is None
             assert await c.aws.load_balancers() == []
+            manager.stop()
+            assert await asyncio.wait_for(task, 15) == 0
+
+
+async def test_secrets_narrowed_to_their_names_are_enough(
+        aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy,
+        aws_inspector: AwsInspector, no_retry_backoff: None, tmp_path: Path) -> None:
+    """What the security model tells an installation with fixed OIDC Secret names: the
+    Secrets rule narrowed by resourceNames still serves the Ingress, and nothing is refused."""
+    docs = copy.deepcopy(rbac_documents())
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "aiolbc"]
+    (rule,) = [r for r in role["rules"] if "secrets" in r["resources"]]
+    assert rule["resources"] == ["secrets"], "the Secrets rule can be narrowed on its own"
+    rule["resourceNames"] = ["oidc"]
+    config = controller_config(aws_seed, aws_proxy)
+    async with installation(docs, seed=aws_seed, pool=aws_pool, aws=aws_inspector,
+                            tmp_path=tmp_path) as (c, controller):
+        await ingress_objects(c)
+        async with running(c, controller, config) as (manager, task):
+            async def served() -> str | None:
+                return hostname(await c.find(INGRESSES, "secure"))
+
+            await eventually(served, message="the Ingress got no load balancer")
+            assert c.server.denials == []
             manager.stop()
             assert await asyncio.wait_for(task, 15) == 0
 

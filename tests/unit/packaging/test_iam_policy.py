@@ -283,6 +283,19 @@ def _grants(policy: dict[str, Any], action: str) -> list[dict[str, Any]]:
 
 
 _TG_AND_LB = ("targetgroup/", "loadbalancer/")
+# Writes whose own scoping is checked elsewhere: creation (the request carries the cluster
+# tag), tags (their own test), targets (any target group a binding may use, checked by the
+# controller), listeners and rules (unscoped, as upstream).
+_OTHER_WRITES = re.compile(r"Create(LoadBalancer|TargetGroup)|AddTags|RemoveTags|"
+                           r"(Register|Deregister)Targets|.*(Listener|Rule).*")
+
+
+def _changes_owned_resource(action: str) -> bool:
+    """An ELB action that changes or deletes an existing load balancer or target group."""
+    prefix, _, name = action.partition(":")
+    return (prefix == "elasticloadbalancing"
+            and not name.startswith(("Describe", "List", "Get"))
+            and not _OTHER_WRITES.fullmatch(name))
 
 
 def test_tags_of_load_balancers_and_target_groups_need_upstreams_conditions(
@@ -328,12 +341,18 @@ def test_writes_to_load_balancers_are_limited_to_owned_resources(policy: dict[st
                    "elasticloadbalancing:CreateTargetGroup"):
         condition = _statement(policy, action)["Condition"]
         assert condition["Null"][f"aws:RequestTag/{tag}"] == "false", action
-    for action in ("elasticloadbalancing:DeleteLoadBalancer",
-                   "elasticloadbalancing:DeleteTargetGroup",
-                   "elasticloadbalancing:ModifyLoadBalancerAttributes",
-                   "elasticloadbalancing:ModifyTargetGroup"):
-        condition = _statement(policy, action)["Condition"]
-        assert condition["Null"][f"aws:ResourceTag/{tag}"] == "false", action
+    # Every other write to a load balancer or target group (modify, set, delete), whatever
+    # the code calls today: only on resources that carry the cluster tag, in every statement
+    # that grants it.
+    owned = [a for a in policy_actions(policy) if _changes_owned_resource(a)]
+    assert {"elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:DeleteTargetGroup",
+            "elasticloadbalancing:ModifyLoadBalancerAttributes",
+            "elasticloadbalancing:ModifyTargetGroup"} <= set(owned)
+    for action in owned:
+        for statement in _grants(policy, action):
+            condition = statement.get("Condition") or {}
+            assert condition.get("Null") == {f"aws:ResourceTag/{tag}": "false"}, \
+                (action, statement["Sid"])
     # TargetGroupBindings register into target groups created outside aiolbc too.
     register = _statement(policy, "elasticloadbalancing:RegisterTargets")
     assert "Condition" not in register

@@ -1,8 +1,8 @@
 """An Ingress can forward by ARN only to target groups its namespace may use: not to another
-namespace's (made by that namespace's load balancer, or filled by its binding) and not to
-another cluster's. The Ingress is left out with a Warning; no load balancer is made for it and
-no target group is attached anywhere. The whole controller runs as its ServiceAccount with the
-shipped RBAC."""
+namespace's (made by that namespace's load balancer, or filled by its binding), not to
+another cluster's, and not to one outside the cluster's VPC. The Ingress is left out with a
+Warning; no load balancer is made for it and no target group is attached anywhere. The whole
+controller runs as its ServiceAccount with the shipped RBAC."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ async def test_forwarding_to_target_groups_of_others_is_refused(
     await t.admin.backend("web", endpoint_ips=["10.0.1.1"])
     await t.admin.ingress("front", paths=[ingress_path("/", "web")])
     theirs = await t.admin.target_group("theirs-tg", tags={"elbv2.k8s.aws/cluster": "staging"})
+    other_vpc = (await t.aws.call("ec2", "CreateVpc", CidrBlock="10.9.0.0/16"))["Vpc"]["VpcId"]
+    elsewhere = await t.admin.target_group("elsewhere-tg", vpc_id=other_vpc)
     await t.start()
 
     async def shop_target_group() -> str | None:
@@ -55,11 +57,14 @@ async def test_forwarding_to_target_groups_of_others_is_refused(
     await attacker.ingress("into-shop", annotations, paths=paths)
     annotations, paths = _forwarding(theirs)
     await attacker.ingress("into-staging", annotations, paths=paths)
+    annotations, paths = _forwarding(elsewhere)
+    await attacker.ingress("into-vpc", annotations, paths=paths)
     await _refused(attacker, "into-shop", "namespace shop")
     await _refused(attacker, "into-staging", "cluster staging")
+    await _refused(attacker, "into-vpc", f"in VPC {other_vpc}")
     await t.admin.settled()
     assert await _lb_count(t, 1)  # the team's only
-    for arn in (shop_tg, theirs):
+    for arn in (shop_tg, theirs, elsewhere):
         (tg,) = (await t.aws.elbv2("DescribeTargetGroups", TargetGroupArns=[arn]))["TargetGroups"]
         assert len(tg.get("LoadBalancerArns") or []) <= 1
     assert t.mutations() == []

@@ -11,12 +11,14 @@ from controller.ownership import (
     TARGET_GROUP_INDEX,
     TargetGroupInAnotherVPC,
     TargetGroupOfAnotherCluster,
+    TargetGroupOfAnotherNamespace,
     binding_target_group_index,
 )
 from controller.targetgroupbinding.checks import (
     CrossAccountUnsupported,
     IPAddressTypeMismatch,
     Scope,
+    check_recorded,
     check_spec,
     check_target_group,
 )
@@ -72,3 +74,20 @@ def test_another_clusters_target_group_is_refused() -> None:
     with pytest.raises(TargetGroupOfAnotherCluster):
         run(binding(), tg(tags={"elbv2.k8s.aws/cluster": "staging"}))
     assert run(binding(), tg(tags={"elbv2.k8s.aws/cluster": "prod"})) == "ipv4"
+
+
+def test_a_recorded_target_group_passes_the_same_ownership_checks() -> None:
+    """The record is an annotation anyone editing the binding may write."""
+    check_recorded(binding(), tg(), scope=SCOPE)
+    # The spec may since have left the VPC it names, or named one: either VPC is its own.
+    check_recorded(binding(vpcID="vpc-0bbbbbbbbbbbbbbbb"), tg(), scope=SCOPE)
+    check_recorded(binding(vpcID="vpc-0bbbbbbbbbbbbbbbb"), tg(vpc="vpc-0bbbbbbbbbbbbbbbb"),
+                   scope=SCOPE)
+    with pytest.raises(TargetGroupInAnotherVPC):
+        check_recorded(binding(), tg(vpc="vpc-0bbbbbbbbbbbbbbbb"), scope=SCOPE)
+    with pytest.raises(TargetGroupOfAnotherCluster):
+        check_recorded(binding(), tg(tags={"elbv2.k8s.aws/cluster": "staging"}), scope=SCOPE)
+    theirs = {"elbv2.k8s.aws/cluster": "prod", "service.k8s.aws/stack": "other/web",
+              "service.k8s.aws/resource": "other/web:80"}
+    with pytest.raises(TargetGroupOfAnotherNamespace):
+        check_recorded(binding(), tg(tags=theirs), scope=SCOPE)
