@@ -1,9 +1,10 @@
 """Which members a group admits before its stack is built, and why it leaves any out.
 
-One principle: a member the group was deployed with ("established": it carries the group's
-finalizer) is never dropped by the controller on its own. A problem with it holds the group:
-nothing is deployed and every member is told why, as upstream does for any problem. A
-newcomer with a problem is left out with its own Warning, and the rest of the group deploys.
+One principle: a member the group was deployed with ("established": `groups.deployed_with`,
+its finalizer and, for a named group, the status only the controller writes) is never dropped
+by the controller on its own. A problem with it holds the group: nothing is deployed and
+every member is told why, as upstream does for any problem. A newcomer with a problem is left
+out with its own Warning, and the rest of the group deploys.
 So an outsider cannot block a team's changes, and an edit cannot make the controller delete a
 member's rules.
 

@@ -100,6 +100,26 @@ def former_groups(ing: Obj) -> list[Request]:
     return found
 
 
+def has_hostname(ing: Obj) -> bool:
+    """The Ingress's status names a load balancer (only the controller writes it)."""
+    items = dig(ing, "status", "loadBalancer", "ingress")
+    return isinstance(items, list) and any(
+        isinstance(item, dict) and isinstance(item.get("hostname"), str) and item["hostname"]
+        for item in items)
+
+
+def deployed_with(ing: Obj, request: Request) -> bool:
+    """The group was deployed with this Ingress: it carries the group's finalizer and, for a
+    group named in annotations or class parameters, the load balancer's hostname in its
+    status. Whoever may edit an Ingress may add any finalizer to it, so for a group other
+    namespaces can name the finalizer alone proves nothing; the status is written by the
+    controller through the status subresource, which namespace users' roles (Kubernetes' edit
+    and admin) do not grant. An Ingress's own group cannot be named from elsewhere."""
+    if finalizer_of(request) not in finalizers(ing):
+        return False
+    return not is_explicit(request) or has_hostname(ing)
+
+
 @dataclass(frozen=True, slots=True)
 class Membership:
     """An Ingress this controller owns: its group, class info, the first problem found (the
@@ -182,7 +202,9 @@ class Member:
 @dataclass(frozen=True)
 class Group:
     """A group as the cache shows it: active members sorted by (order, namespace, name), the
-    Ingresses leaving it (they still carry its finalizer), and the problems found (`errors`:
+    Ingresses leaving it (deployed with it, they still carry its finalizer), `strays` (they
+    carry its finalizer but the group was never deployed with them: their finalizer is only
+    released, nothing of the group is deleted for them), and the problems found (`errors`:
     members whose class or group annotations cannot be used).
 
     Once settled (`controller.ingress.exclusions`): `excluded` are the members left out, each
@@ -192,6 +214,7 @@ class Group:
     request: Request
     members: tuple[Member, ...] = ()
     leaving: tuple[Obj, ...] = ()
+    strays: tuple[Obj, ...] = ()
     errors: tuple[tuple[Obj, str], ...] = field(default=())
     excluded: tuple[tuple[Obj, str], ...] = field(default=())
     held: str | None = None
@@ -206,8 +229,8 @@ class Group:
         return finalizer_of(self.request)
 
     def established(self, ing: Obj) -> bool:
-        """The Ingress carries this group's finalizer: the group was deployed with it."""
-        return self.finalizer in (meta(ing).get("finalizers") or [])
+        """The group was deployed with the Ingress (`deployed_with`)."""
+        return deployed_with(ing, self.request)
 
 
 class GroupLoader:
@@ -239,6 +262,7 @@ class GroupLoader:
     def load(self, request: Request) -> Group:
         members: list[Member] = []
         leaving: list[Obj] = []
+        strays: list[Obj] = []
         errors: list[tuple[Obj, str]] = []
         finalizer = finalizer_of(request)
         for ing in self._candidates(request):
@@ -252,8 +276,10 @@ class GroupLoader:
                     errors.append((ing, str(exc)))
                     order = 0
                 members.append(Member(ing, member.info, order, member.via_params))
-            elif finalizer in finalizers(ing):
+            elif deployed_with(ing, request):
                 leaving.append(ing)
+            elif finalizer in finalizers(ing):
+                strays.append(ing)
         members.sort(key=lambda m: (m.order, str(meta(m.ingress).get("namespace")),
                                     str(meta(m.ingress).get("name"))))
-        return Group(request, tuple(members), tuple(leaving), tuple(errors))
+        return Group(request, tuple(members), tuple(leaving), tuple(strays), tuple(errors))

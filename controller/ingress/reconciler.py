@@ -11,7 +11,8 @@ One reconcile of a group key, in the steps every controller takes:
    deletion deletes anything: with Ingresses leaving, delete the stack's TargetGroupBindings,
    wait until they are gone (their finalizer deregisters targets), delete the AWS stack,
    release the leavers (status and checkpoint cleared, finalizer dropped: one PATCH of
-   metadata); with none, nothing happens;
+   metadata); with none, nothing happens. An Ingress that carries the group's finalizer but
+   that the group was never deployed with (`groups.deployed_with`) only has it released;
 3. build (pure stage, part of settling; bad input → Warning Event, terminal error, no AWS
    call);
 4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
@@ -147,6 +148,8 @@ class IngressReconciler:
             settled = self._settle(group)
             group = settled.group
             self._report_excluded(group)
+            for ing in group.strays:  # never deployed with them: only their finalizer goes
+                await self._release(ing, group.finalizer, clear=False)
             if group.unknown:
                 return self._hold_unknown(group)
             if group.held is not None:

@@ -2,17 +2,19 @@
 
 A finalizer-gated deletion always leaves a trace: the API server sets `deletionTimestamp`, the
 group deploys without the Ingress, and only then is the finalizer released. An Ingress that
-disappears from the cache while its last known state still carries our finalizer — the relist
-after an API server restore, a finalizer stripped behind our back during a watch outage — did
-not go that way. Its group cannot tell whether its rules and target groups are still wanted,
-so they must not be deleted: the group is held, a Warning names the Ingress and
+disappears from the cache while its last known state shows the group was deployed with it
+(`groups.deployed_with`: our finalizer, and for a named group our hostname in its status) —
+the relist after an API server restore, a finalizer stripped behind our back during a watch
+outage — did not go that way. Its group cannot tell whether its rules and target groups are
+still wanted, so they must not be deleted: the group is held, a Warning names the Ingress and
 `aiolbc_ingress_group_unknown_members{group}` counts it, until an Ingress of that namespace and
 name exists again (re-created, it joins as before; deleted from there, its resources go with
 the finalizer, as always).
 
 The record lives in memory, on every replica (the watch runs on standbys too). A group whose
-members all vanished is never deleted either way: with no member and no Ingress leaving it,
-the reconciler has no finalizer-gated deletion to act on; the gauge keeps saying so while the
+members all vanished is never deleted either way: with no member and no Ingress leaving it
+(a finalizer written by hand on another Ingress does not make one), the reconciler has no
+finalizer-gated deletion to act on; the gauge keeps saying so while the
 process lives. A restart forgets the record; what then protects a group that still has other
 members is only what the relist shows.
 """
@@ -24,7 +26,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from controller.ingress.groups import former_groups
+from controller.ingress.groups import deployed_with, former_groups
 from runtime import metrics
 from runtime.handlers import unwrap_tombstone
 from runtime.objects import Obj, is_deleting, key_of, uid_of
@@ -60,6 +62,8 @@ class VanishedMembers:
             self._released.discard(uid)
             return
         for request in former_groups(gone):
+            if not deployed_with(gone, request):
+                continue  # a finalizer written by hand holds nothing
             self._by_group.setdefault(request.key, {})[key_of(gone)] = gone
             self._export(request.key)
 

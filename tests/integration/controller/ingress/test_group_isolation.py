@@ -1,6 +1,7 @@
 """A namespace user cannot get into another team's Ingress group: not by naming it (with any
 group.order), not through the legacy class annotation or a class without the enforced
-parameters, and an outsider's conflicting annotations do not block the team's own changes.
+parameters, nor by writing the group's finalizer on its own Ingress, and an outsider's
+conflicting annotations do not block the team's own changes.
 The outsider is told why in a Warning; the team's load balancer does not change. The whole
 controller runs as its ServiceAccount with the shipped RBAC."""
 
@@ -9,12 +10,13 @@ from __future__ import annotations
 from runtime.objects import Obj
 from runtime.resources import INGRESSES
 from tests.support.cluster import Cluster
-from tests.support.objects import ingress_path
+from tests.support.objects import ingress, ingress_path
 from tests.support.tenancy import RuleRow, Tenancy, warnings
 from tests.support.waiting import eventually
 
 GROUP = "group.name"
 ORDER = "group.order"
+FINALIZER = "group.ingress.k8s.aws/storefront"
 
 
 async def _team(t: Tenancy, annotations: dict[str, str] | None = None,
@@ -140,4 +142,42 @@ async def test_an_outsiders_conflict_does_not_block_the_team(
     await _deployed(t, paths=2)
     (lb,) = await t.aws.load_balancers()
     assert lb["Scheme"] == "internal"
+    assert await t.admin.stop() == 0
+
+
+async def test_a_finalizer_written_by_hand_buys_no_place_in_the_group(
+        tenancy: Tenancy, attacker: Cluster) -> None:
+    """The group's finalizer on an outsider's Ingress does not make it a member the group was
+    deployed with: it is left out like any outsider, and does not hold the team's changes."""
+    t = tenancy
+    await t.admin.ingress_class("alb")
+    await _team(t)
+    await t.start()
+    lb_arn, before = await _deployed(t)
+    await t.admin.settled()
+    t.proxy.clear_log()
+
+    await attacker.backend("grab-pods", endpoint_ips=["10.66.0.1"])
+    await attacker.create(INGRESSES, ingress(
+        "grab", {GROUP: "storefront", ORDER: "-1000"},
+        paths=[ingress_path("/shop", "grab-pods")], finalizers=[FINALIZER]))
+
+    async def told() -> list[Obj]:
+        return [e for e in warnings(await attacker.events("grab"), "ExcludedFromGroup")
+                if "belongs to namespace shop" in e["message"]]
+
+    await eventually(told, message="the outsider was not told")
+    await t.admin.settled()
+    assert await t.rules(lb_arn) == before
+    assert t.mutations() == []
+    await _add_cart(t)  # not held
+    await _deployed(t, paths=2)
+
+    # Deleted, it is no member the group leaves: its finalizer is released, nothing else.
+    t.proxy.clear_log()
+    await attacker.delete(INGRESSES, "grab")
+    await eventually(lambda: attacker.gone(INGRESSES, "grab"), message="grab is stuck")
+    await t.admin.settled()
+    assert len(await t.rules(lb_arn)) == 2
+    assert t.mutations() == []
     assert await t.admin.stop() == 0

@@ -2,18 +2,21 @@
 server restore shows — takes nothing with it: its group is held (its rules, target groups and
 bindings stay), a Warning names it and `aiolbc_ingress_group_unknown_members` counts it, until
 an Ingress of that name exists again. A group whose members all vanished keeps its load
-balancer. The whole controller runs as its ServiceAccount with the shipped RBAC."""
+balancer, also after a restart has forgotten them and an outsider writes the group's finalizer
+on an Ingress of its own. The whole controller runs as its ServiceAccount with the shipped RBAC."""
 
 from __future__ import annotations
 
 from controller.ingress.vanished import UNKNOWN_MEMBERS_METRIC
 from runtime.objects import Obj
 from runtime.resources import INGRESSES
-from tests.support.objects import ingress_path
+from tests.support.cluster import Cluster
+from tests.support.objects import ingress, ingress_path
 from tests.support.tenancy import RuleRow, Tenancy, warnings
 from tests.support.waiting import eventually
 
 GROUP = "group.name"
+FINALIZER = "group.ingress.k8s.aws/storefront"
 
 
 async def _vanish(t: Tenancy, name: str) -> None:
@@ -96,6 +99,42 @@ async def test_a_group_whose_members_all_vanished_keeps_its_load_balancer(
     await _vanish(t, "solo")
     assert await eventually(lambda: _warned(t, "solo"), message="no Warning")
     assert _unknown(t, f"{t.admin.namespace}/solo") == 1.0
+    await t.admin.settled()
+    assert await _lb_count(t, 1)
+    assert len(await _bindings(t)) == 1
+    assert t.mutations() == []
+    assert await t.admin.stop() == 0
+
+
+async def test_a_finalizer_written_by_hand_deletes_no_group(tenancy: Tenancy,
+                                                           attacker: Cluster) -> None:
+    """After a restart the record of a vanished member is gone, and the group is left with no
+    member at all. An outsider writing the group's finalizer on an Ingress of its own does not
+    make one that leaves the group: its finalizer is released, the load balancer stays."""
+    t = tenancy
+    await t.admin.ingress_class("alb")
+    await t.admin.backend("web", endpoint_ips=["10.0.1.1"])
+    await t.admin.ingress("front", {GROUP: "storefront"}, paths=[ingress_path("/", "web")])
+    await t.start()
+    await eventually(lambda: _lb_count(t, 1))
+    await t.admin.settled()
+    await _vanish(t, "front")
+    await eventually(lambda: _warned(t, "front"), message="no Warning")
+    await t.admin.kill()
+    await t.start()
+    await t.admin.settled()
+    assert _unknown(t, "storefront") is None  # forgotten
+    t.proxy.clear_log()
+
+    await attacker.backend("pods", endpoint_ips=["10.66.0.1"])
+    await attacker.create(INGRESSES, ingress("stray", paths=[ingress_path("/", "pods")],
+                                             class_name=None, finalizers=[FINALIZER]))
+
+    async def released() -> bool:
+        stray = await attacker.find(INGRESSES, "stray")
+        return stray is not None and not stray["metadata"].get("finalizers")
+
+    await eventually(released, message="the written finalizer was not released")
     await t.admin.settled()
     assert await _lb_count(t, 1)
     assert len(await _bindings(t)) == 1

@@ -21,6 +21,7 @@ from tests.support.objects import (
     ingress,
     ingress_class,
     ingress_path,
+    with_hostname,
 )
 from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
 
@@ -37,7 +38,7 @@ def member(name: str, namespace: str, *, created: str, established: bool = False
                   annotations={GROUP: "storefront", **(annotations or {})},
                   finalizers=[FINALIZER] if established else None)
     ing["metadata"]["creationTimestamp"] = created
-    return ing
+    return with_hostname(ing) if established else ing
 
 
 def run(c: Caches, request: Request = STOREFRONT, *, policy: GroupNamespaces = "params",
@@ -93,6 +94,19 @@ def test_an_established_outsider_holds_the_group_rather_than_losing_its_rules() 
     assert "attacker/old" in settled.group.held
     assert settled.built is None
     assert isinstance(settled.error, InvalidInput)
+
+
+def test_a_finalizer_written_by_hand_makes_no_established_member() -> None:
+    """An outsider may add the group's finalizer to its own Ingress (even an old one); the
+    group was never deployed with it (no hostname in its status, which only the controller
+    writes), so it neither holds the group nor makes its namespace the group's."""
+    forged = member("old", "attacker", created="2023-01-01T00:00:00Z")
+    forged["metadata"]["finalizers"] = [FINALIZER]
+    c = shop(member("front", "shop", created="2024-01-01T00:00:00Z", established=True), forged)
+    settled = run(c)
+    assert settled.group.held is None
+    assert names(settled.group) == ["shop/front"]
+    assert "belongs to namespace shop" in excluded(settled.group)["attacker/old"]
 
 
 def test_a_leaving_member_keeps_the_namespace_of_its_group() -> None:

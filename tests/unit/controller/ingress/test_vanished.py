@@ -8,16 +8,19 @@ from controller.ingress.vanished import UNKNOWN_MEMBERS_METRIC, VanishedMembers
 from runtime.objects import Obj
 from runtime.reconcile import Request
 from runtime.store import DeletedFinalStateUnknown
+from tests.support.objects import with_hostname
 
 GROUP = Request("", "storefront")
 
 
-def ing(name: str, *finalizers: str, deleting: bool = False) -> Obj:
+def ing(name: str, *finalizers: str, deleting: bool = False, deployed: bool = True) -> Obj:
+    """An Ingress with these finalizers, `deployed` with its load balancer's hostname."""
     meta: Obj = {"name": name, "namespace": "shop", "uid": f"uid-{name}",
                  "finalizers": list(finalizers)}
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    return {"metadata": meta}
+    obj: Obj = {"metadata": meta}
+    return with_hostname(obj) if deployed else obj
 
 
 def gauge(registry: CollectorRegistry, group: str) -> float | None:
@@ -55,3 +58,15 @@ def test_a_released_or_finalizer_free_deletion_is_no_vanishing() -> None:
     vanished.released(moved)
     vanished.on_delete(DeletedFinalStateUnknown("shop/moved", moved))
     assert [o["metadata"]["name"] for o in vanished.of(GROUP)] == ["moved"]
+
+
+def test_a_finalizer_written_by_hand_on_a_named_group_records_nothing() -> None:
+    """Anyone may add a group's finalizer to their own Ingress, then strip it and delete the
+    Ingress: without the status only the controller writes, that vanishing holds no group."""
+    vanished = VanishedMembers(CollectorRegistry())
+    forged = ing("grab", "group.ingress.k8s.aws/storefront", deployed=False)
+    vanished.on_delete(DeletedFinalStateUnknown("attacker/grab", forged))
+    assert vanished.of(GROUP) == []
+    # An Ingress's own group cannot be named from elsewhere: its finalizer is enough.
+    vanished.on_delete(ing("solo", "ingress.k8s.aws/resources", deployed=False))
+    assert len(vanished.of(Request("shop", "solo"))) == 1
