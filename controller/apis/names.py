@@ -18,6 +18,11 @@ CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
 CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
 CHECKPOINT_ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
 
+# On a TargetGroupBinding: the target group it registers into, written before the first
+# registration there. A changed spec is drained from the recorded group first, and deletion
+# deregisters from it, so no target is left behind in a group the spec no longer names.
+REGISTERED_TARGET_GROUP_ANNOTATION: Final = "aiolbc/registered-target-group"
+
 SERVICE_FINALIZER: Final = "service.k8s.aws/resources"
 TARGETGROUPBINDING_FINALIZER: Final = "elbv2.k8s.aws/resources"
 INGRESS_FINALIZER: Final = "ingress.k8s.aws/resources"  # an Ingress on its own
