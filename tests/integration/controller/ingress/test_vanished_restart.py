@@ -51,7 +51,7 @@ async def _two_members(t: Tenancy) -> tuple[str, list[RuleRow]]:
         await t.admin.backend(name, endpoint_ips=["10.0.1.1"])
         await t.admin.ingress(name, {GROUP: "storefront"}, paths=[ingress_path(f"/{name}", name)])
     await t.start()
-    deployed = await eventually(lambda: _deployed(t, 2))
+    deployed: tuple[str, list[RuleRow]] = await eventually(lambda: _deployed(t, 2))
     await t.admin.settled()
     ns = t.admin.namespace
     wanted = {"group": "storefront", "members": [f"{ns}/cart", f"{ns}/front"]}
