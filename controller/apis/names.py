@@ -17,6 +17,9 @@ USE_ANNOTATION: Final = "use-annotation"
 CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
 CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
 CHECKPOINT_ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
+# On every member of a named Ingress group, with its checkpoint: the group's member keys at that
+# deploy, so a restarted controller knows which members vanished while it was down.
+GROUP_MEMBERS_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-members"
 
 # On a TargetGroupBinding: the target group it registers into, written before the first
 # registration there. A changed spec is drained from the recorded group first, and deletion

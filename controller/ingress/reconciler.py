@@ -24,21 +24,22 @@ One reconcile of a group key, in the steps every controller takes:
    PATCH as the reset of an older checkpoint;
 6. deploy: bindings the stack no longer wants are deleted and waited for; then the stack, and
    the wanted bindings;
-7. status (the load balancer's hostname) and the group checkpoint on every member; the
-   leavers' finalizers dropped (their rules are gone now).
+7. status (the load balancer's hostname), the group checkpoint and, for a named group, the
+   record of its members (`vanished.record`; one PATCH) on every member; then the leavers'
+   finalizers dropped (their rules are gone now, and no record names them any more).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import NoReturn
 
 import structlog
 
 from controller import checkpoint, ownership
 from controller.annotations import AnnotationError
-from controller.apis import CHECKPOINT_ANNOTATION
+from controller.apis import CHECKPOINT_ANNOTATION, GROUP_MEMBERS_ANNOTATION
 from controller.aws import AWSClientPool, AWSError
 from controller.bindings import BindingWriter, matches_model
 from controller.deploy import DeployError, StackDeployer
@@ -46,10 +47,15 @@ from controller.errors import InvalidInput
 from controller.ingress.annotations import parse_ingress
 from controller.ingress.caches import Caches
 from controller.ingress.exclusions import GroupNamespaces, Settled, settle
-from controller.ingress.groups import Group, GroupLoader, Member
+from controller.ingress.groups import Group, GroupLoader, Member, finalizer_of, is_explicit
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, BuiltGroup, build_group
 from controller.ingress.secrets import ReferencedSecrets, ingress_secrets
-from controller.ingress.vanished import VanishedMembers
+from controller.ingress.vanished import (
+    VanishedMembers,
+    record,
+    recorded_members,
+    recorded_unknown,
+)
 from controller.ingress.watches import BINDING_STACK_INDEX, ingress_service_index
 from controller.model import LoadBalancer, Stack
 from controller.reconcilers import ObjectWriter, Recorder
@@ -110,7 +116,11 @@ class IngressReconciler:
     def _settle(self, group: Group) -> Settled[BuiltGroup]:
         return settle(group, caches=self._caches, policy=self._policy,
                       build=lambda g: build_group(g, self._caches, self._settings),
-                      unknown=self._vanished.of(group.request))
+                      unknown=self._vanished.unknown(
+                          group.request, recorded_unknown(group, self._exists)))
+
+    def _exists(self, key: str) -> bool:
+        return self._caches.ingresses.get(key) is not None
 
     def computed_checkpoint(self, request: Request) -> str | None:
         settled = self._settle(self._loader.load(request))
@@ -149,7 +159,7 @@ class IngressReconciler:
             group = settled.group
             self._report_excluded(group)
             for ing in group.strays:  # never deployed with them: only their finalizer goes
-                await self._release(ing, group.finalizer, clear=False)
+                await self._release(ing, group.request, clear=False)
             if group.unknown:
                 return self._hold_unknown(group)
             if group.held is not None:
@@ -284,14 +294,19 @@ class IngressReconciler:
                                                    current)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         changed = result.mutating_calls > 0 or writes > 0
-        for ing in members:  # 7. status, then the checkpoint
+        wanted_record = _record_of(group.request, members)
+        for ing in members:  # 7. status, then the checkpoint with the record of the members
             await self._writer.patch_status(ing, _hostname_patch(ing, hostname))
+            annotations: dict[str, str | None] = {}
             if checkpoint.stored(ing) != value:
                 changed = True
-                await self._writer.patch(ing, checkpoint.patch(
-                    value, timestamp=self._clock.wall()))
+                annotations.update(checkpoint.patch(
+                    value, timestamp=self._clock.wall())["metadata"]["annotations"])
+            if wanted_record is not None:
+                annotations[GROUP_MEMBERS_ANNOTATION] = wanted_record
+            await self._writer.patch_metadata(ing, annotations=annotations)
         for ing in group.leaving:
-            await self._release(ing, group.finalizer, clear=False)
+            await self._release(ing, group.request, clear=False)
         if changed:
             for ing in members:
                 self._writer.event(ing, "Normal", "SuccessfullyReconciled",
@@ -304,10 +319,12 @@ class IngressReconciler:
                             bindings: dict[str, Obj]) -> bool:
         if group.leaving:
             return False
+        wanted_record = _record_of(group.request, [m.ingress for m in group.members])
         for member in group.members:
             ing = member.ingress
             hostnames = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress")
             if (checkpoint.stored(ing) != value or not hostnames
+                    or (wanted_record is not None and _stored_record(ing) != wanted_record)
                     or group.finalizer not in (meta(ing).get("finalizers") or [])):
                 return False
         wanted = {res.name: res for res in built.stack.target_group_bindings.values()}
@@ -322,7 +339,7 @@ class IngressReconciler:
             return Result(requeue_after=self._cleanup_poll)
         await self._deployer.delete_stack(group.stack_id, "ingress")
         for ing in group.leaving:
-            await self._release(ing, group.finalizer, clear=True)
+            await self._release(ing, group.request, clear=True)
         return Result()
 
     async def _resolve_security_groups(self, built: BuiltGroup) -> Stack:
@@ -348,21 +365,35 @@ class IngressReconciler:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    async def _release(self, ing: Obj, finalizer: str, *, clear: bool) -> None:
+    async def _release(self, ing: Obj, group: Request, *, clear: bool) -> None:
         """An Ingress whose rules are gone from the group's stack: with `clear` its status and
         checkpoint cleared (unless it is being deleted), then the group's finalizer dropped."""
         try:
-            annotations: Mapping[str, str | None] | None = None
+            annotations: dict[str, str | None] = {}
             if clear and not is_deleting(ing):
                 ing = await self._writer.patch_status(ing, _hostname_patch(ing, ""))
-                annotations = checkpoint.removal_patch()["metadata"]["annotations"]
-            await self._writer.patch_metadata(ing, remove_finalizer=finalizer,
+                annotations.update(checkpoint.removal_patch()["metadata"]["annotations"])
+            if recorded_members(ing, group):
+                # Its record of this group goes with the finalizer; one of a group it has
+                # joined since stays.
+                annotations[GROUP_MEMBERS_ANNOTATION] = None
+            await self._writer.patch_metadata(ing, remove_finalizer=finalizer_of(group),
                                               annotations=annotations)
             self._vanished.released(ing)
         except NotFound:
             return
         except Conflict as exc:
             raise ReconcileError(f"Ingress {key_of(ing)} changed; retrying") from exc
+
+
+def _record_of(request: Request, members: Sequence[Obj]) -> str | None:
+    return record(request, (key_of(ing) for ing in members)) if is_explicit(request) else None
+
+
+def _stored_record(ing: Obj) -> str | None:
+    annotations = meta(ing).get("annotations")
+    value = annotations.get(GROUP_MEMBERS_ANNOTATION) if isinstance(annotations, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _forwarded_arns(member: Member) -> list[str]:

@@ -22,7 +22,11 @@ from controller.annotations import (
     load_json,
     parse_json,
 )
-from controller.apis import INGRESS_ANNOTATION_PREFIX, SERVICE_ANNOTATION_PREFIX
+from controller.apis import (
+    GROUP_MEMBERS_ANNOTATION,
+    INGRESS_ANNOTATION_PREFIX,
+    SERVICE_ANNOTATION_PREFIX,
+)
 from controller.apis.targetgroupbinding import parse_spec
 from controller.errors import InvalidInput
 from controller.ingress import watches as ingress_watches
@@ -39,7 +43,7 @@ from controller.ingress.exclusions import GroupNamespaces, settle
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.model import build_group
 from controller.ingress.secrets import ingress_secrets
-from controller.ingress.vanished import VanishedMembers
+from controller.ingress.vanished import VanishedMembers, recorded_members, recorded_unknown
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service import watches as service_watches
 from controller.service.model import checkpoint_of
@@ -80,7 +84,8 @@ annotation_values = st.one_of(
 )
 our_keys = st.sampled_from(sorted(
     {k.replace("*", "web") for k in INGRESS_ANNOTATION_KEYS} | set(SERVICE_ANNOTATION_KEYS)
-    | {"kubernetes.io/ingress.class", INGRESS_ANNOTATION_PREFIX + "actions.x",
+    | {"kubernetes.io/ingress.class", GROUP_MEMBERS_ANNOTATION,
+       INGRESS_ANNOTATION_PREFIX + "actions.x",
        INGRESS_ANNOTATION_PREFIX + "conditions.x", SERVICE_ANNOTATION_PREFIX + "x"}))
 annotation_maps: st.SearchStrategy[Any] = st.one_of(json_values, st.dictionaries(
     st.one_of(our_keys, st.text(max_size=10)), annotation_values, max_size=6))
@@ -156,9 +161,21 @@ def _deep(key: str, value: str) -> Obj:
 DEEP = _nested(5000)
 
 
+def _recording(value: str) -> Obj:
+    """A member group `g` was deployed with, carrying `value` as its record of members."""
+    obj = _deep(INGRESS_ANNOTATION_PREFIX + "group.name", "g")
+    obj["metadata"]["annotations"][GROUP_MEMBERS_ANNOTATION] = value
+    obj["metadata"]["finalizers"] = ["group.ingress.k8s.aws/g"]
+    obj["status"] = {"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}}
+    return obj
+
+
 @SETTINGS
 @given(objects)
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "actions.x", DEEP))
+@example(_recording('{"group":"g","members":["default/x",5,null,{"a":1},"' + "y" * 300 + '"]}'))
+@example(_recording(DEEP))
+@example(_recording('{"group":"g","members":["default/' + "a" * 300_000 + '"]}'))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "conditions.web", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "auth-idp-oidc", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "listen-ports", DEEP))
@@ -196,6 +213,8 @@ def test_ingress_functions(obj: Obj) -> None:
         _contained(parser)
     for request in [*loader.groups_of(obj), Request("", "g"), Request("default", "web")]:
         group = loader.load(request)
+        recorded_members(obj, request)
+        vanished.unknown(request, recorded_unknown(group, lambda key: key in caches.ingresses))
         _contained(lambda: build_group(group, caches, INGRESS_SETTINGS))  # noqa: B023
         for policy in POLICIES:
             settle(group, caches=caches, policy=policy,
