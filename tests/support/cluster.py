@@ -181,15 +181,20 @@ class Cluster:
             return 0.0
         return sum(self.reconciles(c.name) for c in self.manager.controllers)
 
-    async def settled(self, quiet: float = 0.4) -> None:
-        """Wait until no controller has had anything to do for `quiet` seconds."""
+    async def settled(self, quiet: float = 0.4, timeout: float = 120.0) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds; fail (rather
+        than hang the suite) when that has not happened within `timeout` seconds."""
         assert self.manager is not None
         loop = asyncio.get_running_loop()
         last, since = self._all_reconciles(), loop.time()
+        deadline = since + timeout
         while True:
             await asyncio.sleep(0.05)
             busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
             now = loop.time()
+            if now > deadline:
+                raise AssertionError(f"controllers never quiet for {quiet}s within {timeout}s: "
+                                     f"reconciles {self._all_reconciles()}")
             if busy or self._all_reconciles() != last:
                 last, since = self._all_reconciles(), now
             elif now - since >= quiet:
