@@ -62,7 +62,8 @@ from runtime.objects import Obj, meta
 # Bump when the same inputs would build a different stack (every stored checkpoint of a group
 # then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC
 # credentials are covered by their Secret's version instead of a digest of the secret.
-BUILDER_VERSION: Final = 2
+# 3: target group names hash upstream's default protocol version.
+BUILDER_VERSION: Final = 3
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 
 
