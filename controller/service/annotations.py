@@ -144,6 +144,9 @@ class ServiceLBConfig(_Frozen):
     target_type: TargetType
     name: str | None  # None: the builder derives `k8s-<ns>-<name>-<hash>`
     scheme: Scheme
+    # Neither scheme annotation is set: an existing load balancer keeps its scheme, and
+    # `scheme` (the configured default) is for a new one.
+    scheme_from_annotation: bool
     ip_address_type: NlbIpAddressType
     subnets: tuple[str, ...] | None  # IDs or Name tags; None: discover by role tags
     ssl_certificates: tuple[str, ...]  # the first is the listener's default certificate
@@ -286,16 +289,17 @@ def _target_type(reader: AnnotationReader, spec: Mapping[str, Any], lb_type: str
     return defaults.target_type
 
 
-def _scheme(reader: AnnotationReader, defaults: ServiceDefaults) -> Scheme:
+def _scheme(reader: AnnotationReader, defaults: ServiceDefaults) -> tuple[Scheme, bool]:
+    """(scheme, whether an annotation chose it)."""
     explicit = reader.get_enum(SCHEME, SCHEMES)
     if explicit is not None:
-        return explicit  # upstream then ignores the deprecated annotation entirely
+        return explicit, True  # upstream then ignores the deprecated annotation entirely
     internal = reader.get_bool(INTERNAL)
     if internal is not None:
-        return "internal" if internal else "internet-facing"
-    # Upstream keeps an existing load balancer's scheme here (an AWS lookup); the pure stage
-    # cannot, so a Service without either annotation always gets the configured default.
-    return defaults.scheme
+        return ("internal" if internal else "internet-facing"), True
+    # Upstream then keeps an existing load balancer's scheme (an AWS lookup the pure stage
+    # leaves to the deployer), and uses the default for a new one.
+    return defaults.scheme, False
 
 
 def _target_group_attributes(reader: AnnotationReader) -> dict[str, str]:
@@ -359,11 +363,14 @@ def parse_service_config(service: Mapping[str, Any], *,
     spec = _mapping(service.get("spec"))
     lb_type = reader.get_str(LOAD_BALANCER_TYPE)
     target_type = _target_type(reader, spec, lb_type, defaults)
+    name = reader.get(NAME, validators.load_balancer_name)
+    scheme, scheme_from_annotation = _scheme(reader, defaults)
     return ServiceLBConfig(
         load_balancer_type=lb_type,
         target_type=target_type,
-        name=reader.get(NAME, validators.load_balancer_name),
-        scheme=_scheme(reader, defaults),
+        name=name,
+        scheme=scheme,
+        scheme_from_annotation=scheme_from_annotation,
         ip_address_type=reader.get_enum(IP_ADDRESS_TYPE, IP_ADDRESS_TYPES) or "ipv4",
         subnets=reader.get(SUBNETS, validators.subnets),
         ssl_certificates=reader.get(SSL_CERT, validators.certificate_arns) or (),

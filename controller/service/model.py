@@ -145,7 +145,9 @@ class _Builder:
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
             name=cfg.name or service_load_balancer_name(
                 self.settings.cluster_name, self.namespace, self.name, cfg.scheme, uid=self.uid),
-            type="network", scheme=cfg.scheme, ip_address_type=cfg.ip_address_type,
+            type="network", scheme=cfg.scheme,
+            keep_existing_scheme=not cfg.scheme_from_annotation,
+            ip_address_type=cfg.ip_address_type,
             subnets=cfg.subnets if cfg.subnets is not None else SubnetDiscovery(
                 role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
             attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags)))

@@ -15,10 +15,11 @@ One reconcile, in the steps every controller takes:
    deploys: that is where drift in AWS gets repaired;
 5. finalizer, in the same PATCH as the reset of a stored checkpoint that holds an older model
    (a crash mid-deploy then cannot leave a false match);
-6. deploy (resolve stage included): bindings the model no longer has are deleted and waited for
-   first (their finalizer deregisters targets from target groups the deploy would delete);
-   then the deploy and the bindings;
-7. status (address and ready condition), then the new checkpoint.
+6. deploy (resolve stage included), keeping target groups a binding still points at; then the
+   bindings, matched to target groups by ARN (never renamed); bindings the model no longer has
+   are deleted only now, after the listeners moved, and their target groups on a later pass;
+7. status (address and ready condition), then the new checkpoint (not while old bindings or
+   their target groups remain).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import structlog
 from controller import checkpoint
 from controller.apis import CHECKPOINT_ANNOTATION, SERVICE_FINALIZER
 from controller.aws import AWSError
-from controller.bindings import BindingWriter, matches_model
-from controller.deploy import DeployError, DeployResult, StackDeployer
+from controller.bindings import BindingWriter, matches_model, retained_arns
+from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter, Recorder
@@ -134,10 +135,8 @@ class ServiceReconciler:
                 or not is_ready(svc)
                 or cond.get("observedGeneration") != meta(svc).get("generation")):
             return False
-        cached = self._managed_bindings(svc)
-        wanted = {res.name: res for res in stack.target_group_bindings.values()}
-        return set(cached) == set(wanted) and all(
-            matches_model(cached[name], res) for name, res in wanted.items())
+        return matches_model(self._managed_bindings(svc).values(),
+                             stack.target_group_bindings.values())
 
     async def _deploy(self, svc: Obj, stack: Stack, value: str, stored: str) -> Result:
         writes = 0
@@ -151,22 +150,24 @@ class ServiceReconciler:
         writes += svc is not before
         if reset:
             stored = ""
-        # 6. Bindings the model dropped (a removed port, a replaced target group) go first, and
-        # are waited for: their finalizer deregisters targets from a target group the deploy
-        # is about to delete.
-        wanted = {res.name for res in stack.target_group_bindings.values()}
-        stale = [b for name, b in sorted(self._managed_bindings(svc).items())
-                 if name not in wanted]
-        if stale:
-            await self._bindings_writer.delete(stale)
-            return Result(requeue_after=self._cleanup_poll)
+        # 6. Deploy, then the bindings. A target group a binding still points at is kept
+        # (`retain`), and bindings the model dropped are deleted only now that the listeners
+        # point elsewhere: their finalizer deregisters targets from a target group nothing
+        # forwards to any more, which a later pass deletes once they are gone.
+        cached = list(self._managed_bindings(svc).values())
         try:
             result = await self._deployer.deploy(stack, fresh=fresh,
-                                                 rewrite_write_only=not matched)
+                                                 rewrite_write_only=not matched,
+                                                 retain=retained_arns(cached))
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc
-        writes += await self._apply_bindings(svc, result)
+        applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
+                                                    cached)
+        writes += applied.writes
+        # Not done while old bindings or their target groups remain: no checkpoint yet, so the
+        # pass after them deploys again.
+        unfinished = bool(result.retained_target_groups or applied.blocked)
         hostname = result.load_balancer.dns_name if result.load_balancer else None
         body = status_patch(svc, ready=True, reason=REASON_RECONCILED,  # 7. status
                             message=READY_MESSAGE, now=self._clock.wall(),
@@ -174,6 +175,8 @@ class ServiceReconciler:
         if body is not None:
             await self._writer.patch_status(svc, body)
             writes += 1
+        if unfinished:
+            return Result(requeue_after=self._cleanup_poll)
         if self._checkpoints and stored != value:
             await self._writer.patch(svc, checkpoint.patch(value, timestamp=self._clock.wall()))
             writes += 1
@@ -183,14 +186,6 @@ class ServiceReconciler:
             self._writer.event(svc, "Normal", "SuccessfullyReconciled",
                                "Successfully reconciled")
         return Result()
-
-    async def _apply_bindings(self, svc: Obj, result: DeployResult) -> int:
-        cached = self._managed_bindings(svc)
-        wanted = list(result.target_group_bindings.values())
-        writes = await self._bindings_writer.apply(wanted, cached)
-        names = {binding.spec.name for binding in wanted}
-        return writes + await self._bindings_writer.delete(
-            b for name, b in sorted(cached.items()) if name not in names)
 
     async def _cleanup(self, svc: Obj) -> Result:
         key = stack_id(svc)
