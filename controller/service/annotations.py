@@ -195,6 +195,18 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
     return lb_type == TYPE_EXTERNAL and annotations.get(PREFIX + TARGET_TYPE) in TARGET_TYPES
 
 
+def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
+    """Whether upstream would serve `service` and this controller does not: a Service of
+    another type than LoadBalancer asking for an NLB by annotation. Upstream serves any type
+    unless its ServiceTypeLoadBalancerOnly feature gate is on, which it is not by default
+    (pkg/service/service_utils.go, pkg/config/feature_gates.go)."""
+    spec = _mapping(service.get("spec"))
+    if spec.get("type") == "LoadBalancer":
+        return False
+    as_load_balancer = {**service, "spec": {**spec, "type": "LoadBalancer"}}
+    return qualifies(as_load_balancer, load_balancer_class=load_balancer_class)
+
+
 def relevant_annotations(service: Mapping[str, Any]) -> dict[str, str]:
     """The Service's annotations that `parse_service_config` reads, and only those."""
     return {key: value for key, value in annotations_of(service).items()
@@ -396,4 +408,5 @@ __all__ = [
     "parse_service_config",
     "qualifies",
     "relevant_annotations",
+    "served_by_upstream_only",
 ]

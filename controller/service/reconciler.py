@@ -5,7 +5,9 @@ One reconcile, in the steps every controller takes:
 2. qualify: being deleted, or no longer qualifying (class or type changed) while carrying our
    finalizer → cleanup: delete the managed TargetGroupBindings, wait until they are gone (their
    own finalizer deregisters the targets), delete the stack in AWS, clear the status, drop the
-   finalizer and the checkpoint (one PATCH);
+   finalizer and the checkpoint (one PATCH). Except a Service upstream serves and this
+   controller does not (another type than LoadBalancer asking for an NLB by annotation): left
+   alone with a Warning, its load balancer untouched;
 3. build (pure stage): Service + annotations + settings → Stack. Bad input (`InvalidInput`) →
    Warning Event `FailedBuildModel`, condition False, terminal error: no AWS call, not retried
    until the Service changes;
@@ -34,7 +36,7 @@ from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter, Recorder
-from controller.service.annotations import qualifies
+from controller.service.annotations import qualifies, served_by_upstream_only
 from controller.service.model import (
     MODEL_VERSION,
     ModelSettings,
@@ -111,6 +113,10 @@ class ServiceReconciler:
         if is_deleting(svc) or not qualifies(  # 2. qualify
                 svc, load_balancer_class=self._settings.load_balancer_class):
             if not has_finalizer(svc, SERVICE_FINALIZER):
+                return Result()
+            if not is_deleting(svc) and served_by_upstream_only(
+                    svc, load_balancer_class=self._settings.load_balancer_class):
+                self._leave_alone(svc)
                 return Result()
             return await self._cleanup(svc)
         try:  # 3. build
@@ -210,6 +216,17 @@ class ServiceReconciler:
                                "Service no longer asks for a load balancer from this "
                                "controller; its resources were deleted")
         return Result()
+
+    def _leave_alone(self, svc: Obj) -> None:
+        """A Service upstream provisioned and this controller would not: not ours to build, and
+        not ours to clean up either (its load balancer is still serving)."""
+        kind = (svc.get("spec") or {}).get("type") or "ClusterIP"
+        self._writer.event(
+            svc, "Warning", "NotServed",
+            f"type {kind} asks for a load balancer by annotation, which this controller "
+            f"provisions for type LoadBalancer only; the existing load balancer and the "
+            f"{SERVICE_FINALIZER} finalizer are left as they are (make the Service type "
+            "LoadBalancer to manage it, or delete it to delete the load balancer)")
 
     async def _fail(self, svc: Obj, event_reason: str, reason: str, message: str) -> None:
         await self._writer.report_failure(
