@@ -175,21 +175,25 @@ class Cluster:
                 return
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
-             vpc_id: str | None = None) -> list[str]:
-        """`aiolbc run` flags for this cluster, straight to moto, without leader election or
-        HTTP servers; `flags` last."""
+             vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
+        """`aiolbc run` flags for this cluster, straight to moto (through the fault proxy, so
+        that `aws_proxy.log` holds its calls, with `through_proxy`), without leader election
+        or HTTP servers; `flags` last."""
         assert self.kubeconfig is not None, "this cluster has no kubeconfig to run with"
+        endpoint = (self.pool if through_proxy else self.aws.pool).settings.endpoint_url
         return ["--cluster-name", cluster or self.seed.cluster_name,
                 "--kubeconfig", str(self.kubeconfig),
                 "--aws-region", region or self.seed.region,
                 "--aws-vpc-id", vpc_id or self.seed.vpc_id,
-                "--aws-endpoint-url", str(self.aws.pool.settings.endpoint_url),
+                "--aws-endpoint-url", str(endpoint),
                 "--enable-leader-election", "false",
                 "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0", *flags]
 
-    async def run(self, *flags: str, **where: str) -> ControllerRun:
-        """Start `aiolbc run` with `argv(*flags, **where)`."""
-        return await ControllerRun(self.argv(*flags, **where)).start()
+    async def run(self, *flags: str, through_proxy: bool = False,
+                  **where: str) -> ControllerRun:
+        """Start `aiolbc run` with `argv(*flags, through_proxy=..., **where)`."""
+        return await ControllerRun(self.argv(*flags, through_proxy=through_proxy,
+                                             **where)).start()
 
     # ---- reading and writing objects --------------------------------------------------------
 
