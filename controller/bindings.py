@@ -32,6 +32,7 @@ from runtime.errors import AlreadyExists, NotFound
 from runtime.objects import Obj, is_deleting
 
 ARN_KEY = "targetGroupARN"
+_WAITING, _TAKEN = -1, -2  # `BindingWriter._put`: not written, and why
 # The spec fields this controller writes; any other field is left as someone else wrote it.
 MANAGED_KEYS = (ARN_KEY, "targetType", "serviceRef", "ipAddressType",
                 "multiClusterTargetGroup", "nodeSelector")
@@ -151,9 +152,15 @@ def pair(wanted: Iterable[ResolvedTargetGroupBinding], cached: Iterable[Obj]) ->
 @dataclass
 class Applied:
     writes: int = 0
-    # Bindings not created yet: their target group's old binding is still being deleted, or
-    # their name is held by another object. The caller tries again shortly.
-    blocked: list[str] = field(default_factory=list)
+    # Bindings not created yet, because their target group's old binding, or the object that
+    # holds their name, is still being deleted: the caller tries again shortly.
+    waiting: list[str] = field(default_factory=list)
+    # Bindings not created because a binding of another target group holds their name.
+    taken: list[str] = field(default_factory=list)
+
+    @property
+    def blocked(self) -> list[str]:
+        return self.waiting + self.taken
 
 
 class BindingWriter:
@@ -170,20 +177,23 @@ class BindingWriter:
         after the deploy: by then nothing of the stack forwards to a stale one's target
         group."""
         paired = pair(wanted, cached)
-        done = Applied(blocked=[binding.spec.name for binding in paired.waiting])
+        done = Applied(waiting=[binding.spec.name for binding in paired.waiting])
         for binding, existing in paired.pairs:
             desired = desired_object(binding)
             if existing is not None and up_to_date(existing, desired):
                 continue
             written = await self._put(desired, existing)
-            if written is None:
-                done.blocked.append(binding.spec.name)
+            if written == _WAITING:
+                done.waiting.append(binding.spec.name)
+            elif written == _TAKEN:
+                done.taken.append(binding.spec.name)
             else:
                 done.writes += written
         done.writes += await self.delete(paired.stale)
         return done
 
-    async def _put(self, desired: Obj, existing: Obj | None) -> int | None:
+    async def _put(self, desired: Obj, existing: Obj | None) -> int:
+        """Writes made (0 or 1), or `_WAITING` / `_TAKEN` when the name is not free."""
         meta = desired["metadata"]
         if existing is None:
             try:
@@ -194,9 +204,10 @@ class BindingWriter:
                 # a binding of another target group: only the first is ours to update.
                 existing = await self._client.get(TARGETGROUPBINDINGS, meta["name"],
                                                   meta["namespace"])
-                if (target_group_arn(existing) != desired["spec"][ARN_KEY]
-                        or is_deleting(existing)):
-                    return None
+                if is_deleting(existing):
+                    return _WAITING
+                if target_group_arn(existing) != desired["spec"][ARN_KEY]:
+                    return _TAKEN
                 if up_to_date(existing, desired):
                     return 0
         updated = copy.deepcopy(existing)

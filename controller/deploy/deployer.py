@@ -127,7 +127,7 @@ class StackDeployer:
             lbs = await find_load_balancer(calls, run.tracking, owned, lb_id, lb_model)
         current_lb = lbs.current
         if lb_id is not None and lb_model is not None:
-            followed = follow_existing(lb_model, current_lb)
+            followed = follow_existing(lb_model, current_lb, vpc_id=run.vpc_id)
             if followed is not lb_model:
                 run.stack = run.stack.model_copy(update={"load_balancers": {lb_id: followed}})
         run.stack = stack = await self._resolver.resolve(run.stack, calls)

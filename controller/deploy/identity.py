@@ -102,12 +102,14 @@ async def find_load_balancer(calls: Calls, tracking: Tracking, owned: StackArns,
     return match
 
 
-def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None) -> LoadBalancer:
+def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None, *,
+                    vpc_id: str) -> LoadBalancer:
     """What upstream takes from the stack's existing load balancer: its scheme when the model
     keeps it (then discovery looks for the subnets of that scheme), and its subnets when they
     are to be discovered and the scheme is unchanged
-    (pkg/ingress/model_build_load_balancer.go, pkg/service/model_build_load_balancer.go)."""
-    if current is None:
+    (pkg/ingress/model_build_load_balancer.go, pkg/service/model_build_load_balancer.go).
+    Upstream only ever sees load balancers of the stack's VPC; one elsewhere gives nothing."""
+    if current is None or current.get("VpcId", vpc_id) != vpc_id:
         return model
     update: dict[str, Any] = {}
     scheme = model.scheme

@@ -164,6 +164,11 @@ class IngressReconciler:
         applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
                                                     current)
         writes = applied.writes
+        for name in applied.taken:
+            for member in group.members:
+                self._writer.event(member.ingress, "Warning", "BindingNameTaken",
+                                   f"TargetGroupBinding {name} exists and points at another "
+                                   "target group; not replaced")
         unfinished = bool(result.retained_target_groups or applied.blocked)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         changed = result.mutating_calls > 0 or writes > 0

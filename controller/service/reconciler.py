@@ -171,6 +171,10 @@ class ServiceReconciler:
         applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
                                                     cached)
         writes += applied.writes
+        for name in applied.taken:
+            self._writer.event(svc, "Warning", "BindingNameTaken",
+                               f"TargetGroupBinding {name} exists and points at another target "
+                               "group; not replaced")
         # Not done while old bindings or their target groups remain: no checkpoint yet, so the
         # pass after them deploys again.
         unfinished = bool(result.retained_target_groups or applied.blocked)

@@ -82,11 +82,12 @@ def test_an_existing_scheme_is_kept_and_its_subnets_with_it() -> None:
     match = match_load_balancer(TRACKING, "LoadBalancer", NLB, {"x": existing},
                                 {"x": _tags("LoadBalancer")})
     assert match.current is existing
-    followed = follow_existing(NLB, existing)
+    followed = follow_existing(NLB, existing, vpc_id="vpc-1")
     assert (followed.scheme, followed.subnets) == ("internet-facing", ("subnet-a", "subnet-b"))
+    assert follow_existing(NLB, {**existing, "VpcId": "vpc-2"}, vpc_id="vpc-1") is NLB
     # Asked for explicitly, another scheme is a replacement: the old one an orphan.
     explicit = NLB.model_copy(update={"keep_existing_scheme": False})
     match = match_load_balancer(TRACKING, "LoadBalancer", explicit, {"x": existing},
                                 {"x": _tags("LoadBalancer")})
     assert (match.current, match.orphans) == (None, ["x"])
-    assert follow_existing(explicit, None) is explicit
+    assert follow_existing(explicit, None, vpc_id="vpc-1") is explicit
