@@ -108,8 +108,9 @@ def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None, *,
     keeps it (then discovery looks for the subnets of that scheme), and its subnets when they
     are to be discovered and the scheme is unchanged
     (pkg/ingress/model_build_load_balancer.go, pkg/service/model_build_load_balancer.go).
-    Upstream only ever sees load balancers of the stack's VPC; one elsewhere gives nothing."""
-    if current is None or current.get("VpcId", vpc_id) != vpc_id:
+    The subnets of a load balancer outside the stack's VPC are not the stack's: then they are
+    discovered."""
+    if current is None:
         return model
     update: dict[str, Any] = {}
     scheme = model.scheme
@@ -118,7 +119,8 @@ def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None, *,
             and have_scheme != scheme:
         scheme = have_scheme
         update["scheme"] = scheme
-    if isinstance(model.subnets, SubnetDiscovery) and have_scheme == scheme:
+    same_vpc = current.get("VpcId", vpc_id) == vpc_id
+    if isinstance(model.subnets, SubnetDiscovery) and have_scheme == scheme and same_vpc:
         subnets = sorted({az["SubnetId"] for az in current.get("AvailabilityZones") or []
                           if az.get("SubnetId")})
         if subnets:

@@ -84,7 +84,9 @@ def test_an_existing_scheme_is_kept_and_its_subnets_with_it() -> None:
     assert match.current is existing
     followed = follow_existing(NLB, existing, vpc_id="vpc-1")
     assert (followed.scheme, followed.subnets) == ("internet-facing", ("subnet-a", "subnet-b"))
-    assert follow_existing(NLB, {**existing, "VpcId": "vpc-2"}, vpc_id="vpc-1") is NLB
+    elsewhere = follow_existing(NLB, {**existing, "VpcId": "vpc-2"}, vpc_id="vpc-1")
+    assert (elsewhere.scheme, elsewhere.subnets) == ("internet-facing",
+                                                     SubnetDiscovery(role="elb"))
     # Asked for explicitly, another scheme is a replacement: the old one an orphan.
     explicit = NLB.model_copy(update={"keep_existing_scheme": False})
     match = match_load_balancer(TRACKING, "LoadBalancer", explicit, {"x": existing},
