@@ -106,6 +106,7 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
     return ingress.Settings(
         cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id or "",
         ingress_class=config.ingress_class, default_scheme=config.default_load_balancer_scheme,
+        group_namespaces=config.ingress_group_namespaces,
         default_target_type=config.default_target_type,
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
         external_managed_tags=frozenset(config.external_managed_tags),
@@ -114,7 +115,9 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
+    """The cluster's name and VPC scope which target groups bindings may act on."""
     return targetgroupbinding.Settings(
+        cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
         lanes=lane_settings(config))

@@ -28,7 +28,6 @@ from runtime.resources import (
     INGRESSES,
     NAMESPACES,
     NODES,
-    SECRETS,
     SERVICES,
     Resource,
 )
@@ -66,7 +65,6 @@ TRIMMED: dict[Resource, Transform] = {
     INGRESSCLASSES: strip,
     INGRESSCLASSPARAMS: strip,
     NAMESPACES: strip,
-    SECRETS: strip,
 }
 
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
+from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from controller.targetgroupbinding.slicecache import SliceRefresher, SliceTrimmer
@@ -40,23 +42,28 @@ CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
+    """`cluster_name` and `vpc_id`: target groups tagged for another cluster are refused, and
+    so are those outside this VPC unless a binding names theirs in `vpcID`."""
+
+    cluster_name: str
+    vpc_id: str
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
     lanes: LaneSettings = field(default_factory=LaneSettings)
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool,
-                     settings: Settings | None = None) -> TargetGroupBindingReconciler:
+                     settings: Settings) -> TargetGroupBindingReconciler:
     """The reconciler on the manager's shared informers (and their indexes), without a
     controller: `setup` runs it on a queue; benchmarks call it directly."""
-    settings = settings or Settings()
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     # What the slice cache keeps depends on which Services bindings use: it lists once the
     # bindings' cache holds its initial list (slicecache.py).
     slices = transforms.informer(manager, ENDPOINTSLICES, transform=SliceTrimmer(bindings.store),
-                             start_after=[bindings])
+                                 start_after=[bindings])
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
     # On every replica, so that a standby's slice cache is whole for the Services in use.
     bindings.add_handler(SliceRefresher(manager.client, slices))
@@ -65,13 +72,12 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         services=transforms.informer(manager, SERVICES).store, slices=slices.store,
         nodes=transforms.informer(manager, NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock),
-        tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints)
+        tracker=TargetTracker(manager.client), recorder=manager.recorder,
+        scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
+        clock=manager.clock, checkpoints=settings.lanes.checkpoints)
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = None
-          ) -> Controller:
-    settings = settings or Settings()
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
     reconciler = build_reconciler(manager, pool=pool, settings=settings)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     return (ControllerBuilder(manager, CONTROLLER_NAME)

@@ -26,6 +26,9 @@ async def test_bad_specs_are_reported_and_isolated(cluster: Cluster,
     ip_arn = await cluster.target_group("ip-tg")
     inst_arn = await cluster.target_group("inst-tg", target_type="instance")
     later_arn = await cluster.target_group("later-tg")
+    # Its own target group: on the good one, whether the port or the other binding's hold
+    # is reported first would depend on which reconcile ran first.
+    port_arn = await cluster.target_group("port-tg")
     missing_arn = ip_arn.replace("/ip-tg/", "/gone-tg/")
     await cluster.service("web")
     await cluster.service("cip", type_="ClusterIP")
@@ -33,7 +36,7 @@ async def test_bad_specs_are_reported_and_isolated(cluster: Cluster,
     await cluster.binding("good", service="web", arn=ip_arn)
     await cluster.binding("no-tg", service="web", arn=missing_arn)
     await cluster.binding("mismatch", service="web", arn=inst_arn, target_type="ip")
-    await cluster.binding("bad-port", service="web", port=81, arn=ip_arn)
+    await cluster.binding("bad-port", service="web", port=81, arn=port_arn)
     await cluster.binding("no-svc", service="later", arn=later_arn)
     await cluster.binding("cluster-ip", service="cip", arn=inst_arn, target_type="instance")
     await cluster.start()
@@ -71,6 +74,7 @@ async def test_bad_specs_are_reported_and_isolated(cluster: Cluster,
     assert cluster.reconciles() == before
     assert aws_proxy.log == []
     assert await cluster.aws.registered(inst_arn) == set()
+    assert await cluster.aws.registered(port_arn) == set()
     assert await cluster.aws.registered(ip_arn) == {("10.0.3.1", 8080), ("10.0.3.2", 8080)}
 
     # the missing Service appears: that binding converges on its own
