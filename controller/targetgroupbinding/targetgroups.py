@@ -1,21 +1,33 @@
 """Target groups as the TargetGroupBinding controller sees them: looked up by ARN or name with
 the tags and VPC the ownership checks read (cached for a while), their current targets
 (DescribeTargetHealth, cached as upstream does), and registration in chunks of 200 (the API's
-limit per call)."""
+limit per call).
+
+Looking one target group up by ARN reads, in the same two calls, up to 19 others the bindings
+name and the cache does not hold (`read_ahead`): after a restart every binding is verified
+once, and each would otherwise cost its own DescribeTargetGroups and DescribeTags. What is read
+ahead is cached for the same `info_ttl` as what is read alone, so no check judges from older
+facts than before. Lookups of ARNs already being read wait for that read instead of asking
+again."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller.apis.targetgroupbinding import InvalidSpec
 from controller.aws import AWSClientPool, AWSError
 from controller.ownership import FACTS_TTL, TargetGroupFacts, describe_tags
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
+from runtime.reconcile import NORMAL, reconcile_priority
 
 CHUNK_SIZE = 200
+# DescribeTags takes at most 20 ARNs; DescribeTargetGroups is asked for as many, so that one
+# batch is one call of each.
+READ_AHEAD_BATCH = 20
 HEALTH_CACHE_TTL = 300.0  # upstream: 5 min
 # States whose targets are about to change on their own; a cache holding them is refreshed on
 # the next look instead of being trusted for five minutes.
@@ -51,8 +63,15 @@ class _Health:
 
 class TargetGroups:
     def __init__(self, pool: AWSClientPool, *, clock: Clock | None = None,
-                 health_ttl: float = HEALTH_CACHE_TTL, info_ttl: float = FACTS_TTL) -> None:
+                 health_ttl: float = HEALTH_CACHE_TTL, info_ttl: float = FACTS_TTL,
+                 read_ahead: Callable[[], Iterable[str]] | None = None) -> None:
         self._pool = pool
+        # ARNs worth reading along with a miss: those the bindings name.
+        self._read_ahead = read_ahead
+        # Reads in flight, by each ARN they read, and whether a paced verification made them.
+        self._reading: dict[str, tuple[asyncio.Future[dict[str, TargetGroupInfo]], bool]] = {}
+        # ARNs AWS said were missing (or malformed): read alone until found.
+        self._suspect: dict[str, str] = {}  # with AWS's words for it
         self._clock = clock or RealClock()
         self._ttl = health_ttl
         self._info_ttl = info_ttl
@@ -72,34 +91,117 @@ class TargetGroups:
         cached = self._info.get(key)
         if cached is not None and now - cached[0] < self._info_ttl:
             return cached[1]
-        tags: dict[str, str] | None = None
+        if arn:
+            return await self._by_arn(arn)
         try:
-            if arn:
-                # Both at once: a verification's pace should not depend on one more round trip.
-                resp, tags = await asyncio.gather(
-                    self._pool.call("elbv2", "DescribeTargetGroups", TargetGroupArns=[arn]),
-                    describe_tags(self._pool, arn))
-            else:
-                resp = await self._pool.call("elbv2", "DescribeTargetGroups", Names=[name])
+            resp = await self._pool.call("elbv2", "DescribeTargetGroups", Names=[name])
         except AWSError as exc:
-            if exc.code in ("TargetGroupNotFound", "ValidationError"):
-                raise TargetGroupNotFound(
-                    f"target group {arn or name} not found: {exc.message or exc.code}") from None
-            raise
+            raise _not_found(exc, str(name)) from None
         groups = resp.get("TargetGroups") or []
         if not groups:
-            raise TargetGroupNotFound(f"target group {arn or name} not found")
-        tg = groups[0]
-        found = str(tg["TargetGroupArn"])
-        info = TargetGroupInfo(
-            arn=found, name=tg.get("TargetGroupName", ""),
-            target_type=tg.get("TargetType", "instance"), vpc_id=tg.get("VpcId", ""),
-            ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"),
-            tags=tags if tags is not None and found == arn
-            else await describe_tags(self._pool, found))
+            raise TargetGroupNotFound(f"target group {name} not found")
+        found = str(groups[0]["TargetGroupArn"])
+        info = _info(groups[0], await describe_tags(self._pool, found))
+        self._remember(key, info, now)
+        return info
+
+    async def _by_arn(self, arn: str) -> TargetGroupInfo:
+        # A real change does not wait for a read a paced verification started: that read
+        # waits for the verification budget.
+        paced = reconcile_priority() < NORMAL
+        reading = self._reading.get(arn)
+        batch = [arn]
+        if reading is not None and (paced or not reading[1]):
+            try:
+                found = await asyncio.shield(reading[0])
+            except (AWSError, TargetGroupNotFound):
+                found = {}  # another lookup's failure: asked alone below
+            if arn in found:
+                return found[arn]
+        elif reading is None and arn not in self._suspect:
+            batch += self._companions(arn)
+        task = asyncio.ensure_future(self._read(batch))
+        self._reading[arn] = (task, paced)
+        for one in batch[1:]:
+            self._reading.setdefault(one, (task, paced))
+        try:
+            found = await asyncio.shield(task)
+        finally:
+            for one in batch:
+                if self._reading.get(one, (None,))[0] is task:
+                    del self._reading[one]
+        if arn not in found:
+            why = self._suspect.setdefault(arn, "not found")
+            raise TargetGroupNotFound(f"target group {arn} not found: {why}")
+        return found[arn]
+
+    def _companions(self, arn: str) -> list[str]:
+        if self._read_ahead is None:
+            return []
+        now = self._clock.now()
+        picked: list[str] = []
+        for other in self._read_ahead():
+            if len(picked) == READ_AHEAD_BATCH - 1:
+                break
+            cached = self._info.get(other)
+            if (other != arn and other not in self._reading and other not in self._suspect
+                    and other.startswith("arn:") and ":targetgroup/" in other
+                    and (cached is None or now - cached[0] >= self._info_ttl)):
+                picked.append(other)
+        return picked
+
+    async def _read(self, batch: list[str]) -> dict[str, TargetGroupInfo]:
+        """The target groups of `batch` that exist, with their tags, by ARN; the first ARN is
+        the one asked for, which raises when AWS refuses it for another reason than its
+        absence. The tags are read once the target groups are known, so that one gone since
+        costs its share of a bisection, not a failed DescribeTags too."""
+        now = self._clock.now()
+        groups = await self._describe(batch)
+        arns = [str(tg["TargetGroupArn"]) for tg in groups]
+        try:
+            resp = await self._pool.call("elbv2", "DescribeTags", ResourceArns=arns) \
+                if arns else {}
+        except AWSError as exc:
+            if len(batch) > 1 and (exc.is_not_found or exc.code in _MISSING):
+                return await self._read(batch[:1])  # one vanished meanwhile
+            raise _not_found(exc, batch[0]) from None
+        tags = {str(d.get("ResourceArn")): {str(t["Key"]): str(t.get("Value", ""))
+                                             for t in d.get("Tags") or []}
+                for d in resp.get("TagDescriptions") or []}
+        found: dict[str, TargetGroupInfo] = {}
+        for tg, arn in zip(groups, arns, strict=True):
+            found[arn] = _info(tg, tags.get(arn, {}))
+            self._remember(arn, found[arn], now)
+            self._suspect.pop(arn, None)
+        if len(batch) == 1 and len(groups) == 1 and batch[0] not in found:
+            # Spelt differently by AWS than by the spec: the answer is still the one asked for.
+            found[batch[0]] = next(iter(found.values()))
+            self._remember(batch[0], found[batch[0]], now)
+        return found
+
+    async def _describe(self, arns: list[str]) -> list[dict[str, Any]]:
+        """DescribeTargetGroups of `arns`, leaving out the missing ones. AWS refuses the whole
+        call when any ARN of it is missing (or malformed): then each half is asked on its own,
+        so that one missing ARN among 20 costs about ten calls, not twenty; it is remembered
+        and not read ahead again until a lookup of its own finds it."""
+        try:
+            resp = await self._pool.call("elbv2", "DescribeTargetGroups", TargetGroupArns=arns)
+        except AWSError as exc:
+            if not (exc.is_not_found or exc.code in _MISSING):
+                raise
+            if len(arns) == 1:
+                self._suspect[arns[0]] = exc.message or exc.code
+                return []
+            half = len(arns) // 2
+            first, second = await asyncio.gather(self._describe(arns[:half]),
+                                                 self._describe(arns[half:]))
+            return first + second
+        groups: list[dict[str, Any]] = resp.get("TargetGroups") or []
+        return groups
+
+    def _remember(self, key: str, info: TargetGroupInfo, now: float) -> None:
         self._info[key] = (now, info)
         self._info[info.arn] = (now, info)
-        return info
 
     def forget(self, arn: str) -> None:
         self._health.pop(arn, None)
@@ -165,6 +267,22 @@ class TargetGroups:
         cached.targets.difference_update(remove)
         # Fresh registrations start out `initial` at AWS; look again next time.
         cached.volatile = cached.volatile or bool(add)
+
+
+_MISSING = frozenset({"TargetGroupNotFound", "ValidationError"})
+
+
+def _not_found(exc: AWSError, what: str) -> Exception:
+    if exc.code in _MISSING:
+        return TargetGroupNotFound(f"target group {what} not found: {exc.message or exc.code}")
+    return exc
+
+
+def _info(tg: Mapping[str, Any], tags: Mapping[str, str]) -> TargetGroupInfo:
+    return TargetGroupInfo(
+        arn=str(tg["TargetGroupArn"]), name=tg.get("TargetGroupName", ""),
+        target_type=tg.get("TargetType", "instance"), vpc_id=tg.get("VpcId", ""),
+        ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"), tags=tags)
 
 
 def _chunks(targets: Sequence[Target]) -> Iterable[Sequence[Target]]:

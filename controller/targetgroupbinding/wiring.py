@@ -36,6 +36,7 @@ from runtime.controller import Controller
 from runtime.manager import Manager
 from runtime.predicates import ViewChanged
 from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
+from runtime.store import Store
 
 CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 
@@ -50,6 +51,12 @@ class Settings:
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
     lanes: LaneSettings = field(default_factory=LaneSettings)
+
+
+def named_arns(bindings: Store) -> list[str]:
+    """The target group ARNs the bindings name, for reading their facts ahead."""
+    return [value.removeprefix("arn:") for value in bindings.list_index_values(
+        TARGET_GROUP_INDEX) if value.startswith("arn:")]
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool,
@@ -71,7 +78,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         client=manager.client, bindings=bindings.store,
         services=transforms.informer(manager, SERVICES).store, slices=slices.store,
         nodes=transforms.informer(manager, NODES).store,
-        target_groups=TargetGroups(pool, clock=manager.clock),
+        target_groups=TargetGroups(pool, clock=manager.clock,
+                                   read_ahead=lambda: named_arns(bindings.store)),
         tracker=TargetTracker(manager.client), recorder=manager.recorder,
         scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints)
