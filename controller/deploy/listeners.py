@@ -16,6 +16,7 @@ from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import LISTENER, CertificateDiscovery, Listener
 
 _SECURE = ("HTTPS", "TLS")
+_RULED = ("HTTP", "HTTPS")
 
 
 @dataclass
@@ -34,9 +35,13 @@ async def observe_listeners(run: DeployRun, lb_arn: str | None) -> ObservedListe
     found: list[dict[str, Any]] = []
     async for page in run.calls.paginate("DescribeListeners", LoadBalancerArn=lb_arn):
         found.extend(page.get("Listeners", []))
-    rules = await asyncio.gather(*(list_rules(run, d["ListenerArn"]) for d in found))
+    # Only ALB listeners (HTTP, HTTPS) take rules besides their default action, which
+    # DescribeListeners returns: an NLB listener's rules are not asked for, one call less per
+    # listener of every Service stack.
+    with_rules = [d for d in found if d.get("Protocol") in _RULED]
+    rules = await asyncio.gather(*(list_rules(run, d["ListenerArn"]) for d in with_rules))
     return ObservedListeners(found, {d["ListenerArn"]: r
-                                     for d, r in zip(found, rules, strict=True)})
+                                     for d, r in zip(with_rules, rules, strict=True)})
 
 
 def _certificates(listener: Listener) -> tuple[str, ...]:
