@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.aws import AWSClientPool
+
+if TYPE_CHECKING:
+    from controller.deploy.batching import DescribeBatcher
 
 _READ_ONLY_PREFIXES = ("Describe", "List", "Get")
 
@@ -31,8 +34,11 @@ class CallCounts:
 class Calls:
     def __init__(self, pool: AWSClientPool, *, before_mutation: BeforeMutation | None = None,
                  after_mutation: AfterMutation | None = None,
-                 counts: CallCounts | None = None) -> None:
+                 counts: CallCounts | None = None,
+                 batcher: DescribeBatcher | None = None) -> None:
         self._pool = pool
+        # Describe calls by ARN or name may be shared with other verifications (batching.py).
+        self.batcher = batcher
         self._before_mutation = before_mutation
         self._after_mutation = after_mutation
         self.counts = counts or CallCounts()

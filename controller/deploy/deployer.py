@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.aws import AWSClientPool, AWSError
+from controller.deploy.batching import DescribeBatcher
 from controller.deploy.calls import AfterMutation, BeforeMutation, CallCounts, Calls
 from controller.deploy.concurrency import run_all
 from controller.deploy.describe import target_groups_by, target_groups_of_load_balancer
@@ -54,6 +55,7 @@ class StackDeployer:
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
+        self._batcher = DescribeBatcher(pool, clock=self._clock)
         # Test seams: see `calls.BeforeMutation`.
         self.before_mutation = before_mutation
         self.after_mutation = after_mutation
@@ -64,7 +66,8 @@ class StackDeployer:
 
     def _calls(self) -> Calls:
         return Calls(self._pool, before_mutation=self.before_mutation,
-                     after_mutation=self.after_mutation, counts=CallCounts())
+                     after_mutation=self.after_mutation, counts=CallCounts(),
+                     batcher=self._batcher)
 
     def _tracking(self, kind: StackKind, stack_id: str,
                   external_managed_tags: Sequence[str] = ()) -> Tracking:

@@ -18,6 +18,10 @@ async def _describe(calls: Calls, operation: str, result_key: str, param: str,
     ask for each item alone and drop the missing ones."""
     if not values:
         return []
+    if calls.batcher is not None:
+        shared = await calls.batcher.describe(calls, operation, param, values)
+        if shared is not None:
+            return shared
     try:
         kwargs: dict[str, Any] = {param: values}
         resp = await calls.call(operation, **kwargs)

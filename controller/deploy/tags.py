@@ -90,6 +90,13 @@ async def describe_tags(calls: Calls, arns: Iterable[str]) -> dict[str, dict[str
     result: dict[str, dict[str, str]] = {}
 
     async def one(chunk: list[str]) -> None:
+        if calls.batcher is not None:
+            shared = await calls.batcher.describe(calls, "DescribeTags", "ResourceArns", chunk)
+            if shared is not None:
+                for desc in shared:
+                    result[desc["ResourceArn"]] = {t["Key"]: t.get("Value", "")
+                                                   for t in desc["Tags"]}
+                return
         try:
             resp = await calls.call("DescribeTags", ResourceArns=chunk)
         except AWSError as exc:

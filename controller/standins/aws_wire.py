@@ -91,12 +91,14 @@ def target_members(form: Mapping[str, str]) -> list[dict[str, str]]:
 
 
 def _interesting_params(operation: str, form: Mapping[str, str]) -> dict[str, Any]:
-    """The parameters a test asserts on: which targets moved, on which resource."""
+    """The parameters a test asserts on: which targets moved, on which resources (by ARN, or
+    by name for lookups by name)."""
     params: dict[str, Any] = {}
     for key in ("TargetGroupArn", "LoadBalancerArn", "ListenerArn", "RuleArn"):
         if key in form:
             params[key] = form[key]
-    for key in ("TargetGroupArns", "ResourceArns"):  # lists: `<key>.member.<n>`
+    # lists: `<key>.member.<n>`
+    for key in ("TargetGroupArns", "ResourceArns", "LoadBalancerArns", "Names"):
         found = [(int(k.rsplit(".", 1)[1]), v) for k, v in form.items()
                  if k.startswith(f"{key}.member.") and k.rsplit(".", 1)[1].isdigit()]
         if found:
