@@ -88,7 +88,8 @@ class DescribeBatcher:
                 return None
             batch = _Batch(values=sorted(wanted))
             self._open[key] = batch
-            batch.sent = asyncio.ensure_future(self._send(calls, key, batch, wait))
+            batch.sent = asyncio.ensure_future(
+                self._send(calls, operation, param, batch, wait))
             # Members that leave early (promoted) do not read its outcome; it is not lost.
             batch.sent.add_done_callback(lambda t: t.cancelled() or t.exception())
         else:
@@ -115,21 +116,32 @@ class DescribeBatcher:
             raise
         return [item for item in items if item.get(item_key) in wanted]
 
-    async def _send(self, calls: Calls, key: tuple[str, str], batch: _Batch,
+    async def _send(self, calls: Calls, operation: str, param: str, batch: _Batch,
                     wait: float) -> list[dict[str, Any]]:
         # Made in the first member's task context: charged to the budget once, as its call.
+        key = (operation, param)
         try:
             await self._clock.sleep(wait)
         finally:
             if self._open.get(key) is batch:
                 del self._open[key]
-        operation, param = key
-        kwargs: dict[str, Any] = {param: list(batch.values)}
-        resp = await calls.call(operation, **kwargs)
+        resp = await _send_one(calls, operation, {param: list(batch.values)})
         if batch.members > 1:
             self.shared_calls += 1
         items: list[dict[str, Any]] = resp.get(_RESULT_KEY[operation]) or []
         return items
+
+
+async def _send_one(calls: Calls, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    # Spelt out so that every operation this module can send is named where it is sent (the
+    # IAM policy is derived from such names).
+    if operation == "DescribeLoadBalancers":
+        return await calls.call("DescribeLoadBalancers", **params)
+    if operation == "DescribeTargetGroups":
+        return await calls.call("DescribeTargetGroups", **params)
+    if operation == "DescribeTags":
+        return await calls.call("DescribeTags", **params)
+    raise ValueError(f"{operation} is not shared")
 
 
 __all__ = ["BATCH_LIMIT", "DescribeBatcher"]

@@ -185,7 +185,8 @@ class TargetGroupBindingReconciler:
             spec = parse_spec(tgb)
             check_spec(spec)
             tg = await self._target_groups.resolve(arn=spec.target_group_arn,
-                                                   name=spec.target_group_name)
+                                                   name=spec.target_group_name,
+                                                   read_ahead=True)
             family = check_target_group(tgb, spec, tg, scope=self._scope,
                                         bindings=self._bindings)
             target_type = spec.target_type or tg.target_type

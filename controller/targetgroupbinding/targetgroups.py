@@ -22,7 +22,7 @@ from controller.aws import AWSClientPool, AWSError
 from controller.ownership import FACTS_TTL, TargetGroupFacts, describe_tags
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
-from runtime.reconcile import NORMAL, reconcile_priority
+from runtime.reconcile import NORMAL, current_priority, reconcile_priority
 
 CHUNK_SIZE = 200
 # DescribeTags takes at most 20 ARNs; DescribeTargetGroups is asked for as many, so that one
@@ -85,14 +85,17 @@ class TargetGroups:
         entry = self._info.get(arn or f"name:{name}")
         return entry[1] if entry is not None else None
 
-    async def resolve(self, *, arn: str | None, name: str | None) -> TargetGroupInfo:
+    async def resolve(self, *, arn: str | None, name: str | None,
+                      read_ahead: bool = False) -> TargetGroupInfo:
+        """`read_ahead`: read others the bindings name along (for converging, not for the
+        lookups of a finalizer, which has no verifications to share with)."""
         key = arn or f"name:{name}"
         now = self._clock.now()
         cached = self._info.get(key)
         if cached is not None and now - cached[0] < self._info_ttl:
             return cached[1]
         if arn:
-            return await self._by_arn(arn)
+            return await self._by_arn(arn, read_ahead=read_ahead)
         try:
             resp = await self._pool.call("elbv2", "DescribeTargetGroups", Names=[name])
         except AWSError as exc:
@@ -105,22 +108,20 @@ class TargetGroups:
         self._remember(key, info, now)
         return info
 
-    async def _by_arn(self, arn: str) -> TargetGroupInfo:
+    async def _by_arn(self, arn: str, *, read_ahead: bool) -> TargetGroupInfo:
         # A real change does not wait for a read a paced verification started: that read
         # waits for the verification budget.
         paced = reconcile_priority() < NORMAL
         reading = self._reading.get(arn)
         batch = [arn]
         if reading is not None and (paced or not reading[1]):
-            try:
-                found = await asyncio.shield(reading[0])
-            except (AWSError, TargetGroupNotFound):
-                found = {}  # another lookup's failure: asked alone below
+            found = await self._join(reading[0])
             if arn in found:
                 return found[arn]
-        elif reading is None and arn not in self._suspect:
+        elif reading is None and read_ahead and arn not in self._suspect:
             batch += self._companions(arn)
         task = asyncio.ensure_future(self._read(batch))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._reading[arn] = (task, paced)
         for one in batch[1:]:
             self._reading.setdefault(one, (task, paced))
@@ -134,6 +135,29 @@ class TargetGroups:
             why = self._suspect.setdefault(arn, "not found")
             raise TargetGroupNotFound(f"target group {arn} not found: {why}")
         return found[arn]
+
+    async def _join(self, read: asyncio.Future[dict[str, TargetGroupInfo]]
+                    ) -> dict[str, TargetGroupInfo]:
+        """What another lookup's read found; nothing when it failed, or when this reconcile
+        was promoted to a real change while that read waits for the verification budget."""
+        cell = current_priority()
+        shared = asyncio.shield(read)
+        if cell is None or cell.value >= NORMAL:
+            waiters: list[asyncio.Future[Any]] = [shared]
+        else:
+            waiters = [shared, asyncio.ensure_future(cell.raised())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters[1:]:
+                waiter.cancel()
+        if not shared.done():
+            shared.cancel()
+            return {}
+        try:
+            return shared.result()
+        except (AWSError, TargetGroupNotFound):
+            return {}  # another lookup's failure: asked alone
 
     def _companions(self, arn: str) -> list[str]:
         if self._read_ahead is None:
