@@ -279,12 +279,13 @@ async def test_a_scope_can_keep_only_the_fields_it_needs(
     full = factory.informer(CONFIGMAPS)
     factory.start()
     assert await factory.wait_for_sync(timeout=5)
+    cached = full.store.get("default/big")
+    assert cached is not None
+    assert "padding" in cached["data"]
     assert slimmed.store.get("default/big") == {
         "metadata": {"name": "big", "namespace": "default",
-                     "resourceVersion": full.store.get("default/big")["metadata"][
-                         "resourceVersion"]},
+                     "resourceVersion": cached["metadata"]["resourceVersion"]},
         "data": {"v": "0"}}
-    assert "padding" in full.store.get("default/big")["data"]
     # The same scope with the same function is the same informer; another function would
     # give a cache that is not what its readers expect.
     assert factory.informer(CONFIGMAPS, namespace="default", transform=slim) is slimmed
