@@ -86,6 +86,19 @@ def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPri
     return normal
 
 
+def caches(manager: Manager) -> Caches:
+    """The manager's shared informer caches the pure stage reads, with the group indexes the
+    loader needs (the reconciler's, and admission's)."""
+    ingresses = manager.informer(INGRESSES)
+    ingresses.add_indexer(GROUP_INDEX, index_keys)
+    ingresses.add_indexer(CLASS_INDEX, class_keys)
+    return Caches(ingresses=ingresses.store, services=manager.informer(SERVICES).store,
+                  secrets=manager.informer(SECRETS).store,
+                  classes=manager.informer(INGRESSCLASSES).store,
+                  params=manager.informer(INGRESSCLASSPARAMS).store,
+                  namespaces=manager.informer(NAMESPACES).store)
+
+
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
     ingresses = manager.informer(INGRESSES)
     services = manager.informer(SERVICES)
@@ -94,11 +107,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
     params = manager.informer(INGRESSCLASSPARAMS)
     namespaces = manager.informer(NAMESPACES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
-    caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
-                    classes=classes.store, params=params.store, namespaces=namespaces.store)
-    loader = GroupLoader(caches, ingress_class=settings.ingress_class)
-    ingresses.add_indexer(GROUP_INDEX, index_keys)
-    ingresses.add_indexer(CLASS_INDEX, class_keys)
+    shared = caches(manager)
+    loader = GroupLoader(shared, ingress_class=settings.ingress_class)
     ingresses.add_indexer(SERVICE_INDEX, ingress_service_index)
     ingresses.add_indexer(SECRET_INDEX, ingress_secret_index)
     bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index)
@@ -107,11 +117,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
                                                     in_use_backoff=settings.in_use_backoff),
                              clock=manager.clock)
     reconciler = IngressReconciler(
-        client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
+        client=manager.client, caches=shared, bindings=bindings.store, loader=loader,
         deployer=deployer, pool=pool, settings=settings.builder(),
         recorder=manager.recorder, clock=manager.clock,
         checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll)
-    groups = GroupMapper(loader, caches)
+    groups = GroupMapper(loader, shared)
     prio = group_priority(settings.lanes, reconciler.priority)
 
     def handler(map_fn: MapFn, view: Relevant | None = None, *,
@@ -135,4 +145,4 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
             .complete(reconciler))
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "group_priority", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "caches", "group_priority", "setup"]

@@ -10,6 +10,13 @@ from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.reconcilers import LaneSettings, controller_options
 from controller.targetgroupbinding.multicluster import TargetTracker
+from controller.targetgroupbinding.pods import (
+    GATE_INDEX,
+    bindings_of_pod,
+    gate_index,
+    pod_view,
+    slim_pod,
+)
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from controller.targetgroupbinding.watches import (
@@ -29,9 +36,10 @@ from controller.targetgroupbinding.watches import (
 )
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
+from runtime.informer import SharedInformer
 from runtime.manager import Manager
 from runtime.predicates import ViewChanged
-from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
+from runtime.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 
 CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 
@@ -40,7 +48,18 @@ CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 class Settings:
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
+    # --targetgroupbinding-requeue-duration: how soon a binding whose pods wait for their
+    # readiness gates looks at target health again.
+    requeue_duration: float = 15.0
     lanes: LaneSettings = field(default_factory=LaneSettings)
+
+
+def pods_informer(manager: Manager) -> SharedInformer:
+    """The shared pod cache, cut down to what readiness gates need (pods.py), indexed by the
+    bindings their gates name."""
+    pods = manager.informer(PODS, transform=slim_pod)
+    pods.add_indexer(GATE_INDEX, gate_index)
+    return pods
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool,
@@ -59,7 +78,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         nodes=manager.informer(NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock),
         tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints)
+        checkpoints=settings.lanes.checkpoints, pods=pods_informer(manager).store,
+        requeue_duration=settings.requeue_duration)
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = None
@@ -76,10 +96,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = 
                      predicates=[ViewChanged(slice_view)])
             .watches(manager.informer(NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
+            .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])
             .with_options(controller_options(
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
                 max_backoff=settings.max_backoff, gate=pool.verification_budget))
             .complete(reconciler))
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "pods_informer", "setup"]

@@ -185,7 +185,8 @@ class Cluster:
                 "--aws-vpc-id", vpc_id or self.seed.vpc_id,
                 "--aws-endpoint-url", str(self.aws.pool.settings.endpoint_url),
                 "--enable-leader-election", "false",
-                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0", *flags]
+                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0",
+                "--webhook-bind-port", "0", *flags]
 
     async def run(self, *flags: str, **where: str) -> ControllerRun:
         """Start `aiolbc run` with `argv(*flags, **where)`."""

@@ -123,7 +123,8 @@ def controller_config(seed: AwsSeed, proxy: AWSFaultProxy) -> ControllerConfig:
         "--leader-election-namespace", NAMESPACE,
         "--leader-election-lease-duration", "2s", "--leader-election-renew-deadline", "1.5s",
         "--leader-election-retry-period", "0.2s", "--metrics-secure",
-        "--metrics-bind-addr", "127.0.0.1:0", "--health-probe-bind-addr", "0"])
+        "--metrics-bind-addr", "127.0.0.1:0", "--health-probe-bind-addr", "0",
+        "--webhook-bind-port", "0"])
 
 
 @contextlib.asynccontextmanager
