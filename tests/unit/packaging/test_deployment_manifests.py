@@ -22,14 +22,14 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from controller import targetgroupbinding
-from controller.aws import AWSClientPool, AWSSettings
 from controller.apis import READINESS_GATE_INJECT_LABEL, READINESS_GATE_INJECT_VALUE
+from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ControllerConfig, parse_config
 from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_LEADER_ELECTION_ID
+from controller.webhooks import handlers
 from runtime.client import KubeClient
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.manager import Manager, ManagerOptions
-from controller.webhooks import handlers
 from tests.support.kubectl import Kubectl
 from tests.support.paths import MANIFESTS
 
@@ -269,8 +269,9 @@ def test_role_grants_the_lease(built: list[Doc]) -> None:
     for verb in ("get", "create", "update"):
         assert _allows(role["rules"], "coordination.k8s.io", "leases", verb, lease), verb
     assert not _allows(role["rules"], "coordination.k8s.io", "leases", "update", "other")
-    # Events, in every namespace, come from the ClusterRole (tests/integration/packaging/test_rbac.py
-    # shows a grant here would be needed by no request).
+    # Events, in every namespace, come from the ClusterRole
+    # (tests/integration/packaging/test_rbac.py shows a grant here would be needed by no
+    # request).
     for verb in ("create", "patch"):
         assert not _allows(role["rules"], "", "events", verb, "any"), verb
 
