@@ -38,10 +38,10 @@ OTHER_GATE = target_health_condition("web-nlb")
 
 
 def waiting_pod(name: str = "web-1", *, gates: tuple[str, ...] = (GATE,),
-                **conditions: str) -> dict[str, Any]:
+                conditions: dict[str, str] | None = None, **more: str) -> dict[str, Any]:
     return pod(name, labels={"app": "web", "pod-template-hash": "abc"}, gates=gates,
                conditions={"PodScheduled": "True", "ContainersReady": "True", "Ready": "False",
-                           **conditions}, ip="10.0.1.5")
+                           **(conditions or {}), **more}, ip="10.0.1.5")
 
 
 # ---- the slim cache ----------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def test_a_pod_without_target_health_gates_keeps_only_its_identity() -> None:
 
 def test_a_gated_pod_keeps_its_gates_and_the_conditions_that_decide() -> None:
     full = waiting_pod(gates=(GATE, "example.com/other"),
-                       **{GATE: "False", "example.com/other": "True"})
+                       conditions={GATE: "False", "example.com/other": "True"})
     full["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     slim = slim_pod(full)
     assert slim["spec"] == {"readinessGates": [{"conditionType": GATE},
@@ -90,8 +90,8 @@ def test_a_pod_names_its_bindings_in_its_gates() -> None:
 
 
 def test_our_own_condition_writes_do_not_change_the_view() -> None:
-    before = waiting_pod(**{GATE: "False"})
-    after = waiting_pod(**{GATE: "True"})
+    before = waiting_pod(conditions={GATE: "False"})
+    after = waiting_pod(conditions={GATE: "True"})
     assert pod_view(before) == pod_view(after)
     assert pod_view(before) != pod_view(waiting_pod(ContainersReady="False"))
 
@@ -108,7 +108,7 @@ def test_our_own_condition_writes_do_not_change_the_view() -> None:
 ])
 def test_waits_only_for_target_health(conditions: dict[str, str], gates: tuple[str, ...],
                                       expected: bool) -> None:
-    assert waits_only_for_target_health(waiting_pod(gates=gates, **conditions),
+    assert waits_only_for_target_health(waiting_pod(gates=gates, conditions=conditions),
                                         GATE) is expected
 
 
