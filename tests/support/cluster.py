@@ -52,6 +52,7 @@ from runtime.resources import (
     INGRESSES,
     NAMESPACES,
     NODES,
+    PODS,
     SECRETS,
     SERVICES,
     Resource,
@@ -313,6 +314,16 @@ class Cluster:
         await self.client.patch(NODES, name, {"status": {"conditions": [
             {"type": "Ready", "status": "True" if ready else "False"}]}},
             subresource="status")
+
+    async def pod(self, name: str, *, labels: Mapping[str, str] | None = None,
+                  gates: Sequence[str] = (), conditions: Mapping[str, str] | None = None,
+                  ip: str | None = None) -> Obj:
+        """A pod with readiness `gates`; its status (`conditions` {type: status}, `ip`) is a
+        subresource, written after the create as the kubelet would."""
+        await self.create(PODS, objects.pod(name, labels=labels, gates=gates))
+        status = objects.pod(name, conditions=conditions, ip=ip)["status"]
+        return await self.client.patch(PODS, name, {"status": status}, self.namespace,
+                                       subresource="status")
 
     async def label_namespace(self, labels: Mapping[str, str]) -> None:
         if await self.find(NAMESPACES, self.namespace) is None:
