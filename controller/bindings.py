@@ -6,14 +6,16 @@ A managed binding carries its stack's labels (upstream's `service.k8s.aws/stack-
 `ingress.k8s.aws/stack*`); the TargetGroupBinding controller registers its targets.
 Comparisons look at the spec and the stack's labels only: annotations are not ours (the TGB
 controller writes its `elbv2.k8s.aws/checkpoint*` there), so they are neither compared nor
-overwritten.
+overwritten. The TargetGroupBinding mutating webhook fills `ADMISSION_DEFAULTS` in from the
+target group when a binding is created, and admission keeps them from changing: a binding that
+has them is still what the model wants, and an update keeps them.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.deploy import ResolvedTargetGroupBinding
@@ -21,6 +23,14 @@ from controller.model import TargetGroupBindingResource
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.objects import Obj
+
+ADMISSION_DEFAULTS: Final = ("vpcID", "targetGroupProtocol")
+
+
+def _comparable(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """`existing` without the admission defaults the model does not set itself."""
+    return {k: v for k, v in existing.items()
+            if k not in ADMISSION_DEFAULTS or k in desired}
 
 
 def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str) -> Obj:
@@ -53,7 +63,7 @@ def _labels_hold(existing: Mapping[str, Any], wanted: Mapping[str, str]) -> bool
 
 
 def up_to_date(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    return (existing.get("spec") == desired["spec"]
+    return (_comparable(existing.get("spec") or {}, desired["spec"]) == desired["spec"]
             and _labels_hold(existing, desired["metadata"]["labels"]))
 
 
@@ -65,9 +75,10 @@ def matches_model(existing: Mapping[str, Any] | None,
         return False
     spec = existing.get("spec") or {}
     arn = spec.get("targetGroupARN")
-    return (isinstance(arn, str) and bool(arn)
-            and spec == desired_spec(resource, arn)
-            and _labels_hold(existing, resource.labels))
+    if not isinstance(arn, str) or not arn:
+        return False
+    desired = desired_spec(resource, arn)
+    return _comparable(spec, desired) == desired and _labels_hold(existing, resource.labels)
 
 
 class BindingWriter:
@@ -102,7 +113,9 @@ class BindingWriter:
                 if up_to_date(existing, desired):
                     return 0
         updated = copy.deepcopy(existing)
-        updated["spec"] = desired["spec"]
+        kept = {k: v for k, v in (existing.get("spec") or {}).items()
+                if k in ADMISSION_DEFAULTS and k not in desired["spec"]}
+        updated["spec"] = {**desired["spec"], **kept}
         labels = updated["metadata"].get("labels") or {}
         updated["metadata"]["labels"] = {**labels, **meta["labels"]}
         updated.setdefault("apiVersion", TARGETGROUPBINDINGS.api_version)
@@ -126,4 +139,5 @@ class BindingWriter:
         return writes
 
 
-__all__ = ["BindingWriter", "desired_object", "desired_spec", "matches_model", "up_to_date"]
+__all__ = ["ADMISSION_DEFAULTS", "BindingWriter", "desired_object", "desired_spec",
+           "matches_model", "up_to_date"]

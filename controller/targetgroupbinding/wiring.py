@@ -4,6 +4,8 @@ writes), the queue's LOW lane and the reconciler."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from controller.apis import TARGETGROUPBINDINGS
@@ -36,6 +38,7 @@ from controller.targetgroupbinding.watches import (
 )
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
+from runtime.hotloop import HotLoopOptions
 from runtime.informer import SharedInformer
 from runtime.manager import Manager
 from runtime.predicates import ViewChanged
@@ -52,6 +55,14 @@ class Settings:
     # readiness gates looks at target health again.
     requeue_duration: float = 15.0
     lanes: LaneSettings = field(default_factory=LaneSettings)
+
+
+def hot_loop_options(requeue_duration: float) -> HotLoopOptions:
+    """The hot-loop guard must never slow a binding that only follows its own requeues while
+    pods wait for their gates: its limit stays above what those requeues add up to."""
+    defaults = HotLoopOptions()
+    own = math.ceil(2 * defaults.window / requeue_duration)
+    return dataclasses.replace(defaults, limit=max(defaults.limit or 0, own))
 
 
 def pods_informer(manager: Manager) -> SharedInformer:
@@ -97,9 +108,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = 
             .watches(manager.informer(NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
             .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])
-            .with_options(controller_options(
+            .with_options(dataclasses.replace(controller_options(
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                max_backoff=settings.max_backoff, gate=pool.verification_budget))
+                max_backoff=settings.max_backoff, gate=pool.verification_budget),
+                hot_loop=hot_loop_options(settings.requeue_duration)))
             .complete(reconciler))
 
 

@@ -1,5 +1,5 @@
-"""The webhook tests' cluster: the TargetGroupBinding and Ingress controllers (for the Events
-a denial must match), aiolbc's webhook server on loopback, and the real kubectl."""
+"""The webhook tests' cluster: every controller (the Events a denial must match, the load
+balancers of the rollout), aiolbc's webhook server on loopback, and the real kubectl."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import INGRESS, TARGETGROUPBINDING, Cluster
+from tests.support.cluster import INGRESS, SERVICE, TARGETGROUPBINDING, Cluster
 from tests.support.fixtures.cluster import MakeCluster
 from tests.support.kubectl import Kubectl
 from tests.support.webhooks import WebhookHarness
@@ -15,7 +15,7 @@ from tests.support.webhooks import WebhookHarness
 
 @pytest.fixture
 async def cluster(make_cluster: MakeCluster) -> Cluster:
-    return await make_cluster(TARGETGROUPBINDING, INGRESS)
+    return await make_cluster(SERVICE, INGRESS, TARGETGROUPBINDING)
 
 
 @pytest.fixture
