@@ -78,7 +78,7 @@ def configurations(**hook_changes: Any) -> list[Obj]:
 
 
 class WebhookHarness:
-    def __init__(self, cluster: Cluster, kubectl: Kubectl, directory: Path) -> None:
+    def __init__(self, cluster: Cluster, kubectl: Kubectl | None, directory: Path) -> None:
         self.cluster = cluster
         self.kubectl = kubectl
         self.directory = directory
@@ -101,6 +101,7 @@ class WebhookHarness:
                       server: WebhookServer | None = None) -> None:
         """Apply the configurations with kubectl, route the Service to `server` (default the
         last one set up) and wait until it serves with the CA in every webhook."""
+        assert self.kubectl is not None, "installing needs kubectl"
         with contextlib.suppress(AlreadyExists):
             await self.cluster.client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         await self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
