@@ -80,9 +80,14 @@ def configurations(**hook_changes: Any) -> list[Obj]:
 class WebhookHarness:
     def __init__(self, cluster: Cluster, kubectl: Kubectl | None, directory: Path) -> None:
         self.cluster = cluster
-        self.kubectl = kubectl
+        self._kubectl = kubectl
         self.directory = directory
         self.servers: list[WebhookServer] = []
+
+    @property
+    def kubectl(self) -> Kubectl:
+        assert self._kubectl is not None, "this harness was made without kubectl"
+        return self._kubectl
 
     def setup(self, manager: Manager, **overrides: Any) -> WebhookServer:
         """An `on_setup` for `Cluster.start`: the webhook server on this manager."""
@@ -101,7 +106,6 @@ class WebhookHarness:
                       server: WebhookServer | None = None) -> None:
         """Apply the configurations with kubectl, route the Service to `server` (default the
         last one set up) and wait until it serves with the CA in every webhook."""
-        assert self.kubectl is not None, "installing needs kubectl"
         with contextlib.suppress(AlreadyExists):
             await self.cluster.client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         await self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
