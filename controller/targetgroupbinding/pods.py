@@ -4,9 +4,11 @@ that waits only for its target-health readiness gates from one that is not ready
 The cache holds every pod (a binding's endpoints can be any pod), so each entry is cut down as
 it arrives (`slim_pod`, the informer's transform): a pod without a target-health gate keeps its
 name, namespace, uid and resourceVersion; one with a gate also keeps its readiness gates, its
-deletion timestamp and the conditions that decide (ContainersReady and the gates'). About 20x
-less memory than whole pods (`tests/bench/pod_cache.py`); labels, spec and the rest of the
-status are never needed, since the EndpointSlices already say which pod backs which address.
+deletion timestamp and the conditions that decide (ContainersReady and the gates'). Measured
+by `tests/bench/pod_cache.py` on a typical Deployment's pods: about 0.9 KB a pod without a
+gate and 2.7 KB with one, against 20 KB for the whole pod (16x less with a fifth of the pods
+gated: 120 MB instead of 1.9 GB for 100,000 pods). Labels, the rest of the spec and status are
+never needed: the EndpointSlices already say which pod backs which address.
 
 A pod whose containers are ready but whose readiness gates are not yet all True is not ready
 in its EndpointSlice; `pending_endpoints` finds those that wait only for target-health gates
