@@ -22,6 +22,8 @@ from controller.targetgroupbinding.pods import (
 )
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo
 from controller.targetgroupbinding.targets import ip_endpoints
+from controller.targetgroupbinding.wiring import hot_loop_options
+from runtime.hotloop import HotLoopOptions
 from runtime.reconcile import Request
 from runtime.store import Store
 from tests.support.objects import (
@@ -211,3 +213,14 @@ def test_an_unset_target_type_is_the_target_groups() -> None:
                                 ip_address_type="", port=None)
     with pytest.raises(InvalidSpec, match="target group fn has unsupported target type lambda"):
         check_target_group(spec, lambda_tg)
+
+
+# ---- requeues while gates wait ----------------------------------------------------------------
+
+@pytest.mark.parametrize("requeue", [15.0, 1.0, 0.05])
+def test_the_hot_loop_guard_never_slows_a_binding_that_follows_its_own_requeues(
+        requeue: float) -> None:
+    options = hot_loop_options(requeue)
+    assert options.limit is not None
+    assert options.limit >= options.window / requeue  # what the requeues add up to
+    assert options.limit >= HotLoopOptions().limit  # type: ignore[operator]
