@@ -35,7 +35,9 @@ from tests.support.webhooks import WebhookHarness
 
 HEALTH_CHECKS = 0.8  # s a new target stays `initial`
 DRAINING = 0.3  # s a deregistered target drains
-GRACE = 1  # s a deleted pod keeps serving (terminationGracePeriodSeconds)
+# s a deleted pod keeps serving (terminationGracePeriodSeconds): the deregistration delay plus
+# time for the controller to see the pod terminating, generous for a loaded machine.
+GRACE = 3
 REPLICAS = 3
 A = "alb.ingress.kubernetes.io/"
 
