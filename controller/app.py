@@ -102,6 +102,7 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
     return ingress.Settings(
         cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id or "",
         ingress_class=config.ingress_class, default_scheme=config.default_load_balancer_scheme,
+        group_namespaces=config.ingress_group_namespaces,
         default_target_type=config.default_target_type,
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
         external_managed_tags=frozenset(config.external_managed_tags),
@@ -110,7 +111,9 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
+    """The cluster's name and VPC scope which target groups bindings may act on."""
     return targetgroupbinding.Settings(
+        cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
         requeue_duration=config.targetgroupbinding_requeue_duration,
@@ -136,7 +139,9 @@ def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Setti
                                     cert_dir=config.webhook_cert_dir,
                                     cert_name=config.webhook_cert_file,
                                     key_name=config.webhook_key_file),
-        tls=tls, ingress=ingress_settings(config, region=region).builder(),
+        tls=tls, ingress=ingress_settings(config, region=region),
+        scope=targetgroupbinding.Scope(cluster_name=config.cluster_name,
+                                       vpc_id=config.aws_vpc_id or ""),
         pod_readiness_gate_inject=config.enable_pod_readiness_gate_inject,
         service_mutator=config.enable_service_mutator_webhook,
         load_balancer_class=config.load_balancer_class)

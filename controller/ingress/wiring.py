@@ -1,6 +1,7 @@
 """Wiring of the Ingress controller into a Manager: its settings, the informers and indexes it
 reads, its watches (each kind mapped to the groups it concerns, through views that drop
-writes the model does not read), the queue's LOW lane, the deployer and the reconciler."""
+writes the model does not read), the referenced Secrets (watched by name while leading), the
+record of vanished members, the queue's LOW lane, the deployer and the reconciler."""
 
 from __future__ import annotations
 
@@ -12,14 +13,19 @@ from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
 from controller.deploy import DeployerSettings, StackDeployer
+from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
+from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.model import BuilderSettings
 from controller.ingress.reconciler import IngressReconciler
+from controller.ingress.secrets import ReferencedSecrets
+from controller.ingress.vanished import VanishedMembers
 from controller.ingress.watches import (
     BINDING_STACK_INDEX,
     SECRET_INDEX,
     SERVICE_INDEX,
+    SERVICE_SECRET_INDEX,
     GroupHandler,
     GroupMapper,
     GroupPriority,
@@ -31,9 +37,11 @@ from controller.ingress.watches import (
     ingress_view,
     labels_view,
     secret_view,
+    service_secret_index,
     service_view,
     spec_and_annotations,
 )
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
 from runtime.builder import ControllerBuilder, HandlerFactory
 from runtime.controller import Controller
@@ -41,7 +49,7 @@ from runtime.handlers import Enqueuer
 from runtime.manager import Manager
 from runtime.predicates import EventKind
 from runtime.reconcile import NORMAL, Request
-from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
+from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SERVICES
 
 CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
 
@@ -62,6 +70,8 @@ class Settings:
     lanes: LaneSettings = field(default_factory=LaneSettings)
     cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
     in_use_backoff: float = 0.2  # a target group still in use: first retry after this
+    # --ingress-group-namespaces: which namespaces a group may span (exclusions.py).
+    group_namespaces: GroupNamespaces = "params"
 
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster_name=self.cluster_name, region=self.region,
@@ -86,15 +96,14 @@ def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPri
     return normal
 
 
-def caches(manager: Manager) -> Caches:
-    """The manager's shared informer caches the pure stage reads, with the group indexes the
-    loader needs (the reconciler's, and admission's)."""
+def admission_caches(manager: Manager) -> Caches:
+    """What the validating webhook reads: the controller's informer caches, with the group
+    indexes the loader needs, and Secrets presumed present (`admission.PresumedSecrets`)."""
     ingresses = manager.informer(INGRESSES)
     ingresses.add_indexer(GROUP_INDEX, index_keys)
     ingresses.add_indexer(CLASS_INDEX, class_keys)
     return Caches(ingresses=ingresses.store, services=manager.informer(SERVICES).store,
-                  secrets=manager.informer(SECRETS).store,
-                  classes=manager.informer(INGRESSCLASSES).store,
+                  secrets=PresumedSecrets(), classes=manager.informer(INGRESSCLASSES).store,
                   params=manager.informer(INGRESSCLASSPARAMS).store,
                   namespaces=manager.informer(NAMESPACES).store)
 
@@ -102,26 +111,40 @@ def caches(manager: Manager) -> Caches:
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
     ingresses = manager.informer(INGRESSES)
     services = manager.informer(SERVICES)
-    secrets = manager.informer(SECRETS)
     classes = manager.informer(INGRESSCLASSES)
     params = manager.informer(INGRESSCLASSPARAMS)
     namespaces = manager.informer(NAMESPACES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
-    shared = caches(manager)
-    loader = GroupLoader(shared, ingress_class=settings.ingress_class)
+    secrets = ReferencedSecrets(manager.client, clock=manager.clock,
+                                settings=manager.options.informer_settings)
+    caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
+                    classes=classes.store, params=params.store, namespaces=namespaces.store)
+    loader = GroupLoader(caches, ingress_class=settings.ingress_class)
+    ingresses.add_indexer(GROUP_INDEX, index_keys)
+    ingresses.add_indexer(CLASS_INDEX, class_keys)
     ingresses.add_indexer(SERVICE_INDEX, ingress_service_index)
     ingresses.add_indexer(SECRET_INDEX, ingress_secret_index)
+    services.add_indexer(SERVICE_SECRET_INDEX, service_secret_index)
     bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
+    # On every replica: which Secrets are referenced, and which members vanished (a standby
+    # that takes over must know). The Secrets themselves are read only while leading.
+    ingresses.add_handler(secrets.ingress_events(services.store, ingress_service_index))
+    services.add_handler(secrets.service_events(ingresses.store, SERVICE_INDEX))
+    manager.add_leader_runnable(secrets.run)
+    vanished = VanishedMembers(registry=manager.registry)
+    ingresses.add_handler(vanished)
 
     deployer = StackDeployer(pool, DeployerSettings(cluster_name=settings.cluster_name,
                                                     in_use_backoff=settings.in_use_backoff),
                              clock=manager.clock)
     reconciler = IngressReconciler(
-        client=manager.client, caches=shared, bindings=bindings.store, loader=loader,
+        client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
         deployer=deployer, pool=pool, settings=settings.builder(),
         recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll)
-    groups = GroupMapper(loader, shared)
+        checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
+        group_namespaces=settings.group_namespaces, secrets=secrets, vanished=vanished)
+    groups = GroupMapper(loader, caches)
     prio = group_priority(settings.lanes, reconciler.priority)
 
     def handler(map_fn: MapFn, view: Relevant | None = None, *,
@@ -145,4 +168,4 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
             .complete(reconciler))
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "caches", "group_priority", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "admission_caches", "group_priority", "setup"]

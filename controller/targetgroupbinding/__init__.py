@@ -2,6 +2,7 @@
 what admission shares with the reconciler (defaults and checks, readiness-gate injection)."""
 
 from controller.targetgroupbinding.admission import BindingAdmission
+from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.injection import gates_for, with_gates
 from controller.targetgroupbinding.wiring import (
     CONTROLLER_NAME,
@@ -11,5 +12,5 @@ from controller.targetgroupbinding.wiring import (
     setup,
 )
 
-__all__ = ["CONTROLLER_NAME", "BindingAdmission", "Settings", "build_reconciler", "gates_for",
-           "pods_informer", "setup", "with_gates"]
+__all__ = ["CONTROLLER_NAME", "BindingAdmission", "Scope", "Settings", "build_reconciler",
+           "gates_for", "pods_informer", "setup", "with_gates"]

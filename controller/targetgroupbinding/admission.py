@@ -19,9 +19,15 @@ from typing import Any, Final
 from controller.apis import INGRESS_STACK_LABEL, INGRESS_STACK_NAME_LABEL, SERVICE_STACK_NAME_LABEL
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSClientPool
-from controller.targetgroupbinding.checks import SUPPORTED_TARGET_TYPES, check_target_group
+from controller.targetgroupbinding.checks import (
+    SUPPORTED_TARGET_TYPES,
+    Scope,
+    check_spec,
+    check_target_group,
+    check_target_type,
+)
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo, TargetGroups
-from runtime.objects import Obj, is_deleting, key_of, labels_of
+from runtime.objects import Obj, is_deleting, labels_of
 from runtime.store import Store
 
 # The spec fields a binding may gain but never change once set; (field, spec attribute).
@@ -48,9 +54,12 @@ def _managed(obj: Obj) -> bool:
 
 
 class BindingAdmission:
-    def __init__(self, pool: AWSClientPool, bindings: Store) -> None:
+    """`bindings`: the binding cache, with `controller.ownership.TARGET_GROUP_INDEX`."""
+
+    def __init__(self, pool: AWSClientPool, bindings: Store, scope: Scope) -> None:
         self._pool = pool
         self._bindings = bindings
+        self._scope = scope
 
     async def _target_group(self, spec: TargetGroupBindingSpec) -> TargetGroupInfo:
         return await TargetGroups(self._pool).resolve(arn=spec.target_group_arn,
@@ -87,15 +96,15 @@ class BindingAdmission:
         if is_deleting(tgb) or (old is not None and _spec_of(old) == _spec_of(tgb)):
             return []
         spec = parse_spec(tgb)
+        check_spec(spec)
         if spec.node_selector is not None and spec.target_type == "ip":
             raise InvalidSpec("TargetGroupBinding cannot set nodeSelector when targetType is ip")
-        look = old is None
-        if old is not None:
-            look = self._check_immutable(tgb, spec, old)
-        if look:
-            check_target_group(spec, await self._target_group(spec))
-        if old is None:
-            self._check_unique(tgb, spec)
+        if old is None or self._check_immutable(tgb, spec, old):
+            # What the reconciler checks before registering (ownership: VPC, cluster,
+            # namespace, other bindings; IP family; target type), with its own functions.
+            tg = await self._target_group(spec)
+            check_target_group(tgb, spec, tg, scope=self._scope, bindings=self._bindings)
+            check_target_type(spec, tg)
         return []
 
     def _check_immutable(self, tgb: Obj, spec: TargetGroupBindingSpec, old: Obj) -> bool:
@@ -120,25 +129,6 @@ class BindingAdmission:
             raise InvalidSpec("TargetGroupBinding update may not change these fields: "
                               + ",".join(changed))
         return gained
-
-    def _check_unique(self, tgb: Obj, spec: TargetGroupBindingSpec) -> None:
-        """One binding per target group, unless every binding of it shares it on purpose."""
-        key = key_of(tgb)
-        for other in self._bindings.list():
-            if key_of(other) == key or is_deleting(other):
-                continue
-            theirs = _spec_of(other)
-            same = ((spec.target_group_arn
-                     and theirs.get("targetGroupARN") == spec.target_group_arn)
-                    or (spec.target_group_name and not theirs.get("targetGroupARN")
-                        and theirs.get("targetGroupName") == spec.target_group_name))
-            if not same:
-                continue
-            if spec.multi_cluster_target_group and theirs.get("multiClusterTargetGroup") is True:
-                continue
-            shown = spec.target_group_arn or spec.target_group_name
-            raise InvalidSpec(f"TargetGroup {shown} is already bound to TargetGroupBinding "
-                              f"{key_of(other)}")
 
 
 __all__ = ["BINDING_PROTOCOLS", "IMMUTABLE_FIELDS", "BindingAdmission"]

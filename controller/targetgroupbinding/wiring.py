@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
+from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.pods import (
     GATE_INDEX,
@@ -49,6 +51,11 @@ CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
+    """`cluster_name` and `vpc_id`: target groups tagged for another cluster are refused, and
+    so are those outside this VPC unless a binding names theirs in `vpcID`."""
+
+    cluster_name: str
+    vpc_id: str
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
     # --targetgroupbinding-requeue-duration: how soon a binding whose pods wait for their
@@ -74,28 +81,27 @@ def pods_informer(manager: Manager) -> SharedInformer:
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool,
-                     settings: Settings | None = None) -> TargetGroupBindingReconciler:
+                     settings: Settings) -> TargetGroupBindingReconciler:
     """The reconciler on the manager's shared informers (and their indexes), without a
     controller: `setup` runs it on a queue; benchmarks call it directly."""
-    settings = settings or Settings()
     bindings = manager.informer(TARGETGROUPBINDINGS)
     slices = manager.informer(ENDPOINTSLICES)
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
         services=manager.informer(SERVICES).store, slices=slices.store,
         nodes=manager.informer(NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock),
-        tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints, pods=pods_informer(manager).store,
-        requeue_duration=settings.requeue_duration)
+        tracker=TargetTracker(manager.client), recorder=manager.recorder,
+        scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
+        clock=manager.clock, checkpoints=settings.lanes.checkpoints,
+        pods=pods_informer(manager).store, requeue_duration=settings.requeue_duration)
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = None
-          ) -> Controller:
-    settings = settings or Settings()
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
     reconciler = build_reconciler(manager, pool=pool, settings=settings)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     return (ControllerBuilder(manager, CONTROLLER_NAME)

@@ -21,6 +21,7 @@ import structlog
 from controller import ingress
 from controller.aws import AWSError
 from controller.errors import InvalidInput
+from controller.ingress.exclusions import GroupNamespaces
 from controller.targetgroupbinding import BindingAdmission, gates_for, with_gates
 from runtime.informer import SharedInformer
 from runtime.objects import Obj, dig
@@ -124,6 +125,7 @@ class IngressValidator:
     caches: ingress.Caches
     informers: tuple[SharedInformer, ...]
     settings: ingress.BuilderSettings
+    policy: GroupNamespaces = "params"  # --ingress-group-namespaces
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
@@ -131,7 +133,7 @@ class IngressValidator:
         await _synced(self.informers)
         try:
             warnings = ingress.admit(_object(request), _old(request), self.caches,
-                                     self.settings)
+                                     self.settings, policy=self.policy)
         except InvalidInput as exc:
             return _denial(exc)
         return allowed(warnings=warnings)

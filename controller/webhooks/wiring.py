@@ -9,7 +9,8 @@ from controller import ingress
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
-from controller.targetgroupbinding import BindingAdmission
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
+from controller.targetgroupbinding import BindingAdmission, Scope
 from controller.webhooks.handlers import (
     MUTATE_POD,
     MUTATE_SERVICE,
@@ -44,7 +45,10 @@ from runtime.webhook import (
 class Settings:
     server: WebhookServerOptions
     tls: SelfManagedTLS | None  # None: serve the files in server.cert_dir as they change
-    ingress: ingress.BuilderSettings
+    # Whose target groups bindings may use (the TargetGroupBinding controller's scope) and how
+    # Ingresses are read (the Ingress controller's settings).
+    scope: Scope
+    ingress: ingress.Settings
     pod_readiness_gate_inject: bool = True  # --enable-pod-readiness-gate-inject
     service_mutator: bool = False  # --enable-service-mutator-webhook
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
@@ -57,8 +61,9 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
                     if settings.tls is not None else None)
     server = WebhookServer(settings.server, registry=manager.registry, certificates=certificates)
     bindings = manager.informer(TARGETGROUPBINDINGS)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     services = manager.informer(SERVICES)
-    admission = BindingAdmission(pool, bindings.store)
+    admission = BindingAdmission(pool, bindings.store, settings.scope)
     server.register(MUTATE_POD, PodReadinessGateMutator(
         bindings, services, enabled=settings.pod_readiness_gate_inject))
     server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
@@ -66,7 +71,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     ingress_informers = tuple(manager.informer(r) for r in (
         INGRESSES, SERVICES, SECRETS, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
     server.register(VALIDATE_INGRESS, IngressValidator(
-        ingress.caches(manager), ingress_informers, settings.ingress))
+        ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
+        settings.ingress.group_namespaces))
     server.register(VALIDATE_INGRESSCLASSPARAMS, IngressClassParamsValidator())
     # Registered even when off, so that a configuration that still names it answers "allowed"
     # instead of a failed call.

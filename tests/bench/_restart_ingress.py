@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -111,7 +112,8 @@ class IngressBench(restart.Bench):
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        targetgroupbinding.setup(manager, pool=pool, settings=mode.tgb)
+        targetgroupbinding.setup(manager, pool=pool,
+                                 settings=dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id))
         ingress_controller.setup(manager, pool=pool,
                                  settings=self.ingress_settings(**mode.ingress))
         return restart.Run(manager, asyncio.create_task(manager.run()), client, pool,

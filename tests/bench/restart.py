@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import json
 import socket
@@ -191,7 +192,8 @@ def split_lanes(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def tgb_settings(**values: Any) -> tgb_controller.Settings:
-    return tgb_controller.Settings(**split_lanes(values))
+    """The VPC is the seeded one's, filled in when a run starts."""
+    return tgb_controller.Settings(cluster_name=CLUSTER, vpc_id="", **split_lanes(values))
 
 
 MODES = (
@@ -268,7 +270,8 @@ class Bench:
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        tgb_controller.setup(manager, pool=pool, settings=mode.tgb)
+        tgb_controller.setup(manager, pool=pool,
+                             settings=dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id))
         service_controller.setup(manager, pool=pool,
                                  settings=self.service_settings(**mode.service))
         return Run(manager, asyncio.create_task(manager.run()), client, pool, pool_registry)

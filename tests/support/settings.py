@@ -40,7 +40,10 @@ def ingress_settings(seed: AwsSeed, **overrides: Any) -> ingress_controller.Sett
     return ingress_controller.Settings(**values)
 
 
-def tgb_settings(**overrides: Any) -> tgb_controller.Settings:
-    """The TargetGroupBinding controller's own defaults, with these overrides."""
+def tgb_settings(seed: AwsSeed, **overrides: Any) -> tgb_controller.Settings:
+    """The TargetGroupBinding controller for the seeded cluster and VPC, otherwise its own
+    defaults, with these overrides."""
     _lanes(overrides)
-    return tgb_controller.Settings(**overrides)
+    values: dict[str, Any] = {"cluster_name": seed.cluster_name, "vpc_id": seed.vpc_id,
+                              **overrides}
+    return tgb_controller.Settings(**values)

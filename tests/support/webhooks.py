@@ -26,6 +26,7 @@ from controller.defaults import (
     DEFAULT_WEBHOOK_SERVICE_NAME,
 )
 from controller.standins import AwsSeed
+from controller.targetgroupbinding import Scope
 from runtime.errors import AlreadyExists, NotFound
 from runtime.manager import Manager
 from runtime.objects import Obj
@@ -64,7 +65,8 @@ def webhook_settings(seed: AwsSeed, cert_dir: Path, **overrides: Any) -> webhook
     settings = webhooks.Settings(
         server=WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(cert_dir),
                                     cert_poll_interval=0.05),
-        tls=tls, ingress=ingress_settings(seed).builder())
+        tls=tls, ingress=ingress_settings(seed),
+        scope=Scope(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id))
     return dataclasses.replace(settings, **overrides)
 
 

@@ -21,17 +21,15 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller import targetgroupbinding, webhooks
 from controller.apis import READINESS_GATE_INJECT_LABEL, READINESS_GATE_INJECT_VALUE
+from controller.app import setup_controllers
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ControllerConfig, parse_config
 from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_LEADER_ELECTION_ID
-from controller.ingress import BuilderSettings
 from controller.webhooks import handlers
 from runtime.client import KubeClient
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.manager import Manager, ManagerOptions
-from runtime.webhook import WebhookServerOptions
 from tests.support.kubectl import Kubectl
 from tests.support.paths import MANIFESTS
 
@@ -476,8 +474,8 @@ _DOCUMENTED_PREFIXES = ("controller_runtime_", "workqueue_", "rest_client_", "le
 
 @pytest.fixture
 async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
-    """Family name -> type, of what `aiolbc run` registers (Manager, leader election, TGB
-    controller, webhook server, Kubernetes client, AWS pool), collected without starting
+    """Family name -> type, of what `aiolbc run` registers (Manager, leader election, every
+    controller, the webhook server, Kubernetes client, AWS pool), collected without starting
     anything."""
     registry = CollectorRegistry()
     settings = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
@@ -486,10 +484,11 @@ async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
             AWSClientPool(settings, registry=registry) as pool:
         manager = Manager(client, options=ManagerOptions(leader_election=True),
                           registry=registry)
-        targetgroupbinding.setup(manager, pool=pool)
-        webhooks.setup(manager, pool=pool, settings=webhooks.Settings(
-            server=WebhookServerOptions(port=0), tls=None, ingress=BuilderSettings(
-                cluster_name="c", region="us-west-2", vpc_id="vpc-1")))
+        # As `aiolbc run` sets it up, the webhook server included (on any free port).
+        setup_controllers(manager, pool, parse_config([
+            "--cluster-name", "unused", "--aws-region", "us-west-2",
+            "--aws-vpc-id", "vpc-0123456789abcdef0", "--webhook-tls-mode", "files",
+            "--webhook-bind-host", "127.0.0.1"]))
         return {family.name: family.type for family in registry.collect()}
 
 

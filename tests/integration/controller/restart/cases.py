@@ -372,8 +372,13 @@ def binding_cases() -> list[Case]:
                 two_ports=True),
         binding("nodeSelector", {"nodeSelector": {"matchLabels": {"pool": "a"}}},
                 target_group="instance", base={"targetType": "instance"}),
-        # An IPv4 target group: the new family disagrees with it, reported as bad input.
+        # Refused (the target groups are IPv4): the change shows as a Warning, and the targets
+        # stay where they are.
         binding("ipAddressType", {"ipAddressType": "ipv6"}, observe=warnings),
+        binding("vpcID", {"vpcID": "vpc-0123456789abcdef0"}, observe=warnings),
+        binding("iamRoleArnToAssume",
+                {"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/elsewhere"},
+                observe=warnings),
         binding("multiClusterTargetGroup", {"multiClusterTargetGroup": True},
                 observe=_tracking_configmap),
     ]
@@ -496,10 +501,7 @@ NOT_DEPLOYED: dict[str, str] = {
     ALB + "inbound-cidrs": "recorded in the model; applied by managed security groups, which "
                            "the controller does not create yet",
     "params:inboundCIDRs": "as the inbound-cidrs annotation",
-    "tgb:vpcID": "checked against the target group's VPC (a mismatch is bad input); a value "
-                 "that matches changes nothing in AWS",
     "tgb:networking": "ignored with a Warning Event: binding networking is not implemented",
-    "tgb:iamRoleArnToAssume": "parsed, not acted on: the controller's own credentials are used",
 }
 
 
@@ -511,6 +513,11 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--kubeconfig": "which API server the controller talks to",
     "--watch-namespace": "which objects are seen at all; objects outside it keep their "
                          "resources, untouched",
+    "--ingress-group-namespaces": "which Ingresses are members of a group: what is deployed "
+                                  "follows from the members (a change of policy is a change "
+                                  "of membership, the o-group-leave case), and every policy "
+                                  "admits the same members in the one namespace these "
+                                  "cases use",
     "--aws-api-throttle": "how fast AWS is called, not what is deployed",
     "--aws-api-endpoints": "where AWS calls go (the region decides what is deployed where)",
     "--aws-endpoint-url": "where AWS calls go (the region decides what is deployed where)",

@@ -51,7 +51,7 @@ async def test_a_gated_pod_is_registered_and_its_gate_follows_target_health(
     await cluster.create(ENDPOINTSLICES, objects.endpoint_slice(
         "web", endpoints=endpoints))
     await cluster.binding("web", service="web", arn=arn)
-    await cluster.start(targetgroupbinding=tgb_settings(requeue_duration=0.05))
+    await cluster.start(targetgroupbinding=tgb_settings(cluster.seed, requeue_duration=0.05))
 
     # Registered although not ready: only its gate keeps it back. web-c is not ready at all.
     async def registered() -> bool:

@@ -80,7 +80,7 @@ async def test_a_rolling_update_keeps_a_healthy_target_only_with_readiness_gates
     await cluster.create(SERVICES, nlb)
     await cluster.ingress("web", {A + "target-type": "ip"}, backend="web")
     await cluster.start(on_setup=hooks.setup,
-                        targetgroupbinding=tgb_settings(requeue_duration=0.05))
+                        targetgroupbinding=tgb_settings(cluster.seed, requeue_duration=0.05))
     await hooks.install()
 
     async def managed() -> dict[str, str] | None:

@@ -11,7 +11,7 @@ import pytest
 from controller.apis import LEGACY_TARGET_HEALTH_CONDITION_PREFIX, target_health_condition
 from controller.apis.targetgroupbinding import InvalidSpec, parse_spec
 from controller.targetgroupbinding import gates_for, with_gates
-from controller.targetgroupbinding.checks import check_target_group
+from controller.targetgroupbinding.checks import check_target_type
 from controller.targetgroupbinding.pods import (
     bindings_of_pod,
     gate_index,
@@ -184,35 +184,25 @@ def test_with_gates_adds_once_and_drops_the_legacy_ones() -> None:
     assert with_gates(updated, [GATE]) is updated
 
 
-# ---- what a binding must share with its target group --------------------------------------------
+# ---- the target type a binding must share with its target group --------------------------------
 
 TG = TargetGroupInfo(arn="arn:aws:elasticloadbalancing:us-west-2:1:targetgroup/web/1",
                      name="web", target_type="ip", vpc_id="vpc-1", ip_address_type="ipv4",
                      port=80, protocol="HTTP")
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"targetType": "instance"}, "targetType instance does not match target group web of "
-                                 "type ip"),
-    ({"ipAddressType": "ipv6"}, "ipAddressType ipv6 does not match target group web of IP "
-                                "address type ipv4"),
-    ({"vpcID": "vpc-2"}, "vpcID vpc-2 does not match target group web in VPC vpc-1"),
-])
-def test_disagreements_with_the_target_group(extra: dict[str, str], message: str) -> None:
-    spec = parse_spec(target_group_binding("web", service="web", arn=TG.arn, target_type=None,
-                                           extra=extra))
-    with pytest.raises(InvalidSpec, match=message):
-        check_target_group(spec, TG)
-
-
-def test_an_unset_target_type_is_the_target_groups() -> None:
-    spec = parse_spec(target_group_binding("web", service="web", arn=TG.arn, target_type=None,
-                                           extra={"vpcID": "vpc-1"}))
-    assert check_target_group(spec, TG) == "ip"
+def test_a_target_type_is_the_target_groups_or_refused() -> None:
+    unset = parse_spec(target_group_binding("web", service="web", arn=TG.arn, target_type=None))
+    assert check_target_type(unset, TG) == "ip"
+    other = parse_spec(target_group_binding("web", service="web", arn=TG.arn,
+                                            target_type="instance"))
+    with pytest.raises(InvalidSpec, match="targetType instance does not match target group "
+                                          "web of type ip"):
+        check_target_type(other, TG)
     lambda_tg = TargetGroupInfo(arn="arn:l", name="fn", target_type="lambda", vpc_id="",
                                 ip_address_type="", port=None)
     with pytest.raises(InvalidSpec, match="target group fn has unsupported target type lambda"):
-        check_target_group(spec, lambda_tg)
+        check_target_type(unset, lambda_tg)
 
 
 # ---- requeues while gates wait ----------------------------------------------------------------
