@@ -4,9 +4,8 @@ may act on (`controller.ownership`: VPC, cluster, namespace, other bindings), an
 and a target type that match the target group's. Each refusal is `InvalidInput` with its own
 condition reason: a Warning Event and `Ready=False`, and nothing changes in AWS. Admission
 (`admission.py`) makes the same checks with these same functions when the binding is written,
-so a denial says what the Event would. The target group a binding
-recorded as registered into passes the same ownership checks before anything is deregistered
-from it."""
+so a denial says what the Event would. The target group a binding recorded as registered
+into passes the same ownership checks before anything is deregistered from it."""
 
 from __future__ import annotations
 

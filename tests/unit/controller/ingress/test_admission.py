@@ -1,5 +1,7 @@
 """Admission of Ingress and IngressClassParams writes (`controller.ingress.admit`): decided by
-the group's own build, so a denial is the text of the Warning Event a reconcile would write."""
+settling the group as a reconcile would, so a denial is the text of the Warning Event the
+reconcile would write (`ExcludedFromGroup` for a member left out, `FailedBuildModel` for a
+group that cannot be built)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import pytest
 from controller.errors import InvalidInput
 from controller.ingress import admit, admit_params, build_group
 from controller.ingress.caches import Caches
-from runtime.objects import Obj
+from controller.ingress.exclusions import settle
+from runtime.objects import Obj, key_of
 from runtime.reconcile import Request
 from tests.support.objects import (
     backend_service,
@@ -16,24 +19,36 @@ from tests.support.objects import (
     ingress,
     ingress_class,
     ingress_path,
-    secret,
+    with_hostname,
 )
 from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
 
 A = "alb.ingress.kubernetes.io/"
+GROUP = {A + "group.name": "shop"}
+SHOP = Request("", "shop")
 
 
-def _event_text(c: Caches, request: Request) -> str:
-    """What the reconciler would write in its Warning Event for this group."""
-    with pytest.raises(InvalidInput) as info:
-        build_group(loader(c).load(request), c, SETTINGS)
-    return str(info.value)
+def events(c: Caches, request: Request) -> dict[str, str]:
+    """The Warning Event text a reconcile of the group would write, by Ingress."""
+    settled = settle(loader(c).load(request), caches=c, policy="params",
+                     build=lambda g: build_group(g, c, SETTINGS))
+    found = {key_of(ing): f"not part of group {request.key}: {reason}"
+             for ing, reason in settled.group.excluded}
+    if settled.group.held is not None:
+        found.update({m.key: settled.group.held for m in settled.group.members})
+    return found
 
 
-def _denial(ing: Obj, c: Caches, old: Obj | None = None) -> str:
+def denial(ing: Obj, c: Caches, old: Obj | None = None) -> str:
     with pytest.raises(InvalidInput) as info:
         admit(ing, old, c, SETTINGS)
     return str(info.value)
+
+
+def established(ing: Obj) -> Obj:
+    """`ing` as a member the group was deployed with: its finalizer and the hostname."""
+    ing["metadata"]["finalizers"] = ["group.ingress.k8s.aws/shop"]
+    return with_hostname(ing)
 
 
 @pytest.mark.parametrize("annotations", [
@@ -47,10 +62,9 @@ def _denial(ing: Obj, c: Caches, old: Obj | None = None) -> str:
 ])
 def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
     bad = ingress("web", annotations=annotations)
-    c = caches(ingress_class(), backend_service("web"), bad)
-    request = (Request("default", "web") if A + "group.name" in annotations
-               else loader(c).groups_of(bad)[0])
-    assert _denial(bad, c) == _event_text(c, request)
+    before = caches(ingress_class(), backend_service("web"))
+    after = caches(ingress_class(), backend_service("web"), bad)
+    assert denial(bad, before) == events(after, loader(after).groups_of(bad)[0])["default/web"]
 
 
 def test_ingresses_of_other_classes_are_not_looked_at() -> None:
@@ -59,25 +73,10 @@ def test_ingresses_of_other_classes_are_not_looked_at() -> None:
 
 
 def test_objects_that_may_come_later_are_warnings() -> None:
-    oidc = {A + "auth-type": "oidc", A + "listen-ports": '[{"HTTPS": 443}]',
-            A + "certificate-arn": "arn:aws:acm:us-west-2:123456789012:certificate/abc",
-            A + "auth-idp-oidc": '{"issuer": "https://idp.example.com", "authorizationEndpoint":'
-                                 ' "https://idp.example.com/auth", "tokenEndpoint": '
-                                 '"https://idp.example.com/token", "userInfoEndpoint": '
-                                 '"https://idp.example.com/userinfo", "secretName": "oidc"}'}
-    without_service = ingress("web")
-    assert admit(without_service, None, caches(ingress_class()), SETTINGS) == [
+    assert admit(ingress("web"), None, caches(ingress_class()), SETTINGS) == [
         "Ingress default/web: backend Service default/web not found"]
-    without_secret = ingress("web", annotations=oidc)
-    [warning] = admit(without_secret, None, caches(ingress_class(), backend_service("web")),
-                      SETTINGS)
-    assert "OIDC Secret default/oidc not found" in warning
-    with_secret = caches(ingress_class(), backend_service("web"),
-                         secret("oidc", {"clientID": "i", "clientSecret": "s"}))
-    assert admit(without_secret, None, with_secret, SETTINGS) == []
-    # The class's parameters, too.
-    c = caches(ingress_class("alb", params="missing"), backend_service("web"))
-    [warning] = admit(ingress("web"), None, c, SETTINGS)
+    [warning] = admit(ingress("web"), None, caches(ingress_class("alb", params="missing"),
+                                                   backend_service("web")), SETTINGS)
     assert "IngressClassParams missing not found" in warning
 
 
@@ -91,25 +90,36 @@ def test_an_update_the_model_does_not_read_is_admitted_even_when_broken() -> Non
     being_deleted = ingress("web", annotations={A + "scheme": "public"})
     being_deleted["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     assert admit(being_deleted, broken, c, SETTINGS) == []
-    # A change that still leaves it broken is checked like a new one.
-    changed = ingress("web", annotations={A + "scheme": "public", A + "tags": "a=b"})
-    assert "scheme" in _denial(changed, c, broken)
 
 
-def test_a_conflict_within_the_group_is_denied_only_to_the_write_that_makes_it() -> None:
-    group = {A + "group.name": "shop"}
-    first = ingress("a", annotations={**group, A + "scheme": "internal"},
-                    paths=[ingress_path("/a")])
+def test_a_newcomer_that_conflicts_with_its_group_is_denied_as_it_would_be_left_out() -> None:
+    first = established(ingress("a", annotations={**GROUP, A + "scheme": "internal"},
+                                paths=[ingress_path("/a")]))
     c = caches(ingress_class(), backend_service("web"), first)
-    second = ingress("b", annotations={**group, A + "scheme": "internet-facing"},
+    second = ingress("b", annotations={**GROUP, A + "scheme": "internet-facing"},
                      paths=[ingress_path("/b")])
-    text = _denial(second, c)
+    text = denial(second, c)
+    assert text.startswith("not part of group shop: annotation ")
     assert "scheme conflicts within the group" in text
     c.ingresses.upsert(second)  # admitted anyway (say, before the webhook existed)
-    assert text == _event_text(c, Request("", "shop"))
-    # Now the group is broken: an unrelated edit of a member is admitted, with the warning.
-    third = ingress("c", annotations=group, paths=[ingress_path("/c")])
-    assert admit(third, None, c, SETTINGS) == [text]
+    assert events(c, SHOP)["default/b"] == text
+    # The rest of the group deploys, so an unrelated member's edit is no business of b's.
+    third = ingress("c", annotations=GROUP, paths=[ingress_path("/c")])
+    assert admit(third, None, c, SETTINGS) == []
+
+
+def test_a_group_held_by_its_own_member_is_denied_only_to_the_write_that_holds_it() -> None:
+    first = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a")]))
+    c = caches(ingress_class(), backend_service("web"), first)
+    broken = established(ingress("a", annotations={**GROUP, A + "scheme": "public"},
+                                 paths=[ingress_path("/a")]))
+    text = denial(broken, c, first)
+    assert text.startswith("Ingress default/a: annotation alb.ingress.kubernetes.io/scheme")
+    c.ingresses.upsert(broken)
+    assert events(c, SHOP)["default/a"] == text
+    # Held already: another member's write is admitted, with the reason as a warning.
+    newcomer = ingress("b", annotations=GROUP, paths=[ingress_path("/b")])
+    assert admit(newcomer, None, c, SETTINGS) == [text]
 
 
 def test_class_parameters_are_checked_as_ingresses_of_the_class_read_them() -> None:
@@ -117,7 +127,8 @@ def test_class_parameters_are_checked_as_ingresses_of_the_class_read_them() -> N
     c = caches(ingress_class("alb", params="p"), backend_service("web"), bad, ingress("web"))
     with pytest.raises(InvalidInput) as info:
         admit_params(bad)
-    assert f"Ingress default/web: {info.value}" == _event_text(c, Request("default", "web"))
+    assert events(c, Request("default", "web"))["default/web"] == \
+        f"not part of group default/web: {info.value}"
     both = class_params("p", {"subnets": {"ids": ["subnet-1"], "tags": {"k": ["v"]}}})
     with pytest.raises(InvalidInput, match="give either ids or tags, not both"):
         admit_params(both)
