@@ -30,7 +30,6 @@ from runtime.resources import (
     INGRESSCLASSES,
     INGRESSES,
     NAMESPACES,
-    SECRETS,
     SERVICES,
 )
 from runtime.webhook import (
@@ -69,7 +68,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
     server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(admission, bindings))
     ingress_informers = tuple(manager.informer(r) for r in (
-        INGRESSES, SERVICES, SECRETS, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
+        INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
     server.register(VALIDATE_INGRESS, IngressValidator(
         ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
         settings.ingress.group_namespaces))

@@ -446,7 +446,12 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         requests = requests_of(c.server.request_log, CONTROLLER_USER)
         secret_requests = {(a.verb, a.namespace, a.name) for a in requests
                            if a.resource == "secrets"}
-        assert secret_requests == {("list", WORKLOADS, "oidc"), ("watch", WORKLOADS, "oidc")}
+        # The referenced OIDC Secret by name; the webhook certificate's own Secret by name
+        # (its create cannot name it).
+        assert secret_requests == {
+            ("list", WORKLOADS, "oidc"), ("watch", WORKLOADS, "oidc"),
+            ("get", NAMESPACE, DEFAULT_WEBHOOK_SECRET_NAME),
+            ("update", NAMESPACE, DEFAULT_WEBHOOK_SECRET_NAME), ("create", NAMESPACE, "")}
         result = account(grants(docs), requests, baseline_rules(CONTROLLER_USER))
         print(result.describe())
         assert result.refused == []
