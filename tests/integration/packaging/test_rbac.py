@@ -418,7 +418,8 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy,
         aws_inspector: AwsInspector, no_retry_backoff: None, tmp_path: Path) -> None:
     docs = rbac_documents()
-    config = controller_config(aws_seed, aws_proxy, webhooks=tmp_path / "certs")
+    # Steady leases: the run tests what is granted, and a loaded machine must not end it.
+    config = controller_config(aws_seed, aws_proxy, *STEADY_LEASE, webhooks=tmp_path / "certs")
     async with installation(docs, seed=aws_seed, pool=aws_pool, aws=aws_inspector,
                             tmp_path=tmp_path) as (c, controller):
         await webhook_configurations(c)
