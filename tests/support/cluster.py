@@ -182,19 +182,25 @@ class Cluster:
             return 0.0
         return sum(self.reconciles(c.name) for c in self.manager.controllers)
 
-    async def settled(self, quiet: float = 0.4) -> None:
-        """Wait until no controller has had anything to do for `quiet` seconds."""
+    async def settled(self, quiet: float = 0.4, *, timeout: float = 90.0) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds; fail, naming
+        what kept them busy, after `timeout`."""
         assert self.manager is not None
         loop = asyncio.get_running_loop()
         last, since = self._all_reconciles(), loop.time()
+        deadline = since + timeout
         while True:
             await asyncio.sleep(0.05)
-            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            busy = [f"{c.name}: {len(c.queue)} queued, {c.queue.in_flight} in flight"
+                    for c in self.manager.controllers if len(c.queue) or c.queue.in_flight]
             now = loop.time()
             if busy or self._all_reconciles() != last:
                 last, since = self._all_reconciles(), now
             elif now - since >= quiet:
                 return
+            if now > deadline:
+                raise AssertionError(f"the controllers did not settle within {timeout:g}s: "
+                                     + ("; ".join(busy) or "still reconciling"))
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
              vpc_id: str | None = None) -> list[str]:
