@@ -29,7 +29,10 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
             raise DeployError(f"load balancer {lb.name}: {key} is {current.get(key)} in AWS but "
                               f"{want} in the model, and cannot be changed in place")
     have_sgs = set(current.get("SecurityGroups") or [])
-    if (lb.security_groups or have_sgs) and have_sgs != set(lb.security_groups):
+    # A model naming no security group does not say the load balancer should have none: an
+    # adopted one keeps the groups it carries (upstream's managed and backend groups among
+    # them); setting an empty list would drop them.
+    if lb.security_groups and have_sgs != set(lb.security_groups):
         if lb.type == "network" and not have_sgs:
             raise DeployError(f"load balancer {lb.name}: security groups cannot be added to a "
                               "network load balancer created without them")

@@ -39,7 +39,7 @@ from controller.model import (
     TargetGroup,
     TargetGroupBindingResource,
     WeightedTargetGroup,
-    target_group_name,
+    ingress_target_group_name,
 )
 from runtime.objects import Obj, meta
 
@@ -95,13 +95,12 @@ class Backends:
         else:
             target = svc_port.get("targetPort", svc_port.get("port"))
             tg_port = target if isinstance(target, int) else 1
-        name = target_group_name(
-            self.cluster_name, stack_id=self.stack_id, service_namespace=namespace,
-            service_name=service_name, service_uid=str(meta(svc).get("uid") or ""),
-            service_port=str(port), target_port=str(tg_port),
-            target_type=settings.target_type, protocol=settings.protocol,
-            protocol_version=settings.protocol_version or "",
-            ingress_namespace=namespace, ingress_name=ing_name)
+        name = ingress_target_group_name(
+            self.cluster_name, group_id=self.stack_id, ingress_namespace=namespace,
+            ingress_name=ing_name, service_namespace=namespace, service_name=service_name,
+            service_uid=str(meta(svc).get("uid") or ""), service_port=port,
+            target_port=tg_port, target_type=settings.target_type,
+            protocol=settings.protocol, protocol_version=settings.protocol_version)
         try:
             tg = TargetGroup(
                 name=name, protocol=settings.protocol,

@@ -40,9 +40,10 @@ from controller.model.loadbalancer import (
     SubnetSelector,
 )
 from controller.model.naming import (
+    ingress_target_group_name,
     load_balancer_name,
     service_load_balancer_name,
-    target_group_name,
+    service_target_group_name,
 )
 from controller.model.stack import (
     InvalidStack,
@@ -111,7 +112,8 @@ __all__ = [
     "checkpoint_digest",
     "describe_validation_error",
     "digest",
+    "ingress_target_group_name",
     "load_balancer_name",
     "service_load_balancer_name",
-    "target_group_name",
+    "service_target_group_name",
 ]

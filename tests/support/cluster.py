@@ -182,9 +182,9 @@ class Cluster:
             return 0.0
         return sum(self.reconciles(c.name) for c in self.manager.controllers)
 
-    async def settled(self, quiet: float = 0.4, *, timeout: float = 90.0) -> None:
+    async def settled(self, quiet: float = 0.4, *, timeout: float = 120.0) -> None:
         """Wait until no controller has had anything to do for `quiet` seconds; fail, naming
-        what kept them busy, after `timeout`."""
+        what kept them busy, after `timeout` (rather than hang the suite)."""
         assert self.manager is not None
         loop = asyncio.get_running_loop()
         last, since = self._all_reconciles(), loop.time()
@@ -203,13 +203,15 @@ class Cluster:
                                      + ("; ".join(busy) or "still reconciling"))
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
-             vpc_id: str | None = None) -> list[str]:
-        """`aiolbc run` flags for this cluster, straight to moto, without leader election or
-        HTTP servers; `flags` last."""
+             vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
+        """`aiolbc run` flags for this cluster, straight to moto (through the fault proxy, so
+        that `aws_proxy.log` holds its calls, with `through_proxy`), without leader election
+        or HTTP servers; `flags` last."""
         assert self.kubeconfig is not None, "this cluster has no kubeconfig to run with"
+        endpoint = (self.pool if through_proxy else self.aws.pool).settings.endpoint_url
         return [*self._flags(cluster=cluster, region=region, vpc_id=vpc_id),
                 "--kubeconfig", str(self.kubeconfig),
-                "--aws-endpoint-url", str(self.aws.pool.settings.endpoint_url), *flags]
+                "--aws-endpoint-url", str(endpoint), *flags]
 
     def _flags(self, *, cluster: str | None = None, region: str | None = None,
                vpc_id: str | None = None) -> list[str]:
@@ -220,9 +222,11 @@ class Cluster:
                 "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0",
                 "--webhook-bind-port", "0"]
 
-    async def run(self, *flags: str, **where: str) -> ControllerRun:
-        """Start `aiolbc run` with `argv(*flags, **where)`."""
-        return await ControllerRun(self.argv(*flags, **where)).start()
+    async def run(self, *flags: str, through_proxy: bool = False,
+                  **where: str) -> ControllerRun:
+        """Start `aiolbc run` with `argv(*flags, through_proxy=..., **where)`."""
+        return await ControllerRun(self.argv(*flags, through_proxy=through_proxy,
+                                             **where)).start()
 
     # ---- reading and writing objects --------------------------------------------------------
 

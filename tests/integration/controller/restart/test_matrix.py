@@ -214,7 +214,9 @@ FLAG_RUNS: list[FlagRun] = [
     FlagRun({"--default-tags": "team=a"}, ("f-svc", "f-ing")),
     FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
     FlagRun({"--default-target-type": "ip"}, ("f-svc", "f-ing")),
-    FlagRun({"--default-load-balancer-scheme": "internet-facing"}, ("f-svc", "f-ing")),
+    # A Service without a scheme annotation keeps its existing load balancer's scheme
+    # (upstream's rule); the default is for new ones.
+    FlagRun({"--default-load-balancer-scheme": "internet-facing"}, ("f-ing",)),
     FlagRun({"--external-managed-tags": ""}, ("f-svc", "f-ing")),
     FlagRun({"--aws-vpc-id": "{vpc2}"}, ("f-plain", "f-plain-ing")),
     FlagRun({"--aws-region": "eu-west-1", "--aws-vpc-id": "{vpc3}"},

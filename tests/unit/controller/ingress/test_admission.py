@@ -67,6 +67,16 @@ def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, 
     assert denial(bad, before) == events(after, loader(after).groups_of(bad)[0])["default/web"]
 
 
+@pytest.mark.parametrize("name", ["a..b", "team.-web"])
+def test_group_names_follow_the_reconcilers_rule(name: str) -> None:
+    """Upstream's rule, as the reconciler reads it: these are groups, so admission agrees."""
+    member = ingress("web", annotations={A + "group.name": name})
+    c = caches(ingress_class(), backend_service("web"))
+    assert admit(member, None, c, SETTINGS) == []
+    assert [r.name for r in loader(caches(ingress_class(), backend_service("web"),
+                                         member)).groups_of(member)] == [name]
+
+
 def test_ingresses_of_other_classes_are_not_looked_at() -> None:
     other = ingress("web", annotations={A + "scheme": "public"}, class_name="nginx")
     assert admit(other, None, caches(ingress_class(), backend_service("web")), SETTINGS) == []
