@@ -11,7 +11,7 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controller import ingress, service, targetgroupbinding
+from controller import ingress, service, targetgroupbinding, webhooks
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
 from controller.reconcilers import LaneSettings
@@ -23,6 +23,7 @@ from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
 from runtime.servingcerts import CertificateError
+from runtime.webhook import SelfManagedTLS, WebhookServerOptions, service_dns_names
 
 log = structlog.get_logger("aiolbc")
 
@@ -115,7 +116,35 @@ def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.
         cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
+        requeue_duration=config.targetgroupbinding_requeue_duration,
         lanes=lane_settings(config))
+
+
+def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Settings | None:
+    """None with --webhook-bind-port=0. The self-managed Secret lives in the controller's own
+    namespace, with its Lease and the webhook Service."""
+    if config.webhook_bind_port == 0:
+        return None
+    namespace = leader_election_namespace(config)
+    tls = None
+    if config.webhook_tls_mode == "self-managed":
+        tls = SelfManagedTLS(
+            secret_namespace=namespace, secret_name=config.webhook_secret_name,
+            dns_names=service_dns_names(config.webhook_service_name, namespace),
+            mutating_configurations=(config.webhook_configuration_name,),
+            validating_configurations=(config.webhook_configuration_name,))
+    return webhooks.Settings(
+        server=WebhookServerOptions(host=config.webhook_bind_host or None,
+                                    port=config.webhook_bind_port,
+                                    cert_dir=config.webhook_cert_dir,
+                                    cert_name=config.webhook_cert_file,
+                                    key_name=config.webhook_key_file),
+        tls=tls, ingress=ingress_settings(config, region=region),
+        scope=targetgroupbinding.Scope(cluster_name=config.cluster_name,
+                                       vpc_id=config.aws_vpc_id or ""),
+        pod_readiness_gate_inject=config.enable_pod_readiness_gate_inject,
+        service_mutator=config.enable_service_mutator_webhook,
+        load_balancer_class=config.load_balancer_class)
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
@@ -126,6 +155,9 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding_settings(config))
     service.setup(manager, pool=pool, settings=service_settings(config, region=region))
     ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region))
+    hooks = webhook_settings(config, region=region)
+    if hooks is not None:
+        webhooks.setup(manager, pool=pool, settings=hooks)
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,

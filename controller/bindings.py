@@ -13,8 +13,9 @@ forwards to. Bindings that point at no wanted target group are deleted only afte
 moved the listeners away from theirs (the caller's order).
 
 Comparisons look at the spec fields this controller writes and the stack's labels only. Other
-spec fields (upstream's `networking`, `vpcID`, `targetGroupProtocol`) are kept as they are, and
-annotations are not ours (the TGB controller writes its `elbv2.k8s.aws/checkpoint*` there).
+spec fields (upstream's `networking`, and the `vpcID` and `targetGroupProtocol` the mutating
+webhook fills in from the target group) are kept as they are, and annotations are not ours (the
+TGB controller writes its `elbv2.k8s.aws/checkpoint*` there).
 """
 
 from __future__ import annotations

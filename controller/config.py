@@ -5,6 +5,7 @@ a value AWS or Kubernetes would refuse later (tags, names, timings): nothing sta
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from controller.defaults import (
     DEFAULT_SSL_POLICY,
     DEFAULT_SYNC_PERIOD,
     DEFAULT_TGB_MAX_BACKOFF,
+    DEFAULT_TGB_REQUEUE_DURATION,
     DEFAULT_WEBHOOK_BIND_PORT,
     DEFAULT_WEBHOOK_CERT_DIR,
     DEFAULT_WEBHOOK_CONFIGURATION_NAME,
@@ -108,8 +110,9 @@ _T = TypeVar("_T")
 _DURATION_FLAGS = ("leader_election_lease_duration", "leader_election_renew_deadline",
                    "leader_election_retry_period", "sync_period", "checkpoint_max_wait",
                    "targetgroupbinding_max_exponential_backoff_delay",
-                   "api_server_startup_timeout")
-_BOOL_FLAGS = ("enable_leader_election", "enable_checkpoints", "metrics_secure")
+                   "targetgroupbinding_requeue_duration", "api_server_startup_timeout")
+_BOOL_FLAGS = ("enable_leader_election", "enable_checkpoints", "metrics_secure",
+               "enable_pod_readiness_gate_inject", "enable_service_mutator_webhook")
 
 
 def _flag(field: str) -> str:
@@ -157,6 +160,10 @@ class ControllerConfig(BaseModel):
         default=DEFAULT_MAX_CONCURRENT_RECONCILES, ge=1, le=MAX_CONCURRENT_RECONCILES)
     targetgroupbinding_max_exponential_backoff_delay: float = Field(
         default=DEFAULT_TGB_MAX_BACKOFF, gt=0)
+    targetgroupbinding_requeue_duration: float = Field(default=DEFAULT_TGB_REQUEUE_DURATION,
+                                                       gt=0)
+    enable_pod_readiness_gate_inject: bool = True
+    enable_service_mutator_webhook: bool = False
     sync_period: float = Field(default=DEFAULT_SYNC_PERIOD, gt=0)
     log_level: Literal["debug", "info", "warn", "error"] = "info"
     enable_checkpoints: bool = True
@@ -166,7 +173,8 @@ class ControllerConfig(BaseModel):
     # 0 = no budget: verifications are paced by reconciles only.
     checkpoint_verify_aws_qps: float = Field(default=5.0, ge=0)
     checkpoint_verify_aws_burst: int = Field(default=10, ge=1)
-    webhook_bind_port: int = Field(default=DEFAULT_WEBHOOK_BIND_PORT, ge=1, le=65535)
+    webhook_bind_port: int = Field(default=DEFAULT_WEBHOOK_BIND_PORT, ge=0, le=65535)  # 0: off
+    webhook_bind_host: str = ""  # every interface
     webhook_cert_dir: str = Field(default=DEFAULT_WEBHOOK_CERT_DIR, min_length=1)
     webhook_cert_file: str = Field(default="tls.crt", min_length=1)
     webhook_key_file: str = Field(default="tls.key", min_length=1)
@@ -224,6 +232,18 @@ class ControllerConfig(BaseModel):
     def _bind_address(cls, value: str) -> str:
         parse_bind_address(value)
         return value
+
+    @field_validator("webhook_bind_host")
+    @classmethod
+    def _webhook_host(cls, value: str) -> str:
+        host = value.strip().removeprefix("[").removesuffix("]")
+        if not host:
+            return host
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            _ok(flagrules.dns_subdomain_problem(host), host)
+        return host
 
     @field_validator("metrics_cert_dir")
     @classmethod
@@ -341,6 +361,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     for kind in ("ingress", "service", "targetgroupbinding"):
         a(f"--{kind}-max-concurrent-reconciles", default=str(DEFAULT_MAX_CONCURRENT_RECONCILES))
     a("--targetgroupbinding-max-exponential-backoff-delay", default="16m40s")
+    a("--targetgroupbinding-requeue-duration", default="15s",
+      help="while pods wait for their readiness gates, how often target health is read again")
+    boolean("--enable-pod-readiness-gate-inject", "true",
+            "add target-health readiness gates to new pods in namespaces labelled "
+            "elbv2.k8s.aws/pod-readiness-gate-inject=enabled")
+    boolean("--enable-service-mutator-webhook", "false",
+            "give LoadBalancer Services without spec.loadBalancerClass --load-balancer-class "
+            "(needs the mservice webhook in the MutatingWebhookConfiguration)")
     a("--sync-period", default="10h")
     a("--log-level", default="info")
     boolean("--enable-checkpoints", "true",
@@ -354,7 +382,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
       help="AWS calls per second all verifications together may make (0: no limit)")
     a("--checkpoint-verify-aws-burst", default="10")
     a("--webhook-bind-port", default=str(DEFAULT_WEBHOOK_BIND_PORT),
-      help="port the admission webhook server listens on")
+      help="port the admission webhook server listens on (0: no webhook server)")
+    a("--webhook-bind-host", default="",
+      help="address the webhook server listens on (default: every interface)")
     a("--webhook-cert-dir", default=DEFAULT_WEBHOOK_CERT_DIR,
       help="directory of the webhook serving certificate and key")
     a("--webhook-cert-file", default="tls.crt", help="certificate file in --webhook-cert-dir")

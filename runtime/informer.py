@@ -386,27 +386,37 @@ class SharedInformerFactory:
         self._clock = clock
         self._rng = rng
         self._informers: dict[InformerScope, SharedInformer] = {}
+        self._transforms: dict[InformerScope, Transform | None] = {}
         self._started = False
 
     def informer(self, resource: Resource, *, namespace: str | None = None,
-                 label_selector: str | None = None,
-                 field_selector: str | None = None) -> SharedInformer:
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 transform: Transform | None = None) -> SharedInformer:
         """The informer for this scope, created on first request. Once the factory runs, new
-        informers start at once."""
+        informers start at once.
+
+        `transform` replaces the factory's for this scope (client-go's SetTransform): a cache
+        that needs a few fields of a numerous kind keeps only those. Everyone sharing the scope
+        must ask for the same function, since they all read the one cache it fills."""
         if namespace is not None and not resource.namespaced:
             raise ValueError(f"{resource.kind} is cluster-scoped; it has no namespace scope")
         scope = InformerScope(resource, namespace or None, label_selector or None,
                               field_selector or None)
+        chosen = transform if transform is not None else self._transform
         informer = self._informers.get(scope)
         if informer is None:
             informer = SharedInformer(
                 self._client, resource, namespace=scope.namespace,
                 label_selector=scope.label_selector, field_selector=scope.field_selector,
-                settings=self._settings, transform=self._transform, clock=self._clock,
+                settings=self._settings, transform=chosen, clock=self._clock,
                 rng=self._rng)
             self._informers[scope] = informer
+            self._transforms[scope] = chosen
             if self._started:
                 informer.start()
+        elif self._transforms.get(scope) is not chosen:
+            raise ValueError(f"the {resource} informer of this scope already has another "
+                             "transform")
         return informer
 
     @property

@@ -53,7 +53,7 @@ from runtime.controller import Controller
 from runtime.delegatedauth import DelegatedAuth
 from runtime.events import EventRecorder
 from runtime.httpserver import MetricsServer, ProbeServer
-from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory
+from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory, Transform
 from runtime.informer_metrics import register_informer_metrics
 from runtime.leaderelection import LeaderElectionLost, LeaderElector
 from runtime.resources import Resource
@@ -146,13 +146,14 @@ class Manager:
     # ---- wiring -----------------------------------------------------------------------------
 
     def informer(self, resource: Resource, *, label_selector: str | None = None,
-                 field_selector: str | None = None) -> SharedInformer:
+                 field_selector: str | None = None,
+                 transform: Transform | None = None) -> SharedInformer:
         """The shared informer for `resource`, scoped to `--watch-namespace` when it is
-        namespaced."""
+        namespaced; `transform` as `SharedInformerFactory.informer`."""
         namespace = self.options.watch_namespace if resource.namespaced else None
         return self.informers.informer(resource, namespace=namespace,
                                        label_selector=label_selector,
-                                       field_selector=field_selector)
+                                       field_selector=field_selector, transform=transform)
 
     def add_controller(self, controller: Controller) -> None:
         self._controllers.append(controller)
@@ -168,6 +169,10 @@ class Manager:
             raise ValueError("the manager already has a webhook server")
         self._webhook_server = server
         self.probes.add_readyz_check("webhook", server.ready)
+
+    @property
+    def webhook_server(self) -> WebhookServer | None:
+        return self._webhook_server
 
     @property
     def controllers(self) -> list[Controller]:

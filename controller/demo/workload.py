@@ -35,7 +35,7 @@ class Workload:
         self.proxy_pool: AWSClientPool | None = None
         self.target_groups: dict[str, str] = {}  # TGB name → target group ARN
 
-    async def _kube(self) -> KubeClient:
+    async def kube(self) -> KubeClient:
         if self.client is None:
             self.client = await KubeClient.from_kubeconfig(self.local.kubeconfig)
         return self.client
@@ -69,7 +69,7 @@ class Workload:
         return str(resp["TargetGroups"][0]["TargetGroupArn"])
 
     async def _slice(self, service: str, ips: list[str]) -> None:
-        client = await self._kube()
+        client = await self.kube()
         body: dict[str, Any] = {
             "metadata": {"name": f"{service}-pods",
                          "labels": {"kubernetes.io/service-name": service}},
@@ -89,7 +89,7 @@ class Workload:
         await client.update(ENDPOINTSLICES, body)
 
     async def setup(self, *, objects: int, display: Display) -> None:
-        client = await self._kube()
+        client = await self.kube()
         display.step(f"playing the kubelet: pods {', '.join(WEB_IPS)} of deployment/web "
                      "become EndpointSlices; two Nodes backed by the seeded EC2 instances")
         for service in ("web", "web-nlb"):
@@ -141,7 +141,7 @@ class Workload:
 
     async def _hostnames(self, resource: Any, kind: str) -> list[str]:
         """One line per load balancer: the objects that share it (an Ingress group) → DNS."""
-        client = await self._kube()
+        client = await self.kube()
         by_host: dict[str, list[str]] = {}
         for obj in (await client.list(resource, NAMESPACE))["items"]:
             for ingress in ((obj.get("status") or {}).get("loadBalancer") or {}).get(
@@ -156,7 +156,7 @@ class Workload:
         return lines
 
     async def wait_converged(self, display: Display) -> None:
-        client = await self._kube()
+        client = await self.kube()
         deadline = time.monotonic() + CONVERGE_TIMEOUT
         shown: set[str] = set()
         while True:

@@ -22,7 +22,7 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassParams
-from controller.ingress.merge import BuildError
+from controller.ingress.merge import BuildError, MissingObject
 from controller.ingress.schemas import ActionSpec
 from controller.model import (
     Action,
@@ -64,8 +64,8 @@ class Backends:
         self.services.add(f"{namespace}/{name}")
         svc = self.caches.services.get(f"{namespace}/{name}")
         if svc is None:
-            raise BuildError(f"Ingress {namespace}/{meta(ing).get('name')}: backend Service "
-                             f"{namespace}/{name} not found")
+            raise MissingObject(f"Ingress {namespace}/{meta(ing).get('name')}: backend "
+                                f"Service {namespace}/{name} not found")
         return svc
 
     def target_group(self, ing: Obj, service_name: str, port: int | str,
@@ -79,7 +79,7 @@ class Backends:
         svc_port = _find_port(svc, port)
         where = f"Ingress {namespace}/{ing_name}: Service {namespace}/{service_name} port {port}"
         if svc_port is None:
-            raise BuildError(f"{where} not found")
+            raise MissingObject(f"{where} not found")
         try:
             settings = parse_target_group(
                 ing, svc, default_target_type=self.default_target_type,
@@ -202,7 +202,7 @@ class Backends:
         secret = self.caches.secrets.get(key)
         where = f"Ingress {namespace}/{meta(ing).get('name')}"
         if secret is None:
-            raise BuildError(f"{where}: OIDC Secret {key} not found")
+            raise MissingObject(f"{where}: OIDC Secret {key} not found")
         data = secret.get("data") or {}
         client_id = _secret_value(data, "clientID", "clientId")
         client_secret = _secret_value(data, "clientSecret")

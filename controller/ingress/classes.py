@@ -32,7 +32,7 @@ from controller.apis import (
     LEGACY_CLASS_ANNOTATION,
     LabelSelector,
 )
-from controller.errors import InvalidInput
+from controller.errors import InvalidInput, MissingReference
 from controller.ingress.caches import Caches
 from runtime.objects import Obj, annotations_of, dig, labels_of, meta
 
@@ -41,6 +41,10 @@ class ClassError(InvalidInput):
     """The Ingress is ours but its class cannot be used; the message is shown as is."""
 
     condition_reason = "InvalidIngressClass"
+
+
+class MissingParams(ClassError, MissingReference):
+    """The IngressClassParams a class references does not exist (yet)."""
 
 
 class _Spec(BaseModel):
@@ -190,8 +194,8 @@ def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
                          f"{INGRESSCLASSPARAMS.group} {INGRESSCLASSPARAMS.kind}")
     params_obj = caches.params.get(str(ref.get("name") or ""))
     if params_obj is None:
-        raise ClassError(f"IngressClass {class_name}: IngressClassParams {ref.get('name')} "
-                         "not found")
+        raise MissingParams(f"IngressClass {class_name}: IngressClassParams {ref.get('name')} "
+                            "not found")
     params = parse_params(params_obj)
     if params.namespace_selector is not None:
         namespace = str(meta(ing).get("namespace") or "")

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from controller.annotations import quote
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
-from controller.errors import InvalidInput
+from controller.errors import InvalidInput, MissingReference
 from controller.ingress.annotations import (
     DEFAULT_INBOUND_CIDRS,
     DEFAULT_INBOUND_CIDRS_DUALSTACK,
@@ -29,6 +29,10 @@ class BuildError(InvalidInput):
     """The group cannot be built; one line, shown on every member as is."""
 
     condition_reason = "FailedBuildModel"
+
+
+class MissingObject(BuildError, MissingReference):
+    """A backend Service (or its port) or an OIDC Secret that does not exist (yet)."""
 
 
 @dataclass(frozen=True, kw_only=True)

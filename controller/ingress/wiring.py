@@ -13,6 +13,7 @@ from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
 from controller.deploy import DeployerSettings, StackDeployer
+from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
@@ -95,6 +96,18 @@ def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPri
     return normal
 
 
+def admission_caches(manager: Manager) -> Caches:
+    """What the validating webhook reads: the controller's informer caches, with the group
+    indexes the loader needs, and Secrets presumed present (`admission.PresumedSecrets`)."""
+    ingresses = manager.informer(INGRESSES)
+    ingresses.add_indexer(GROUP_INDEX, index_keys)
+    ingresses.add_indexer(CLASS_INDEX, class_keys)
+    return Caches(ingresses=ingresses.store, services=manager.informer(SERVICES).store,
+                  secrets=PresumedSecrets(), classes=manager.informer(INGRESSCLASSES).store,
+                  params=manager.informer(INGRESSCLASSPARAMS).store,
+                  namespaces=manager.informer(NAMESPACES).store)
+
+
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
     ingresses = manager.informer(INGRESSES)
     services = manager.informer(SERVICES)
@@ -155,4 +168,4 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
             .complete(reconciler))
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "group_priority", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "admission_caches", "group_priority", "setup"]

@@ -13,6 +13,7 @@ from controller.standins.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync
 from controller.standins.pod_enis import PodEni, create_pod_eni, join_node_security_group
 from controller.standins.target_health import (
     Health,
+    TargetEvent,
     TargetHealth,
     TargetHealthSettings,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "PodEni",
     "RequestRecord",
     "ServerLimits",
+    "TargetEvent",
     "TargetHealth",
     "TargetHealthSettings",
     "create_pod_eni",

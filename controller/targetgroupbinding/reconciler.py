@@ -20,7 +20,9 @@ One reconcile, in the steps every controller takes:
    targets; deregister (only tracked targets while a tracking ConfigMap exists: always for a
    multi-cluster binding, and after multi-cluster was turned off, until the ConfigMap is
    deleted), record the tracked set, register;
-7. status, then the new checkpoint.
+7. readiness gates (ip targets, `readiness.py`): each gated pod's condition from its target's
+   health; while any is not True the binding is looked at again after the requeue duration;
+8. status, then the new checkpoint.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from controller.apis import (
     REGISTERED_TARGET_GROUP_ANNOTATION,
     TARGETGROUPBINDING_FINALIZER,
     TARGETGROUPBINDINGS,
+    target_health_condition,
 )
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
@@ -47,12 +50,15 @@ from controller.targetgroupbinding.checks import (
     check_recorded,
     check_spec,
     check_target_group,
+    check_target_type,
 )
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
     configmap_name,
     deregistrable,
 )
+from controller.targetgroupbinding.pods import pending_endpoints
+from controller.targetgroupbinding.readiness import ReadinessGates
 from controller.targetgroupbinding.targetgroups import (
     TargetGroupInfo,
     TargetGroupNotFound,
@@ -78,6 +84,7 @@ from runtime.objects import (
     is_deleting,
     key_of,
     meta,
+    name_of,
     owner_reference,
 )
 from runtime.reconcile import (
@@ -99,7 +106,8 @@ class TargetGroupBindingReconciler:
     def __init__(self, *, client: KubeClient, bindings: Store, services: Store, slices: Store,
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
                  recorder: Recorder, scope: Scope, clock: Clock | None = None,
-                 checkpoints: bool = True) -> None:
+                 checkpoints: bool = True, pods: Store | None = None,
+                 requeue_duration: float = 15.0) -> None:
         self._bindings = bindings
         self._scope = scope
         self._services = services
@@ -109,6 +117,10 @@ class TargetGroupBindingReconciler:
         self._tracker = tracker
         self._clock = clock or RealClock()
         self._writer = ObjectWriter(client, TARGETGROUPBINDINGS, recorder, self._clock)
+        # Pod readiness gates (ip targets); without a pod cache, pods only count once ready.
+        self._pods = pods
+        self._gates = ReadinessGates(client, pods, self._clock) if pods is not None else None
+        self._requeue = requeue_duration
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
         # resourceVersions our own writes produced during the running reconcile of a key, and,
@@ -163,15 +175,15 @@ class TargetGroupBindingReconciler:
             if is_deleting(tgb):  # 2. qualify
                 await self._finalize(tgb)
                 return Result()
-            await self._converge(tgb)
+            result = await self._converge(tgb)
         except (ApiError, AWSError) as exc:
             self._writer.event(tgb, "Warning", "FailedReconcile", str(exc))
             raise ReconcileError(str(exc)) from exc
         finally:
             self._own_versions.pop(request.key, None)
-        return Result()
+        return result
 
-    async def _converge(self, tgb: Obj) -> None:
+    async def _converge(self, tgb: Obj) -> Result:
         try:  # 3. build
             spec = parse_spec(tgb)
             check_spec(spec)
@@ -179,13 +191,7 @@ class TargetGroupBindingReconciler:
                                                    name=spec.target_group_name)
             family = check_target_group(tgb, spec, tg, scope=self._scope,
                                         bindings=self._bindings)
-            target_type = spec.target_type or tg.target_type
-            if spec.target_type and spec.target_type != tg.target_type:
-                raise InvalidSpec(f"targetType {spec.target_type} does not match target group "
-                                  f"{tg.name or tg.arn} of type {tg.target_type}")
-            if target_type not in ("ip", "instance"):
-                raise InvalidSpec(f"target group {tg.name or tg.arn} has unsupported target "
-                                  f"type {target_type}")
+            target_type = check_target_type(spec, tg)
             endpoints = self._endpoints(tgb, spec, target_type, family)
         except InvalidInput as exc:
             await self._invalid(tgb, exc)
@@ -198,14 +204,15 @@ class TargetGroupBindingReconciler:
         recorded = registered_target_group(tgb)
         if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
                 and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)
-                and recorded in (None, tg.arn)):
+                and recorded in (None, tg.arn)
+                and not self._gates_pending(tgb, spec, target_type, family, endpoints)):
             if recorded is None:
                 # Reconciled before the record existed: the checkpoint says it registered
                 # into this very target group, so that is what gets recorded.
                 tgb = await self._own(self._writer.patch_metadata(
                     tgb, annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
             await self._set_ready(tgb, endpoints)
-            return
+            return Result()
         if recorded is not None and recorded != tg.arn:  # 5. the recorded group first
             await self._drain(tgb, recorded)
         tgb = await self._own(self._writer.patch_metadata(  # then the finalizer and the record
@@ -217,13 +224,17 @@ class TargetGroupBindingReconciler:
             # Deleted behind our back since it was resolved: as if the spec named a missing
             # one (a managed binding gets a new ARN when its Service's stack is deployed).
             await self._invalid(tgb, exc)
-        await self._set_ready(tgb, endpoints)  # 7. status, checkpoint
+        waiting = await self._update_gates(tgb, spec, target_type, family, tg,  # 7. gates
+                                           endpoints)
+        await self._set_ready(tgb, endpoints)  # 8. status, checkpoint
         if value != stored or changed:
             await self._own(self._writer.patch(tgb, checkpoint.patch(value, self._clock.wall())))
             key = key_of(tgb)
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
         if changed:
             self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
+        # Target health moves at AWS with no event: look again while a gate waits for it.
+        return Result(requeue_after=self._requeue) if waiting else Result()
 
     async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
         reason = exc.condition_reason
@@ -245,8 +256,14 @@ class TargetGroupBindingReconciler:
         service = self._services.get(svc_key)
         port = find_service_port(service, spec.service_ref.port, service_key=svc_key)
         if target_type == "ip":
-            return ip_endpoints(port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key),
-                                ip_address_type=family)
+            slices = self._slices.by_index(SLICE_SERVICE_INDEX, svc_key)
+            ready = ip_endpoints(port, slices, ip_address_type=family)
+            if self._pods is None:
+                return ready
+            gated = pending_endpoints(port, slices, self._pods.get,
+                                      condition=target_health_condition(name_of(tgb)),
+                                      ip_address_type=family)
+            return sorted({e.target: e for e in [*gated, *ready]}.values())
         assert service is not None
         return instance_endpoints(service, port, self._nodes.list(),
                                   selector=spec.node_selector, service_key=svc_key)
@@ -368,6 +385,8 @@ class TargetGroupBindingReconciler:
             self._tracker.forget(ns, name)
         else:
             await self._tracker.cleanup(ns, name)
+        if self._gates is not None:
+            await self._gates.release(tgb)
         try:
             await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
         except NotFound:
@@ -386,6 +405,30 @@ class TargetGroupBindingReconciler:
                                f"no target deregistered: {exc}")
             return None
         return tg.arn
+
+    # ---- readiness gates (readiness.py) ------------------------------------------------------
+
+    def _ip_backend(self, tgb: Obj, spec: TargetGroupBindingSpec) -> tuple[Obj, list[Obj]]:
+        svc_key = f"{meta(tgb).get('namespace')}/{spec.service_ref.name}"
+        port = find_service_port(self._services.get(svc_key), spec.service_ref.port,
+                                 service_key=svc_key)
+        return port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key)
+
+    def _gates_pending(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
+                       family: str, endpoints: list[Endpoint]) -> bool:
+        if self._gates is None or target_type != "ip":
+            return False
+        port, slices = self._ip_backend(tgb, spec)
+        return self._gates.pending(tgb, port, slices, {e.target for e in endpoints}, family)
+
+    async def _update_gates(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
+                            family: str, tg: TargetGroupInfo, endpoints: list[Endpoint]
+                            ) -> bool:
+        if self._gates is None or target_type != "ip":
+            return False
+        port, slices = self._ip_backend(tgb, spec)
+        return await self._gates.update(tgb, port, slices, {e.target for e in endpoints},
+                                        self._target_groups.health(tg.arn), family)
 
     async def _own(self, write: Awaitable[Obj]) -> Obj:
         """Await one of our writes and remember the resourceVersion it produced."""

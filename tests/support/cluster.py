@@ -55,6 +55,7 @@ from runtime.resources import (
     INGRESSES,
     NAMESPACES,
     NODES,
+    PODS,
     SECRETS,
     SERVICES,
     Resource,
@@ -181,24 +182,25 @@ class Cluster:
             return 0.0
         return sum(self.reconciles(c.name) for c in self.manager.controllers)
 
-    async def settled(self, quiet: float = 0.4, timeout: float = 120.0) -> None:
-        """Wait until no controller has had anything to do for `quiet` seconds; fail (rather
-        than hang the suite) when that has not happened within `timeout` seconds."""
+    async def settled(self, quiet: float = 0.4, *, timeout: float = 120.0) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds; fail, naming
+        what kept them busy, after `timeout` (rather than hang the suite)."""
         assert self.manager is not None
         loop = asyncio.get_running_loop()
         last, since = self._all_reconciles(), loop.time()
         deadline = since + timeout
         while True:
             await asyncio.sleep(0.05)
-            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            busy = [f"{c.name}: {len(c.queue)} queued, {c.queue.in_flight} in flight"
+                    for c in self.manager.controllers if len(c.queue) or c.queue.in_flight]
             now = loop.time()
-            if now > deadline:
-                raise AssertionError(f"controllers never quiet for {quiet}s within {timeout}s: "
-                                     f"reconciles {self._all_reconciles()}")
             if busy or self._all_reconciles() != last:
                 last, since = self._all_reconciles(), now
             elif now - since >= quiet:
                 return
+            if now > deadline:
+                raise AssertionError(f"the controllers did not settle within {timeout:g}s: "
+                                     + ("; ".join(busy) or "still reconciling"))
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
              vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
@@ -217,7 +219,8 @@ class Cluster:
                 "--aws-region", region or self.seed.region,
                 "--aws-vpc-id", vpc_id or self.seed.vpc_id,
                 "--enable-leader-election", "false",
-                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0"]
+                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0",
+                "--webhook-bind-port", "0"]
 
     async def run(self, *flags: str, through_proxy: bool = False,
                   **where: str) -> ControllerRun:
@@ -346,6 +349,16 @@ class Cluster:
         await self.client.patch(NODES, name, {"status": {"conditions": [
             {"type": "Ready", "status": "True" if ready else "False"}]}},
             subresource="status")
+
+    async def pod(self, name: str, *, labels: Mapping[str, str] | None = None,
+                  gates: Sequence[str] = (), conditions: Mapping[str, str] | None = None,
+                  ip: str | None = None) -> Obj:
+        """A pod with readiness `gates`; its status (`conditions` {type: status}, `ip`) is a
+        subresource, written after the create as the kubelet would."""
+        await self.create(PODS, objects.pod(name, labels=labels, gates=gates))
+        status = objects.pod(name, conditions=conditions, ip=ip)["status"]
+        return await self.client.patch(PODS, name, {"status": status}, self.namespace,
+                                       subresource="status")
 
     async def label_namespace(self, labels: Mapping[str, str]) -> None:
         if await self.find(NAMESPACES, self.namespace) is None:

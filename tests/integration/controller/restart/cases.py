@@ -540,6 +540,8 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--service-max-concurrent-reconciles": "how many reconciles run at once",
     "--targetgroupbinding-max-concurrent-reconciles": "how many reconciles run at once",
     "--targetgroupbinding-max-exponential-backoff-delay": "how failed reconciles are retried",
+    "--targetgroupbinding-requeue-duration": "how soon target health is read again while pods "
+                                             "wait for their readiness gates",
     "--sync-period": "how often unchanged objects are replayed (as LOW verifications)",
     "--log-level": "what is logged",
     "--enable-checkpoints": "whether unchanged objects are told apart, not what is deployed",
@@ -551,5 +553,9 @@ NON_MODEL_FLAGS: dict[str, str] = {
     **{flag: "how admission webhooks are served, not what is deployed" for flag in (
         "--webhook-bind-port", "--webhook-cert-dir", "--webhook-cert-file",
         "--webhook-key-file", "--webhook-tls-mode", "--webhook-secret-name",
-        "--webhook-service-name", "--webhook-configuration-name")},
+        "--webhook-service-name", "--webhook-configuration-name", "--webhook-bind-host")},
+    "--enable-pod-readiness-gate-inject": "what new pods are given at admission; a pod's "
+                                          "target is registered the same either way",
+    "--enable-service-mutator-webhook": "what new Services are given at admission; a Service "
+                                        "with a class deploys the same either way",
 }

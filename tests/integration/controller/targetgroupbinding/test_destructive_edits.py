@@ -107,7 +107,7 @@ async def test_turning_multi_cluster_off_keeps_other_clusters_targets(tenancy: T
 
     (event,) = await eventually(said)
     assert "1 target(s) it did not register" in event["message"]
-    # The endpoint change may be reconciled after the edit that raised the Warning.
+    # The Event is written on the way to the deregistration, not after it.
     await eventually(lambda: _registered_are(t, shared, {("10.0.1.1", 8080)} | theirs))
 
     # The record deleted, the binding owns the target group alone.

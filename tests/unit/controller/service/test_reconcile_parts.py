@@ -101,6 +101,19 @@ def test_bindings_are_matched_by_target_group_not_by_name() -> None:
     assert retained_arns([other, going]) == {ARN, ARN + "-old"}
 
 
+def test_fields_the_mutating_webhook_added_are_still_what_the_model_wants() -> None:
+    binding = resolved()
+    desired = desired_object(binding)
+    live = copy.deepcopy(desired)
+    live["spec"].update(vpcID="vpc-1", targetGroupProtocol="TCP")
+    assert up_to_date(live, desired)
+    assert matches_model([live], [binding.spec])
+    # Any other field the model does not set is a difference.
+    live["spec"]["nodeSelector"] = {"matchLabels": {"a": "b"}}
+    assert not up_to_date(live, desired)
+    assert not matches_model([live], [binding.spec])
+
+
 def test_status_patches_only_when_something_changes() -> None:
     svc = web_service()
     svc["metadata"]["generation"] = 2
