@@ -14,6 +14,8 @@ from prometheus_client import CollectorRegistry
 from controller import ingress, service, targetgroupbinding
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
+from controller.networking.backend import BackendSecurityGroup
+from controller.networking.frontend import BackendSettings
 from controller.reconcilers import LaneSettings
 from controller.service import ServiceDefaults
 from runtime import metrics
@@ -81,6 +83,13 @@ def lane_settings(config: ControllerConfig) -> LaneSettings:
                         verify_max_wait=config.checkpoint_max_wait)
 
 
+def backend_settings(config: ControllerConfig) -> BackendSettings:
+    return BackendSettings(enabled=config.enable_backend_security_group,
+                           group_id=config.backend_security_group,
+                           manage_rules_default=config.enable_manage_backend_security_group_rules,
+                           restricted_rules=not config.disable_restricted_sg_rules)
+
+
 def service_settings(config: ControllerConfig, *, region: str) -> service.Settings:
     """`region`: as resolved from the flag or the environment. The VPC is needed for subnet
     discovery."""
@@ -94,7 +103,7 @@ def service_settings(config: ControllerConfig, *, region: str) -> service.Settin
                                  ssl_policy=config.default_ssl_policy, tags=config.default_tags,
                                  external_managed_tags=frozenset(config.external_managed_tags)),
         max_concurrent_reconciles=config.service_max_concurrent_reconciles,
-        lanes=lane_settings(config))
+        backend_sg=backend_settings(config), lanes=lane_settings(config))
 
 
 def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settings:
@@ -105,7 +114,7 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
         external_managed_tags=frozenset(config.external_managed_tags),
         max_concurrent_reconciles=config.ingress_max_concurrent_reconciles,
-        lanes=lane_settings(config))
+        backend_sg=backend_settings(config), lanes=lane_settings(config))
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
@@ -120,9 +129,15 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     region the models are built for is the one the pool's clients use. This is the one place
     where flags become settings."""
     region = pool.settings.region
+    # One backend security group for both kinds of load balancer: each controller's stacks
+    # keep it while they use it.
+    backend = BackendSecurityGroup(cluster=config.cluster_name, tags=config.default_tags,
+                                   clock=manager.clock)
     targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding_settings(config))
-    service.setup(manager, pool=pool, settings=service_settings(config, region=region))
-    ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region))
+    service.setup(manager, pool=pool, settings=service_settings(config, region=region),
+                  backend=backend)
+    ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region),
+                  backend=backend)
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,

@@ -17,13 +17,15 @@ from typing import Any
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.deploy import ResolvedTargetGroupBinding
-from controller.model import TargetGroupBindingResource
+from controller.model import Ref, SharedBackendSecurityGroup, TargetGroupBindingResource
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.objects import Obj
 
 
-def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str) -> Obj:
+def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str,
+                 networking: Obj | None = None) -> Obj:
+    """`networking`: the resource's networking with its security group IDs filled in."""
     spec: Obj = {
         "targetGroupARN": target_group_arn,
         "targetType": resource.target_type,
@@ -34,7 +36,45 @@ def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str) ->
         spec["multiClusterTargetGroup"] = True
     if resource.node_selector:
         spec["nodeSelector"] = {"matchLabels": dict(resource.node_selector)}
+    if networking is not None:
+        spec["networking"] = copy.deepcopy(networking)
     return spec
+
+
+_ANY_GROUP = object()
+
+
+def _networking_shape(resource: TargetGroupBindingResource) -> Any:
+    """The networking the model wants, with the IDs only a deploy knows left open."""
+    if resource.networking is None:
+        return None
+    rules = []
+    for rule in resource.networking.ingress:
+        peers: list[Any] = []
+        for peer in rule.from_:
+            group = peer.security_group
+            if group is None:
+                peers.append({"ipBlock": {"cidr": peer.ip_block}})
+            elif isinstance(group, Ref | SharedBackendSecurityGroup):
+                peers.append({"securityGroup": {"groupID": _ANY_GROUP}})
+            else:
+                peers.append({"securityGroup": {"groupID": group}})
+        ports = [{"protocol": p.protocol, **({"port": p.port} if p.port is not None else {})}
+                 for p in rule.ports]
+        rules.append({"from": peers, "ports": ports})
+    return {"ingress": rules}
+
+
+def _shape_holds(have: Any, want: Any) -> bool:
+    if want is _ANY_GROUP:
+        return isinstance(have, str) and bool(have)
+    if isinstance(want, dict):
+        return (isinstance(have, dict) and set(have) == set(want)
+                and all(_shape_holds(have[k], v) for k, v in want.items()))
+    if isinstance(want, list):
+        return (isinstance(have, list) and len(have) == len(want)
+                and all(_shape_holds(h, w) for h, w in zip(have, want, strict=True)))
+    return bool(have == want)
 
 
 def desired_object(binding: ResolvedTargetGroupBinding) -> Obj:
@@ -43,7 +83,7 @@ def desired_object(binding: ResolvedTargetGroupBinding) -> Obj:
         "apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
         "metadata": {"name": resource.name, "namespace": resource.namespace,
                      "labels": dict(resource.labels)},
-        "spec": desired_spec(resource, binding.target_group_arn),
+        "spec": desired_spec(resource, binding.target_group_arn, binding.networking),
     }
 
 
@@ -60,13 +100,16 @@ def up_to_date(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 def matches_model(existing: Mapping[str, Any] | None,
                   resource: TargetGroupBindingResource) -> bool:
     """Whether a cached binding already is what the model wants, judged without AWS: the
-    target group ARN is taken on trust from the object (the deploy that wrote it knew it)."""
+    target group ARN and the security group IDs only a deploy knows are taken on trust from
+    the object (the deploy that wrote them knew them)."""
     if existing is None or (existing.get("metadata") or {}).get("deletionTimestamp"):
         return False
-    spec = existing.get("spec") or {}
+    spec = dict(existing.get("spec") or {})
     arn = spec.get("targetGroupARN")
+    networking = spec.pop("networking", None)
     return (isinstance(arn, str) and bool(arn)
             and spec == desired_spec(resource, arn)
+            and _shape_holds(networking, _networking_shape(resource))
             and _labels_hold(existing, resource.labels))
 
 

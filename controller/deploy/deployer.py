@@ -29,9 +29,11 @@ from controller.deploy.resolve import ResolverSettings, StackResolver
 from controller.deploy.result import DeployResult, LoadBalancerStatus, ResolvedTargetGroupBinding
 from controller.deploy.rules import converge_rules
 from controller.deploy.run import DeployRun
+from controller.deploy.securitygroups import SecurityGroupSettings, StackSecurityGroups
 from controller.deploy.tags import Tracking, describe_tags
 from controller.deploy.targetgroups import converge_target_group
 from controller.model import TARGET_GROUP, Stack, StackKind
+from controller.networking.backend import BackendSecurityGroup
 from runtime.clock import Clock, RealClock
 
 
@@ -45,18 +47,29 @@ class DeployerSettings:
     # A target group still attached to something being deleted: retry this many times.
     in_use_retries: int = 5
     in_use_backoff: float = 0.2
+    # A security group AWS still finds in use (a deleted load balancer's interfaces linger):
+    # retry this many times, then leave it to the next reconcile.
+    security_group_retries: int = 3
+    security_group_backoff: float = 1.0
 
 
 class StackDeployer:
     def __init__(self, pool: AWSClientPool, settings: DeployerSettings, *,
                  resolver: StackResolver | None = None, clock: Clock | None = None,
                  before_mutation: BeforeMutation | None = None,
-                 after_mutation: AfterMutation | None = None) -> None:
+                 after_mutation: AfterMutation | None = None,
+                 backend: BackendSecurityGroup | None = None) -> None:
+        """`backend`: the shared backend security group, when several deployers share it (the
+        Service and Ingress controllers of one process); by default this deployer's own."""
         self._pool = pool
         self._settings = settings
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
+        self._groups = StackSecurityGroups(
+            cluster=settings.cluster_name, backend=backend, clock=self._clock,
+            settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,
+                                           delete_backoff=settings.security_group_backoff))
         # Test seams: see `calls.BeforeMutation`.
         self.before_mutation = before_mutation
         self.after_mutation = after_mutation
@@ -64,6 +77,10 @@ class StackDeployer:
     @property
     def owned(self) -> OwnedArns:
         return self._owned
+
+    @property
+    def backend(self) -> BackendSecurityGroup:
+        return self._groups.backend
 
     def _calls(self) -> Calls:
         return Calls(self._pool, before_mutation=self.before_mutation,
@@ -116,6 +133,8 @@ class StackDeployer:
                       cold: bool) -> DeployResult:
         stack, calls = run.stack, run.calls
         lb_id, lb_model = next(iter(stack.load_balancers.items()), (None, None))
+        # Security groups first: the load balancer is created carrying them.
+        groups = await self._groups.prepare(run, key)
 
         # Observe: load balancers we know of, plus the model's by name.
         lbs = {d["LoadBalancerArn"]: d
@@ -178,9 +197,14 @@ class StackDeployer:
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
         if lb_model is not None and lb_id is not None:
-            lb_desc = await converge_load_balancer(
-                run, lb_id, lb_model, current_lb,
-                tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {})
+            try:
+                lb_desc = await converge_load_balancer(
+                    run, lb_id, self._groups.load_balancer(run, lb_model, groups), current_lb,
+                    tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {})
+            except AWSError as exc:
+                if exc.code in ("InvalidSecurityGroup", "InvalidGroup.NotFound"):
+                    self._groups.backend_gone(run.vpc_id)
+                raise
             lb_arn = lb_desc["LoadBalancerArn"]
             owned.load_balancers.add(lb_arn)
             lb_status = LoadBalancerStatus(
@@ -196,9 +220,12 @@ class StackDeployer:
             owned.load_balancers.discard(arn)
         await self._delete_target_groups(calls, orphan_tgs)
         owned.target_groups -= set(orphan_tgs)
+        await self._groups.finish(run, key, groups)
 
         bindings = {
-            rid: ResolvedTargetGroupBinding(rid, tgb, run.resolve(tgb.target_group_arn))
+            rid: ResolvedTargetGroupBinding(
+                rid, tgb, run.resolve(tgb.target_group_arn),
+                networking=self._groups.networking(run, tgb.networking, groups))
             for rid, tgb in stack.target_group_bindings.items()
         }
         return DeployResult(
@@ -275,13 +302,16 @@ class StackDeployer:
                 await self._clock.sleep(self._settings.in_use_backoff * 2 ** attempt)
         raise DeployError(f"target groups still in use, not deleted: {', '.join(pending)}")
 
-    async def delete_stack(self, stack_id: str, kind: StackKind) -> DeployResult:
-        """Delete every load balancer and target group tagged with this stack. Listeners and
-        rules go with their load balancer. Idempotent: NotFound counts as deleted."""
+    async def delete_stack(self, stack_id: str, kind: StackKind, *,
+                           vpc_id: str | None = None) -> DeployResult:
+        """Delete every load balancer, target group and security group tagged with this stack
+        (listeners and rules go with their load balancer), then release the backend security
+        group of `vpc_id`. Idempotent: NotFound counts as deleted."""
         calls = self._calls()
         key: StackKey = (kind, stack_id)
         if not self._owned.known(key):
             await self._owned.ensure_scanned(calls)
+            await self._groups.ensure_scanned(calls)
         owned = self._owned.get(key)
         tracking = self._tracking(kind, stack_id)
         arns = sorted(owned.load_balancers | owned.target_groups)
@@ -293,6 +323,7 @@ class StackDeployer:
         await self._delete_target_groups(calls, tg_arns)
         owned.load_balancers.clear()
         owned.target_groups.clear()
+        await self._groups.delete_stack(calls, tracking, key, vpc_id=vpc_id)
         return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
                             mutating_calls=calls.counts.mutating)
 

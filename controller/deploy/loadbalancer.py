@@ -29,12 +29,21 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
             raise DeployError(f"load balancer {lb.name}: {key} is {current.get(key)} in AWS but "
                               f"{want} in the model, and cannot be changed in place")
     have_sgs = set(current.get("SecurityGroups") or [])
-    if (lb.security_groups or have_sgs) and have_sgs != set(lb.security_groups):
+    wanted_sgs = [str(g) for g in lb.security_groups]  # IDs by now (resolved by the deployer)
+    private_link = lb.inbound_rules_on_private_link
+    have_private_link = current.get("EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic")
+    if ((wanted_sgs or have_sgs) and have_sgs != set(wanted_sgs)) or (
+            private_link is not None and have_private_link != private_link):
         if lb.type == "network" and not have_sgs:
-            raise DeployError(f"load balancer {lb.name}: security groups cannot be added to a "
-                              "network load balancer created without them")
-        await run.calls.call("SetSecurityGroups", LoadBalancerArn=arn,
-                             SecurityGroups=list(lb.security_groups))
+            raise DeployError(
+                f"load balancer {lb.name}: AWS cannot add security groups to a network load "
+                "balancer created without them; keep it without (annotation "
+                "service.beta.kubernetes.io/aws-load-balancer-disable-nlb-sg: \"true\") or "
+                "let the Service's load balancer be replaced")
+        params: dict[str, Any] = {"LoadBalancerArn": arn, "SecurityGroups": wanted_sgs}
+        if private_link is not None:
+            params["EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic"] = private_link
+        await run.calls.call("SetSecurityGroups", **params)
     if subnets_of(current) != set(lb.subnets):
         await run.calls.call("SetSubnets", LoadBalancerArn=arn, Subnets=list(lb.subnets))
     if current.get("IpAddressType") != lb.ip_address_type:
@@ -67,7 +76,7 @@ async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
         "Tags": as_api_tags(tags),
     }
     if lb.security_groups:
-        params["SecurityGroups"] = list(lb.security_groups)
+        params["SecurityGroups"] = [str(g) for g in lb.security_groups]
     resp = await run.calls.call("CreateLoadBalancer", **params)
     created: dict[str, Any] = resp["LoadBalancers"][0]
     return created, tags

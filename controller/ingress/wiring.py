@@ -13,7 +13,14 @@ from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress.caches import Caches
-from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
+from controller.ingress.groups import (
+    CLASS_INDEX,
+    GROUP_INDEX,
+    GroupLoader,
+    class_keys,
+    former_groups,
+    index_keys,
+)
 from controller.ingress.model import BuilderSettings
 from controller.ingress.reconciler import IngressReconciler
 from controller.ingress.watches import (
@@ -34,11 +41,14 @@ from controller.ingress.watches import (
     service_view,
     spec_and_annotations,
 )
+from controller.networking.backend import BackendSecurityGroup, StackKey
+from controller.networking.frontend import BackendSettings
 from controller.reconcilers import LaneSettings, controller_options
 from runtime.builder import ControllerBuilder, HandlerFactory
 from runtime.controller import Controller
 from runtime.handlers import Enqueuer
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.predicates import EventKind
 from runtime.reconcile import NORMAL, Request
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
@@ -62,6 +72,8 @@ class Settings:
     lanes: LaneSettings = field(default_factory=LaneSettings)
     cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
     in_use_backoff: float = 0.2  # a target group still in use: first retry after this
+    backend_sg: BackendSettings = field(default_factory=BackendSettings)
+    security_group_backoff: float = 1.0  # a group still in use: first retry after this
 
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster_name=self.cluster_name, region=self.region,
@@ -70,7 +82,8 @@ class Settings:
                                default_target_type=self.default_target_type,
                                default_ssl_policy=self.default_ssl_policy,
                                default_tags=dict(self.default_tags),
-                               external_managed_tags=self.external_managed_tags)
+                               external_managed_tags=self.external_managed_tags,
+                               backend_sg=self.backend_sg)
 
 
 def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPriority:
@@ -86,7 +99,11 @@ def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPri
     return normal
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+          backend: BackendSecurityGroup | None = None) -> Controller:
+    """`backend`: the shared backend security group, when the Service controller of this
+    process shares it (the caller then makes one for both); by default the Ingress
+    controller's own."""
     ingresses = manager.informer(INGRESSES)
     services = manager.informer(SERVICES)
     secrets = manager.informer(SECRETS)
@@ -103,9 +120,15 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
     ingresses.add_indexer(SECRET_INDEX, ingress_secret_index)
     bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index)
 
-    deployer = StackDeployer(pool, DeployerSettings(cluster_name=settings.cluster_name,
-                                                    in_use_backoff=settings.in_use_backoff),
-                             clock=manager.clock)
+    if backend is None:
+        backend = BackendSecurityGroup(cluster=settings.cluster_name,
+                                       tags=settings.default_tags, clock=manager.clock)
+    backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))
+    deployer = StackDeployer(
+        pool, DeployerSettings(cluster_name=settings.cluster_name,
+                               in_use_backoff=settings.in_use_backoff,
+                               security_group_backoff=settings.security_group_backoff),
+        clock=manager.clock, backend=backend)
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
         deployer=deployer, pool=pool, settings=settings.builder(),
@@ -133,6 +156,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
                 max_backoff=settings.max_backoff, gate=pool.verification_budget))
             .complete(reconciler))
+
+
+def _claimed_stacks(ingresses: list[Obj]) -> list[StackKey]:
+    """Groups whose finalizer an Ingress carries: they may still use the backend group."""
+    return [("ingress", request.key) for ing in ingresses for request in former_groups(ing)]
 
 
 __all__ = ["CONTROLLER_NAME", "Settings", "group_priority", "setup"]

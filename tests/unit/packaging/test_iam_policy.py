@@ -248,8 +248,11 @@ def test_policy_is_a_well_formed_identity_policy(policy: dict[str, Any]) -> None
     assert policy["Version"] == "2012-10-17"
     sids = [s["Sid"] for s in policy["Statement"]]
     assert len(sids) == len(set(sids)), "duplicate Sid"
-    seen: set[str] = set()
+    # An action may be granted twice only under different conditions (EC2's CreateTags: while
+    # creating one of our groups, and on groups already ours).
+    seen: set[tuple[str, str]] = set()
     for statement in policy["Statement"]:
+        condition = json.dumps(statement.get("Condition"), sort_keys=True)
         assert re.fullmatch(r"[A-Za-z0-9]+", statement["Sid"])
         assert statement["Effect"] == "Allow"
         assert set(statement) <= {"Sid", "Effect", "Action", "Resource", "Condition"}
@@ -261,8 +264,8 @@ def test_policy_is_a_well_formed_identity_policy(policy: dict[str, Any]) -> None
             prefix, _, name = action.partition(":")
             assert prefix in IAM_PREFIX.values(), action
             assert _OPERATION.fullmatch(name), f"{action}: no wildcards"
-            assert action not in seen, f"{action} granted twice"
-            seen.add(action)
+            assert (action, condition) not in seen, f"{action} granted twice"
+            seen.add((action, condition))
         resources = statement["Resource"]
         assert resources == "*" or all(r.startswith("arn:aws:") for r in resources)
 
@@ -270,6 +273,34 @@ def test_policy_is_a_well_formed_identity_policy(policy: dict[str, Any]) -> None
 def _statement(policy: dict[str, Any], action: str) -> dict[str, Any]:
     found: dict[str, Any] = next(s for s in policy["Statement"] if action in s["Action"])
     return found
+
+
+def _statements(policy: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [s for s in policy["Statement"] if action in s["Action"]]
+
+
+def test_security_group_writes_are_limited_to_groups_the_controller_tags(
+        policy: dict[str, Any]) -> None:
+    """Upstream's scoping: groups are created with the cluster tag, and only groups carrying
+    it are re-tagged or deleted; rules may be changed on any group (the targets' groups are
+    the user's, the controller touches only the rules it labels)."""
+    tag = CLUSTER_TAG
+    create = _statement(policy, "ec2:CreateSecurityGroup")
+    assert create["Condition"]["Null"][f"aws:RequestTag/{tag}"] == "false"
+    for action in ("ec2:DeleteSecurityGroup", "ec2:DeleteTags"):
+        [statement] = _statements(policy, action)
+        assert statement["Condition"]["Null"][f"aws:ResourceTag/{tag}"] == "false", action
+    tagging = _statements(policy, "ec2:CreateTags")
+    assert len(tagging) == 2
+    conditions = [s["Condition"] for s in tagging]
+    assert {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
+            "Null": {f"aws:RequestTag/{tag}": "false"}} in conditions
+    assert {"Null": {f"aws:ResourceTag/{tag}": "false"}} in conditions
+    for statement in tagging:
+        assert statement["Resource"] == ["arn:aws:ec2:*:*:security-group/*"]
+    rules = _statement(policy, "ec2:AuthorizeSecurityGroupIngress")
+    assert rules is _statement(policy, "ec2:RevokeSecurityGroupIngress")
+    assert rules["Resource"] == ["arn:aws:ec2:*:*:security-group/*"]
 
 
 def test_writes_to_load_balancers_are_limited_to_owned_resources(policy: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from controller.annotations import AnnotationError
 from controller.model import (
     LISTENER,
     LOAD_BALANCER,
+    SECURITY_GROUP,
     TARGET_GROUP,
     TARGET_GROUP_BINDING,
     InvalidStack,
@@ -64,7 +65,7 @@ def test_default_stack() -> None:
                               "service.k8s.aws/stack-namespace": "shop"}
     assert binding.node_selector is None
     assert {t for t, _, _ in stack.iter_resources()} == {
-        TARGET_GROUP, LOAD_BALANCER, LISTENER, TARGET_GROUP_BINDING}
+        SECURITY_GROUP, TARGET_GROUP, LOAD_BALANCER, LISTENER, TARGET_GROUP_BINDING}
 
 
 def test_ip_targets_use_target_ports() -> None:

@@ -1,0 +1,100 @@
+"""Keep the inbound rules of one security group to what is wanted, touching only rules that are
+ours: on a group we own, every rule; on someone else's group (a node or pod group), the rules
+whose description carries our label.
+
+A rule is granted when no rule of the group is the same rule (AWS refuses a duplicate, whoever
+owns it), and revoked when it is ours and not wanted. Grants go first, so a rule moving to a
+wider port range never leaves a moment with neither; a crash between the two calls leaves an
+extra rule the next run revokes. `InvalidPermission.Duplicate` (someone granted it meanwhile)
+and `InvalidPermission.NotFound` (someone revoked it meanwhile) are the outcome wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from controller.aws import AWSError
+from controller.networking.calls import Caller
+from controller.networking.permissions import Permission, to_api
+
+Owned = Callable[[Permission], bool]
+
+
+def everything(_: Permission) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class RuleChanges:
+    grant: tuple[Permission, ...] = ()
+    revoke: tuple[Permission, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.grant or self.revoke)
+
+
+@dataclass
+class GroupRules:
+    """A group's inbound rules as DescribeSecurityGroups returned them, expanded."""
+
+    group_id: str
+    rules: list[Permission] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def plan(current: Iterable[Permission], desired: Iterable[Permission], *,
+         owned: Owned = everything, revoke: bool = True) -> RuleChanges:
+    have = list(current)
+    want = {p.rule: p for p in desired}
+    present = {p.rule for p in have}
+    grant = tuple(sorted(p for r, p in want.items() if r not in present))
+    extra = tuple(sorted({p.rule: p for p in have
+                          if p.rule not in want and owned(p)}.values())) if revoke else ()
+    return RuleChanges(grant, extra)
+
+
+async def apply(calls: Caller, group_id: str, changes: RuleChanges) -> int:
+    """Grant, then revoke; the number of mutating calls made."""
+    made = 0
+    if changes.grant:
+        made += await _grant(calls, group_id, list(changes.grant))
+    if changes.revoke:
+        made += await _revoke(calls, group_id, list(changes.revoke))
+    return made
+
+
+async def _grant(calls: Caller, group_id: str, rules: list[Permission]) -> int:
+    try:
+        await calls.call("AuthorizeSecurityGroupIngress", service="ec2", GroupId=group_id,
+                         IpPermissions=to_api(rules))
+        return 1
+    except AWSError as exc:
+        if exc.code != "InvalidPermission.Duplicate" or len(rules) == 1:
+            if exc.code == "InvalidPermission.Duplicate":
+                return 1
+            raise
+    # One of them exists already (granted meanwhile): the call granted none; one by one.
+    made = 1
+    for rule in rules:
+        made += await _grant(calls, group_id, [rule])
+    return made
+
+
+async def _revoke(calls: Caller, group_id: str, rules: list[Permission]) -> int:
+    try:
+        await calls.call("RevokeSecurityGroupIngress", service="ec2", GroupId=group_id,
+                         IpPermissions=to_api(rules, with_descriptions=False))
+        return 1
+    except AWSError as exc:
+        if exc.code != "InvalidPermission.NotFound" or len(rules) == 1:
+            if exc.code == "InvalidPermission.NotFound":
+                return 1
+            raise
+    made = 1
+    for rule in rules:
+        made += await _revoke(calls, group_id, [rule])
+    return made
+
+
+__all__ = ["GroupRules", "Owned", "RuleChanges", "apply", "everything", "plan"]
