@@ -19,6 +19,9 @@ from controller.aws.throttle import ThrottleConfig
 from runtime.objects import Obj
 
 Targets = set[tuple[str, int]]
+# (protocol, from port, to port, source, description): a group's inbound rule with one source.
+Rule = tuple[str, int, int, str, str]
+Rules = set[Rule]
 STACK_TAGS = ("ingress.k8s.aws/stack", "service.k8s.aws/stack")
 
 
@@ -104,6 +107,38 @@ class AwsInspector:
         return {(d["Target"]["Id"], int(d["Target"]["Port"]))
                 for d in resp["TargetHealthDescriptions"]}
 
+    # ---- security groups --------------------------------------------------------------------
+
+    async def security_groups(self, *filters: tuple[str, str], region: str | None = None
+                              ) -> list[Obj]:
+        """Groups matching every (filter name, value), e.g. ("tag:elbv2.k8s.aws/cluster", c)."""
+        resp = await self.call("ec2", "DescribeSecurityGroups", region=region,
+                               Filters=[{"Name": n, "Values": [v]} for n, v in filters])
+        return sorted(resp["SecurityGroups"], key=lambda g: str(g["GroupId"]))
+
+    async def stack_security_groups(self, stack: str, *, kind: str = "ingress",
+                                    region: str | None = None) -> list[Obj]:
+        return await self.security_groups((f"tag:{kind}.k8s.aws/stack", stack), region=region)
+
+    async def backend_security_groups(self, cluster: str) -> list[Obj]:
+        return await self.security_groups(("tag:elbv2.k8s.aws/cluster", cluster),
+                                          ("tag:elbv2.k8s.aws/resource", "backend-sg"))
+
+    async def security_group(self, group_id: str) -> Obj | None:
+        try:
+            resp = await self.call("ec2", "DescribeSecurityGroups", GroupIds=[group_id])
+        except AWSError as exc:
+            if exc.code == "InvalidGroup.NotFound":
+                return None
+            raise
+        groups = resp["SecurityGroups"]
+        return groups[0] if groups else None
+
+    async def rules(self, group_id: str) -> Rules:
+        """The group's inbound rules, one per source."""
+        group = await self.security_group(group_id)
+        return rules_of(group) if group is not None else set()
+
     # ---- whole stacks ---------------------------------------------------------------------------
 
     async def stacks(self, stacks: Iterable[str], *, regions: Iterable[str] | None = None
@@ -172,6 +207,22 @@ class AwsInspector:
             entry.get("lbs", []).sort(key=lambda x: x["lb"]["LoadBalancerArn"])
             entry.get("tgs", []).sort(key=lambda x: x["tg"]["TargetGroupArn"])
         return out
+
+
+def rules_of(group: Obj) -> Rules:
+    found: Rules = set()
+    for perm in group.get("IpPermissions") or []:
+        base = (str(perm["IpProtocol"]), int(perm.get("FromPort", -1)),
+                int(perm.get("ToPort", -1)))
+        for key, field in (("IpRanges", "CidrIp"), ("Ipv6Ranges", "CidrIpv6"),
+                           ("PrefixListIds", "PrefixListId"), ("UserIdGroupPairs", "GroupId")):
+            for item in perm.get(key) or []:
+                found.add((*base, str(item[field]), str(item.get("Description") or "")))
+    return found
+
+
+def tags_of(resource: Obj) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value", "")) for t in resource.get("Tags") or []}
 
 
 def stack_of(tags: dict[str, str]) -> str | None:

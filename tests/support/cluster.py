@@ -277,12 +277,13 @@ class Cluster:
     async def nlb_service(self, name: str, annotations: Mapping[str, str] | None = None, *,
                           ports: Sequence[Obj] | None = None, target_type: str | None = "ip",
                           load_balancer_class: str | None = objects.NLB_CLASS,
-                          endpoint_ips: Sequence[str] | None = None) -> Obj:
+                          endpoint_ips: Sequence[str] | None = None, **spec: Any) -> Obj:
         """A Service asking for an NLB (ip targets, port 80 -> 8080 by default), with one ready
-        endpoint (at `endpoint_ip(name)` unless `endpoint_ips` says otherwise)."""
+        endpoint (at `endpoint_ip(name)` unless `endpoint_ips` says otherwise); `spec` adds to
+        its spec."""
         svc = await self.create(SERVICES, objects.nlb_service(
             name, annotations, ports=ports, target_type=target_type,
-            load_balancer_class=load_balancer_class))
+            load_balancer_class=load_balancer_class, **spec))
         await self._initial_endpoints(name, endpoint_ips, 8080)
         return svc
 

@@ -1,0 +1,165 @@
+"""An ALB's security groups as the Ingress controller leaves them in moto: the managed frontend
+group (name, tags and exactly the rules its annotations ask for), the shared backend group, the
+groups the ALB carries, and what the managed bindings ask of their targets' groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.model import backend_security_group_name, ingress_security_group_name
+from controller.standins import AWSFaultProxy, AwsSeed
+from runtime.resources import INGRESSES
+from tests.support.aws import tags_of
+from tests.support.cluster import Cluster
+from tests.support.objects import hostname
+from tests.support.waiting import eventually
+
+A = "alb.ingress.kubernetes.io/"
+DESCRIPTION = "[k8s] Managed SecurityGroup for LoadBalancer"
+
+
+async def _alb(c: Cluster, name: str) -> dict[str, Any]:
+    async def found() -> dict[str, Any] | None:
+        ing = await c.find(INGRESSES, name)
+        dns = hostname(ing) if ing is not None else None
+        return await c.aws.load_balancer_at(dns) if dns else None
+
+    lb: dict[str, Any] = await eventually(found, timeout=30)
+    return lb
+
+
+async def _managed(c: Cluster, stack: str) -> dict[str, Any]:
+    async def one() -> dict[str, Any] | None:
+        groups = await c.aws.stack_security_groups(stack)
+        return groups[0] if len(groups) == 1 else None
+
+    group: dict[str, Any] = await eventually(one)
+    return group
+
+
+async def test_default_alb_gets_a_managed_frontend_and_the_backend_group(
+        cluster: Cluster, aws_seed: AwsSeed) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", {A + "scheme": "internet-facing"}, backend="web")
+    await c.start()
+    lb = await _alb(c, "shop")
+    managed = await _managed(c, "default/shop")
+    # Names and tags are upstream's (pkg/ingress/model_build_managed_sg.go,
+    # pkg/networking/backend_sg_provider.go), so a group upstream made is the same group.
+    assert managed["GroupName"] == ingress_security_group_name("test-cluster", "default", "shop")
+    assert managed["Description"] == DESCRIPTION
+    assert managed["VpcId"] == aws_seed.vpc_id
+    assert tags_of(managed) == {"elbv2.k8s.aws/cluster": "test-cluster",
+                                "ingress.k8s.aws/stack": "default/shop",
+                                "ingress.k8s.aws/resource": "ManagedLBSecurityGroup"}
+    assert await c.aws.rules(managed["GroupId"]) == {("tcp", 80, 80, "0.0.0.0/0", "")}
+    [backend] = await c.aws.backend_security_groups("test-cluster")
+    assert backend["GroupName"] == backend_security_group_name("test-cluster")
+    assert backend["Description"] == "[k8s] Shared Backend SecurityGroup for LoadBalancer"
+    assert await c.aws.rules(backend["GroupId"]) == set()
+    assert set(lb["SecurityGroups"]) == {managed["GroupId"], backend["GroupId"]}
+    [binding] = await c.bindings()
+    assert binding["spec"]["networking"] == {"ingress": [{
+        "from": [{"securityGroup": {"groupID": backend["GroupId"]}}],
+        "ports": [{"protocol": "TCP", "port": 8080}]}]}
+
+
+async def test_inbound_cidrs_prefix_lists_and_dualstack_make_the_rules(
+        cluster: Cluster, aws_seed: AwsSeed) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    prefix_list = (await c.aws.call(
+        "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
+        AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"]
+    pl = prefix_list["PrefixListId"]
+    await c.backend("web")
+    await c.backend("api")
+    await c.ingress("v4", {A + "inbound-cidrs": "10.0.0.0/8, 2001:db8::/32",
+                           A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]'}, backend="web")
+    await c.ingress("dual", {A + "inbound-cidrs": "10.0.0.0/8, 2001:db8::/32",
+                             A + "ip-address-type": "dualstack",
+                             A + "security-group-prefix-lists": pl}, backend="api")
+    await c.ingress("lists", {A + "security-group-prefix-lists": pl}, backend="api")
+    await c.start()
+    v4 = await _managed(c, "default/v4")
+    dual = await _managed(c, "default/dual")
+    lists = await _managed(c, "default/lists")
+    # An IPv6 source reaches only a dualstack load balancer.
+    assert await c.aws.rules(v4["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
+                                                ("tcp", 8080, 8080, "10.0.0.0/8", "")}
+    assert await c.aws.rules(dual["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
+                                                  ("tcp", 80, 80, "2001:db8::/32", ""),
+                                                  ("tcp", 80, 80, pl, "")}
+    # Prefix lists alone: no default 0.0.0.0/0.
+    assert await c.aws.rules(lists["GroupId"]) == {("tcp", 80, 80, pl, "")}
+
+    # Narrowing the CIDRs revokes what is no longer wanted.
+    await c.annotate(INGRESSES, "v4", {A + "inbound-cidrs": "10.1.0.0/16"})
+    async def narrowed() -> bool:
+        return await c.aws.rules(v4["GroupId"]) == {("tcp", 80, 80, "10.1.0.0/16", ""),
+                                                    ("tcp", 8080, 8080, "10.1.0.0/16", "")}
+    await eventually(narrowed)
+
+
+async def test_user_groups_with_and_without_managed_backend_rules(
+        cluster: Cluster, aws_seed: AwsSeed) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-alb",
+                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
+    await c.backend("web")
+    await c.backend("api")
+    await c.ingress("plain", {A + "security-groups": "team-alb"}, backend="web")
+    await c.ingress("managed", {A + "security-groups": mine,
+                                A + "manage-backend-security-group-rules": "true"},
+                    backend="api")
+    await c.start()
+    plain = await _alb(c, "plain")
+    managed = await _alb(c, "managed")
+    [backend] = await eventually(lambda: c.aws.backend_security_groups("test-cluster"))
+    assert plain["SecurityGroups"] == [mine]  # the name resolved in the VPC
+    assert set(managed["SecurityGroups"]) == {mine, backend["GroupId"]}
+    assert await c.aws.stack_security_groups("default/plain") == []
+    assert await c.aws.stack_security_groups("default/managed") == []
+    by_stack = {b["metadata"]["labels"]["ingress.k8s.aws/stack-name"]: b["spec"]
+                for b in await c.bindings()}
+    assert "networking" not in by_stack["plain"]
+    assert by_stack["managed"]["networking"]["ingress"][0]["from"] == [
+        {"securityGroup": {"groupID": backend["GroupId"]}}]
+
+
+async def test_two_ingresses_share_the_backend_group_and_deletion_removes_ours(
+        cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.backend("api")
+    await c.ingress("one", backend="web")
+    await c.ingress("two", backend="api")
+    await c.start()
+    one, two = await _alb(c, "one"), await _alb(c, "two")
+    [backend] = await c.aws.backend_security_groups("test-cluster")
+    assert backend["GroupId"] in one["SecurityGroups"]
+    assert backend["GroupId"] in two["SecurityGroups"]
+    managed_one = await _managed(c, "default/one")
+
+    # The first deletion keeps the backend group: the other ALB carries it. AWS refuses the
+    # managed group's deletion for a while (the ALB's interfaces linger); the controller retries.
+    aws_proxy.inject("DependencyViolation", operation="DeleteSecurityGroup", count=2,
+                     message="resource has a dependent object")
+    await c.delete(INGRESSES, "one")
+    await eventually(lambda: c.gone(INGRESSES, "one"), timeout=30)
+    assert await c.aws.security_group(managed_one["GroupId"]) is None
+    assert [r.outcome for r in aws_proxy.records(operation="DeleteSecurityGroup")][:2] == [
+        "DependencyViolation", "DependencyViolation"]
+    assert [g["GroupId"] for g in await c.aws.backend_security_groups("test-cluster")] == [
+        backend["GroupId"]]
+
+    # The last one takes the backend group with it.
+    await c.delete(INGRESSES, "two")
+    await eventually(lambda: c.gone(INGRESSES, "two"), timeout=30)
+    assert await c.aws.backend_security_groups("test-cluster") == []
+    assert await c.aws.stack_security_groups("default/two") == []
+    assert await c.aws.load_balancers() == []
