@@ -118,7 +118,7 @@ def _security_group_dependencies() -> None:
 def _dependent_of(ec2: Any, group_id: str, elbv2_backends: Any) -> str | None:
     for eni in list(getattr(ec2, "enis", {}).values()):
         if any(getattr(g, "id", None) == group_id for g in eni.group_set):
-            return eni.id
+            return str(eni.id)
     try:
         elbv2 = elbv2_backends[ec2.account_id][ec2.region_name]
     except KeyError:

@@ -134,7 +134,7 @@ class AwsInspector:
         groups = resp["SecurityGroups"]
         return groups[0] if groups else None
 
-    async def rules(self, group_id: str) -> Rules:
+    async def group_rules(self, group_id: str) -> Rules:
         """The group's inbound rules, one per source."""
         group = await self.security_group(group_id)
         return rules_of(group) if group is not None else set()

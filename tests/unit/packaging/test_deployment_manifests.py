@@ -262,8 +262,9 @@ def test_role_grants_the_lease(built: list[Doc]) -> None:
     for verb in ("get", "create", "update"):
         assert _allows(role["rules"], "coordination.k8s.io", "leases", verb, lease), verb
     assert not _allows(role["rules"], "coordination.k8s.io", "leases", "update", "other")
-    # Events, in every namespace, come from the ClusterRole (tests/integration/packaging/test_rbac.py
-    # shows a grant here would be needed by no request).
+    # Events, in every namespace, come from the ClusterRole
+    # (tests/integration/packaging/test_rbac.py shows a grant here would be needed by no
+    # request).
     for verb in ("create", "patch"):
         assert not _allows(role["rules"], "", "events", verb, "any"), verb
 

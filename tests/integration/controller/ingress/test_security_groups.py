@@ -54,11 +54,11 @@ async def test_default_alb_gets_a_managed_frontend_and_the_backend_group(
     assert tags_of(managed) == {"elbv2.k8s.aws/cluster": "test-cluster",
                                 "ingress.k8s.aws/stack": "default/shop",
                                 "ingress.k8s.aws/resource": "ManagedLBSecurityGroup"}
-    assert await c.aws.rules(managed["GroupId"]) == {("tcp", 80, 80, "0.0.0.0/0", "")}
+    assert await c.aws.group_rules(managed["GroupId"]) == {("tcp", 80, 80, "0.0.0.0/0", "")}
     [backend] = await c.aws.backend_security_groups("test-cluster")
     assert backend["GroupName"] == backend_security_group_name("test-cluster")
     assert backend["Description"] == "[k8s] Shared Backend SecurityGroup for LoadBalancer"
-    assert await c.aws.rules(backend["GroupId"]) == set()
+    assert await c.aws.group_rules(backend["GroupId"]) == set()
     assert set(lb["SecurityGroups"]) == {managed["GroupId"], backend["GroupId"]}
     [binding] = await c.bindings()
     assert binding["spec"]["networking"] == {"ingress": [{
@@ -87,18 +87,18 @@ async def test_inbound_cidrs_prefix_lists_and_dualstack_make_the_rules(
     dual = await _managed(c, "default/dual")
     lists = await _managed(c, "default/lists")
     # An IPv6 source reaches only a dualstack load balancer.
-    assert await c.aws.rules(v4["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
+    assert await c.aws.group_rules(v4["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
                                                 ("tcp", 8080, 8080, "10.0.0.0/8", "")}
-    assert await c.aws.rules(dual["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
+    assert await c.aws.group_rules(dual["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
                                                   ("tcp", 80, 80, "2001:db8::/32", ""),
                                                   ("tcp", 80, 80, pl, "")}
     # Prefix lists alone: no default 0.0.0.0/0.
-    assert await c.aws.rules(lists["GroupId"]) == {("tcp", 80, 80, pl, "")}
+    assert await c.aws.group_rules(lists["GroupId"]) == {("tcp", 80, 80, pl, "")}
 
     # Narrowing the CIDRs revokes what is no longer wanted.
     await c.annotate(INGRESSES, "v4", {A + "inbound-cidrs": "10.1.0.0/16"})
     async def narrowed() -> bool:
-        return await c.aws.rules(v4["GroupId"]) == {("tcp", 80, 80, "10.1.0.0/16", ""),
+        return await c.aws.group_rules(v4["GroupId"]) == {("tcp", 80, 80, "10.1.0.0/16", ""),
                                                     ("tcp", 8080, 8080, "10.1.0.0/16", "")}
     await eventually(narrowed)
 
