@@ -16,6 +16,7 @@ from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.frontend import BackendSettings
+from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings
 from controller.service import ServiceDefaults
 from runtime import metrics
@@ -118,10 +119,16 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
+    networking = None
+    if config.aws_vpc_id:
+        networking = NetworkingSettings(
+            cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id,
+            restricted_rules=not config.disable_restricted_sg_rules,
+            eni_security_group_tags=dict(config.service_target_eni_security_group_tags))
     return targetgroupbinding.Settings(
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
-        lanes=lane_settings(config))
+        lanes=lane_settings(config), networking=networking)
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:

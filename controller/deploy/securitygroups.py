@@ -285,7 +285,8 @@ class StackSecurityGroups:
                     raise
                 if attempt == retries:
                     raise DeployError(f"security group {group_id} is still in use "
-                                      "(DependencyViolation); retrying later") from None
+                                      f"(DependencyViolation: {exc.message}); retrying later"
+                                      ) from None
                 await self._clock.sleep(self._settings.delete_backoff * 2 ** attempt)
 
     async def _release(self, calls: Calls, vpc_id: str, key: StackKey) -> None:

@@ -155,7 +155,7 @@ class BackendSecurityGroup:
                     if attempt == self._delete_retries:
                         raise BackendGroupError(
                             f"backend security group {group_id} is still in use "
-                            "(DependencyViolation); retrying") from None
+                            f"(DependencyViolation: {exc.message}); retrying") from None
                     await self._clock.sleep(self._delete_backoff * 2 ** attempt)
                     if self.in_use():
                         return True  # a stack took it up meanwhile

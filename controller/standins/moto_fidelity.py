@@ -13,6 +13,11 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
   associated with an instance or network interface, is referenced by another security group in
   the same VPC, or has a VPC association, the operation fails" with `DependencyViolation`; a
   load balancer's network interfaces are in its groups. moto deletes the group regardless.
+- `RevokeSecurityGroupIngress` and duplicate checks: a rule is its protocol, ports and source;
+  its description is not part of it ("you do not need to specify the description to revoke
+  the rule", and a second rule differing only in its description is `InvalidPermission.
+  Duplicate`). moto compares a security-group source with its description, so a rule granted
+  with one could not be revoked without it.
 - `SetSecurityGroups` (ELBv2 API reference): `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic`
   ("on" or "off", network load balancers with security groups) is stored, answered and shown by
   `DescribeLoadBalancers`; moto ignores it.
@@ -90,6 +95,7 @@ def apply() -> None:
     ELBv2Backend.modify_target_group = modify_target_group  # type: ignore[method-assign]
     ELBV2Response.modify_listener = modify_listener_response  # type: ignore[method-assign]
     _security_group_dependencies()
+    _rules_without_descriptions()
     _private_link_inbound_rules()
     _applied = True
 
@@ -135,6 +141,28 @@ def _dependent_of(ec2: Any, group_id: str, elbv2_backends: Any) -> str | None:
                 if (rule.source_group or {}).get("GroupId") == group_id:
                     return str(other.id)
     return None
+
+
+def _rules_without_descriptions() -> None:
+    from moto.ec2.models.security_groups import SecurityGroupRule
+
+    def source(rule: Any) -> dict[str, Any]:
+        return {k: v for k, v in (rule.source_group or {}).items() if k != "Description"}
+
+    def same_rule(self: Any, other: object) -> bool:
+        if not isinstance(other, SecurityGroupRule):
+            return False
+        that: Any = other
+        for key in ("CidrIp", "CidrIpv6"):
+            if key in self.ip_range and self.ip_range.get(key) != that.ip_range.get(key):
+                return False
+        if (self.ip_protocol != that.ip_protocol or source(self) != source(that)
+                or self.prefix_list_id != that.prefix_list_id):
+            return False
+        return bool(self.ip_protocol == "-1" or (self.from_port == that.from_port
+                                                 and self.to_port == that.to_port))
+
+    SecurityGroupRule.__eq__ = same_rule  # type: ignore[method-assign]
 
 
 def _private_link_inbound_rules() -> None:

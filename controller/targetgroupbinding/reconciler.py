@@ -12,15 +12,16 @@ One reconcile, in the steps every controller takes:
 4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no AWS call at all; a LOW one
    (the paced verification of a restart) always looks at AWS and repairs drift;
 5. finalizer, before the first AWS write;
-6. deploy: diff against DescribeTargetHealth; reset the checkpoint to "" before touching
-   targets; deregister (multi-cluster: only tracked targets), record the tracked set, register;
+6. deploy: the rules `spec.networking` asks for on the targets' security groups (networking.py);
+   diff against DescribeTargetHealth; reset the checkpoint to "" before touching targets;
+   deregister (multi-cluster: only tracked targets), record the tracked set, register;
 7. status, then the new checkpoint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import NoReturn
+from collections.abc import Awaitable, Iterator
+from typing import Any, NoReturn
 
 import structlog
 
@@ -28,6 +29,7 @@ from controller import checkpoint as stack_checkpoint
 from controller.apis import TARGETGROUPBINDING_FINALIZER, TARGETGROUPBINDINGS
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
+from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.multicluster import (
@@ -35,6 +37,7 @@ from controller.targetgroupbinding.multicluster import (
     configmap_name,
     deregistrable,
 )
+from controller.targetgroupbinding.networking import BindingNetworking, pod_address
 from controller.targetgroupbinding.targetgroups import (
     TargetGroupInfo,
     TargetGroupNotFound,
@@ -45,6 +48,7 @@ from controller.targetgroupbinding.targets import (
     Target,
     find_service_port,
     instance_endpoints,
+    instance_id,
     ip_endpoints,
 )
 from controller.targetgroupbinding.watches import SLICE_SERVICE_INDEX
@@ -73,7 +77,7 @@ class TargetGroupBindingReconciler:
     def __init__(self, *, client: KubeClient, bindings: Store, services: Store, slices: Store,
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
                  recorder: Recorder, clock: Clock | None = None,
-                 checkpoints: bool = True) -> None:
+                 checkpoints: bool = True, networking: BindingNetworking | None = None) -> None:
         self._bindings = bindings
         self._services = services
         self._slices = slices
@@ -84,6 +88,8 @@ class TargetGroupBindingReconciler:
         self._writer = ObjectWriter(client, TARGETGROUPBINDINGS, recorder, self._clock)
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
+        # None: `spec.networking` is not acted on (no cluster and VPC to act in).
+        self._networking = networking
         # resourceVersions our own writes produced during the running reconcile of a key, and,
         # once its checkpoint is written, that checkpoint with those versions. A reconcile that
         # runs while the cache still shows the reset state takes the checkpoint we wrote right
@@ -107,7 +113,7 @@ class TargetGroupBindingReconciler:
         endpoint sets count: an empty ip set and an empty node set digest alike, so they would
         match whichever type was really used."""
         spec = parse_spec(obj)
-        raw_spec = obj.get("spec") or {}
+        raw_spec = self._checkpoint_spec(obj)
         if spec.target_type:
             return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type), raw_spec)]
         found = []
@@ -155,11 +161,12 @@ class TargetGroupBindingReconciler:
             endpoints = self._endpoints(tgb, spec, target_type)
         except InvalidSpec as exc:
             await self._invalid(tgb, exc)
-        if spec.networking:
+        if spec.networking and self._networking is None:
             self._writer.event(tgb, "Warning", "Unsupported",
-                               "spec.networking is not supported yet and is ignored")
+                               "spec.networking is ignored: the controller runs without a "
+                               "cluster and VPC to manage rules in")
 
-        value = checkpoint.compute(endpoints, tgb.get("spec") or {})  # 4. checkpoint
+        value = checkpoint.compute(endpoints, self._checkpoint_spec(tgb))  # 4. checkpoint
         stored = self._stored_checkpoint(tgb)
         if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
                 and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)):
@@ -168,6 +175,7 @@ class TargetGroupBindingReconciler:
         tgb = await self._own(self._writer.patch_metadata(  # 5. finalizer
             tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER))
         try:  # 6. deploy
+            await self._reconcile_networking(tgb, spec, target_type, endpoints)
             changed = await self._sync_targets(tgb, spec, tg, endpoints)
         except TargetGroupNotFound as exc:
             # Deleted behind our back since it was resolved: as if the spec named a missing
@@ -180,6 +188,47 @@ class TargetGroupBindingReconciler:
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
         if changed:
             self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
+
+    def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
+        spec: dict[str, Any] = tgb.get("spec") or {}
+        return self._networking.checkpoint_spec(spec) if self._networking else spec
+
+    async def _reconcile_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                    target_type: str, endpoints: list[Endpoint]) -> None:
+        if self._networking is None:
+            return
+        try:
+            await self._networking.reconcile(
+                key_of(tgb), spec, target_type, endpoints,
+                other_pods=lambda: self._pods_with_networking(key_of(tgb)),
+                other_instances=self._nodes_with_networking)
+        except InvalidSpec as exc:
+            await self._invalid(tgb, exc)
+        except NetworkingError as exc:
+            reason = exc.condition_reason
+            await self._writer.report_failure(
+                tgb, event_reason=reason, message=str(exc),
+                condition=lambda obj, message: self._ready(obj, False, reason, message))
+            raise ReconcileError(str(exc)) from None
+
+    def _pods_with_networking(self, skip: str) -> Iterator[PodAddress]:
+        """Pods of the other ip bindings with networking: looked up in the same call."""
+        for other in self._bindings.list():
+            if key_of(other) == skip or not (other.get("spec") or {}).get("networking"):
+                continue
+            try:
+                other_spec = parse_spec(other)
+                if other_spec.target_type != "ip":
+                    continue
+                yield from (pod_address(e) for e in self._endpoints(other, other_spec, "ip"))
+            except InvalidSpec:
+                continue
+
+    def _nodes_with_networking(self) -> Iterator[str]:
+        for node in self._nodes.list():
+            found = instance_id(node)
+            if found is not None:
+                yield found
 
     async def _invalid(self, tgb: Obj, exc: InvalidSpec) -> NoReturn:
         reason = exc.condition_reason
@@ -276,6 +325,9 @@ class TargetGroupBindingReconciler:
                 await self._tracker.cleanup(ns, name)
             else:
                 self._tracker.forget(ns, name)
+        if self._networking is not None:
+            # Its rules go (unless another binding needs them) before the finalizer does.
+            await self._networking.release(key_of(tgb), spec)
         try:
             await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
         except NotFound:

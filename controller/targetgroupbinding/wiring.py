@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
+from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings, controller_options
 from controller.targetgroupbinding.multicluster import TargetTracker
+from controller.targetgroupbinding.networking import BindingNetworking
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from controller.targetgroupbinding.watches import (
@@ -30,6 +32,7 @@ from controller.targetgroupbinding.watches import (
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
 from runtime.manager import Manager
+from runtime.objects import Obj, is_deleting, key_of
 from runtime.predicates import ViewChanged
 from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
 
@@ -41,6 +44,8 @@ class Settings:
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
     lanes: LaneSettings = field(default_factory=LaneSettings)
+    # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
+    networking: NetworkingSettings | None = None
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool,
@@ -53,13 +58,26 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
+    networking = None
+    if settings.networking is not None:
+        networking = BindingNetworking.create(
+            pool, settings.networking, clock=manager.clock,
+            bindings_with_networking=lambda: _with_networking(bindings.store.list()))
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
         services=manager.informer(SERVICES).store, slices=slices.store,
         nodes=manager.informer(NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock),
         tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints)
+        checkpoints=settings.lanes.checkpoints, networking=networking)
+
+
+def _with_networking(bindings: list[Obj]) -> list[str]:
+    """Bindings whose rules must be known before any rule is revoked (not those going: their
+    finalizer drops their rules)."""
+    return [key_of(b) for b in bindings
+            if isinstance(b.get("spec"), dict) and b["spec"].get("networking")
+            and not is_deleting(b)]
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ipaddress
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from controller.apis import (
     TARGETGROUPBINDINGS,
 )
 from controller.aws import AWSClientPool
-from controller.standins import AwsSeed
+from controller.standins import AwsSeed, create_pod_enis
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
@@ -60,7 +61,7 @@ from tests.support import objects
 from tests.support.aws import AwsInspector
 from tests.support.paths import CRDS
 from tests.support.process import ControllerRun
-from tests.support.settings import ingress_settings, service_settings
+from tests.support.settings import ingress_settings, service_settings, tgb_settings
 from tests.support.waiting import eventually
 
 SERVICE = "service"
@@ -90,6 +91,7 @@ class Cluster:
     manager: Manager | None = None
     task: asyncio.Task[int] | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _subnets: list[Any] | None = None
 
     # ---- the controllers --------------------------------------------------------------------
 
@@ -116,7 +118,8 @@ class Cluster:
                 ingress_controller.setup(manager, pool=self.pool,
                                          settings=ingress or ingress_settings(self.seed))
             elif name == TARGETGROUPBINDING:
-                tgb_controller.setup(manager, pool=self.pool, settings=targetgroupbinding)
+                tgb_controller.setup(manager, pool=self.pool,
+                                     settings=targetgroupbinding or tgb_settings(self.seed))
             else:
                 raise ValueError(f"unknown controller {name!r}")
         if on_setup is not None:
@@ -296,9 +299,27 @@ class Cluster:
     async def endpoints(self, service: str, ips: Sequence[str], *,
                         ports: Sequence[tuple[str, int]] = (("http", 8080),),
                         not_ready: Sequence[str] = (), slice_name: str | None = None) -> None:
-        """Create or replace one EndpointSlice of `service` (by default its only one)."""
+        """Create or replace one EndpointSlice of `service` (by default its only one). As the
+        kubelet and the VPC CNI would, each pod address gets a network interface in the
+        seeded VPC's node group first (addresses outside the VPC's subnets get none)."""
+        await self.pod_enis(ips)
         await self._replace(ENDPOINTSLICES, objects.endpoint_slice(
             service, ips, name=slice_name, ports=ports, not_ready=not_ready))
+
+    async def pod_enis(self, ips: Sequence[str]) -> None:
+        """Pod network interfaces for the addresses of `ips` that fall in the VPC's subnets."""
+        inside = [ip for ip in ips if any(ipaddress.ip_address(ip) in net
+                                          for net in await self._subnet_networks())]
+        if inside:
+            url = str(self.aws.pool.settings.endpoint_url)
+            await asyncio.to_thread(create_pod_enis, url, self.seed, inside)
+
+    async def _subnet_networks(self) -> list[Any]:
+        if self._subnets is None:
+            resp = await self.aws.call("ec2", "DescribeSubnets", Filters=[
+                {"Name": "vpc-id", "Values": [self.seed.vpc_id]}])
+            self._subnets = [ipaddress.ip_network(s["CidrBlock"]) for s in resp["Subnets"]]
+        return self._subnets
 
     async def node(self, name: str, instance_id: str, *, ready: bool = True,
                    unschedulable: bool = False, labels: Mapping[str, str] | None = None) -> Obj:

@@ -9,6 +9,7 @@ from typing import Any
 from controller import ingress as ingress_controller
 from controller import service as service_controller
 from controller import targetgroupbinding as tgb_controller
+from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings
 from controller.standins import AwsSeed
 
@@ -40,7 +41,12 @@ def ingress_settings(seed: AwsSeed, **overrides: Any) -> ingress_controller.Sett
     return ingress_controller.Settings(**values)
 
 
-def tgb_settings(**overrides: Any) -> tgb_controller.Settings:
-    """The TargetGroupBinding controller's own defaults, with these overrides."""
+def tgb_settings(seed: AwsSeed | None = None, **overrides: Any) -> tgb_controller.Settings:
+    """The TargetGroupBinding controller's own defaults, with these overrides; with `seed`,
+    managing `spec.networking` rules in the seeded VPC (every group's rules read again on each
+    pass, so drift tests see repairs at once)."""
     _lanes(overrides)
+    if seed is not None:
+        overrides.setdefault("networking", NetworkingSettings(
+            cluster_name=seed.cluster_name, vpc_id=seed.vpc_id, verify_interval=0.0))
     return tgb_controller.Settings(**overrides)

@@ -28,6 +28,18 @@ async def _alb(c: Cluster, name: str) -> dict[str, Any]:
     return lb
 
 
+async def _rules_are(c: Cluster, group_id: str, expected: set[Any]) -> None:
+    """The group's inbound rules become exactly `expected` (a create and its rules are two
+    calls)."""
+    async def same() -> bool:
+        return await c.aws.group_rules(group_id) == expected
+
+    try:
+        await eventually(same)
+    except AssertionError:
+        assert await c.aws.group_rules(group_id) == expected
+
+
 async def _managed(c: Cluster, stack: str) -> dict[str, Any]:
     async def one() -> dict[str, Any] | None:
         groups = await c.aws.stack_security_groups(stack)
@@ -54,11 +66,11 @@ async def test_default_alb_gets_a_managed_frontend_and_the_backend_group(
     assert tags_of(managed) == {"elbv2.k8s.aws/cluster": "test-cluster",
                                 "ingress.k8s.aws/stack": "default/shop",
                                 "ingress.k8s.aws/resource": "ManagedLBSecurityGroup"}
-    assert await c.aws.group_rules(managed["GroupId"]) == {("tcp", 80, 80, "0.0.0.0/0", "")}
+    await _rules_are(c, managed["GroupId"], {("tcp", 80, 80, "0.0.0.0/0", "")})
     [backend] = await c.aws.backend_security_groups("test-cluster")
     assert backend["GroupName"] == backend_security_group_name("test-cluster")
     assert backend["Description"] == "[k8s] Shared Backend SecurityGroup for LoadBalancer"
-    assert await c.aws.group_rules(backend["GroupId"]) == set()
+    await _rules_are(c, backend["GroupId"], set())
     assert set(lb["SecurityGroups"]) == {managed["GroupId"], backend["GroupId"]}
     [binding] = await c.bindings()
     assert binding["spec"]["networking"] == {"ingress": [{
@@ -87,13 +99,13 @@ async def test_inbound_cidrs_prefix_lists_and_dualstack_make_the_rules(
     dual = await _managed(c, "default/dual")
     lists = await _managed(c, "default/lists")
     # An IPv6 source reaches only a dualstack load balancer.
-    assert await c.aws.group_rules(v4["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
-                                                ("tcp", 8080, 8080, "10.0.0.0/8", "")}
-    assert await c.aws.group_rules(dual["GroupId"]) == {("tcp", 80, 80, "10.0.0.0/8", ""),
+    await _rules_are(c, v4["GroupId"], {("tcp", 80, 80, "10.0.0.0/8", ""),
+                                                ("tcp", 8080, 8080, "10.0.0.0/8", "")})
+    await _rules_are(c, dual["GroupId"], {("tcp", 80, 80, "10.0.0.0/8", ""),
                                                   ("tcp", 80, 80, "2001:db8::/32", ""),
-                                                  ("tcp", 80, 80, pl, "")}
+                                                  ("tcp", 80, 80, pl, "")})
     # Prefix lists alone: no default 0.0.0.0/0.
-    assert await c.aws.group_rules(lists["GroupId"]) == {("tcp", 80, 80, pl, "")}
+    await _rules_are(c, lists["GroupId"], {("tcp", 80, 80, pl, "")})
 
     # Narrowing the CIDRs revokes what is no longer wanted.
     await c.annotate(INGRESSES, "v4", {A + "inbound-cidrs": "10.1.0.0/16"})

@@ -25,6 +25,18 @@ async def _nlb(c: Cluster, name: str) -> dict[str, Any]:
     return lb
 
 
+async def _rules_are(c: Cluster, group_id: str, expected: set[Any]) -> None:
+    """The group's inbound rules become exactly `expected` (a create and its rules are two
+    calls)."""
+    async def same() -> bool:
+        return await c.aws.group_rules(group_id) == expected
+
+    try:
+        await eventually(same)
+    except AssertionError:
+        assert await c.aws.group_rules(group_id) == expected
+
+
 async def _managed(c: Cluster, name: str) -> dict[str, Any]:
     async def one() -> dict[str, Any] | None:
         groups = await c.aws.stack_security_groups(f"default/{name}", kind="service")
@@ -49,8 +61,8 @@ async def test_default_nlb_gets_a_managed_frontend_and_the_backend_group(
                                 "service.k8s.aws/stack": "default/echo",
                                 "service.k8s.aws/resource": "ManagedLBSecurityGroup"}
     # One rule per Service port in its own protocol.
-    assert await c.aws.group_rules(managed["GroupId"]) == {("tcp", 80, 80, "0.0.0.0/0", ""),
-                                                     ("udp", 53, 53, "0.0.0.0/0", "")}
+    await _rules_are(c, managed["GroupId"], {("tcp", 80, 80, "0.0.0.0/0", ""),
+                                                     ("udp", 53, 53, "0.0.0.0/0", "")})
     [backend] = await c.aws.backend_security_groups("test-cluster")
     assert backend["GroupName"] == backend_security_group_name("test-cluster")
     assert set(lb["SecurityGroups"]) == {managed["GroupId"], backend["GroupId"]}
@@ -78,16 +90,16 @@ async def test_source_ranges_prefix_lists_icmp_and_dualstack(cluster: Cluster) -
                                  "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})
     await c.nlb_service("lists", {"aws-load-balancer-security-group-prefix-lists": pl})
     await c.start()
-    assert await c.aws.group_rules((await _managed(c, "spec"))["GroupId"]) == {
-        ("tcp", 80, 80, "10.0.0.0/8", "")}
+    await _rules_are(c, (await _managed(c, "spec"))["GroupId"], {
+        ("tcp", 80, 80, "10.0.0.0/8", "")})
     # ICMP "fragmentation needed" per CIDR (pkg/shared_constants/icmp.go).
-    assert await c.aws.group_rules((await _managed(c, "note"))["GroupId"]) == {
-        ("tcp", 80, 80, "192.0.2.0/24", ""), ("icmp", 3, 4, "192.0.2.0/24", "")}
-    assert await c.aws.group_rules((await _managed(c, "dual"))["GroupId"]) == {
+    await _rules_are(c, (await _managed(c, "note"))["GroupId"], {
+        ("tcp", 80, 80, "192.0.2.0/24", ""), ("icmp", 3, 4, "192.0.2.0/24", "")})
+    await _rules_are(c, (await _managed(c, "dual"))["GroupId"], {
         ("tcp", 80, 80, "0.0.0.0/0", ""), ("tcp", 80, 80, "::/0", ""),
-        ("icmp", 3, 4, "0.0.0.0/0", ""), ("icmpv6", 2, 0, "::/0", "")}
-    assert await c.aws.group_rules((await _managed(c, "lists"))["GroupId"]) == {
-        ("tcp", 80, 80, pl, "")}
+        ("icmp", 3, 4, "0.0.0.0/0", ""), ("icmpv6", 2, 0, "::/0", "")})
+    await _rules_are(c, (await _managed(c, "lists"))["GroupId"], {
+        ("tcp", 80, 80, pl, "")})
 
 
 async def test_user_groups_private_link_and_no_groups(cluster: Cluster,
