@@ -34,6 +34,11 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
     have_private_link = current.get("EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic")
     if ((wanted_sgs or have_sgs) and have_sgs != set(wanted_sgs)) or (
             private_link is not None and have_private_link != private_link):
+        if lb.type == "network" and have_sgs and not wanted_sgs:
+            raise DeployError(
+                f"load balancer {lb.name}: AWS cannot remove every security group from a "
+                "network load balancer created with them; keep at least one, or let the "
+                "Service's load balancer be replaced")
         if lb.type == "network" and not have_sgs:
             raise DeployError(
                 f"load balancer {lb.name}: AWS cannot add security groups to a network load "

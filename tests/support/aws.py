@@ -145,7 +145,8 @@ class AwsInspector:
                      ) -> dict[str, Any]:
         """Region -> stack -> everything AWS holds for the stack (load balancers with their
         tags, attributes, listeners, certificates and rules; target groups with their tags,
-        attributes and targets), each list in a stable order. `stacks` are values of the
+        attributes and targets; security groups with their tags and inbound rules), each list
+        in a stable order. `stacks` are values of the
         `ingress.k8s.aws/stack` or `service.k8s.aws/stack` tag."""
         wanted = set(stacks)
         return {region: await self._region_stacks(wanted, region)
@@ -203,9 +204,18 @@ class AwsInspector:
                 "tg": tg, "tags": tags.get(arn, {}), "attributes": attrs,
                 "targets": sorted(f"{d['Target']['Id']}:{d['Target'].get('Port')}"
                                   for d in health)})
+        groups = (await self.call("ec2", "DescribeSecurityGroups", region=region))
+        for group in groups["SecurityGroups"]:
+            stack = stack_of(tags_of(group))
+            if stack not in stacks:
+                continue
+            out.setdefault(stack, {}).setdefault("sgs", []).append({
+                "id": group["GroupId"], "name": group["GroupName"], "tags": tags_of(group),
+                "rules": sorted(rules_of(group))})
         for entry in out.values():
             entry.get("lbs", []).sort(key=lambda x: x["lb"]["LoadBalancerArn"])
             entry.get("tgs", []).sort(key=lambda x: x["tg"]["TargetGroupArn"])
+            entry.get("sgs", []).sort(key=lambda x: x["id"])
         return out
 
 
