@@ -88,8 +88,10 @@ class StackSecurityGroups:
                  settings: SecurityGroupSettings | None = None,
                  clock: Clock | None = None) -> None:
         self._clock: Clock = clock or RealClock()
-        self._backend = backend or BackendSecurityGroup(cluster=cluster, clock=self._clock)
         self._settings = settings or SecurityGroupSettings()
+        self._backend = backend or BackendSecurityGroup(
+            cluster=cluster, clock=self._clock, delete_retries=self._settings.delete_retries,
+            delete_backoff=self._settings.delete_backoff)
         # Stack → IDs of its groups found or created (missing: not looked at yet, unless the
         # one-time scan ran).
         self._known: dict[StackKey, set[str]] = {}

@@ -122,7 +122,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
 
     if backend is None:
         backend = BackendSecurityGroup(cluster=settings.cluster_name,
-                                       tags=settings.default_tags, clock=manager.clock)
+                                       tags=settings.default_tags, clock=manager.clock,
+                                           delete_backoff=settings.security_group_backoff)
     backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))
     deployer = StackDeployer(
         pool, DeployerSettings(cluster_name=settings.cluster_name,

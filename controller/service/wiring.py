@@ -71,7 +71,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster_name,
-                                           tags=settings.defaults.tags, clock=manager.clock)
+                                           tags=settings.defaults.tags, clock=manager.clock,
+                                           delete_backoff=settings.security_group_backoff)
         deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend)
     deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
     bindings = manager.informer(TARGETGROUPBINDINGS)

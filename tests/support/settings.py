@@ -28,7 +28,7 @@ def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.Sett
     _lanes(overrides)
     values: dict[str, Any] = {"cluster_name": seed.cluster_name, "region": seed.region,
                               "vpc_id": seed.vpc_id, "in_use_backoff": 0.01,
-                              "cleanup_poll": 0.2, **overrides}
+                              "cleanup_poll": 0.2, "security_group_backoff": 0.05, **overrides}
     return service_controller.Settings(**values)
 
 
@@ -37,7 +37,8 @@ def ingress_settings(seed: AwsSeed, **overrides: Any) -> ingress_controller.Sett
     _lanes(overrides)
     values: dict[str, Any] = {"cluster_name": seed.cluster_name, "region": seed.region,
                               "vpc_id": seed.vpc_id, "default_target_type": "ip",
-                              "in_use_backoff": 0.01, "cleanup_poll": 0.2, **overrides}
+                              "in_use_backoff": 0.01, "cleanup_poll": 0.2,
+                              "security_group_backoff": 0.05, **overrides}
     return ingress_controller.Settings(**values)
 
 
