@@ -15,7 +15,6 @@ retried a few times, then the caller retries later (a load balancer's ENIs take 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -23,6 +22,7 @@ from controller.aws import AWSError
 from controller.model import backend_security_group_name
 from controller.networking.calls import Caller, is_group_not_found
 from runtime.clock import Clock, RealClock
+from runtime.prioritylock import InheritingLock
 
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 RESOURCE_TAG = "elbv2.k8s.aws/resource"
@@ -47,7 +47,9 @@ class BackendSecurityGroup:
         self._delete_backoff = delete_backoff
         self._clock: Clock = clock or RealClock()
         self._ids: dict[str, str] = {}  # VPC → group ID
-        self._locks: dict[str, asyncio.Lock] = {}
+        # Every stack's deploy waits here for the group's first look-up: a real change lifts a
+        # paced verification holding the lock out of its budget wait.
+        self._locks: dict[str, InheritingLock] = {}
         self._uses: dict[StackKey, bool] = {}
         self._claimants: list[Claimants] = []
 
@@ -69,8 +71,8 @@ class BackendSecurityGroup:
         """The cached ID turned out to be gone (AWS said so): look again next time."""
         self._ids.pop(vpc_id, None)
 
-    def _lock(self, vpc_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(vpc_id, asyncio.Lock())
+    def _lock(self, vpc_id: str) -> InheritingLock:
+        return self._locks.setdefault(vpc_id, InheritingLock())
 
     async def ensure(self, calls: Caller, vpc_id: str) -> str:
         """The group's ID in `vpc_id`, found by its tags or created (once per process)."""

@@ -24,7 +24,6 @@ within `verify_interval` of the next reconcile.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from controller.networking.calls import Caller, is_group_not_found
 from controller.networking.enis import CLUSTER_TAG_PREFIX
 from controller.networking.permissions import Permission, description_for, expand
 from runtime.clock import Clock, RealClock
+from runtime.prioritylock import InheritingLock
 
 LABEL_KEY = "elbv2.k8s.aws/targetGroupBinding"
 LABEL_VALUE = "shared"
@@ -77,7 +77,9 @@ class NetworkingManager:
         self._settings = settings
         self._bindings = bindings_with_networking
         self._clock: Clock = clock or RealClock()
-        self._lock = asyncio.Lock()
+        # Bindings' reconciles share the groups; a real change waiting here lifts a paced
+        # verification holding the lock out of its budget wait.
+        self._lock = InheritingLock()
         self._per_binding: dict[str, PermissionsByGroup] = {}
         self._tracked: set[str] = set()
         self._tracked_from_aws = False
