@@ -29,7 +29,11 @@ from controller.deploy.resolve import ResolverSettings, StackResolver
 from controller.deploy.result import DeployResult, LoadBalancerStatus, ResolvedTargetGroupBinding
 from controller.deploy.rules import converge_rules
 from controller.deploy.run import DeployRun
-from controller.deploy.securitygroups import SecurityGroupSettings, StackSecurityGroups
+from controller.deploy.securitygroups import (
+    PreparedGroups,
+    SecurityGroupSettings,
+    StackSecurityGroups,
+)
 from controller.deploy.tags import Tracking, describe_tags
 from controller.deploy.targetgroups import converge_target_group
 from controller.model import TARGET_GROUP, Stack, StackKind
@@ -119,8 +123,11 @@ class StackDeployer:
                         tracking=self._tracking(stack.kind, stack.id,
                                                 stack.context.external_managed_tags),
                         rewrite_write_only=rewrite_write_only)
+        # Security groups concurrently with everything before the load balancer, which is
+        # created carrying them.
+        groups = asyncio.ensure_future(self._groups.prepare(run, key, fresh=fresh))
         try:
-            return await self._deploy(run, key, owned, cold=cold and not fresh)
+            return await self._deploy(run, key, owned, groups, cold=cold and not fresh)
         except BaseException:
             # Half-learnt records of a stack never seen before are dropped (the next run finds
             # everything by name and tags again), unless the one-time scan filled them: that
@@ -128,13 +135,16 @@ class StackDeployer:
             if cold and not self._owned.scanned:
                 self._owned.forget(key)
             raise
+        finally:
+            if not groups.done():
+                groups.cancel()
+            await asyncio.gather(groups, return_exceptions=True)
 
-    async def _deploy(self, run: DeployRun, key: StackKey, owned: StackArns, *,
+    async def _deploy(self, run: DeployRun, key: StackKey, owned: StackArns,
+                      groups_step: asyncio.Future[PreparedGroups], *,
                       cold: bool) -> DeployResult:
         stack, calls = run.stack, run.calls
         lb_id, lb_model = next(iter(stack.load_balancers.items()), (None, None))
-        # Security groups first: the load balancer is created carrying them.
-        groups = await self._groups.prepare(run, key)
 
         # Observe: load balancers we know of, plus the model's by name.
         lbs = {d["LoadBalancerArn"]: d
@@ -191,6 +201,8 @@ class StackDeployer:
             owned.target_groups.add(arn)
 
         await run_all(one_tg(rid) for rid in sorted(stack.target_groups))
+
+        groups = await groups_step
 
         # Converge the load balancer, its listeners and rules.
         lb_status: LoadBalancerStatus | None = None

@@ -31,6 +31,7 @@ from typing import Any
 
 from controller.aws import AWSError
 from controller.deploy.calls import Calls
+from controller.deploy.concurrency import run_all
 from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
 from controller.deploy.run import DeployRun
 from controller.deploy.tags import CLUSTER_TAG, Tracking, stack_tag
@@ -104,22 +105,35 @@ class StackSecurityGroups:
 
     # ---- deploy -----------------------------------------------------------------------------
 
-    async def prepare(self, run: DeployRun, key: StackKey) -> PreparedGroups:
+    async def prepare(self, run: DeployRun, key: StackKey, *,
+                      fresh: bool = False) -> PreparedGroups:
+        """`fresh`: no deploy of this stack can have written to AWS yet (the deployer's
+        meaning), so there is nothing of it to look for."""
         stack, calls = run.stack, run.calls
         prepared = PreparedGroups()
-        prepared.names = await _resolve_names(calls, stack)
-        wants_backend = uses_backend(stack)
-        if wants_backend:
+        if uses_backend(stack):
             self._backend.note(key, uses=True)
-            try:
-                prepared.backend_id = await self._backend.ensure(calls, run.vpc_id)
-            except BackendGroupError as exc:
-                raise DeployError(str(exc)) from None
-        known = self._known.get(key, set() if self._scanned else None)
-        if stack.security_groups or known is None or known:
-            found = await self._observe(calls, run.tracking, run.vpc_id)
-        else:
-            found = {}
+        known = self._known.get(key, set() if self._scanned or fresh else None)
+        observe = bool((stack.security_groups and not fresh) or known is None or known)
+
+        async def names() -> None:
+            prepared.names = await _resolve_names(calls, stack)
+
+        async def backend() -> None:
+            if uses_backend(stack):
+                try:
+                    prepared.backend_id = await self._backend.ensure(calls, run.vpc_id)
+                except BackendGroupError as exc:
+                    raise DeployError(str(exc)) from None
+
+        found: dict[str, dict[str, Any]] = {}
+
+        async def groups() -> None:
+            if observe:
+                found.update(await self._observe(calls, run.tracking, run.vpc_id))
+
+        # Three independent look-ups (usually one call, or none).
+        await run_all([names(), backend(), groups()])
         by_resource = {}
         mine: set[str] = set()
         for group_id, group in sorted(found.items()):
