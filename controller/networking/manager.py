@@ -62,6 +62,27 @@ class NetworkingSettings:
     verify_interval: float = 60.0
 
 
+def aggregate(per_binding: Iterable[PermissionsByGroup], *,
+              restricted: bool) -> dict[str, list[Permission]]:
+    """Every binding's rules per group, merged as upstream merges them."""
+    merged: dict[str, dict[tuple[Any, ...], Permission]] = {}
+    for groups in per_binding:
+        for group_id, permissions in groups.items():
+            into = merged.setdefault(group_id, {})
+            for p in permissions:
+                if restricted and p.source_kind == "group":
+                    key: tuple[Any, ...] = ("range", p.protocol, p.source)
+                    have = into.get(key)
+                    if have is not None:
+                        p = Permission(p.protocol, min(have.from_port, p.from_port),
+                                       max(have.to_port, p.to_port), p.source_kind, p.source,
+                                       p.description)
+                    into[key] = p
+                else:
+                    into[p.rule] = p
+    return {g: sorted(rules.values()) for g, rules in merged.items()}
+
+
 @dataclass
 class _Verified:
     wanted: frozenset[tuple[str, int, int, str, str]]
@@ -109,22 +130,8 @@ class NetworkingManager:
     # ---- aggregation ------------------------------------------------------------------------
 
     def _aggregate(self) -> dict[str, list[Permission]]:
-        merged: dict[str, dict[tuple[Any, ...], Permission]] = {}
-        for groups in self._per_binding.values():
-            for group_id, permissions in groups.items():
-                into = merged.setdefault(group_id, {})
-                for p in permissions:
-                    if self._settings.restricted_rules and p.source_kind == "group":
-                        key: tuple[Any, ...] = ("range", p.protocol, p.source)
-                        have = into.get(key)
-                        if have is not None:
-                            p = Permission(p.protocol, min(have.from_port, p.from_port),
-                                           max(have.to_port, p.to_port), p.source_kind,
-                                           p.source, p.description)
-                        into[key] = p
-                    else:
-                        into[p.rule] = p
-        return {g: sorted(rules.values()) for g, rules in merged.items()}
+        return aggregate(self._per_binding.values(),
+                         restricted=self._settings.restricted_rules)
 
     def _computed_for_all(self) -> bool:
         current = set(self._bindings())
@@ -207,4 +214,4 @@ class NetworkingManager:
 
 
 __all__ = ["LABEL_KEY", "LABEL_VALUE", "OWNED_DESCRIPTION", "NetworkingManager",
-           "NetworkingSettings", "PermissionsByGroup", "owned"]
+           "NetworkingSettings", "PermissionsByGroup", "aggregate", "owned"]
