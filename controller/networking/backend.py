@@ -47,6 +47,9 @@ class BackendSecurityGroup:
         self._delete_backoff = delete_backoff
         self._clock: Clock = clock or RealClock()
         self._ids: dict[str, str] = {}  # VPC → group ID
+        # VPCs known to have no backend group (looked up, or deleted by us): a stack that does
+        # not use it need not look again.
+        self._absent: set[str] = set()
         # Every stack's deploy waits here for the group's first look-up: a real change lifts a
         # paced verification holding the lock out of its budget wait.
         self._locks: dict[str, InheritingLock] = {}
@@ -70,6 +73,7 @@ class BackendSecurityGroup:
     def forget(self, vpc_id: str) -> None:
         """The cached ID turned out to be gone (AWS said so): look again next time."""
         self._ids.pop(vpc_id, None)
+        self._absent.discard(vpc_id)
 
     def _lock(self, vpc_id: str) -> InheritingLock:
         return self._locks.setdefault(vpc_id, InheritingLock())
@@ -86,6 +90,7 @@ class BackendSecurityGroup:
             found = await self._find(calls, vpc_id)
             if found is None:
                 group_id = await self._create(calls, vpc_id)
+                self._absent.discard(vpc_id)
             else:
                 group_id = str(found["GroupId"])
                 await self._converge_tags(calls, found)
@@ -141,8 +146,11 @@ class BackendSecurityGroup:
                 return True
             group_id = self._ids.get(vpc_id)
             if group_id is None:
+                if vpc_id in self._absent:
+                    return True
                 found = await self._find(calls, vpc_id)
                 if found is None:
+                    self._absent.add(vpc_id)
                     return True
                 group_id = str(found["GroupId"])
             for attempt in range(self._delete_retries + 1):
@@ -162,6 +170,7 @@ class BackendSecurityGroup:
                     if self.in_use():
                         return True  # a stack took it up meanwhile
             self._ids.pop(vpc_id, None)
+            self._absent.add(vpc_id)
             return True
 
 
