@@ -68,33 +68,26 @@ async def _grant(calls: Caller, group_id: str, rules: list[Permission]) -> int:
     try:
         await calls.call("AuthorizeSecurityGroupIngress", service="ec2", GroupId=group_id,
                          IpPermissions=to_api(rules))
-        return 1
     except AWSError as exc:
-        if exc.code != "InvalidPermission.Duplicate" or len(rules) == 1:
-            if exc.code == "InvalidPermission.Duplicate":
-                return 1
+        if exc.code != "InvalidPermission.Duplicate":
             raise
-    # One of them exists already (granted meanwhile): the call granted none; one by one.
-    made = 1
-    for rule in rules:
-        made += await _grant(calls, group_id, [rule])
-    return made
+        if len(rules) > 1:
+            # One of them exists already (granted meanwhile) and the call granted none.
+            return 1 + sum([await _grant(calls, group_id, [rule]) for rule in rules])
+    return 1
 
 
 async def _revoke(calls: Caller, group_id: str, rules: list[Permission]) -> int:
     try:
         await calls.call("RevokeSecurityGroupIngress", service="ec2", GroupId=group_id,
                          IpPermissions=to_api(rules, with_descriptions=False))
-        return 1
     except AWSError as exc:
-        if exc.code != "InvalidPermission.NotFound" or len(rules) == 1:
-            if exc.code == "InvalidPermission.NotFound":
-                return 1
+        if exc.code != "InvalidPermission.NotFound":
             raise
-    made = 1
-    for rule in rules:
-        made += await _revoke(calls, group_id, [rule])
-    return made
+        if len(rules) > 1:
+            # One of them is gone already (revoked meanwhile) and the call revoked none.
+            return 1 + sum([await _revoke(calls, group_id, [rule]) for rule in rules])
+    return 1
 
 
 __all__ = ["GroupRules", "Owned", "RuleChanges", "apply", "everything", "plan"]

@@ -158,3 +158,26 @@ async def test_groups_no_longer_wanted_and_deleted_stacks_are_cleaned_up(
     await deployer.delete_stack("default/web", "ingress", vpc_id=aws_seed.vpc_id)
     assert await _ours(aws_inspector) == []  # the user's group is not ours
     assert await aws_inspector.security_group(mine) is not None
+
+
+async def test_rules_granted_or_revoked_meanwhile_are_the_outcome_wanted(
+        deployer: StackDeployer, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed,
+        aws_inspector: AwsInspector) -> None:
+    # AWS refuses a whole batch when one rule of it exists (granted meanwhile by another
+    # writer): the deployer grants the rest one by one.
+    aws_proxy.inject("InvalidPermission.Duplicate", operation="AuthorizeSecurityGroupIngress",
+                     count=1)
+    await deployer.deploy(guarded_stack(aws_seed, "web", cidrs=("10.0.0.0/8", "10.1.0.0/16")))
+    [group] = await aws_inspector.stack_security_groups("default/web")
+    assert await aws_inspector.group_rules(group["GroupId"]) == {
+        ("tcp", 80, 80, "10.0.0.0/8", ""), ("tcp", 80, 80, "10.1.0.0/16", "")}
+    assert len(aws_proxy.records(operation="AuthorizeSecurityGroupIngress")) == 3
+    # And a batch of revokes where one rule is already gone.
+    aws_proxy.inject("InvalidPermission.NotFound", operation="RevokeSecurityGroupIngress",
+                     count=1)
+    await deployer.deploy(guarded_stack(aws_seed, "web", cidrs=("10.2.0.0/16",)))
+    assert await aws_inspector.group_rules(group["GroupId"]) == {
+        ("tcp", 80, 80, "10.2.0.0/16", "")}
+    aws_proxy.clear_log()
+    await deployer.deploy(guarded_stack(aws_seed, "web", cidrs=("10.2.0.0/16",)))
+    assert _mutations(aws_proxy) == []
