@@ -18,9 +18,11 @@ Deleting a stack deletes its load balancer first, then its groups (same retries)
 releases the backend group. Its bindings, whose rules on the targets' groups refer to the
 backend group, are gone before (their finalizers revoke those rules).
 
-Cost: one DescribeSecurityGroups per deploy of a stack that has or had groups (all of the
-stack's groups by their tags, rules included), none once a stack is known to have none; the
-backend group is looked up once per process.
+Cost: one DescribeSecurityGroups per deploy of a stack with a managed group (by its
+deterministic name, rules included; a group with that name without our tags is an
+`OwnershipConflict`), none for a fresh stack or one known to have none; a stack without managed
+groups whose groups this process has not seen is looked up by its tags once (an older model may
+have left one); the backend group is looked up once per process.
 """
 
 from __future__ import annotations
@@ -114,7 +116,6 @@ class StackSecurityGroups:
         if uses_backend(stack):
             self._backend.note(key, uses=True)
         known = self._known.get(key, set() if self._scanned or fresh else None)
-        observe = bool((stack.security_groups and not fresh) or known is None or known)
 
         async def names() -> None:
             prepared.names = await _resolve_names(calls, stack)
@@ -129,8 +130,17 @@ class StackSecurityGroups:
         found: dict[str, dict[str, Any]] = {}
 
         async def groups() -> None:
-            if observe:
+            if stack.security_groups and not fresh:
+                # By their deterministic names (upstream's too), which EC2 answers cheaply;
+                # groups this process remembers beyond those by ID.
+                names = sorted(g.name for g in stack.security_groups.values())
+                found.update(await self._observe_names(calls, run.tracking, run.vpc_id, names))
+                found.update(await self._observe_ids(calls, run.tracking,
+                                                     sorted((known or set()) - set(found))))
+            elif known is None:
                 found.update(await self._observe(calls, run.tracking, run.vpc_id))
+            elif known:
+                found.update(await self._observe_ids(calls, run.tracking, sorted(known)))
 
         # Three independent look-ups (usually one call, or none).
         await run_all([names(), backend(), groups()])
@@ -239,6 +249,36 @@ class StackSecurityGroups:
         self._scanned = True
 
     # ---- steps ------------------------------------------------------------------------------
+
+    async def _observe_names(self, calls: Calls, tracking: Tracking, vpc_id: str,
+                             names: list[str]) -> dict[str, dict[str, Any]]:
+        resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
+            {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": names}])
+        found: dict[str, dict[str, Any]] = {}
+        for group in resp.get("SecurityGroups") or []:
+            if not tracking.owns(_tags(group)):
+                raise OwnershipConflict(f"security group name {group['GroupName']} is taken "
+                                        f"in VPC {vpc_id} by a group this stack does not own")
+            found[str(group["GroupId"])] = group
+        return found
+
+    async def _observe_ids(self, calls: Calls, tracking: Tracking,
+                           group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not group_ids:
+            return {}
+        try:
+            resp = await calls.call("DescribeSecurityGroups", service="ec2", GroupIds=group_ids)
+        except AWSError as exc:
+            if not is_group_not_found(exc):
+                raise
+            if len(group_ids) == 1:
+                return {}
+            found: dict[str, dict[str, Any]] = {}
+            for group_id in group_ids:  # one is gone: AWS then answers for none
+                found.update(await self._observe_ids(calls, tracking, [group_id]))
+            return found
+        return {str(g["GroupId"]): g for g in resp.get("SecurityGroups") or []
+                if tracking.owns(_tags(g))}
 
     async def _observe(self, calls: Calls, tracking: Tracking,
                        vpc_id: str | None) -> dict[str, dict[str, Any]]:

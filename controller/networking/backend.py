@@ -5,10 +5,10 @@ One group per cluster and VPC, named `k8s-traffic-<cluster>-<hash>`, tagged
 `--default-tags`). Every load balancer with a managed frontend group carries it, and the targets'
 groups admit it, so one rule per target group covers every load balancer of the cluster.
 
-Found by its tags, never by its name (a group upstream created is the same group), created when
-missing, its tags kept. Released when no stack uses it: each deploy says whether its stack
-uses it, and stacks whose objects carry a finalizer but were never deployed by this process
-("claimants", after a restart) keep it too, as upstream does. The deletion is refused by AWS
+Found by its name and tags (upstream's group has both), else by its tags alone (upstream looks
+it up by its tags only), created when missing, its tags kept. Released when no stack uses it:
+each deploy says whether its stack uses it, and stacks whose objects carry a finalizer but were
+never deployed by this process ("claimants", after a restart) keep it too, as upstream does. The deletion is refused by AWS
 with `DependencyViolation` while any load balancer, ENI or rule still refers to it; it is
 retried a few times, then the caller retries later (a load balancer's ENIs take a while to go).
 """
@@ -98,6 +98,13 @@ class BackendSecurityGroup:
             return group_id
 
     async def _find(self, calls: Caller, vpc_id: str) -> dict[str, Any] | None:
+        """By its name (cheap to ask, and upstream's group has it), then by its tags."""
+        resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
+            {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": [self.name]}])
+        for group in resp.get("SecurityGroups") or []:
+            tags = {t["Key"]: t.get("Value", "") for t in group.get("Tags") or []}
+            if tags.get(CLUSTER_TAG) == self._cluster and tags.get(RESOURCE_TAG) == RESOURCE_VALUE:
+                return dict(group)
         resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
             {"Name": "vpc-id", "Values": [vpc_id]},
             {"Name": f"tag:{CLUSTER_TAG}", "Values": [self._cluster]},
