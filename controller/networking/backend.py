@@ -8,9 +8,10 @@ groups admit it, so one rule per target group covers every load balancer of the 
 Found by its name and tags (upstream's group has both), else by its tags alone (upstream looks
 it up by its tags only), created when missing, its tags kept. Released when no stack uses it:
 each deploy says whether its stack uses it, and stacks whose objects carry a finalizer but were
-never deployed by this process ("claimants", after a restart) keep it too, as upstream does. The deletion is refused by AWS
-with `DependencyViolation` while any load balancer, ENI or rule still refers to it; it is
-retried a few times, then the caller retries later (a load balancer's ENIs take a while to go).
+never deployed by this process ("claimants", after a restart) keep it too, as upstream does.
+AWS refuses the deletion with `DependencyViolation` while any load balancer, ENI or rule still
+refers to it; it is retried a few times, then the caller retries later (a load balancer's ENIs
+take a while to go).
 """
 
 from __future__ import annotations
