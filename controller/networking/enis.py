@@ -6,9 +6,10 @@
   as upstream caches by pod: a new pod reusing an IP is looked up again.
 - An instance target's interface is the instance's primary one (device index 0), from
   `DescribeInstances`; cached by instance ID.
-A miss asks for more than it needs: the caller may pass other targets it will ask about soon
-(the other bindings' pods after a restart), and they fill the rest of the call, so the
-interfaces of a whole cluster cost a handful of calls rather than one per binding.
+A miss may ask for more than it needs: the caller may pass other targets it will ask about soon
+(the other bindings' pods, in a paced verification after a restart), and up to 48 of them go
+along, so the interfaces of a whole cluster cost a few dozen calls rather than one per
+binding.
 
 The group that gets the rules (upstream's `resolveEndpointSGForENI`): the interface's only group,
 else the one tagged `kubernetes.io/cluster/<cluster>` (and every
@@ -26,6 +27,9 @@ from runtime.clock import Clock, RealClock
 
 ADDRESS_CHUNK = 199
 INSTANCE_CHUNK = 100
+# Other targets a lookup takes along, at most: enough to cover a cluster in a few dozen calls,
+# few enough that each call stays as quick to answer as one target's.
+ALSO_AT_MOST = 48
 CACHE_TTL = 600.0
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
 
@@ -92,7 +96,7 @@ class InterfaceResolver:
         missing = [p for p in wanted if self._fresh(self._pods, p) is None]
         if missing:
             extra = sorted({p for p in also if self._fresh(self._pods, p) is None} - set(missing))
-            room = -len(missing) % ADDRESS_CHUNK
+            room = min(-len(missing) % ADDRESS_CHUNK, ALSO_AT_MOST)
             await self._look_up_pods([*missing, *extra[:room]])
         found: dict[PodAddress, Interface] = {}
         lost: list[str] = []
@@ -147,7 +151,7 @@ class InterfaceResolver:
         if missing:
             extra = sorted({i for i in also if self._fresh(self._instances, i) is None}
                            - set(missing))
-            room = -len(missing) % INSTANCE_CHUNK
+            room = min(-len(missing) % INSTANCE_CHUNK, ALSO_AT_MOST)
             todo = [*missing, *extra[:room]]
             for start in range(0, len(todo), INSTANCE_CHUNK):
                 await self._look_up_instances(todo[start:start + INSTANCE_CHUNK])

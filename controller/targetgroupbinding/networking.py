@@ -35,6 +35,7 @@ from controller.networking.manager import (
 from controller.networking.permissions import Permission
 from controller.targetgroupbinding.targets import Endpoint
 from runtime.clock import Clock
+from runtime.reconcile import NORMAL, reconcile_priority
 
 ALL_PORTS = (0, 65535)
 
@@ -136,16 +137,20 @@ class BindingNetworking:
                            other_instances: Callable[[], Iterable[str]]) -> PermissionsByGroup:
         if not endpoints:
             return {}
+        # A paced verification fills its lookups with the other bindings' targets (after a
+        # restart they all come, and a few calls then cover them); a real change asks for its
+        # own only, which AWS answers fastest.
+        verifying = reconcile_priority() < NORMAL
         if target_type == "ip":
             pods = [pod_address(e) for e in endpoints]
-            interfaces = list((await self._interfaces.pods(pods, also=_lazy(other_pods)))
-                              .values())
+            interfaces = list((await self._interfaces.pods(
+                pods, also=_lazy(other_pods) if verifying else ())).values())
             permissions = permissions_for(networking,
                                           target_ports=[e.target.port for e in endpoints])
         else:
             instances = [e.target.id for e in endpoints]
             interfaces = list((await self._interfaces.instances(
-                instances, also=_lazy(other_instances))).values())
+                instances, also=_lazy(other_instances) if verifying else ())).values())
             permissions = permissions_for(networking, target_ports=None)
         groups = await self._interfaces.target_groups(interfaces)
         return {group: list(permissions) for group in sorted(set(groups.values()))}
