@@ -49,17 +49,35 @@ async def _managed(c: Cluster, stack: str) -> dict[str, Any]:
     return group
 
 
-async def test_default_alb_gets_a_managed_frontend_and_the_backend_group(
+async def test_each_annotation_shapes_the_groups_and_their_rules(
         cluster: Cluster, aws_seed: AwsSeed) -> None:
     c = cluster
     await c.ingress_class("alb")
-    await c.backend("web")
+    pl = (await c.aws.call(
+        "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
+        AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"][
+        "PrefixListId"]
+    mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-alb",
+                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
+    for name in ("web", "api"):
+        await c.backend(name)
     await c.ingress("shop", {A + "scheme": "internet-facing"}, backend="web")
+    await c.ingress("v4", {A + "inbound-cidrs": "10.0.0.0/8, 2001:db8::/32",
+                           A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]'}, backend="web")
+    await c.ingress("dual", {A + "inbound-cidrs": "10.0.0.0/8, 2001:db8::/32",
+                             A + "ip-address-type": "dualstack",
+                             A + "security-group-prefix-lists": pl}, backend="api")
+    await c.ingress("lists", {A + "security-group-prefix-lists": pl}, backend="api")
+    await c.ingress("plain", {A + "security-groups": "team-alb"}, backend="web")
+    await c.ingress("ruled", {A + "security-groups": mine,
+                              A + "manage-backend-security-group-rules": "true"}, backend="api")
     await c.start()
+
+    # The default: a managed group with upstream's name, description and tags
+    # (pkg/ingress/model_build_managed_sg.go, pkg/networking/backend_sg_provider.go), so a
+    # group upstream made is the same group, and the shared backend group.
     lb = await _alb(c, "shop")
     managed = await _managed(c, "default/shop")
-    # Names and tags are upstream's (pkg/ingress/model_build_managed_sg.go,
-    # pkg/networking/backend_sg_provider.go), so a group upstream made is the same group.
     assert managed["GroupName"] == ingress_security_group_name("test-cluster", "default", "shop")
     assert managed["Description"] == DESCRIPTION
     assert managed["VpcId"] == aws_seed.vpc_id
@@ -72,74 +90,35 @@ async def test_default_alb_gets_a_managed_frontend_and_the_backend_group(
     assert backend["Description"] == "[k8s] Shared Backend SecurityGroup for LoadBalancer"
     await _rules_are(c, backend["GroupId"], set())
     assert set(lb["SecurityGroups"]) == {managed["GroupId"], backend["GroupId"]}
-    [binding] = await c.bindings()
-    assert binding["spec"]["networking"] == {"ingress": [{
+    by_stack = {b["metadata"]["labels"]["ingress.k8s.aws/stack-name"]: b["spec"]
+                for b in await c.bindings()}
+    assert by_stack["shop"]["networking"] == {"ingress": [{
         "from": [{"securityGroup": {"groupID": backend["GroupId"]}}],
         "ports": [{"protocol": "TCP", "port": 8080}]}]}
 
-
-async def test_inbound_cidrs_prefix_lists_and_dualstack_make_the_rules(
-        cluster: Cluster, aws_seed: AwsSeed) -> None:
-    c = cluster
-    await c.ingress_class("alb")
-    prefix_list = (await c.aws.call(
-        "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
-        AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"]
-    pl = prefix_list["PrefixListId"]
-    await c.backend("web")
-    await c.backend("api")
-    await c.ingress("v4", {A + "inbound-cidrs": "10.0.0.0/8, 2001:db8::/32",
-                           A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]'}, backend="web")
-    await c.ingress("dual", {A + "inbound-cidrs": "10.0.0.0/8, 2001:db8::/32",
-                             A + "ip-address-type": "dualstack",
-                             A + "security-group-prefix-lists": pl}, backend="api")
-    await c.ingress("lists", {A + "security-group-prefix-lists": pl}, backend="api")
-    await c.start()
+    # CIDRs, IPv6 ones only for a dualstack ALB, prefix lists (alone: no default CIDR).
     v4 = await _managed(c, "default/v4")
-    dual = await _managed(c, "default/dual")
-    lists = await _managed(c, "default/lists")
-    # An IPv6 source reaches only a dualstack load balancer.
     await _rules_are(c, v4["GroupId"], {("tcp", 80, 80, "10.0.0.0/8", ""),
-                                                ("tcp", 8080, 8080, "10.0.0.0/8", "")})
-    await _rules_are(c, dual["GroupId"], {("tcp", 80, 80, "10.0.0.0/8", ""),
-                                                  ("tcp", 80, 80, "2001:db8::/32", ""),
-                                                  ("tcp", 80, 80, pl, "")})
-    # Prefix lists alone: no default 0.0.0.0/0.
-    await _rules_are(c, lists["GroupId"], {("tcp", 80, 80, pl, "")})
+                                        ("tcp", 8080, 8080, "10.0.0.0/8", "")})
+    await _rules_are(c, (await _managed(c, "default/dual"))["GroupId"], {
+        ("tcp", 80, 80, "10.0.0.0/8", ""), ("tcp", 80, 80, "2001:db8::/32", ""),
+        ("tcp", 80, 80, pl, "")})
+    await _rules_are(c, (await _managed(c, "default/lists"))["GroupId"],
+                     {("tcp", 80, 80, pl, "")})
+
+    # User groups: the name resolved in the VPC; the backend group only with managed rules.
+    assert (await _alb(c, "plain"))["SecurityGroups"] == [mine]
+    assert set((await _alb(c, "ruled"))["SecurityGroups"]) == {mine, backend["GroupId"]}
+    for name in ("plain", "ruled"):
+        assert await c.aws.stack_security_groups(f"default/{name}") == []
+    assert "networking" not in by_stack["plain"]
+    assert by_stack["ruled"]["networking"]["ingress"][0]["from"] == [
+        {"securityGroup": {"groupID": backend["GroupId"]}}]
 
     # Narrowing the CIDRs revokes what is no longer wanted.
     await c.annotate(INGRESSES, "v4", {A + "inbound-cidrs": "10.1.0.0/16"})
-    async def narrowed() -> bool:
-        return await c.aws.group_rules(v4["GroupId"]) == {("tcp", 80, 80, "10.1.0.0/16", ""),
-                                                    ("tcp", 8080, 8080, "10.1.0.0/16", "")}
-    await eventually(narrowed)
-
-
-async def test_user_groups_with_and_without_managed_backend_rules(
-        cluster: Cluster, aws_seed: AwsSeed) -> None:
-    c = cluster
-    await c.ingress_class("alb")
-    mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-alb",
-                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
-    await c.backend("web")
-    await c.backend("api")
-    await c.ingress("plain", {A + "security-groups": "team-alb"}, backend="web")
-    await c.ingress("managed", {A + "security-groups": mine,
-                                A + "manage-backend-security-group-rules": "true"},
-                    backend="api")
-    await c.start()
-    plain = await _alb(c, "plain")
-    managed = await _alb(c, "managed")
-    [backend] = await eventually(lambda: c.aws.backend_security_groups("test-cluster"))
-    assert plain["SecurityGroups"] == [mine]  # the name resolved in the VPC
-    assert set(managed["SecurityGroups"]) == {mine, backend["GroupId"]}
-    assert await c.aws.stack_security_groups("default/plain") == []
-    assert await c.aws.stack_security_groups("default/managed") == []
-    by_stack = {b["metadata"]["labels"]["ingress.k8s.aws/stack-name"]: b["spec"]
-                for b in await c.bindings()}
-    assert "networking" not in by_stack["plain"]
-    assert by_stack["managed"]["networking"]["ingress"][0]["from"] == [
-        {"securityGroup": {"groupID": backend["GroupId"]}}]
+    await _rules_are(c, v4["GroupId"], {("tcp", 80, 80, "10.1.0.0/16", ""),
+                                        ("tcp", 8080, 8080, "10.1.0.0/16", "")})
 
 
 async def test_two_ingresses_share_the_backend_group_and_deletion_removes_ours(

@@ -81,63 +81,51 @@ async def test_pod_rules_follow_ports_aggregate_and_go_with_the_last_binding(
     assert await c.aws.backend_security_groups("test-cluster") == []
 
 
-async def test_instance_targets_get_rules_on_the_primary_interface_group(
-        cluster: Cluster, aws_seed: AwsSeed) -> None:
+async def test_instances_user_bindings_and_interfaces_in_several_groups(
+        cluster: Cluster, aws_seed: AwsSeed, moto_standin: Any) -> None:
     c = cluster
+    # Instance targets: rules on the group of each instance's primary interface.
     for i, instance in enumerate(aws_seed.instance_ids):
         await c.node(f"node-{i}", instance)
     await c.nlb_service("web", target_type="instance",
                         ports=[{**service_port(80, 8080, "http"), "nodePort": 30080}])
-    await c.start()
-    backend = await _backend(c)
-    await _node_rules_are(c, aws_seed, {("tcp", 30080, 30080, backend, OURS)})
-
-
-async def test_a_user_binding_may_ask_for_rules_from_a_cidr(cluster: Cluster,
-                                                           aws_seed: AwsSeed) -> None:
-    c = cluster
+    # A binding of the user's asks for rules from a CIDR; its named port is the targets' port
+    # of that name (8080).
     await c.service("app")
     await c.endpoints("app", ["10.0.3.40"])
-    arn = await c.target_group("app-tg", target_type="ip")
-    await c.binding("app", service="app", arn=arn, extra={"networking": {"ingress": [{
+    app_tg = await c.target_group("app-tg", target_type="ip")
+    await c.binding("app", service="app", arn=app_tg, extra={"networking": {"ingress": [{
         "from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}],
         "ports": [{"protocol": "TCP", "port": "http"}, {"protocol": "UDP", "port": 53}]}]}})
-    await c.start()
-    # The named port is the targets' port of that name (8080).
-    await _node_rules_are(c, aws_seed, {("tcp", 8080, 8080, "192.0.2.0/24", OURS),
-                                        ("udp", 53, 53, "192.0.2.0/24", OURS)})
-    await c.delete(TARGETGROUPBINDINGS, "app")
-    await _node_rules_are(c, aws_seed, set())
-
-
-async def test_an_interface_whose_group_cannot_be_told_is_reported(
-        cluster: Cluster, aws_seed: AwsSeed, moto_standin: Any) -> None:
-    c = cluster
-    ec2_groups = []
+    # A pod interface in two cluster-tagged groups: which one gets the rules?
+    pod_groups = []
     for name in ("pods-a", "pods-b"):
-        ec2_groups.append((await c.aws.call(
+        pod_groups.append((await c.aws.call(
             "ec2", "CreateSecurityGroup", GroupName=name, Description=name,
             VpcId=aws_seed.vpc_id, TagSpecifications=[{"ResourceType": "security-group", "Tags": [
                 {"Key": "kubernetes.io/cluster/test-cluster", "Value": "owned"},
                 {"Key": "team", "Value": name}]}]))["GroupId"])
-    # A pod interface in two cluster-tagged groups: which one gets the rules?
-    create_pod_eni(moto_standin.url, aws_seed, "10.0.3.50", security_group_ids=ec2_groups)
-    await c.service("app")
-    await c.endpoints("app", ["10.0.3.50"])
-    arn = await c.target_group("app-tg", target_type="ip")
-    await c.binding("app", service="app", arn=arn, extra={"networking": {"ingress": [{
-        "from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}], "ports": [{"port": 8080}]}]}})
+    create_pod_eni(moto_standin.url, aws_seed, "10.0.3.50", security_group_ids=pod_groups)
+    await c.service("two")
+    await c.endpoints("two", ["10.0.3.50"])
+    two_tg = await c.target_group("two-tg", target_type="ip")
+    await c.binding("two", service="two", arn=two_tg, extra={"networking": {"ingress": [{
+        "from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}], "ports": [{"port": 8080}]}]}})
     await c.start()
+    backend = await _backend(c)
+    await _node_rules_are(c, aws_seed, {("tcp", 30080, 30080, backend, OURS),
+                                        ("tcp", 8080, 8080, "192.0.2.0/24", OURS),
+                                        ("udp", 53, 53, "192.0.2.0/24", OURS)})
 
     async def reported() -> dict[str, Any] | None:
-        cond = condition(await c.find(TARGETGROUPBINDINGS, "app"), "Ready")
+        cond = condition(await c.find(TARGETGROUPBINDINGS, "two"), "Ready")
         return cond if cond is not None and cond["status"] == "False" else None
 
     cond = await eventually(reported)
     assert cond["reason"] == "AmbiguousSecurityGroup"
     assert "expected exactly one tagged kubernetes.io/cluster/test-cluster" in cond["message"]
-    assert await c.aws.registered(arn) == set()  # no targets without their rules
-    for group in ec2_groups:
+    assert await c.aws.registered(two_tg) == set()  # no targets without their rules
+    for group in pod_groups:
         assert await c.aws.group_rules(group) == set()
 
     # --service-target-eni-security-group-tags tells them apart.
@@ -148,11 +136,15 @@ async def test_an_interface_whose_group_cannot_be_told_is_reported(
         settings.networking, eni_security_group_tags={"team": "pods-b"})))
 
     async def chosen() -> bool:
-        return await c.aws.group_rules(ec2_groups[1]) == {("tcp", 8080, 8080, "192.0.2.0/24",
-                                                           OURS)}
+        return await c.aws.group_rules(pod_groups[1]) == {
+            ("tcp", 8080, 8080, "198.51.100.0/24", OURS)}
     await eventually(chosen)
-    assert await c.aws.group_rules(ec2_groups[0]) == set()
-    await eventually(lambda: _registered(c, arn, {("10.0.3.50", 8080)}))
+    assert await c.aws.group_rules(pod_groups[0]) == set()
+    await eventually(lambda: _registered(c, two_tg, {("10.0.3.50", 8080)}))
+
+    # The user binding goes: its rules go, the others stay.
+    await c.delete(TARGETGROUPBINDINGS, "app")
+    await _node_rules_are(c, aws_seed, {("tcp", 30080, 30080, backend, OURS)})
 
 
 async def _registered(c: Cluster, arn: str, expected: set[tuple[str, int]]) -> bool:

@@ -46,12 +46,33 @@ async def _managed(c: Cluster, name: str) -> dict[str, Any]:
     return group
 
 
-async def test_default_nlb_gets_a_managed_frontend_and_the_backend_group(
+async def test_each_annotation_shapes_the_groups_and_their_rules(
         cluster: Cluster, aws_seed: AwsSeed) -> None:
     c = cluster
+    pl = (await c.aws.call("ec2", "CreateManagedPrefixList", PrefixListName="office",
+                           MaxEntries=2, AddressFamily="IPv4",
+                           Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"]["PrefixListId"]
+    mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-nlb",
+                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
     svc = await c.nlb_service("echo", ports=[
         service_port(80, 8080, "http"), service_port(53, 5353, "dns", protocol="UDP")])
+    # The spec's source ranges win over the annotation's.
+    await c.nlb_service("spec", {"aws-load-balancer-source-ranges": "192.0.2.0/24"},
+                        loadBalancerSourceRanges=["10.0.0.0/8"])
+    await c.nlb_service("note", {"aws-load-balancer-source-ranges": "192.0.2.0/24",
+                                 "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})
+    await c.nlb_service("dual", {"aws-load-balancer-ip-address-type": "dualstack",
+                                 "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})
+    await c.nlb_service("lists", {"aws-load-balancer-security-group-prefix-lists": pl})
+    await c.nlb_service("plain", {"aws-load-balancer-security-groups": mine,
+                                  "aws-load-balancer-inbound-sg-rules-on-private-link-traffic":
+                                  "off"})
+    await c.nlb_service("rules", {"aws-load-balancer-security-groups": "team-nlb",
+                                  "aws-load-balancer-manage-backend-security-group-rules":
+                                  "true"})
+    await c.nlb_service("none", {"aws-load-balancer-disable-nlb-sg": "true"})
     await c.start()
+
     lb = await _nlb(c, "echo")
     managed = await _managed(c, "echo")
     # pkg/service/model_build_managed_sg.go: the name hashes cluster, name, namespace, UID.
@@ -62,7 +83,7 @@ async def test_default_nlb_gets_a_managed_frontend_and_the_backend_group(
                                 "service.k8s.aws/resource": "ManagedLBSecurityGroup"}
     # One rule per Service port in its own protocol.
     await _rules_are(c, managed["GroupId"], {("tcp", 80, 80, "0.0.0.0/0", ""),
-                                                     ("udp", 53, 53, "0.0.0.0/0", "")})
+                                             ("udp", 53, 53, "0.0.0.0/0", "")})
     [backend] = await c.aws.backend_security_groups("test-cluster")
     assert backend["GroupName"] == backend_security_group_name("test-cluster")
     assert set(lb["SecurityGroups"]) == {managed["GroupId"], backend["GroupId"]}
@@ -75,21 +96,6 @@ async def test_default_nlb_gets_a_managed_frontend_and_the_backend_group(
     assert by_port[53] == {"ingress": [{"from": source, "ports": [
         {"protocol": "TCP", "port": 5353}, {"protocol": "UDP", "port": 5353}]}]}
 
-
-async def test_source_ranges_prefix_lists_icmp_and_dualstack(cluster: Cluster) -> None:
-    c = cluster
-    pl = (await c.aws.call("ec2", "CreateManagedPrefixList", PrefixListName="office",
-                           MaxEntries=2, AddressFamily="IPv4",
-                           Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"]["PrefixListId"]
-    # The spec's source ranges win over the annotation's.
-    await c.nlb_service("spec", {"aws-load-balancer-source-ranges": "192.0.2.0/24"},
-                        loadBalancerSourceRanges=["10.0.0.0/8"])
-    await c.nlb_service("note", {"aws-load-balancer-source-ranges": "192.0.2.0/24",
-                                 "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})
-    await c.nlb_service("dual", {"aws-load-balancer-ip-address-type": "dualstack",
-                                 "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})
-    await c.nlb_service("lists", {"aws-load-balancer-security-group-prefix-lists": pl})
-    await c.start()
     await _rules_are(c, (await _managed(c, "spec"))["GroupId"], {
         ("tcp", 80, 80, "10.0.0.0/8", "")})
     # ICMP "fragmentation needed" per CIDR (pkg/shared_constants/icmp.go).
@@ -98,26 +104,10 @@ async def test_source_ranges_prefix_lists_icmp_and_dualstack(cluster: Cluster) -
     await _rules_are(c, (await _managed(c, "dual"))["GroupId"], {
         ("tcp", 80, 80, "0.0.0.0/0", ""), ("tcp", 80, 80, "::/0", ""),
         ("icmp", 3, 4, "0.0.0.0/0", ""), ("icmpv6", 2, 0, "::/0", "")})
-    await _rules_are(c, (await _managed(c, "lists"))["GroupId"], {
-        ("tcp", 80, 80, pl, "")})
+    await _rules_are(c, (await _managed(c, "lists"))["GroupId"], {("tcp", 80, 80, pl, "")})
 
-
-async def test_user_groups_private_link_and_no_groups(cluster: Cluster,
-                                                      aws_seed: AwsSeed) -> None:
-    c = cluster
-    mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-nlb",
-                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
-    await c.nlb_service("plain", {"aws-load-balancer-security-groups": mine,
-                                  "aws-load-balancer-inbound-sg-rules-on-private-link-traffic":
-                                  "off"})
-    await c.nlb_service("rules", {"aws-load-balancer-security-groups": "team-nlb",
-                                  "aws-load-balancer-manage-backend-security-group-rules":
-                                  "true"})
-    await c.nlb_service("none", {"aws-load-balancer-disable-nlb-sg": "true"})
-    await c.start()
     plain, rules, none = (await _nlb(c, "plain"), await _nlb(c, "rules"),
                           await _nlb(c, "none"))
-    [backend] = await c.aws.backend_security_groups("test-cluster")
     assert plain["SecurityGroups"] == [mine]
     assert plain["EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic"] == "off"
     assert set(rules["SecurityGroups"]) == {mine, backend["GroupId"]}
@@ -128,5 +118,4 @@ async def test_user_groups_private_link_and_no_groups(cluster: Cluster,
                   b["spec"].get("networking") for b in await c.bindings()}
     assert networking["plain"] is None
     assert networking["none"] is None
-    assert networking["rules"]["ingress"][0]["from"] == [
-        {"securityGroup": {"groupID": backend["GroupId"]}}]
+    assert networking["rules"]["ingress"][0]["from"] == source
