@@ -111,6 +111,7 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
     return ingress.Settings(
         cluster_name=config.cluster_name, region=region, vpc_id=config.aws_vpc_id or "",
         ingress_class=config.ingress_class, default_scheme=config.default_load_balancer_scheme,
+        group_namespaces=config.ingress_group_namespaces,
         default_target_type=config.default_target_type,
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
         external_managed_tags=frozenset(config.external_managed_tags),
@@ -119,6 +120,8 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
+    """The cluster's name and VPC scope which target groups bindings may act on, and where
+    and how their `spec.networking` rules are kept."""
     networking = None
     if config.aws_vpc_id:
         networking = NetworkingSettings(
@@ -126,6 +129,7 @@ def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.
             restricted_rules=not config.disable_restricted_sg_rules,
             eni_security_group_tags=dict(config.service_target_eni_security_group_tags))
     return targetgroupbinding.Settings(
+        cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
         lanes=lane_settings(config), networking=networking)

@@ -135,6 +135,7 @@ class ControllerConfig(BaseModel):
     aws_endpoint_url: str | None = None
     aws_max_retries: int = Field(default=DEFAULT_AWS_MAX_RETRIES, ge=0, le=100)
     ingress_class: str = DEFAULT_INGRESS_CLASS
+    ingress_group_namespaces: Literal["single", "params", "any"] = "params"
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     default_tags: dict[str, str] = Field(default_factory=dict)
     external_managed_tags: tuple[str, ...] = ()
@@ -341,6 +342,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--aws-endpoint-url", help="one endpoint for every AWS service (e.g. a local stand-in)")
     a("--aws-max-retries", default=str(DEFAULT_AWS_MAX_RETRIES), help="AWS SDK retries")
     a("--ingress-class", default=DEFAULT_INGRESS_CLASS)
+    a("--ingress-group-namespaces", default="params",
+      help="which namespaces an Ingress group may span: params (a group named in annotations "
+      "stays in one namespace; IngressClassParams groups span the namespaces they select), "
+      "single (every group in one namespace), any (upstream: any namespace joins any group)")
     a("--load-balancer-class", default=DEFAULT_LOAD_BALANCER_CLASS)
     a("--default-tags", default="", help="tags on every AWS resource: key=value,...")
     a("--external-managed-tags", default="",

@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.support.fixtures.envtest",
     "tests.support.fixtures.aws",
     "tests.support.fixtures.cluster",
+    "tests.support.fixtures.tenancy",
 ]

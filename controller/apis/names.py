@@ -17,6 +17,14 @@ USE_ANNOTATION: Final = "use-annotation"
 CHECKPOINT_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint"
 CHECKPOINT_TIMESTAMP_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-timestamp"
 CHECKPOINT_ANNOTATIONS: Final = frozenset({CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION})
+# On every member of a named Ingress group, with its checkpoint: the group's member keys at that
+# deploy, so a restarted controller knows which members vanished while it was down.
+GROUP_MEMBERS_ANNOTATION: Final = "elbv2.k8s.aws/checkpoint-members"
+
+# On a TargetGroupBinding: the target group it registers into, written before the first
+# registration there. A changed spec is drained from the recorded group first, and deletion
+# deregisters from it, so no target is left behind in a group the spec no longer names.
+REGISTERED_TARGET_GROUP_ANNOTATION: Final = "aiolbc/registered-target-group"
 
 SERVICE_FINALIZER: Final = "service.k8s.aws/resources"
 TARGETGROUPBINDING_FINALIZER: Final = "elbv2.k8s.aws/resources"

@@ -2,7 +2,10 @@
 
 Upstream's rules (`pkg/ingress/group_loader.go`, `class_loader.go`):
 1. The legacy `kubernetes.io/ingress.class` annotation, when present, decides alone: it must
-   equal `--ingress-class` (or be `alb` when that flag is empty).
+   equal `--ingress-class` (or be `alb` when that flag is empty). Unlike upstream, when an
+   IngressClass of that name exists with our controller, its IngressClassParams apply just as
+   through `spec.ingressClassName`: the annotation is no way around an administrator's
+   namespaceSelector or enforced group.
 2. Else `spec.ingressClassName` names an IngressClass whose `spec.controller` must be
    `ingress.k8s.aws/alb`; a class that does not exist (yet) means "not ours".
 3. Else the IngressClass annotated `ingressclass.kubernetes.io/is-default-class: "true"`
@@ -162,7 +165,12 @@ def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInf
     note_read(LEGACY_CLASS_ANNOTATION)
     legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):
-        return IngressClassInfo(None, None) if annotation_matches(legacy, ingress_class) else None
+        if not annotation_matches(legacy, ingress_class):
+            return None
+        named = caches.classes.get(legacy)
+        if named is None or not _is_ours(named):
+            return IngressClassInfo(None, None)
+        return IngressClassInfo(str(meta(named).get("name")), _params_of(named, ing, caches))
     name = dig(ing, "spec", "ingressClassName")
     if isinstance(name, str) and name:
         cls = caches.classes.get(name)

@@ -100,14 +100,36 @@ def former_groups(ing: Obj) -> list[Request]:
     return found
 
 
+def has_hostname(ing: Obj) -> bool:
+    """The Ingress's status names a load balancer (only the controller writes it)."""
+    items = dig(ing, "status", "loadBalancer", "ingress")
+    return isinstance(items, list) and any(
+        isinstance(item, dict) and isinstance(item.get("hostname"), str) and item["hostname"]
+        for item in items)
+
+
+def deployed_with(ing: Obj, request: Request) -> bool:
+    """The group was deployed with this Ingress: it carries the group's finalizer and, for a
+    group named in annotations or class parameters, the load balancer's hostname in its
+    status. Whoever may edit an Ingress may add any finalizer to it, so for a group other
+    namespaces can name the finalizer alone proves nothing; the status is written by the
+    controller through the status subresource, which namespace users' roles (Kubernetes' edit
+    and admin) do not grant. An Ingress's own group cannot be named from elsewhere."""
+    if finalizer_of(request) not in finalizers(ing):
+        return False
+    return not is_explicit(request) or has_hostname(ing)
+
+
 @dataclass(frozen=True, slots=True)
 class Membership:
-    """An Ingress this controller owns: its group, class info, and the first problem found
-    (reported on the whole group, as upstream does)."""
+    """An Ingress this controller owns: its group, class info, the first problem found (the
+    member is left out of its group for it), and whether the group is the one its class
+    parameters enforce (`via_params`) rather than one it names itself."""
 
     group: Request
     info: IngressClassInfo | None
     error: str | None = None
+    via_params: bool = False
 
 
 def membership(ing: Obj, caches: Caches, *, ingress_class: str) -> Membership | None:
@@ -121,7 +143,7 @@ def membership(ing: Obj, caches: Caches, *, ingress_class: str) -> Membership | 
     if info is None:
         return None
     if info.params is not None and info.params.group_name:
-        return Membership(Request("", info.params.group_name), info)
+        return Membership(Request("", info.params.group_name), info, via_params=True)
     try:
         name = AnnotationReader.of(ing, PREFIX).get("group.name", check_group_name)
     except AnnotationError as exc:
@@ -170,6 +192,7 @@ class Member:
     ingress: Obj
     info: IngressClassInfo | None
     order: int
+    via_params: bool = False
 
     @property
     def key(self) -> str:
@@ -179,12 +202,23 @@ class Member:
 @dataclass(frozen=True)
 class Group:
     """A group as the cache shows it: active members sorted by (order, namespace, name), the
-    Ingresses leaving it (they still carry its finalizer), and the problems found."""
+    Ingresses leaving it (deployed with it, they still carry its finalizer), `strays` (they
+    carry its finalizer but the group was never deployed with them: their finalizer is only
+    released, nothing of the group is deleted for them), and the problems found (`errors`:
+    members whose class or group annotations cannot be used).
+
+    Once settled (`controller.ingress.exclusions`): `excluded` are the members left out, each
+    with its reason, `held` says why the group must not be deployed at all, and `unknown` are
+    members that vanished while carrying its finalizer."""
 
     request: Request
     members: tuple[Member, ...] = ()
     leaving: tuple[Obj, ...] = ()
+    strays: tuple[Obj, ...] = ()
     errors: tuple[tuple[Obj, str], ...] = field(default=())
+    excluded: tuple[tuple[Obj, str], ...] = field(default=())
+    held: str | None = None
+    unknown: tuple[Obj, ...] = field(default=())
 
     @property
     def stack_id(self) -> str:
@@ -193,6 +227,10 @@ class Group:
     @property
     def finalizer(self) -> str:
         return finalizer_of(self.request)
+
+    def established(self, ing: Obj) -> bool:
+        """The group was deployed with the Ingress (`deployed_with`)."""
+        return deployed_with(ing, self.request)
 
 
 class GroupLoader:
@@ -224,6 +262,7 @@ class GroupLoader:
     def load(self, request: Request) -> Group:
         members: list[Member] = []
         leaving: list[Obj] = []
+        strays: list[Obj] = []
         errors: list[tuple[Obj, str]] = []
         finalizer = finalizer_of(request)
         for ing in self._candidates(request):
@@ -236,9 +275,11 @@ class GroupLoader:
                 except AnnotationError as exc:
                     errors.append((ing, str(exc)))
                     order = 0
-                members.append(Member(ing, member.info, order))
-            elif finalizer in finalizers(ing):
+                members.append(Member(ing, member.info, order, member.via_params))
+            elif deployed_with(ing, request):
                 leaving.append(ing)
+            elif finalizer in finalizers(ing):
+                strays.append(ing)
         members.sort(key=lambda m: (m.order, str(meta(m.ingress).get("namespace")),
                                     str(meta(m.ingress).get("name"))))
-        return Group(request, tuple(members), tuple(leaving), tuple(errors))
+        return Group(request, tuple(members), tuple(leaving), tuple(strays), tuple(errors))

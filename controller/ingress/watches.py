@@ -44,6 +44,8 @@ log = structlog.get_logger("ingress")
 
 SERVICE_INDEX: Final = "ingress-service"  # Ingress → namespace/name of every Service it names
 SECRET_INDEX: Final = "ingress-secret"  # Ingress → namespace/name of its OIDC Secret
+# Service → namespace/name of the OIDC Secret its own auth-idp-oidc annotation names.
+SERVICE_SECRET_INDEX: Final = "ingress-service-secret"
 BINDING_STACK_INDEX: Final = "ingress-stack"  # managed TGB → Request.key of its group
 
 MapFn = Callable[[Obj], Iterable[Request]]
@@ -178,6 +180,11 @@ def ingress_secret_index(ing: Obj) -> list[str]:
     return [f"{namespace}/{name}" for name in oidc_secret_names(ing)]
 
 
+def service_secret_index(svc: Obj) -> list[str]:
+    namespace = str(meta(svc).get("namespace") or "")
+    return [f"{namespace}/{name}" for name in oidc_secret_names(svc)] if namespace else []
+
+
 def binding_stack_index(obj: Obj) -> list[str]:
     labels = labels_of(obj)
     if labels.get(INGRESS_STACK_LABEL):
@@ -209,8 +216,13 @@ class GroupMapper:
             self._caches.ingresses.by_index(SERVICE_INDEX, key_of(obj)))
 
     def groups_for_secret(self, obj: Obj) -> list[Request]:
-        return self._groups_of_ingresses(
-            self._caches.ingresses.by_index(SECRET_INDEX, key_of(obj)))
+        """Ingresses naming the Secret, and those routing to a Service that names it."""
+        key = key_of(obj)
+        ingresses = {key_of(i): i for i in self._caches.ingresses.by_index(SECRET_INDEX, key)}
+        for svc in self._caches.services.by_index(SERVICE_SECRET_INDEX, key):
+            for ing in self._caches.ingresses.by_index(SERVICE_INDEX, key_of(svc)):
+                ingresses[key_of(ing)] = ing
+        return self._groups_of_ingresses(ingresses[k] for k in sorted(ingresses))
 
     def groups_for_class(self, obj: Obj) -> list[Request]:
         name = str(meta(obj).get("name") or "")

@@ -1,6 +1,7 @@
 """Wiring of the Ingress controller into a Manager: its settings, the informers and indexes it
 reads, its watches (each kind mapped to the groups it concerns, through views that drop
-writes the model does not read), the queue's LOW lane, the deployer and the reconciler."""
+writes the model does not read), the referenced Secrets (watched by name while leading), the
+record of vanished members, the queue's LOW lane, the deployer and the reconciler."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress.caches import Caches
+from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.groups import (
     CLASS_INDEX,
     GROUP_INDEX,
@@ -23,10 +25,13 @@ from controller.ingress.groups import (
 )
 from controller.ingress.model import BuilderSettings
 from controller.ingress.reconciler import IngressReconciler
+from controller.ingress.secrets import ReferencedSecrets
+from controller.ingress.vanished import VanishedMembers
 from controller.ingress.watches import (
     BINDING_STACK_INDEX,
     SECRET_INDEX,
     SERVICE_INDEX,
+    SERVICE_SECRET_INDEX,
     GroupHandler,
     GroupMapper,
     GroupPriority,
@@ -38,11 +43,13 @@ from controller.ingress.watches import (
     ingress_view,
     labels_view,
     secret_view,
+    service_secret_index,
     service_view,
     spec_and_annotations,
 )
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.networking.frontend import BackendSettings
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
 from runtime.builder import ControllerBuilder, HandlerFactory
 from runtime.controller import Controller
@@ -51,7 +58,7 @@ from runtime.manager import Manager
 from runtime.objects import Obj
 from runtime.predicates import EventKind
 from runtime.reconcile import NORMAL, Request
-from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SECRETS, SERVICES
+from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SERVICES
 
 CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
 
@@ -72,6 +79,8 @@ class Settings:
     lanes: LaneSettings = field(default_factory=LaneSettings)
     cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
     in_use_backoff: float = 0.2  # a target group still in use: first retry after this
+    # --ingress-group-namespaces: which namespaces a group may span (exclusions.py).
+    group_namespaces: GroupNamespaces = "params"
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
     security_group_backoff: float = 1.0  # a group still in use: first retry after this
 
@@ -106,11 +115,12 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     controller's own."""
     ingresses = manager.informer(INGRESSES)
     services = manager.informer(SERVICES)
-    secrets = manager.informer(SECRETS)
     classes = manager.informer(INGRESSCLASSES)
     params = manager.informer(INGRESSCLASSPARAMS)
     namespaces = manager.informer(NAMESPACES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
+    secrets = ReferencedSecrets(manager.client, clock=manager.clock,
+                                settings=manager.options.informer_settings)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
                     classes=classes.store, params=params.store, namespaces=namespaces.store)
     loader = GroupLoader(caches, ingress_class=settings.ingress_class)
@@ -118,12 +128,21 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     ingresses.add_indexer(CLASS_INDEX, class_keys)
     ingresses.add_indexer(SERVICE_INDEX, ingress_service_index)
     ingresses.add_indexer(SECRET_INDEX, ingress_secret_index)
+    services.add_indexer(SERVICE_SECRET_INDEX, service_secret_index)
     bindings.add_indexer(BINDING_STACK_INDEX, binding_stack_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
+    # On every replica: which Secrets are referenced, and which members vanished (a standby
+    # that takes over must know). The Secrets themselves are read only while leading.
+    ingresses.add_handler(secrets.ingress_events(services.store, ingress_service_index))
+    services.add_handler(secrets.service_events(ingresses.store, SERVICE_INDEX))
+    manager.add_leader_runnable(secrets.run)
+    vanished = VanishedMembers(registry=manager.registry)
+    ingresses.add_handler(vanished)
 
     if backend is None:
         backend = BackendSecurityGroup(cluster=settings.cluster_name,
                                        tags=settings.default_tags, clock=manager.clock,
-                                           delete_backoff=settings.security_group_backoff)
+                                       delete_backoff=settings.security_group_backoff)
     backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))
     deployer = StackDeployer(
         pool, DeployerSettings(cluster_name=settings.cluster_name,
@@ -134,7 +153,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
         deployer=deployer, pool=pool, settings=settings.builder(),
         recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll)
+        checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
+        group_namespaces=settings.group_namespaces, secrets=secrets, vanished=vanished)
     groups = GroupMapper(loader, caches)
     prio = group_priority(settings.lanes, reconciler.priority)
 

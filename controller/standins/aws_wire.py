@@ -96,6 +96,11 @@ def _interesting_params(operation: str, form: Mapping[str, str]) -> dict[str, An
     for key in ("TargetGroupArn", "LoadBalancerArn", "ListenerArn", "RuleArn"):
         if key in form:
             params[key] = form[key]
+    for key in ("TargetGroupArns", "ResourceArns"):  # lists: `<key>.member.<n>`
+        found = [(int(k.rsplit(".", 1)[1]), v) for k, v in form.items()
+                 if k.startswith(f"{key}.member.") and k.rsplit(".", 1)[1].isdigit()]
+        if found:
+            params[key] = [v for _, v in sorted(found)]
     if operation in ("RegisterTargets", "DeregisterTargets"):
         params["Targets"] = [
             f"{m['Id']}:{m['Port']}" if "Port" in m else m.get("Id", "")

@@ -73,10 +73,13 @@ class TargetTracker:
         return _Tracked(str(cm["metadata"]["resourceVersion"]),
                         decode((cm.get("data") or {}).get(TARGETS_KEY)))
 
-    async def tracked(self, namespace: str, name: str) -> frozenset[str] | None:
-        """The tracked set, or None when no ConfigMap exists yet."""
+    async def tracked(self, namespace: str, name: str, *,
+                      recheck: bool = False) -> frozenset[str] | None:
+        """The tracked set, or None when no ConfigMap exists yet. `recheck`: a record this
+        process knows of is read again, because its deletion (by an operator, to let a binding
+        that is no longer multi-cluster own its target group alone) must be seen."""
         key = f"{namespace}/{name}"
-        if key not in self._cache:
+        if key not in self._cache or (recheck and self._cache[key] is not None):
             self._cache[key] = await self._read(namespace, name)
         entry = self._cache[key]
         return None if entry is None else entry.targets

@@ -3,18 +3,24 @@ Service endpoints.
 
 One reconcile, in the steps every controller takes:
 1. read: the binding from the cache; gone → nothing (the finalizer guaranteed cleanup first);
-2. qualify: being deleted → deregister what this controller owns (everything, or only the
-   tracked targets of a multi-cluster binding), delete the tracking ConfigMap, drop the
-   finalizer;
-3. build: parse the spec, find the Service port and the target group, compute the desired
-   targets from the caches (bad input → Warning Event, `Ready=False` condition, terminal error:
-   no AWS write, not retried until the object changes);
-4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no AWS call at all; a LOW one
-   (the paced verification of a restart) always looks at AWS and repairs drift;
-5. finalizer, before the first AWS write;
+2. qualify: being deleted → deregister what this controller registered, from the target group
+   it recorded (everything, or only the tracked targets while a tracking ConfigMap exists),
+   delete the tracking ConfigMap, drop the finalizer;
+3. build: parse the spec, find the target group and check that this binding may act on it
+   (`checks.py`: no cross-account role, VPC, cluster, namespace, other bindings, IP family),
+   find the Service port, compute the desired targets from the caches (bad input or a refusal
+   → Warning Event, `Ready=False` condition, terminal error: no AWS write, not retried until
+   the object changes);
+4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no register or deregister
+   call; a LOW one (the paced verification of a restart) always looks at AWS and repairs drift;
+5. a target group other than the recorded one: drain the recorded one first (what this
+   binding registered there is deregistered, unless another binding took it over); then the
+   finalizer and the new record in one PATCH, before the first registration;
 6. deploy: the rules `spec.networking` asks for on the targets' security groups (networking.py);
-   diff against DescribeTargetHealth; reset the checkpoint to "" before touching targets;
-   deregister (multi-cluster: only tracked targets), record the tracked set, register;
+   diff against DescribeTargetHealth; reset the checkpoint to "" before touching
+   targets; deregister (only tracked targets while a tracking ConfigMap exists: always for a
+   multi-cluster binding, and after multi-cluster was turned off, until the ConfigMap is
+   deleted), record the tracked set, register;
 7. status, then the new checkpoint.
 """
 
@@ -26,12 +32,24 @@ from typing import Any, NoReturn
 import structlog
 
 from controller import checkpoint as stack_checkpoint
-from controller.apis import TARGETGROUPBINDING_FINALIZER, TARGETGROUPBINDINGS
+from controller import ownership
+from controller.apis import (
+    REGISTERED_TARGET_GROUP_ANNOTATION,
+    TARGETGROUPBINDING_FINALIZER,
+    TARGETGROUPBINDINGS,
+)
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
+from controller.errors import InvalidInput
 from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
+from controller.targetgroupbinding.checks import (
+    Scope,
+    check_recorded,
+    check_spec,
+    check_target_group,
+)
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
     configmap_name,
@@ -57,7 +75,15 @@ from runtime.clock import Clock, RealClock
 from runtime.conditions import find_condition
 from runtime.errors import ApiError, NotFound
 from runtime.handlers import PriorityFn
-from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, owner_reference
+from runtime.objects import (
+    Obj,
+    annotations_of,
+    has_finalizer,
+    is_deleting,
+    key_of,
+    meta,
+    owner_reference,
+)
 from runtime.reconcile import (
     NORMAL,
     ReconcileError,
@@ -76,9 +102,10 @@ log = structlog.get_logger("targetgroupbinding")
 class TargetGroupBindingReconciler:
     def __init__(self, *, client: KubeClient, bindings: Store, services: Store, slices: Store,
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
-                 recorder: Recorder, clock: Clock | None = None,
+                 recorder: Recorder, scope: Scope, clock: Clock | None = None,
                  checkpoints: bool = True, networking: BindingNetworking | None = None) -> None:
         self._bindings = bindings
+        self._scope = scope
         self._services = services
         self._slices = slices
         self._nodes = nodes
@@ -114,12 +141,16 @@ class TargetGroupBindingReconciler:
         match whichever type was really used."""
         spec = parse_spec(obj)
         raw_spec = self._checkpoint_spec(obj)
+        known = self._target_groups.cached(arn=spec.target_group_arn,
+                                           name=spec.target_group_name)
+        family = spec.ip_address_type or (known.ip_address_type if known else "ipv4")
         if spec.target_type:
-            return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type), raw_spec)]
+            return [checkpoint.compute(self._endpoints(obj, spec, spec.target_type, family),
+                                       raw_spec)]
         found = []
         for target_type in ("ip", "instance"):
             try:
-                endpoints = self._endpoints(obj, spec, target_type)
+                endpoints = self._endpoints(obj, spec, target_type, family)
             except InvalidSpec:
                 continue  # e.g. instance targets of a ClusterIP Service
             if endpoints:
@@ -149,8 +180,11 @@ class TargetGroupBindingReconciler:
     async def _converge(self, tgb: Obj) -> None:
         try:  # 3. build
             spec = parse_spec(tgb)
+            check_spec(spec)
             tg = await self._target_groups.resolve(arn=spec.target_group_arn,
                                                    name=spec.target_group_name)
+            family = check_target_group(tgb, spec, tg, scope=self._scope,
+                                        bindings=self._bindings)
             target_type = spec.target_type or tg.target_type
             if spec.target_type and spec.target_type != tg.target_type:
                 raise InvalidSpec(f"targetType {spec.target_type} does not match target group "
@@ -158,8 +192,8 @@ class TargetGroupBindingReconciler:
             if target_type not in ("ip", "instance"):
                 raise InvalidSpec(f"target group {tg.name or tg.arn} has unsupported target "
                                   f"type {target_type}")
-            endpoints = self._endpoints(tgb, spec, target_type)
-        except InvalidSpec as exc:
+            endpoints = self._endpoints(tgb, spec, target_type, family)
+        except InvalidInput as exc:
             await self._invalid(tgb, exc)
         if spec.networking and self._networking is None:
             self._writer.event(tgb, "Warning", "Unsupported",
@@ -168,12 +202,22 @@ class TargetGroupBindingReconciler:
 
         value = checkpoint.compute(endpoints, self._checkpoint_spec(tgb))  # 4. checkpoint
         stored = self._stored_checkpoint(tgb)
+        recorded = registered_target_group(tgb)
         if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
-                and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)):
+                and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)
+                and recorded in (None, tg.arn)):
+            if recorded is None:
+                # Reconciled before the record existed: the checkpoint says it registered
+                # into this very target group, so that is what gets recorded.
+                tgb = await self._own(self._writer.patch_metadata(
+                    tgb, annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
             await self._set_ready(tgb, endpoints)
             return
-        tgb = await self._own(self._writer.patch_metadata(  # 5. finalizer
-            tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER))
+        if recorded is not None and recorded != tg.arn:  # 5. the recorded group first
+            await self._drain(tgb, recorded)
+        tgb = await self._own(self._writer.patch_metadata(  # then the finalizer and the record
+            tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER,
+            annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
         try:  # 6. deploy
             await self._reconcile_networking(tgb, spec, target_type, endpoints)
             changed = await self._sync_targets(tgb, spec, tg, endpoints)
@@ -220,7 +264,9 @@ class TargetGroupBindingReconciler:
                 other_spec = parse_spec(other)
                 if other_spec.target_type != "ip":
                     continue
-                yield from (pod_address(e) for e in self._endpoints(other, other_spec, "ip"))
+                family = other_spec.ip_address_type or "ipv4"
+                yield from (pod_address(e)
+                            for e in self._endpoints(other, other_spec, "ip", family))
             except InvalidSpec:
                 continue
 
@@ -230,7 +276,7 @@ class TargetGroupBindingReconciler:
             if found is not None:
                 yield found
 
-    async def _invalid(self, tgb: Obj, exc: InvalidSpec) -> NoReturn:
+    async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
         reason = exc.condition_reason
         await self._writer.report_failure(
             tgb, event_reason=reason, message=str(exc),
@@ -243,15 +289,15 @@ class TargetGroupBindingReconciler:
             return written[0]
         return checkpoint.stored(tgb)
 
-    def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
-                   target_type: str) -> list[Endpoint]:
+    def _endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
+                   family: str) -> list[Endpoint]:
         ns = str(meta(tgb).get("namespace"))
         svc_key = f"{ns}/{spec.service_ref.name}"
         service = self._services.get(svc_key)
         port = find_service_port(service, spec.service_ref.port, service_key=svc_key)
         if target_type == "ip":
             return ip_endpoints(port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key),
-                                ip_address_type=spec.ip_address_type or "ipv4")
+                                ip_address_type=family)
         assert service is not None
         return instance_endpoints(service, port, self._nodes.list(),
                                   selector=spec.node_selector, service_key=svc_key)
@@ -263,11 +309,27 @@ class TargetGroupBindingReconciler:
         current = await self._target_groups.current_targets(tg.arn)
         to_register = sorted(desired - current)
         extra = current - desired
-        if spec.multi_cluster_target_group:
-            tracked = await self._tracker.tracked(ns, name)
+        # A multi-cluster binding always goes by its tracking record; one that was switched
+        # off keeps going by it while the ConfigMap exists: without it, the targets other
+        # clusters registered could not be told from ours.
+        tracked = None
+        if spec.multi_cluster_target_group or extra or to_register:
+            tracked = await self._tracker.tracked(
+                ns, name, recheck=not spec.multi_cluster_target_group)
+        tracking = spec.multi_cluster_target_group or tracked is not None
+        if tracking:
             allowed = set(deregistrable((t.identifier for t in extra), tracked))
             to_deregister = sorted(t for t in extra if t.identifier in allowed)
-            if tracked is None and extra and find_condition(tgb, READY) is not None:
+            kept = len(extra) - len(to_deregister)
+            if not spec.multi_cluster_target_group and kept:
+                self._writer.event(
+                    tgb, "Warning", "TrackingRecordKept",
+                    f"multiClusterTargetGroup is off, but configmap {configmap_name(name)} "
+                    f"still records this cluster's targets: {kept} target(s) it did not "
+                    "register stay in the target group; delete the configmap to let this "
+                    "binding own the target group alone")
+            if (spec.multi_cluster_target_group and tracked is None and extra
+                    and find_condition(tgb, READY) is not None):
                 # Reconciled before, yet no record: the ConfigMap was deleted. Whatever this
                 # cluster dropped since its last write can no longer be told from other
                 # clusters' targets and stays registered.
@@ -283,7 +345,7 @@ class TargetGroupBindingReconciler:
             await self._own(self._writer.patch(tgb, checkpoint.patch("", self._clock.wall())))
         if to_deregister:
             await self._target_groups.deregister(tg.arn, to_deregister)
-        if spec.multi_cluster_target_group:
+        if tracking:
             # After deregistering, before registering, and on first sight (initial population).
             await self._tracker.write(ns, name, (t.identifier for t in desired),
                                       owner=owner_reference(tgb, TARGETGROUPBINDINGS))
@@ -294,44 +356,94 @@ class TargetGroupBindingReconciler:
                      deregistered=len(to_deregister), target_group=tg.arn)
         return bool(to_register or to_deregister)
 
+    async def _ours_in(self, tgb: Obj, arn: str) -> list[Target] | None:
+        """The targets this binding registered into `arn`, None when that is not for this
+        binding to say: the target group is gone, not one it may act on (the record was
+        written by hand), or another binding registered there since (what is left there is
+        that binding's to converge)."""
+        ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
+        try:
+            info = await self._target_groups.resolve(arn=arn, name=None)
+            current = await self._target_groups.current_targets(info.arn)
+        except InvalidSpec:
+            return None  # gone, and its targets with it
+        try:
+            check_recorded(tgb, info, scope=self._scope)
+        except ownership.NotOwned as exc:
+            self._writer.event(
+                tgb, "Warning", "RecordedTargetGroupNotOwned",
+                f"the target group recorded in {REGISTERED_TARGET_GROUP_ANNOTATION} is not "
+                f"this binding's: {exc}; nothing is deregistered from it")
+            return None
+        others = [b for b in ownership.bindings_of(self._bindings.by_index, info.facts)
+                  if key_of(b) != key_of(tgb) and ownership.holds(b, info.arn)
+                  and not ownership.may_share(tgb, b)]
+        if others:
+            self._writer.event(
+                tgb, "Warning", "TargetGroupTakenOver",
+                f"target group {info.name or arn}, which this binding registered into, is now "
+                f"used by TargetGroupBinding {key_of(others[0])}; its targets are left to it")
+            return None
+        multi_cluster = ownership.is_multi_cluster(tgb)
+        tracked = await self._tracker.tracked(ns, name, recheck=not multi_cluster)
+        if tracked is None:
+            # Without a record a multi-cluster binding cannot tell its targets from other
+            # clusters': it deregisters none. A binding that owns its target group, all.
+            return [] if multi_cluster else sorted(current)
+        allowed = set(deregistrable((t.identifier for t in current), tracked))
+        return sorted(t for t in current if t.identifier in allowed)
+
+    async def _drain(self, tgb: Obj, previous: str) -> None:
+        """The spec names another target group than the one this binding registered into:
+        take our targets out of that one first. The record keeps naming it until this
+        succeeded, so a crash in between drains it again on the next pass."""
+        ours = await self._ours_in(tgb, previous)
+        if ours:
+            await self._target_groups.deregister(previous, ours)
+            self._target_groups.forget(previous)
+            self._writer.event(tgb, "Normal", "TargetGroupChanged",
+                               f"deregistered {len(ours)} target(s) from the previous target "
+                               f"group {previous}")
+
     async def _finalize(self, tgb: Obj) -> None:
         if not has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER):
             return
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
-        try:
-            spec: TargetGroupBindingSpec | None = parse_spec(tgb)
-        except InvalidSpec:
-            spec = None  # nothing could have been registered for it
-        if spec is not None:
-            try:
-                tg: TargetGroupInfo | None = await self._target_groups.resolve(
-                    arn=spec.target_group_arn, name=spec.target_group_name)
-            except InvalidSpec:
-                tg = None
-            if tg is not None:
-                try:
-                    current = await self._target_groups.current_targets(tg.arn)
-                except InvalidSpec:
-                    current = set()  # the target group is gone, and its targets with it
-                if spec.multi_cluster_target_group:
-                    tracked = await self._tracker.tracked(ns, name)
-                    allowed = set(deregistrable((t.identifier for t in current), tracked))
-                    owned: list[Target] = sorted(t for t in current if t.identifier in allowed)
-                else:
-                    owned = sorted(current)
-                await self._target_groups.deregister(tg.arn, owned)
-                self._target_groups.forget(tg.arn)
-            if spec.multi_cluster_target_group:
-                await self._tracker.cleanup(ns, name)
-            else:
-                self._tracker.forget(ns, name)
+        arn = registered_target_group(tgb) or await self._legacy_target_group(tgb)
+        if arn is not None:
+            ours = await self._ours_in(tgb, arn)
+            if ours:
+                await self._target_groups.deregister(arn, ours)
+            self._target_groups.forget(arn)
+        if await self._tracker.tracked(ns, name) is None:
+            self._tracker.forget(ns, name)
+        else:
+            await self._tracker.cleanup(ns, name)
         if self._networking is not None:
             # Its rules go (unless another binding needs them) before the finalizer does.
+            try:
+                spec: TargetGroupBindingSpec | None = parse_spec(tgb)
+            except InvalidSpec:
+                spec = None
             await self._networking.release(key_of(tgb), spec)
         try:
             await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
         except NotFound:
             return
+
+    async def _legacy_target_group(self, tgb: Obj) -> str | None:
+        """A binding finalized before it recorded its target group: the spec's, if this binding
+        may act on it (otherwise nothing of it is touched)."""
+        try:
+            spec = parse_spec(tgb)
+            tg = await self._target_groups.resolve(arn=spec.target_group_arn,
+                                                   name=spec.target_group_name)
+            check_target_group(tgb, spec, tg, scope=self._scope, bindings=self._bindings)
+        except InvalidInput as exc:
+            self._writer.event(tgb, "Warning", "FinalizedWithoutDeregistering",
+                               f"no target deregistered: {exc}")
+            return None
+        return tg.arn
 
     async def _own(self, write: Awaitable[Obj]) -> Obj:
         """Await one of our writes and remember the resourceVersion it produced."""
@@ -353,4 +465,8 @@ class TargetGroupBindingReconciler:
             return
 
 
-__all__ = ["READY", "TargetGroupBindingReconciler"]
+def registered_target_group(tgb: Obj) -> str | None:
+    return annotations_of(tgb).get(REGISTERED_TARGET_GROUP_ANNOTATION) or None
+
+
+__all__ = ["READY", "TargetGroupBindingReconciler", "registered_target_group"]

@@ -1,14 +1,17 @@
-"""Target groups as the TargetGroupBinding controller sees them: looked up by ARN or name,
-their current targets (DescribeTargetHealth, cached as upstream does), and registration in
-chunks of 200 (the API's limit per call)."""
+"""Target groups as the TargetGroupBinding controller sees them: looked up by ARN or name with
+the tags and VPC the ownership checks read (cached for a while), their current targets
+(DescribeTargetHealth, cached as upstream does), and registration in chunks of 200 (the API's
+limit per call)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from controller.apis.targetgroupbinding import InvalidSpec
 from controller.aws import AWSClientPool, AWSError
+from controller.ownership import FACTS_TTL, TargetGroupFacts, describe_tags
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
 
@@ -31,6 +34,12 @@ class TargetGroupInfo:
     vpc_id: str
     ip_address_type: str
     port: int | None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def facts(self) -> TargetGroupFacts:
+        return TargetGroupFacts(arn=self.arn, name=self.name, vpc_id=self.vpc_id,
+                                tags=self.tags)
 
 
 @dataclass(slots=True)
@@ -42,22 +51,34 @@ class _Health:
 
 class TargetGroups:
     def __init__(self, pool: AWSClientPool, *, clock: Clock | None = None,
-                 health_ttl: float = HEALTH_CACHE_TTL) -> None:
+                 health_ttl: float = HEALTH_CACHE_TTL, info_ttl: float = FACTS_TTL) -> None:
         self._pool = pool
         self._clock = clock or RealClock()
         self._ttl = health_ttl
-        self._info: dict[str, TargetGroupInfo] = {}  # by ARN and by "name:<name>"
+        self._info_ttl = info_ttl
+        # By ARN and by "name:<name>", with the time it was read: tags and VPC are what the
+        # ownership checks rely on, so they are read again now and then.
+        self._info: dict[str, tuple[float, TargetGroupInfo]] = {}
         self._health: dict[str, _Health] = {}
+
+    def cached(self, *, arn: str | None, name: str | None) -> TargetGroupInfo | None:
+        """What is known without asking AWS (for priority decisions)."""
+        entry = self._info.get(arn or f"name:{name}")
+        return entry[1] if entry is not None else None
 
     async def resolve(self, *, arn: str | None, name: str | None) -> TargetGroupInfo:
         key = arn or f"name:{name}"
+        now = self._clock.now()
         cached = self._info.get(key)
-        if cached is not None:
-            return cached
+        if cached is not None and now - cached[0] < self._info_ttl:
+            return cached[1]
+        tags: dict[str, str] | None = None
         try:
             if arn:
-                resp = await self._pool.call("elbv2", "DescribeTargetGroups",
-                                             TargetGroupArns=[arn])
+                # Both at once: a verification's pace should not depend on one more round trip.
+                resp, tags = await asyncio.gather(
+                    self._pool.call("elbv2", "DescribeTargetGroups", TargetGroupArns=[arn]),
+                    describe_tags(self._pool, arn))
             else:
                 resp = await self._pool.call("elbv2", "DescribeTargetGroups", Names=[name])
         except AWSError as exc:
@@ -69,12 +90,15 @@ class TargetGroups:
         if not groups:
             raise TargetGroupNotFound(f"target group {arn or name} not found")
         tg = groups[0]
+        found = str(tg["TargetGroupArn"])
         info = TargetGroupInfo(
-            arn=tg["TargetGroupArn"], name=tg.get("TargetGroupName", ""),
+            arn=found, name=tg.get("TargetGroupName", ""),
             target_type=tg.get("TargetType", "instance"), vpc_id=tg.get("VpcId", ""),
-            ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"))
-        self._info[key] = info
-        self._info[info.arn] = info
+            ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"),
+            tags=tags if tags is not None and found == arn
+            else await describe_tags(self._pool, found))
+        self._info[key] = (now, info)
+        self._info[info.arn] = (now, info)
         return info
 
     def forget(self, arn: str) -> None:
@@ -83,7 +107,7 @@ class TargetGroups:
     def _gone(self, arn: str) -> TargetGroupNotFound:
         """A target group deleted behind our back: drop what we cached about it."""
         self._health.pop(arn, None)
-        for key in [k for k, info in self._info.items() if info.arn == arn]:
+        for key in [k for k, (_, info) in self._info.items() if info.arn == arn]:
             del self._info[key]
         return TargetGroupNotFound(f"target group {arn} not found")
 

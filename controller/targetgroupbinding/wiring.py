@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.networking.manager import NetworkingSettings
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
+from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.networking import BindingNetworking
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
@@ -41,6 +43,11 @@ CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
+    """`cluster_name` and `vpc_id`: target groups tagged for another cluster are refused, and
+    so are those outside this VPC unless a binding names theirs in `vpcID`."""
+
+    cluster_name: str
+    vpc_id: str
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
     lanes: LaneSettings = field(default_factory=LaneSettings)
@@ -49,14 +56,14 @@ class Settings:
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool,
-                     settings: Settings | None = None) -> TargetGroupBindingReconciler:
+                     settings: Settings) -> TargetGroupBindingReconciler:
     """The reconciler on the manager's shared informers (and their indexes), without a
     controller: `setup` runs it on a queue; benchmarks call it directly."""
-    settings = settings or Settings()
     bindings = manager.informer(TARGETGROUPBINDINGS)
     slices = manager.informer(ENDPOINTSLICES)
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
     networking = None
     if settings.networking is not None:
@@ -68,8 +75,9 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         services=manager.informer(SERVICES).store, slices=slices.store,
         nodes=manager.informer(NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock),
-        tracker=TargetTracker(manager.client), recorder=manager.recorder, clock=manager.clock,
-        checkpoints=settings.lanes.checkpoints, networking=networking)
+        tracker=TargetTracker(manager.client), recorder=manager.recorder,
+        scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
+        clock=manager.clock, checkpoints=settings.lanes.checkpoints, networking=networking)
 
 
 def _with_networking(bindings: list[Obj]) -> list[str]:
@@ -80,9 +88,7 @@ def _with_networking(bindings: list[Obj]) -> list[str]:
             and not is_deleting(b)]
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings | None = None
-          ) -> Controller:
-    settings = settings or Settings()
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
     reconciler = build_reconciler(manager, pool=pool, settings=settings)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     return (ControllerBuilder(manager, CONTROLLER_NAME)

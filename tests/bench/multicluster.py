@@ -134,7 +134,9 @@ async def run(*, rounds: int, targets: int, churn: float) -> dict[str, Any]:
             async with await KubeClient.from_kubeconfig(kubeconfig) as client:
                 manager = Manager(client, registry=CollectorRegistry())
                 reconciler = build_reconciler(
-                    manager, pool=pool, settings=Settings(lanes=LaneSettings(checkpoints=False)))
+                    manager, pool=pool, settings=Settings(
+                        cluster_name=seed.cluster_name, vpc_id=seed.vpc_id,
+                        lanes=LaneSettings(checkpoints=False)))
                 bindings_store = manager.informer(TARGETGROUPBINDINGS).store
                 slices_store = manager.informer(ENDPOINTSLICES).store
                 runner = asyncio.create_task(manager.run())

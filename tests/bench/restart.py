@@ -194,7 +194,8 @@ def split_lanes(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def tgb_settings(**values: Any) -> tgb_controller.Settings:
-    return tgb_controller.Settings(**split_lanes(values))
+    """The VPC is the seeded one's, filled in when a run starts."""
+    return tgb_controller.Settings(cluster_name=CLUSTER, vpc_id="", **split_lanes(values))
 
 
 MODES = (
@@ -261,7 +262,7 @@ class Bench:
     def tgb_settings(self, mode: Mode) -> tgb_controller.Settings:
         """The mode's TargetGroupBinding settings, keeping rules in the seeded VPC as
         `aiolbc run` does."""
-        return dataclasses.replace(mode.tgb, networking=NetworkingSettings(
+        return dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id, networking=NetworkingSettings(
             cluster_name=CLUSTER, vpc_id=self.seed.vpc_id))
 
     async def pod_enis(self) -> None:

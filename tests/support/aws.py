@@ -96,16 +96,26 @@ class AwsInspector:
         return str(resp["TargetGroups"][0]["TargetGroupArn"])
 
     async def create_target_group(self, name: str, *, vpc_id: str, target_type: str = "ip",
-                                  protocol: str = "HTTP", port: int = 80) -> str:
-        """A target group made by hand (no controller tags), as users make for bindings."""
+                                  protocol: str = "HTTP", port: int = 80,
+                                  tags: dict[str, str] | None = None) -> str:
+        """A target group made by hand (no controller tags unless `tags` says so), as users
+        make for bindings."""
+        extra: dict[str, Any] = {}
+        if tags:
+            extra["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
         resp = await self.elbv2("CreateTargetGroup", Name=name, Protocol=protocol, Port=port,
-                                VpcId=vpc_id, TargetType=target_type)
+                                VpcId=vpc_id, TargetType=target_type, **extra)
         return str(resp["TargetGroups"][0]["TargetGroupArn"])
 
     async def registered(self, tg_arn: str) -> Targets:
         resp = await self.elbv2("DescribeTargetHealth", TargetGroupArn=tg_arn)
         return {(d["Target"]["Id"], int(d["Target"]["Port"]))
                 for d in resp["TargetHealthDescriptions"]}
+
+    async def register(self, tg_arn: str, *targets: tuple[str, int]) -> None:
+        """Targets registered by hand (another cluster's, say)."""
+        await self.elbv2("RegisterTargets", TargetGroupArn=tg_arn,
+                         Targets=[{"Id": i, "Port": p} for i, p in targets])
 
     # ---- security groups --------------------------------------------------------------------
 
@@ -254,3 +264,14 @@ def rule_paths(rule: Obj) -> list[str]:
 
 def rule_hosts(rule: Obj) -> list[str]:
     return _condition_values(rule, "host-header", "HostHeaderConfig")
+
+
+def rule_target_groups(rule: Obj) -> list[str]:
+    """The target group ARNs a rule forwards to (plain or weighted forward)."""
+    found: set[str] = set()
+    for action in rule["Actions"]:
+        weighted = (action.get("ForwardConfig") or {}).get("TargetGroups") or []
+        found.update(str(t["TargetGroupArn"]) for t in weighted)
+        if action.get("TargetGroupArn"):
+            found.add(str(action["TargetGroupArn"]))
+    return sorted(found)

@@ -6,8 +6,9 @@ A `Cluster` is made with the controllers it runs (`SERVICE`, `INGRESS`, `TARGETG
 set up in the order given, so the first is the one `reconciles()` counts by default).
 `start()` runs one Manager with them, each with its test settings unless given others;
 `stop()` is SIGTERM, `kill()` a crash; `settled()` waits until no controller has had anything
-to do for a while. `run(*flags)` runs `aiolbc run` instead (support/process.py), for tests of
-the CLI path.
+to do for a while. `start_app(*flags)` runs every controller as `aiolbc run` sets them up from
+flags, in the test's Manager; `run(*flags)` runs `aiolbc run` itself (support/process.py), for
+tests of the CLI path.
 
 Objects come from `objects.py` and are created in `namespace`. The harness's defaults are the
 integration tests': an NLB Service or an Ingress backend gets one ready endpoint at
@@ -27,6 +28,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controller import app
 from controller import ingress as ingress_controller
 from controller import service as service_controller
 from controller import targetgroupbinding as tgb_controller
@@ -39,6 +41,7 @@ from controller.apis import (
     TARGETGROUPBINDINGS,
 )
 from controller.aws import AWSClientPool
+from controller.config import parse_config
 from controller.standins import AwsSeed, create_pod_enis
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer
@@ -107,23 +110,40 @@ class Cluster:
                   if value is not None and name not in self.controllers]
         if unused:
             raise ValueError(f"settings for {unused}, which this cluster does not run")
+
+        def setup(manager: Manager) -> None:
+            for name in self.controllers:
+                if name == SERVICE:
+                    service_controller.setup(manager, pool=self.pool,
+                                             settings=service or service_settings(self.seed))
+                elif name == INGRESS:
+                    ingress_controller.setup(manager, pool=self.pool,
+                                             settings=ingress or ingress_settings(self.seed))
+                elif name == TARGETGROUPBINDING:
+                    tgb_controller.setup(manager, pool=self.pool,
+                                         settings=targetgroupbinding or tgb_settings(self.seed))
+                else:
+                    raise ValueError(f"unknown controller {name!r}")
+            if on_setup is not None:
+                on_setup(manager)
+
+        return await self._launch(setup, options=options, client=client)
+
+    async def start_app(self, *flags: str, client: KubeClient | None = None) -> Manager:
+        """Run a new Manager with every controller as `aiolbc run` sets them up
+        (`controller.app`) from this cluster's flags and then `flags`, on this cluster's AWS
+        pool (through the fault proxy), as `client`; return once it leads."""
+        config = parse_config([*self._flags(), *flags])
+        return await self._launch(
+            lambda manager: app.setup_controllers(manager, self.pool, config), client=client)
+
+    async def _launch(self, setup: Callable[[Manager], None], *,
+                      options: ManagerOptions | None = None,
+                      client: KubeClient | None = None) -> Manager:
         self.registry = CollectorRegistry()
         manager = Manager(client or self.client, options=options or ManagerOptions(),
                           registry=self.registry)
-        for name in self.controllers:
-            if name == SERVICE:
-                service_controller.setup(manager, pool=self.pool,
-                                         settings=service or service_settings(self.seed))
-            elif name == INGRESS:
-                ingress_controller.setup(manager, pool=self.pool,
-                                         settings=ingress or ingress_settings(self.seed))
-            elif name == TARGETGROUPBINDING:
-                tgb_controller.setup(manager, pool=self.pool,
-                                     settings=targetgroupbinding or tgb_settings(self.seed))
-            else:
-                raise ValueError(f"unknown controller {name!r}")
-        if on_setup is not None:
-            on_setup(manager)
+        setup(manager)
         self.manager = manager
         self.task = asyncio.create_task(manager.run())
         await eventually(lambda: asyncio.sleep(0, self.manager is not None
@@ -163,15 +183,20 @@ class Cluster:
             return 0.0
         return sum(self.reconciles(c.name) for c in self.manager.controllers)
 
-    async def settled(self, quiet: float = 0.4) -> None:
-        """Wait until no controller has had anything to do for `quiet` seconds."""
+    async def settled(self, quiet: float = 0.4, timeout: float = 120.0) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds; fail (rather
+        than hang the suite) when that has not happened within `timeout` seconds."""
         assert self.manager is not None
         loop = asyncio.get_running_loop()
         last, since = self._all_reconciles(), loop.time()
+        deadline = since + timeout
         while True:
             await asyncio.sleep(0.05)
             busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
             now = loop.time()
+            if now > deadline:
+                raise AssertionError(f"controllers never quiet for {quiet}s within {timeout}s: "
+                                     f"reconciles {self._all_reconciles()}")
             if busy or self._all_reconciles() != last:
                 last, since = self._all_reconciles(), now
             elif now - since >= quiet:
@@ -182,13 +207,17 @@ class Cluster:
         """`aiolbc run` flags for this cluster, straight to moto, without leader election or
         HTTP servers; `flags` last."""
         assert self.kubeconfig is not None, "this cluster has no kubeconfig to run with"
-        return ["--cluster-name", cluster or self.seed.cluster_name,
+        return [*self._flags(cluster=cluster, region=region, vpc_id=vpc_id),
                 "--kubeconfig", str(self.kubeconfig),
+                "--aws-endpoint-url", str(self.aws.pool.settings.endpoint_url), *flags]
+
+    def _flags(self, *, cluster: str | None = None, region: str | None = None,
+               vpc_id: str | None = None) -> list[str]:
+        return ["--cluster-name", cluster or self.seed.cluster_name,
                 "--aws-region", region or self.seed.region,
                 "--aws-vpc-id", vpc_id or self.seed.vpc_id,
-                "--aws-endpoint-url", str(self.aws.pool.settings.endpoint_url),
                 "--enable-leader-election", "false",
-                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0", *flags]
+                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0"]
 
     async def run(self, *flags: str, **where: str) -> ControllerRun:
         """Start `aiolbc run` with `argv(*flags, **where)`."""
@@ -372,11 +401,13 @@ class Cluster:
     # ---- TargetGroupBindings ------------------------------------------------------------------
 
     async def target_group(self, name: str, *, target_type: str = "ip",
-                           protocol: str = "HTTP", port: int = 80) -> str:
-        """A target group made by hand in the seeded VPC; its ARN."""
-        return await self.aws.create_target_group(name, vpc_id=self.seed.vpc_id,
+                           protocol: str = "HTTP", port: int = 80, vpc_id: str | None = None,
+                           tags: dict[str, str] | None = None) -> str:
+        """A target group made by hand (in the seeded VPC unless `vpc_id` says otherwise);
+        its ARN."""
+        return await self.aws.create_target_group(name, vpc_id=vpc_id or self.seed.vpc_id,
                                                   target_type=target_type, protocol=protocol,
-                                                  port=port)
+                                                  port=port, tags=tags)
 
     async def binding(self, name: str, *, service: str, port: int | str = 80,
                       arn: str | None = None, tg_name: str | None = None,

@@ -290,6 +290,13 @@ def target_group_binding(name: str, *, service: str, port: int | str = 80,
 
 # ---- reading what the API server holds --------------------------------------------------------
 
+def with_hostname(obj: Obj, hostname: str = "k8s-lb-0123456789.elb.amazonaws.com") -> Obj:
+    """`obj` with a load balancer's DNS name in its status, as the controller writes it after
+    a deploy."""
+    obj.setdefault("status", {})["loadBalancer"] = {"ingress": [{"hostname": hostname}]}
+    return obj
+
+
 def hostname(obj: Obj | None) -> str | None:
     """The load balancer's DNS name in a Service's or Ingress's status."""
     items = (((obj or {}).get("status") or {}).get("loadBalancer") or {}).get("ingress") or []

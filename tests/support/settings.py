@@ -42,12 +42,14 @@ def ingress_settings(seed: AwsSeed, **overrides: Any) -> ingress_controller.Sett
     return ingress_controller.Settings(**values)
 
 
-def tgb_settings(seed: AwsSeed | None = None, **overrides: Any) -> tgb_controller.Settings:
-    """The TargetGroupBinding controller's own defaults, with these overrides; with `seed`,
-    managing `spec.networking` rules in the seeded VPC (every group's rules read again on each
-    pass, so drift tests see repairs at once)."""
+def tgb_settings(seed: AwsSeed, **overrides: Any) -> tgb_controller.Settings:
+    """The TargetGroupBinding controller for the seeded cluster and VPC, otherwise its own
+    defaults, with these overrides; managing `spec.networking` rules in the seeded VPC (every
+    group's rules read again on each pass, so drift tests see repairs at once)."""
     _lanes(overrides)
-    if seed is not None:
-        overrides.setdefault("networking", NetworkingSettings(
-            cluster_name=seed.cluster_name, vpc_id=seed.vpc_id, verify_interval=0.0))
-    return tgb_controller.Settings(**overrides)
+    values: dict[str, Any] = {
+        "cluster_name": seed.cluster_name, "vpc_id": seed.vpc_id,
+        "networking": NetworkingSettings(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id,
+                                         verify_interval=0.0),
+        **overrides}
+    return tgb_controller.Settings(**values)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import app
-from controller.app import aws_settings, manager_options
+from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
 from controller.config import MAX_DURATION, ConfigError, parse_config, parse_duration
 
@@ -87,6 +87,7 @@ def test_values_are_parsed() -> None:
         (["--default-tags", "novalue"], "--default-tags: expected key=value"),
         (["--ingress-max-concurrent-reconciles", "0"], "--ingress-max-concurrent-reconciles"),
         (["--default-target-type", "pod"], "--default-target-type"),
+        (["--ingress-group-namespaces", "all"], "--ingress-group-namespaces: Input should be"),
         (["--checkpoint-verify-qps", "-1"], "--checkpoint-verify-qps"),
         (["--checkpoint-verify-aws-qps", "-1"], "--checkpoint-verify-aws-qps"),
         (["--checkpoint-verify-aws-qps", "nan"], "--checkpoint-verify-aws-qps"),
@@ -259,6 +260,14 @@ def test_the_new_flags_reach_the_manager_options() -> None:
         "--cluster-name", "c", "--metrics-secure", "--metrics-bind-addr", ":8443"]))
     assert (options.metrics_secure, options.metrics_bind_address) == (True, ":8443")
     assert options.metrics_cert_dir is None
+
+
+def test_the_ingress_group_namespace_policy_reaches_the_ingress_controller() -> None:
+    """By default a group named in annotations stays within one namespace (`params`)."""
+    default = parse_config(["--cluster-name", "c"])
+    assert ingress_settings(default, region="us-west-2").group_namespaces == "params"
+    upstream = parse_config(["--cluster-name", "c", "--ingress-group-namespaces", "any"])
+    assert ingress_settings(upstream, region="us-west-2").group_namespaces == "any"
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from controller import ownership
 from controller.annotations import (
     MAX_JSON_DEPTH,
     MAX_VALUE_LENGTH,
@@ -21,7 +22,11 @@ from controller.annotations import (
     load_json,
     parse_json,
 )
-from controller.apis import INGRESS_ANNOTATION_PREFIX, SERVICE_ANNOTATION_PREFIX
+from controller.apis import (
+    GROUP_MEMBERS_ANNOTATION,
+    INGRESS_ANNOTATION_PREFIX,
+    SERVICE_ANNOTATION_PREFIX,
+)
 from controller.apis.targetgroupbinding import parse_spec
 from controller.errors import InvalidInput
 from controller.ingress import watches as ingress_watches
@@ -34,12 +39,16 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.caches import Caches
 from controller.ingress.classes import classify, parse_params
+from controller.ingress.exclusions import GroupNamespaces, settle
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.model import build_group
+from controller.ingress.secrets import ingress_secrets
+from controller.ingress.vanished import VanishedMembers, recorded_members, recorded_unknown
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service import watches as service_watches
 from controller.service.model import checkpoint_of
 from controller.targetgroupbinding import watches as tgb_watches
+from controller.targetgroupbinding.reconciler import registered_target_group
 from controller.targetgroupbinding.targets import (
     find_service_port,
     instance_endpoints,
@@ -52,6 +61,7 @@ from runtime.reconcile import Request
 from runtime.store import Store
 from tests.unit.controller.ingress.caches import SETTINGS as INGRESS_SETTINGS
 
+POLICIES: tuple[GroupNamespaces, ...] = ("any", "params", "single")
 SERVICE_SETTINGS = ModelSettings(cluster_name="c", region="us-west-2", vpc_id="vpc-1")
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
@@ -74,7 +84,8 @@ annotation_values = st.one_of(
 )
 our_keys = st.sampled_from(sorted(
     {k.replace("*", "web") for k in INGRESS_ANNOTATION_KEYS} | set(SERVICE_ANNOTATION_KEYS)
-    | {"kubernetes.io/ingress.class", INGRESS_ANNOTATION_PREFIX + "actions.x",
+    | {"kubernetes.io/ingress.class", GROUP_MEMBERS_ANNOTATION,
+       INGRESS_ANNOTATION_PREFIX + "actions.x",
        INGRESS_ANNOTATION_PREFIX + "conditions.x", SERVICE_ANNOTATION_PREFIX + "x"}))
 annotation_maps: st.SearchStrategy[Any] = st.one_of(json_values, st.dictionaries(
     st.one_of(our_keys, st.text(max_size=10)), annotation_values, max_size=6))
@@ -130,6 +141,8 @@ def _caches(obj: Obj) -> Caches:
                                  ingress_watches.ingress_service_index)
     caches.ingresses.add_indexer(ingress_watches.SECRET_INDEX,
                                  ingress_watches.ingress_secret_index)
+    caches.services.add_indexer(ingress_watches.SERVICE_SECRET_INDEX,
+                                ingress_watches.service_secret_index)
     for store in (caches.ingresses, caches.services, caches.secrets, caches.classes,
                   caches.params, caches.namespaces):
         store.upsert(obj)
@@ -148,9 +161,21 @@ def _deep(key: str, value: str) -> Obj:
 DEEP = _nested(5000)
 
 
+def _recording(value: str) -> Obj:
+    """A member group `g` was deployed with, carrying `value` as its record of members."""
+    obj = _deep(INGRESS_ANNOTATION_PREFIX + "group.name", "g")
+    obj["metadata"]["annotations"][GROUP_MEMBERS_ANNOTATION] = value
+    obj["metadata"]["finalizers"] = ["group.ingress.k8s.aws/g"]
+    obj["status"] = {"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}}
+    return obj
+
+
 @SETTINGS
 @given(objects)
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "actions.x", DEEP))
+@example(_recording('{"group":"g","members":["default/x",5,null,{"a":1},"' + "y" * 300 + '"]}'))
+@example(_recording(DEEP))
+@example(_recording('{"group":"g","members":["default/' + "a" * 300_000 + '"]}'))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "conditions.web", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "auth-idp-oidc", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "listen-ports", DEEP))
@@ -165,15 +190,22 @@ def test_ingress_functions(obj: Obj) -> None:
     caches = _caches(obj)
     loader = GroupLoader(caches, ingress_class="alb")
     mapper = ingress_watches.GroupMapper(loader, caches)
+    vanished = VanishedMembers()
     for fn in (ingress_watches.ingress_service_index, ingress_watches.ingress_secret_index,
-               ingress_watches.binding_stack_index, index_keys, class_keys,
+               ingress_watches.service_secret_index, ingress_watches.binding_stack_index,
+               index_keys, class_keys,
                ingress_watches.ingress_view, ingress_watches.service_view,
                ingress_watches.secret_view, ingress_watches.spec_and_annotations,
                ingress_watches.labels_view, oidc_secret_names, mapper.groups_for_ingress,
                mapper.groups_for_service, mapper.groups_for_secret, mapper.groups_for_class,
                mapper.groups_for_params, mapper.groups_for_namespace,
-               mapper.group_for_binding):
+               mapper.group_for_binding, vanished.released, vanished.returned,
+               lambda o: ingress_secrets(o, caches.services,
+                                         ingress_watches.ingress_service_index(o))):
         fn(obj)
+    vanished.on_add(obj, True)
+    vanished.on_update(obj, obj)
+    vanished.on_delete(obj)
     for parser in (lambda: parse_ingress(obj), lambda: parse_auth(obj, obj),
                    lambda: parse_target_group(obj, obj, default_target_type="ip"),
                    lambda: classify(obj, caches, ingress_class="alb"),
@@ -181,7 +213,13 @@ def test_ingress_functions(obj: Obj) -> None:
         _contained(parser)
     for request in [*loader.groups_of(obj), Request("", "g"), Request("default", "web")]:
         group = loader.load(request)
+        recorded_members(obj, request)
+        vanished.unknown(request, recorded_unknown(group, lambda key: key in caches.ingresses))
         _contained(lambda: build_group(group, caches, INGRESS_SETTINGS))  # noqa: B023
+        for policy in POLICIES:
+            settle(group, caches=caches, policy=policy,
+                   build=lambda g: build_group(g, caches, INGRESS_SETTINGS),
+                   unknown=vanished.of(request))
 
 
 @SETTINGS
@@ -202,13 +240,24 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
     bindings = Store()
     bindings.add_indexer(tgb_watches.SERVICE_INDEX, tgb_watches.binding_service_index)
     bindings.add_indexer(tgb_watches.TARGET_TYPE_INDEX, tgb_watches.binding_target_type_index)
+    bindings.add_indexer(ownership.TARGET_GROUP_INDEX, ownership.binding_target_group_index)
     bindings.upsert(obj)
+    bindings.upsert(other)
     for fn in (tgb_watches.binding_service_index, tgb_watches.binding_target_type_index,
                tgb_watches.slice_service_index, tgb_watches.binding_view,
                tgb_watches.service_view, tgb_watches.slice_view, tgb_watches.node_view,
                tgb_watches.bindings_of_service(bindings), tgb_watches.bindings_of_slice(bindings),
-               tgb_watches.bindings_of_node(bindings), instance_id, node_fit_for_traffic):
+               tgb_watches.bindings_of_node(bindings), instance_id, node_fit_for_traffic,
+               ownership.binding_target_group_index, ownership.is_multi_cluster,
+               registered_target_group):
         fn(obj)
+    facts = ownership.TargetGroupFacts(arn="arn:tg", name="tg", vpc_id="vpc-1")
+    ownership.bindings_of(bindings.by_index, facts)
+    ownership.holds(obj, "arn:tg")
+    ownership.may_share(obj, other)
+    ownership.rival(obj, [obj, other], "arn:tg")
+    _contained(lambda: ownership.check_rivals(obj, [other], facts))
+    _contained(lambda: ownership.check_forward(facts, namespace="default", bindings=[obj]))
     _contained(lambda: parse_spec(obj))
     _contained(lambda: find_service_port(obj, 80, service_key="k"))
     _contained(lambda: find_service_port(obj, "http", service_key="k"))

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller import targetgroupbinding
+from controller.app import setup_controllers
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import parse_config
 from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_LEADER_ELECTION_ID
@@ -263,8 +263,7 @@ def test_role_grants_the_lease(built: list[Doc]) -> None:
         assert _allows(role["rules"], "coordination.k8s.io", "leases", verb, lease), verb
     assert not _allows(role["rules"], "coordination.k8s.io", "leases", "update", "other")
     # Events, in every namespace, come from the ClusterRole
-    # (tests/integration/packaging/test_rbac.py shows a grant here would be needed by no
-    # request).
+    # (tests/integration/packaging/test_rbac.py shows a grant here would be needed by no request).
     for verb in ("create", "patch"):
         assert not _allows(role["rules"], "", "events", verb, "any"), verb
 
@@ -352,7 +351,7 @@ _DOCUMENTED_PREFIXES = ("controller_runtime_", "workqueue_", "rest_client_", "le
 
 @pytest.fixture
 async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
-    """Family name -> type, of what `aiolbc run` registers (Manager, leader election, TGB
+    """Family name -> type, of what `aiolbc run` registers (Manager, leader election, every
     controller, Kubernetes client, AWS pool), collected without starting anything."""
     registry = CollectorRegistry()
     settings = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
@@ -361,7 +360,9 @@ async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
             AWSClientPool(settings, registry=registry) as pool:
         manager = Manager(client, options=ManagerOptions(leader_election=True),
                           registry=registry)
-        targetgroupbinding.setup(manager, pool=pool)
+        setup_controllers(manager, pool, parse_config([
+            "--cluster-name", "unused", "--aws-region", "us-west-2",
+            "--aws-vpc-id", "vpc-0123456789abcdef0"]))
         return {family.name: family.type for family in registry.collect()}
 
 

@@ -248,11 +248,8 @@ def test_policy_is_a_well_formed_identity_policy(policy: dict[str, Any]) -> None
     assert policy["Version"] == "2012-10-17"
     sids = [s["Sid"] for s in policy["Statement"]]
     assert len(sids) == len(set(sids)), "duplicate Sid"
-    # An action may be granted twice only under different conditions (EC2's CreateTags: while
-    # creating one of our groups, and on groups already ours).
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for statement in policy["Statement"]:
-        condition = json.dumps(statement.get("Condition"), sort_keys=True)
         assert re.fullmatch(r"[A-Za-z0-9]+", statement["Sid"])
         assert statement["Effect"] == "Allow"
         assert set(statement) <= {"Sid", "Effect", "Action", "Resource", "Condition"}
@@ -264,10 +261,16 @@ def test_policy_is_a_well_formed_identity_policy(policy: dict[str, Any]) -> None
             prefix, _, name = action.partition(":")
             assert prefix in IAM_PREFIX.values(), action
             assert _OPERATION.fullmatch(name), f"{action}: no wildcards"
-            assert (action, condition) not in seen, f"{action} granted twice"
-            seen.add((action, condition))
         resources = statement["Resource"]
         assert resources == "*" or all(r.startswith("arn:aws:") for r in resources)
+        # An action may appear in several statements, for other resources or conditions
+        # (AddTags at creation and on owned resources), never twice for the same grant.
+        condition = json.dumps(statement.get("Condition"), sort_keys=True)
+        for action in actions:
+            for resource in [resources] if isinstance(resources, str) else resources:
+                grant = (action, resource, condition)
+                assert grant not in seen, f"{action} on {resource} granted twice"
+                seen.add(grant)
 
 
 def _statement(policy: dict[str, Any], action: str) -> dict[str, Any]:
@@ -275,32 +278,91 @@ def _statement(policy: dict[str, Any], action: str) -> dict[str, Any]:
     return found
 
 
-def _statements(policy: dict[str, Any], action: str) -> list[dict[str, Any]]:
+def test_security_group_writes_are_limited_to_groups_the_controller_tags(
+        policy: dict[str, Any]) -> None:
+    """Upstream's scoping (docs/install/iam_policy.json): groups are created with the cluster
+    tag and tagged only while being created or when they already carry it, never setting or
+    removing it; only such groups are deleted; rules may be changed on any group (the targets'
+    groups are the user's, the controller touches only the rules it labels)."""
+    tag = f"aws:RequestTag/{CLUSTER_TAG}"
+    owned = f"aws:ResourceTag/{CLUSTER_TAG}"
+    groups = ["arn:aws:ec2:*:*:security-group/*"]
+    create = _statement(policy, "ec2:CreateSecurityGroup")
+    assert create["Condition"] == {"Null": {tag: "false"}}
+    [delete] = _grants(policy, "ec2:DeleteSecurityGroup")
+    assert delete["Condition"] == {"Null": {owned: "false"}}
+    assert delete["Resource"] == groups
+    [untag] = _grants(policy, "ec2:DeleteTags")
+    tagging = _grants(policy, "ec2:CreateTags")
+    assert len(tagging) == 2
+    assert untag in tagging
+    for statement in tagging:
+        assert statement["Resource"] == groups
+        condition = statement["Condition"]
+        if statement is untag:
+            assert condition == {"Null": {tag: "true", owned: "false"},
+                                 "ForAllValues:StringNotEquals": {"aws:TagKeys": [CLUSTER_TAG]}}
+        else:
+            assert condition == {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
+                                 "Null": {tag: "false"}}
+    rules = _statement(policy, "ec2:AuthorizeSecurityGroupIngress")
+    assert rules is _statement(policy, "ec2:RevokeSecurityGroupIngress")
+    assert rules["Resource"] == groups
+
+
+def _grants(policy: dict[str, Any], action: str) -> list[dict[str, Any]]:
     return [s for s in policy["Statement"] if action in s["Action"]]
 
 
-def test_security_group_writes_are_limited_to_groups_the_controller_tags(
+_TG_AND_LB = ("targetgroup/", "loadbalancer/")
+# Writes whose own scoping is checked elsewhere: creation (the request carries the cluster
+# tag), tags (their own test), targets (any target group a binding may use, checked by the
+# controller), listeners and rules (unscoped, as upstream).
+_OTHER_WRITES = re.compile(r"Create(LoadBalancer|TargetGroup)|AddTags|RemoveTags|"
+                           r"(Register|Deregister)Targets|.*(Listener|Rule).*")
+
+
+def _changes_owned_resource(action: str) -> bool:
+    """An ELB action that changes or deletes an existing load balancer or target group."""
+    prefix, _, name = action.partition(":")
+    return (prefix == "elasticloadbalancing"
+            and not name.startswith(("Describe", "List", "Get"))
+            and not _OTHER_WRITES.fullmatch(name))
+
+
+def test_tags_of_load_balancers_and_target_groups_need_upstreams_conditions(
         policy: dict[str, Any]) -> None:
-    """Upstream's scoping: groups are created with the cluster tag, and only groups carrying
-    it are re-tagged or deleted; rules may be changed on any group (the targets' groups are
-    the user's, the controller touches only the rules it labels)."""
-    tag = CLUSTER_TAG
-    create = _statement(policy, "ec2:CreateSecurityGroup")
-    assert create["Condition"]["Null"][f"aws:RequestTag/{tag}"] == "false"
-    for action in ("ec2:DeleteSecurityGroup", "ec2:DeleteTags"):
-        [statement] = _statements(policy, action)
-        assert statement["Condition"]["Null"][f"aws:ResourceTag/{tag}"] == "false", action
-    tagging = _statements(policy, "ec2:CreateTags")
-    assert len(tagging) == 2
-    conditions = [s["Condition"] for s in tagging]
-    assert {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
-            "Null": {f"aws:RequestTag/{tag}": "false"}} in conditions
-    assert {"Null": {f"aws:ResourceTag/{tag}": "false"}} in conditions
-    for statement in tagging:
-        assert statement["Resource"] == ["arn:aws:ec2:*:*:security-group/*"]
-    rules = _statement(policy, "ec2:AuthorizeSecurityGroupIngress")
-    assert rules is _statement(policy, "ec2:RevokeSecurityGroupIngress")
-    assert rules["Resource"] == ["arn:aws:ec2:*:*:security-group/*"]
+    """Upstream's scoping of AddTags/RemoveTags (docs/install/iam_policy.json): on load
+    balancers and target groups only at their creation (the create call carries the cluster
+    tag) or on resources that already carry it, never setting or removing it. Without it the
+    controller's role could re-tag any load balancer or target group of the account, another
+    cluster's included, and so make it its own."""
+    tag = f"aws:RequestTag/{CLUSTER_TAG}"
+    owned = f"aws:ResourceTag/{CLUSTER_TAG}"
+    for action in ("elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"):
+        on_tg_or_lb = [s for s in _grants(policy, action)
+                       if s["Resource"] == "*" or any(
+                           kind in r for r in s["Resource"] for kind in _TG_AND_LB)]
+        assert on_tg_or_lb, action
+        for statement in on_tg_or_lb:
+            assert statement["Resource"] != "*", statement["Sid"]
+            condition = statement["Condition"]
+            at_creation = condition.get("StringEquals", {}).get(
+                "elasticloadbalancing:CreateAction")
+            if at_creation is not None:
+                assert action == "elasticloadbalancing:AddTags"
+                assert sorted(at_creation) == ["CreateLoadBalancer", "CreateTargetGroup"]
+                assert condition["Null"] == {tag: "false"}
+            else:
+                assert condition["Null"] == {tag: "true", owned: "false"}, statement["Sid"]
+                assert condition["ForAllValues:StringNotEquals"] == {
+                    "aws:TagKeys": [CLUSTER_TAG]}
+    # Listeners and rules keep upstream's unconditioned tagging (their creation tags them).
+    listeners = [s for s in _grants(policy, "elasticloadbalancing:AddTags")
+                 if all(r.split(":")[-1].startswith(("listener/", "listener-rule/"))
+                        for r in s["Resource"])]
+    assert len(listeners) == 1
+    assert "Condition" not in listeners[0]
 
 
 def test_writes_to_load_balancers_are_limited_to_owned_resources(policy: dict[str, Any]) -> None:
@@ -311,12 +373,18 @@ def test_writes_to_load_balancers_are_limited_to_owned_resources(policy: dict[st
                    "elasticloadbalancing:CreateTargetGroup"):
         condition = _statement(policy, action)["Condition"]
         assert condition["Null"][f"aws:RequestTag/{tag}"] == "false", action
-    for action in ("elasticloadbalancing:DeleteLoadBalancer",
-                   "elasticloadbalancing:DeleteTargetGroup",
-                   "elasticloadbalancing:ModifyLoadBalancerAttributes",
-                   "elasticloadbalancing:ModifyTargetGroup"):
-        condition = _statement(policy, action)["Condition"]
-        assert condition["Null"][f"aws:ResourceTag/{tag}"] == "false", action
+    # Every other write to a load balancer or target group (modify, set, delete), whatever
+    # the code calls today: only on resources that carry the cluster tag, in every statement
+    # that grants it.
+    owned = [a for a in policy_actions(policy) if _changes_owned_resource(a)]
+    assert {"elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:DeleteTargetGroup",
+            "elasticloadbalancing:ModifyLoadBalancerAttributes",
+            "elasticloadbalancing:ModifyTargetGroup"} <= set(owned)
+    for action in owned:
+        for statement in _grants(policy, action):
+            condition = statement.get("Condition") or {}
+            assert condition.get("Null") == {f"aws:ResourceTag/{tag}": "false"}, \
+                (action, statement["Sid"])
     # TargetGroupBindings register into target groups created outside aiolbc too.
     register = _statement(policy, "elasticloadbalancing:RegisterTargets")
     assert "Condition" not in register

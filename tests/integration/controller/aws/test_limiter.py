@@ -22,8 +22,10 @@ async def test_describe_class_is_held_to_its_rate(aws_proxy: AWSFaultProxy) -> N
         await asyncio.gather(*(pool.call("elbv2", "DescribeLoadBalancers") for _ in range(60)))
         elapsed = time.monotonic() - start
 
-    expected = (60 - 5) / 20
-    assert expected - 0.05 <= elapsed <= expected + 0.6
+    # Only the lower bound is a property of the limiter: a loaded machine can always make the
+    # run slower. That the limiter does not hold calls longer than the rate requires is read
+    # from its own wait accounting below, which the machine's load does not change.
+    assert elapsed >= (60 - 5) / 20 - 0.05
     times = sorted(r.time for r in aws_proxy.records(operation="DescribeLoadBalancers"))
     assert len(times) == 60
     # The limiter releases the k-th call (k >= burst) no sooner than (k - burst + 1) / rate

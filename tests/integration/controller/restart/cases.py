@@ -395,7 +395,13 @@ def binding_cases() -> list[Case]:
                 two_ports=True),
         binding("nodeSelector", {"nodeSelector": {"matchLabels": {"pool": "a"}}},
                 target_group="instance", base={"targetType": "instance"}),
-        binding("ipAddressType", {"ipAddressType": "ipv6"}),
+        # Refused (the target groups are IPv4): the change shows as a Warning, and the targets
+        # stay where they are.
+        binding("ipAddressType", {"ipAddressType": "ipv6"}, observe=warnings),
+        binding("vpcID", {"vpcID": "vpc-0123456789abcdef0"}, observe=warnings),
+        binding("iamRoleArnToAssume",
+                {"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/elsewhere"},
+                observe=warnings),
         binding("multiClusterTargetGroup", {"multiClusterTargetGroup": True},
                 observe=_tracking_configmap),
         binding("networking", {"networking": {"ingress": [{
@@ -523,8 +529,6 @@ def other_cases() -> list[Case]:
 # Inputs the model reads whose changes, today, reach nothing in AWS: a change still gets NORMAL
 # priority (it changes the checkpoint), but there is nothing to see.
 NOT_DEPLOYED: dict[str, str] = {
-    "tgb:vpcID": "parsed, not acted on: the target group's VPC is not checked yet",
-    "tgb:iamRoleArnToAssume": "parsed, not acted on: the controller's own credentials are used",
 }
 
 
@@ -536,6 +540,11 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--kubeconfig": "which API server the controller talks to",
     "--watch-namespace": "which objects are seen at all; objects outside it keep their "
                          "resources, untouched",
+    "--ingress-group-namespaces": "which Ingresses are members of a group: what is deployed "
+                                  "follows from the members (a change of policy is a change "
+                                  "of membership, the o-group-leave case), and every policy "
+                                  "admits the same members in the one namespace these "
+                                  "cases use",
     "--aws-api-throttle": "how fast AWS is called, not what is deployed",
     "--aws-api-endpoints": "where AWS calls go (the region decides what is deployed where)",
     "--aws-endpoint-url": "where AWS calls go (the region decides what is deployed where)",

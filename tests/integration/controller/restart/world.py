@@ -95,10 +95,11 @@ class World(Cluster):
         return json.dumps({"aws": aws, "bindings": bindings}, sort_keys=True, default=str)
 
     async def target_group(self, name: str, *, target_type: str = "ip",
-                           protocol: str = "TCP", port: int = 80) -> str:
+                           protocol: str = "TCP", port: int = 80, vpc_id: str | None = None,
+                           tags: dict[str, str] | None = None) -> str:
         """A target group made by hand, remembered as `{tg_b}`/`{tg_b_name}` placeholders."""
         arn = await super().target_group(name, target_type=target_type, protocol=protocol,
-                                         port=port)
+                                         port=port, vpc_id=vpc_id, tags=tags)
         self.extra[f"tg:{name}"] = arn
         self.extra[f"tg-name:{name}"] = name
         return arn

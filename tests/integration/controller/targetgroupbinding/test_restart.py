@@ -8,10 +8,9 @@ import asyncio
 import itertools
 
 from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
-from controller.reconcilers import LaneSettings
 from controller.standins import AWSFaultProxy
-from controller.targetgroupbinding import Settings
 from tests.support.cluster import Cluster
+from tests.support.settings import tgb_settings
 from tests.support.waiting import eventually
 
 UNCHANGED = 5
@@ -29,7 +28,7 @@ async def _checkpoint(cluster: Cluster, name: str) -> str:
 
 async def test_restart_verifies_unchanged_bindings_at_the_configured_pace(
         cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
-    settings = Settings(lanes=LaneSettings(verify_qps=VERIFY_QPS, verify_burst=1))
+    settings = tgb_settings(cluster.seed, verify_qps=VERIFY_QPS, verify_burst=1)
     # "z-..." sorts last: without priorities it would be reconciled last.
     names = [f"tgb-{i}" for i in range(UNCHANGED)] + ["z-changed"]
     arns: dict[str, str] = {}
@@ -69,7 +68,11 @@ async def test_restart_verifies_unchanged_bindings_at_the_configured_pace(
     # One look per binding: the event of a binding's own checkpoint reset, arriving while it
     # is in flight, is not mistaken for a change once the real checkpoint is written.
     assert len(health) == len(names)
-    times = sorted(verified.values())
+    # The pace is that of verifications starting: each one's first call is its target
+    # group's lookup (it also reads the tags the ownership checks need).
+    started = {str(r.params["TargetGroupArns"][0]): r.time
+               for r in reversed(aws_proxy.records(operation="DescribeTargetGroups"))}
+    times = sorted(started[arn] for arn in verified)
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert min(gaps) >= 0.8 / VERIFY_QPS, gaps
     # The changed binding did not wait behind the paced verifications.
@@ -110,8 +113,8 @@ async def test_crash_between_checkpoint_reset_and_register_is_recovered(
     aws_proxy.remove(fault)
 
     # A fresh process sees the reset checkpoint as a change: NORMAL priority, full sync.
-    await cluster.start(targetgroupbinding=Settings(
-        lanes=LaneSettings(verify_qps=0.01, verify_burst=1)))
+    await cluster.start(targetgroupbinding=tgb_settings(cluster.seed, verify_qps=0.01,
+                                                        verify_burst=1))
     await eventually(lambda: _registered_are(cluster, arn, {("10.2.0.1", 8080),
                                                             ("10.2.0.2", 8080)}))
 

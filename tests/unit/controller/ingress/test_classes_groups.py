@@ -10,7 +10,7 @@ import pytest
 from controller.ingress.classes import ClassError, classify, parse_params
 from controller.ingress.groups import finalizer_of, index_keys, stack_labels
 from runtime.reconcile import Request
-from tests.support.objects import class_params, ingress, ingress_class
+from tests.support.objects import class_params, ingress, ingress_class, with_hostname
 from tests.unit.controller.ingress.caches import caches, loader
 
 
@@ -81,13 +81,16 @@ def test_load_sorts_members_and_finds_leavers() -> None:
         ingress("z", annotations={**g, "alb.ingress.kubernetes.io/group.order": "-1"}),
         ingress("b", annotations=g),
         ingress("a", namespace="other", annotations=g),
-        ingress("gone", annotations={}, finalizers=["group.ingress.k8s.aws/g"]),
+        with_hostname(ingress("gone", annotations={}, finalizers=["group.ingress.k8s.aws/g"])),
+        # The finalizer alone, never deployed with: a stray, which only gets it released.
+        ingress("forged", annotations={}, finalizers=["group.ingress.k8s.aws/g"]),
         ingress("bad", annotations={**g, "alb.ingress.kubernetes.io/group.order": "5000"}),
     )
     group = loader(c).load(Request("", "g"))
     assert [m.key for m in group.members] == ["default/z", "default/b", "default/bad",
                                               "other/a"]
     assert [i["metadata"]["name"] for i in group.leaving] == ["gone"]
+    assert [i["metadata"]["name"] for i in group.strays] == ["forged"]
     assert len(group.errors) == 1
     assert "group.order" in group.errors[0][1]
 

@@ -1,0 +1,82 @@
+"""What a TargetGroupBinding must pass before any target is registered or deregistered: no
+cross-account role (not implemented, so never silently ignored), a target group this binding
+may act on (`controller.ownership`: VPC, cluster, namespace, other bindings), and an IP family
+that matches the target group's. Each refusal is `InvalidInput` with its own condition reason:
+a Warning Event and `Ready=False`, and nothing changes in AWS. The target group a binding
+recorded as registered into passes the same ownership checks before anything is deregistered
+from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller import ownership
+from controller.apis.targetgroupbinding import TargetGroupBindingSpec
+from controller.errors import InvalidInput
+from controller.targetgroupbinding.targetgroups import TargetGroupInfo
+from runtime.objects import Obj, namespace_of
+from runtime.store import Store
+
+
+class CrossAccountUnsupported(InvalidInput):
+    condition_reason = "CrossAccountUnsupported"
+
+
+class IPAddressTypeMismatch(InvalidInput):
+    condition_reason = "IPAddressTypeMismatch"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
+    """Where this controller's target groups live: the cluster's name and VPC."""
+
+    cluster_name: str
+    vpc_id: str
+
+
+def check_spec(spec: TargetGroupBindingSpec) -> None:
+    if spec.iam_role_arn_to_assume:
+        raise CrossAccountUnsupported(
+            f"iamRoleArnToAssume {spec.iam_role_arn_to_assume}: target groups in another "
+            "account are not supported; nothing is registered")
+
+
+def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupInfo, *,
+                       scope: Scope, bindings: Store) -> str:
+    """Raises for a target group this binding may not act on; returns the IP family of its
+    targets (the spec's, which must equal the target group's, or the target group's)."""
+    ownership.check_target_group(tg.facts, namespace=namespace_of(tgb),
+                                 vpc_id=spec.vpc_id or scope.vpc_id,
+                                 cluster_name=scope.cluster_name)
+    ownership.check_rivals(tgb, ownership.bindings_of(bindings.by_index, tg.facts), tg.facts)
+    family = tg.ip_address_type or "ipv4"
+    if spec.ip_address_type and spec.ip_address_type != family:
+        raise IPAddressTypeMismatch(
+            f"ipAddressType {spec.ip_address_type} does not match target group "
+            f"{tg.name or tg.arn} of IP address type {family}; nothing is registered or "
+            "deregistered")
+    return family
+
+
+def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
+    """Raises a `NotOwned` for a target group the binding's record names (the one it registered
+    into) but that it may not deregister from. The record is an annotation: whoever may edit
+    the binding may write it, so it earns no more than the spec would. The VPC may be the
+    cluster's or the one `vpcID` names (the spec may have moved on since)."""
+    spec = tgb.get("spec")
+    named = spec.get("vpcID") if isinstance(spec, dict) else None
+    vpcs = [scope.vpc_id, *([named] if isinstance(named, str) and named else [])]
+    refusal: ownership.NotOwned | None = None
+    for vpc_id in vpcs:
+        try:
+            ownership.check_target_group(tg.facts, namespace=namespace_of(tgb), vpc_id=vpc_id,
+                                         cluster_name=scope.cluster_name)
+            return
+        except ownership.NotOwned as exc:
+            refusal = refusal or exc
+    assert refusal is not None
+    raise refusal
+
+
+__all__ = ["CrossAccountUnsupported", "IPAddressTypeMismatch", "Scope", "check_recorded",
+           "check_spec", "check_target_group"]
