@@ -4,19 +4,16 @@ listeners → rules, then delete what the model no longer has (in reverse)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
 from controller.aws import AWSClientPool, AWSError
 from controller.deploy.calls import AfterMutation, BeforeMutation, CallCounts, Calls
 from controller.deploy.concurrency import run_all
-from controller.deploy.describe import (
-    load_balancers_by,
-    target_groups_by,
-    target_groups_of_load_balancer,
-)
-from controller.deploy.errors import DeployError, OwnershipConflict
+from controller.deploy.describe import target_groups_by, target_groups_of_load_balancer
+from controller.deploy.errors import DeployError
+from controller.deploy.identity import find_load_balancer, follow_existing, match_target_groups
 from controller.deploy.listeners import (
     ObservedListeners,
     converge_listener,
@@ -96,7 +93,8 @@ class StackDeployer:
                         external_managed_tags=frozenset(external_managed_tags))
 
     async def deploy(self, stack: Stack, *, fresh: bool = False,
-                     rewrite_write_only: bool = True) -> DeployResult:
+                     rewrite_write_only: bool = True,
+                     retain: Set[str] = frozenset()) -> DeployResult:
         """Converge AWS to `stack`. `fresh` says the caller knows no earlier deploy of this
         stack can have written to AWS (its object never carried our finalizer, which is added
         before the first write): then no predecessor can exist under an older name, and the
@@ -106,7 +104,12 @@ class StackDeployer:
 
         `rewrite_write_only=False` is for a stack whose checkpoint matched the object's: its
         write-only fields (OIDC client secrets, which AWS never returns) were written by the
-        deploy that recorded that checkpoint. Otherwise they are written again."""
+        deploy that recorded that checkpoint. Otherwise they are written again.
+
+        `retain`: target group ARNs a TargetGroupBinding still points at. One the model no
+        longer has is kept (and reported in `retained_target_groups`) until its binding is
+        gone, so that the binding is deleted only after the listeners point elsewhere, and the
+        target group only after its binding."""
         if stack.context.cluster_name != self._settings.cluster_name:
             raise DeployError(f"stack {stack.id} is for cluster {stack.context.cluster_name}, "
                               f"this deployer for {self._settings.cluster_name}")
@@ -116,18 +119,18 @@ class StackDeployer:
                               f"AWS clients for {region}")
         calls = self._calls()
         key: StackKey = (stack.kind, stack.id)
-        stack = await self._resolver.resolve(stack, calls)
         cold = not self._owned.known(key)
         owned = self._owned.get(key)
         run = DeployRun(stack=stack, calls=calls,
                         tracking=self._tracking(stack.kind, stack.id,
                                                 stack.context.external_managed_tags),
                         rewrite_write_only=rewrite_write_only)
-        # Security groups concurrently with everything before the load balancer, which is
-        # created carrying them.
-        groups = asyncio.ensure_future(self._groups.prepare(run, key, fresh=fresh))
+        # The security-group step, started once the stack is resolved; stopped here if the
+        # deploy ends before it does.
+        started: list[asyncio.Future[PreparedGroups]] = []
         try:
-            return await self._deploy(run, key, owned, groups, cold=cold and not fresh)
+            return await self._deploy(run, key, owned, started, cold=cold and not fresh,
+                                      fresh=fresh, retain=retain)
         except BaseException:
             # Half-learnt records of a stack never seen before are dropped (the next run finds
             # everything by name and tags again), unless the one-time scan filled them: that
@@ -136,65 +139,64 @@ class StackDeployer:
                 self._owned.forget(key)
             raise
         finally:
-            if not groups.done():
-                groups.cancel()
-            await asyncio.gather(groups, return_exceptions=True)
+            for step in started:
+                if not step.done():
+                    step.cancel()
+            await asyncio.gather(*started, return_exceptions=True)
 
     async def _deploy(self, run: DeployRun, key: StackKey, owned: StackArns,
-                      groups_step: asyncio.Future[PreparedGroups], *,
-                      cold: bool) -> DeployResult:
-        stack, calls = run.stack, run.calls
-        lb_id, lb_model = next(iter(stack.load_balancers.items()), (None, None))
+                      started: list[asyncio.Future[PreparedGroups]], *, cold: bool,
+                      fresh: bool, retain: Set[str]) -> DeployResult:
+        calls = run.calls
+        lb_id, lb_model = next(iter(run.stack.load_balancers.items()), (None, None))
 
-        # Observe: load balancers we know of, plus the model's by name.
-        lbs = {d["LoadBalancerArn"]: d
-               for d in await load_balancers_by(calls, arns=sorted(owned.load_balancers))}
-        if lb_model is not None and not any(d["LoadBalancerName"] == lb_model.name
-                                            for d in lbs.values()):
-            for d in await load_balancers_by(calls, names=[lb_model.name]):
-                lbs[d["LoadBalancerArn"]] = d
-            if cold and not any(d["LoadBalancerName"] == lb_model.name for d in lbs.values()):
-                # About to create: find a predecessor under an older name first.
-                await self._owned.ensure_scanned(calls)
-                extra = sorted(self._owned.get(key).load_balancers - set(lbs))
-                for d in await load_balancers_by(calls, arns=extra):
-                    lbs[d["LoadBalancerArn"]] = d
-        current_lb = next((d for d in lbs.values()
-                           if lb_model is not None and d["LoadBalancerName"] == lb_model.name),
-                          None)
+        # Identify: the stack's load balancer by its tags (identity.py); a stack this process
+        # has not seen, about to create one, first looks for it under older names.
+        lbs = await find_load_balancer(calls, run.tracking, owned, lb_id, lb_model)
+        if lb_model is not None and lbs.current is None and cold:
+            await self._owned.ensure_scanned(calls)
+            lbs = await find_load_balancer(calls, run.tracking, owned, lb_id, lb_model)
+        current_lb = lbs.current
+        if lb_id is not None and lb_model is not None:
+            followed = follow_existing(lb_model, current_lb, vpc_id=run.vpc_id)
+            if followed is not lb_model:
+                run.stack = run.stack.model_copy(update={"load_balancers": {lb_id: followed}})
+        run.stack = stack = await self._resolver.resolve(run.stack, calls)
         lb_arn = current_lb["LoadBalancerArn"] if current_lb is not None else None
-        # Observe target groups, listeners and rules concurrently, then all their tags at once.
-        tgs, current_listeners = await asyncio.gather(
-            self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
-        tags = await describe_tags(calls, [*lbs, *tgs, *current_listeners.arns()])
+        # Security groups concurrently with the target groups, before the load balancer, which
+        # is created carrying them; only once the stack resolved (a ResolveError changes nothing).
+        groups_step = asyncio.ensure_future(self._groups.prepare(run, key, fresh=fresh))
+        started.append(groups_step)
 
-        # Classify: current resources by resource id, orphans, name conflicts.
-        owned_lbs = {a for a in lbs if run.tracking.owns(tags.get(a, {}))}
-        if current_lb is not None and current_lb["LoadBalancerArn"] not in owned_lbs:
-            raise OwnershipConflict(f"load balancer name {current_lb['LoadBalancerName']} is "
-                                    "taken by one this stack does not own")
-        orphan_lbs = sorted(owned_lbs - ({current_lb["LoadBalancerArn"]} if current_lb else set()))
-        current_tgs: dict[str, dict[str, Any]] = {}
-        model_names = {tg.name: rid for rid, tg in stack.target_groups.items()}
-        orphan_tgs: list[str] = []
-        for arn, desc in tgs.items():
-            rid = run.tracking.resource_id(tags.get(arn, {}))
-            name = desc["TargetGroupName"]
-            if rid is None:
-                if name in model_names:
-                    raise OwnershipConflict(f"target group name {name} is taken by one this "
-                                            "stack does not own")
-                continue  # someone else's target group, e.g. referenced by ARN
-            if model_names.get(name) == rid and rid not in current_tgs:
-                current_tgs[rid] = desc
-            else:
-                orphan_tgs.append(arn)
-        owned.load_balancers = set(owned_lbs)
+        # Observe target groups, listeners and rules concurrently, then all their tags at once.
+        (tgs, in_use), current_listeners = await asyncio.gather(
+            self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
+        tags = await describe_tags(calls, [*tgs, *current_listeners.arns()])
+        tags.update(lbs.tags)
+        matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
+                                      in_use=in_use)
+        if matched.unmatched:
+            # About to create: first by the model's names (a crashed run's creation, or a
+            # name someone else holds), then, for a stack this process has not seen, by the
+            # one-time scan (an older model may have left one, unattached, under another name).
+            found = await target_groups_by(calls, names=sorted(
+                stack.target_groups[rid].name for rid in matched.unmatched))
+            if cold and not self._owned.scanned:
+                await self._owned.ensure_scanned(calls)
+                found += await target_groups_by(calls, arns=sorted(
+                    owned.target_groups - set(tgs) - {d["TargetGroupArn"] for d in found}))
+            new = {d["TargetGroupArn"]: d for d in found if d["TargetGroupArn"] not in tgs}
+            if new:
+                tgs.update(new)
+                tags.update(await describe_tags(calls, new))
+                matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
+                                              in_use=in_use)
+        owned.load_balancers = {a for a in lbs.tags if run.tracking.owns(lbs.tags[a])}
         owned.target_groups = {a for a in tgs if run.tracking.owns(tags.get(a, {}))}
 
         # Converge target groups.
         async def one_tg(rid: str) -> None:
-            desc = current_tgs.get(rid)
+            desc = matched.current.get(rid)
             arn = await converge_target_group(
                 run, rid, stack.target_groups[rid], desc,
                 tags.get(desc["TargetGroupArn"], {}) if desc else {})
@@ -208,11 +210,13 @@ class StackDeployer:
         lb_status: LoadBalancerStatus | None = None
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
+        lb_model = stack.load_balancers.get(lb_id) if lb_id is not None else None
         if lb_model is not None and lb_id is not None:
             try:
                 lb_desc = await converge_load_balancer(
                     run, lb_id, self._groups.load_balancer(run, lb_model, groups), current_lb,
-                    tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {})
+                    tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {},
+                    dropped_groups=frozenset(groups.orphans))
             except AWSError as exc:
                 if exc.code in ("InvalidSecurityGroup", "InvalidGroup.NotFound"):
                     self._groups.backend_gone(run.vpc_id)
@@ -226,12 +230,15 @@ class StackDeployer:
             listener_arns, rule_arns = await self._listeners(
                 run, lb_arn, current_listeners, tags)
 
-        # Delete what the model no longer has: load balancers first, then target groups.
-        for arn in orphan_lbs:
+        # Delete what the model no longer has, now that nothing of the stack forwards to it:
+        # load balancers first, then target groups no binding points at any more.
+        for arn in lbs.orphans:
             await _delete_load_balancer(calls, arn)
             owned.load_balancers.discard(arn)
-        await self._delete_target_groups(calls, orphan_tgs)
-        owned.target_groups -= set(orphan_tgs)
+        retained = [arn for arn in matched.orphans if arn in retain]
+        deleting = [arn for arn in matched.orphans if arn not in retain]
+        await self._delete_target_groups(calls, deleting)
+        owned.target_groups -= set(deleting)
         await self._groups.finish(run, key, groups)
 
         bindings = {
@@ -245,26 +252,22 @@ class StackDeployer:
             target_groups={rid: run.status[(TARGET_GROUP, rid, "targetGroupARN")]
                            for rid in stack.target_groups},
             listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
+            retained_target_groups=tuple(retained),
             calls=calls.counts.calls, mutating_calls=calls.counts.mutating)
 
-    async def _observe_target_groups(self, run: DeployRun, owned: StackArns,
-                                     lb_arn: str | None) -> dict[str, dict[str, Any]]:
-        """Target groups attached to the load balancer, the ones we know of, and the model's
-        by name (only names not found otherwise: new stacks and new target groups). Looking
-        names up before creating reports a name taken by someone else before any change."""
+    async def _observe_target_groups(self, run: DeployRun, owned: StackArns, lb_arn: str | None
+                                     ) -> tuple[dict[str, dict[str, Any]], set[str]]:
+        """Target groups attached to the load balancer (also returned on their own: the live
+        path) and the ones we know of."""
         calls = run.calls
         tgs: dict[str, dict[str, Any]] = {}
         if lb_arn is not None:
             for d in await target_groups_of_load_balancer(calls, lb_arn):
                 tgs[d["TargetGroupArn"]] = d
+        attached = set(tgs)
         for d in await target_groups_by(calls, arns=sorted(owned.target_groups - set(tgs))):
             tgs[d["TargetGroupArn"]] = d
-        names = {d["TargetGroupName"] for d in tgs.values()}
-        missing = sorted(tg.name for tg in run.stack.target_groups.values()
-                         if tg.name not in names)
-        for d in await target_groups_by(calls, names=missing):
-            tgs[d["TargetGroupArn"]] = d
-        return tgs
+        return tgs, attached
 
     async def _listeners(self, run: DeployRun, lb_arn: str, observed: ObservedListeners,
                          tags: dict[str, dict[str, str]]) -> tuple[dict[str, str], dict[str, str]]:

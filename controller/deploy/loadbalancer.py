@@ -3,6 +3,7 @@ attributes, tags."""
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any
 
 from controller.deploy.errors import DeployError
@@ -17,7 +18,10 @@ def subnets_of(desc: dict[str, Any]) -> set[str]:
 
 async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalancer,
                                  current: dict[str, Any] | None,
-                                 current_tags: dict[str, str]) -> dict[str, Any]:
+                                 current_tags: dict[str, str], *,
+                                 dropped_groups: Set[str] = frozenset()) -> dict[str, Any]:
+    """`dropped_groups`: security groups of ours this deploy deletes once the load balancer
+    no longer carries them."""
     if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
         raise DeployError(f"load balancer {lb.name}: subnets were not resolved")
     desired_tags = run.desired_tags(resource_id, lb.tags)
@@ -32,13 +36,18 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
     wanted_sgs = [str(g) for g in lb.security_groups]  # IDs by now (resolved by the deployer)
     private_link = lb.inbound_rules_on_private_link
     have_private_link = current.get("EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic")
-    if ((wanted_sgs or have_sgs) and have_sgs != set(wanted_sgs)) or (
-            private_link is not None and have_private_link != private_link):
-        if lb.type == "network" and have_sgs and not wanted_sgs:
+    if not wanted_sgs:
+        # A model naming no security group does not say the load balancer should have none:
+        # an adopted one keeps the groups it carries (someone else's among them), since an
+        # empty list would drop them. Groups of ours about to be deleted cannot stay, though,
+        # and AWS cannot take every group off a network load balancer.
+        if have_sgs & dropped_groups:
             raise DeployError(
                 f"load balancer {lb.name}: AWS cannot remove every security group from a "
                 "network load balancer created with them; keep at least one, or let the "
                 "Service's load balancer be replaced")
+    elif have_sgs != set(wanted_sgs) or (
+            private_link is not None and have_private_link != private_link):
         if lb.type == "network" and not have_sgs:
             raise DeployError(
                 f"load balancer {lb.name}: AWS cannot add security groups to a network load "

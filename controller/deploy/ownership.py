@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from controller.deploy.calls import Calls
-from controller.deploy.tags import CLUSTER_TAG, TAG_PREFIX, describe_tags
+from controller.deploy.tags import TAG_PREFIX, describe_tags, tagged_for_cluster
 from controller.model import StackKind
 
 StackKey = tuple[StackKind, str]
@@ -65,7 +65,7 @@ class OwnedArns:
         is_lb = set(lbs)
         found: dict[StackKey, StackArns] = {}
         for arn, resource_tags in tags.items():
-            if resource_tags.get(CLUSTER_TAG) != self._cluster:
+            if not tagged_for_cluster(resource_tags, self._cluster):
                 continue
             for kind, prefix in TAG_PREFIX.items():
                 stack_id = resource_tags.get(f"{prefix}/stack")

@@ -36,5 +36,8 @@ class DeployResult:
     listeners: dict[str, str] = field(default_factory=dict)
     rules: dict[str, str] = field(default_factory=dict)
     target_group_bindings: dict[str, ResolvedTargetGroupBinding] = field(default_factory=dict)
+    # Target groups the model no longer has, kept because a binding still points at them
+    # (`deploy(retain=...)`): the caller deletes those bindings and deploys again.
+    retained_target_groups: tuple[str, ...] = ()
     calls: int = 0
     mutating_calls: int = 0

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from controller.deploy.calls import Calls
 
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+# The cluster key of the ALB ingress controller (v1.1.3+) before it: upstream still finds
+# resources by it (pkg/deploy/tracking/provider.go), so they are found here too.
+LEGACY_CLUSTER_TAG = "ingress.k8s.aws/cluster"
 TAG_PREFIX: dict[StackKind, str] = {"ingress": "ingress.k8s.aws", "service": "service.k8s.aws"}
 DESCRIBE_TAGS_BATCH = 20  # AWS limit of ResourceArns per DescribeTags
 
@@ -41,23 +44,37 @@ class Tracking:
         return tags
 
     def owns(self, tags: Mapping[str, str]) -> bool:
-        return (tags.get(CLUSTER_TAG) == self.cluster
-                and tags.get(stack_tag(self.kind)) == self.stack_id)
+        return (tags.get(stack_tag(self.kind)) == self.stack_id
+                and tagged_for_cluster(tags, self.cluster))
+
+    @property
+    def legacy_keys(self) -> frozenset[str]:
+        """Keys the ALB ingress controller reads; upstream never removes them, so that a
+        downgrade still finds its resources (pkg/deploy/tracking/provider.go)."""
+        return frozenset({f"kubernetes.io/cluster/{self.cluster}", "kubernetes.io/cluster-name",
+                          "kubernetes.io/namespace", "kubernetes.io/ingress-name",
+                          "kubernetes.io/service-name", "kubernetes.io/service-port",
+                          LEGACY_CLUSTER_TAG})
 
     def resource_id(self, tags: Mapping[str, str]) -> str | None:
         return tags.get(resource_tag(self.kind)) if self.owns(tags) else None
 
     def diff(self, current: Mapping[str, str],
              desired: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-        """(tags to add or overwrite, keys to remove). Keys AWS reserves (`aws:`) and keys
-        declared externally managed are never removed."""
+        """(tags to add or overwrite, keys to remove). Keys AWS reserves (`aws:`), keys
+        declared externally managed and the legacy keys are never removed."""
         add = {k: v for k, v in desired.items() if current.get(k) != v}
+        keep = self.external_managed_tags | self.legacy_keys
         remove = sorted(
             k for k in current
-            if k not in desired and not k.startswith("aws:")
-            and k not in self.external_managed_tags
+            if k not in desired and not k.startswith("aws:") and k not in keep
         )
         return add, remove
+
+
+def tagged_for_cluster(tags: Mapping[str, str], cluster: str) -> bool:
+    """The cluster tag, or the legacy one, names `cluster`."""
+    return tags.get(CLUSTER_TAG, tags.get(LEGACY_CLUSTER_TAG)) == cluster
 
 
 def as_api_tags(tags: Mapping[str, str]) -> list[dict[str, str]]:

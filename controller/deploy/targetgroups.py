@@ -12,9 +12,10 @@ from controller.deploy.run import DeployRun
 from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import TARGET_GROUP, TargetGroup
 
-# Properties AWS cannot change on an existing target group. Upstream's names hash them, so a
-# change normally arrives as a new name; a mismatch under the same name is reported instead.
-_IMMUTABLE = (("Protocol", "protocol"), ("Port", "port"), ("TargetType", "target_type"))
+# Properties AWS cannot change on an existing target group: the identity rules replace a target
+# group whose values differ, so a mismatch here is a bug, reported rather than papered over.
+# The port is not one of them (see identity.compatible_target_group).
+_IMMUTABLE = (("Protocol", "protocol"), ("TargetType", "target_type"))
 
 
 async def converge_target_group(run: DeployRun, resource_id: str, tg: TargetGroup,

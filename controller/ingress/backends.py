@@ -41,7 +41,7 @@ from controller.model import (
     TargetGroup,
     TargetGroupBindingResource,
     WeightedTargetGroup,
-    target_group_name,
+    ingress_target_group_name,
 )
 from controller.networking.frontend import binding_networking
 from runtime.objects import Obj, meta
@@ -105,13 +105,12 @@ class Backends:
             tg_port = target if isinstance(target, int) else 1
             # A named target port is resolved per target by the binding's controller.
             traffic_port = target if isinstance(target, int | str) else tg_port
-        name = target_group_name(
-            self.cluster_name, stack_id=self.stack_id, service_namespace=namespace,
-            service_name=service_name, service_uid=str(meta(svc).get("uid") or ""),
-            service_port=str(port), target_port=str(tg_port),
-            target_type=settings.target_type, protocol=settings.protocol,
-            protocol_version=settings.protocol_version or "",
-            ingress_namespace=namespace, ingress_name=ing_name)
+        name = ingress_target_group_name(
+            self.cluster_name, group_id=self.stack_id, ingress_namespace=namespace,
+            ingress_name=ing_name, service_namespace=namespace, service_name=service_name,
+            service_uid=str(meta(svc).get("uid") or ""), service_port=port,
+            target_port=tg_port, target_type=settings.target_type,
+            protocol=settings.protocol, protocol_version=settings.protocol_version)
         try:
             tg = TargetGroup(
                 name=name, protocol=settings.protocol,

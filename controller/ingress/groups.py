@@ -37,7 +37,11 @@ from runtime.reconcile import Request
 GROUP_INDEX = "ingress-group"
 CLASS_INDEX = "ingress-class"  # Ingress → the class it names ("" for none)
 
-_GROUP_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Upstream's rule (pkg/ingress/group_loader.go), looser than a DNS subdomain: `a..b` and
+# `team.-web` are groups there, so they are here (rejecting one would read as its members
+# leaving it, and delete its load balancer). Every name it allows is also a valid label value
+# and finalizer name part, the two places the name goes into Kubernetes.
+_GROUP_NAME = re.compile(r"^([a-z0-9][-a-z0-9.]*)?[a-z0-9]$")
 GROUP_NAME_KEY = PREFIX + "group.name"
 GROUP_ORDER_KEY = PREFIX + "group.order"
 
@@ -77,7 +81,8 @@ def implicit(ing: Obj) -> Request:
 def check_group_name(key: str, raw: str) -> str:
     if len(raw) > 63 or not _GROUP_NAME.match(raw):
         raise AnnotationError(key, raw, "is not a valid group name (lowercase letters, digits, "
-                                        "'-' and '.', at most 63 characters)")
+                                        "'-' and '.', starting and ending with a letter or "
+                                        "digit, at most 63 characters)")
     return raw
 
 

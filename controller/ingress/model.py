@@ -79,8 +79,10 @@ from runtime.objects import Obj, meta
 # Bump when the same inputs would build a different stack (every stored checkpoint of a group
 # then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC
 # credentials are covered by their Secret's version instead of a digest of the secret.
-# 3: managed security groups and the bindings' networking.
-BUILDER_VERSION: Final = 3
+# 3: target group names hash upstream's default protocol version; the default action's
+# fixed response is text/plain, as upstream's. 4: managed security groups and the bindings'
+# networking.
+BUILDER_VERSION: Final = 4
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 
 
@@ -208,7 +210,10 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             defaults: list[Action] = [RedirectAction(protocol="HTTPS", port=str(lb.ssl_redirect),
                                                      status_code="HTTP_301")]
         else:
-            defaults = default_actions or [FixedResponseAction(status_code="404")]
+            # Upstream's answer when no default backend is set
+            # (pkg/ingress/model_build_listener.go).
+            defaults = default_actions or [FixedResponseAction(status_code="404",
+                                                               content_type="text/plain")]
         certificates: Sequence[str] | CertificateDiscovery = ()
         if protocol == "HTTPS":
             certificates = _certificates(port, parsed)

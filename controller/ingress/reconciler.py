@@ -22,11 +22,13 @@ One reconcile of a group key, in the steps every controller takes:
    (`controller.ownership`; a newcomer forwarding where it may not is left out, an
    established member holds the group); then the finalizer on every member, in the same
    PATCH as the reset of an older checkpoint;
-6. deploy: bindings the stack no longer wants are deleted and waited for; then the stack, and
-   the wanted bindings;
-7. status (the load balancer's hostname), the group checkpoint and, for a named group, the
-   record of its members (`vanished.record`; one PATCH) on every member; then the leavers'
-   finalizers dropped (their rules are gone now, and no record names them any more).
+6. deploy, keeping target groups a binding still points at; then the wanted bindings (matched
+   by target group ARN, never renamed), and only then the deletion of the ones the stack no
+   longer wants (the listeners point elsewhere by now; their target groups go on a later pass);
+7. status (the load balancer's hostname), the group checkpoint (not while old bindings or
+   their target groups remain) and, for a named group, the record of its members
+   (`vanished.record`; one PATCH) on every member; then the leavers' finalizers dropped (their
+   rules are gone now, and no record names them any more).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from controller import checkpoint, ownership
 from controller.annotations import AnnotationError
 from controller.apis import CHECKPOINT_ANNOTATION, GROUP_MEMBERS_ANNOTATION
 from controller.aws import AWSClientPool, AWSError
-from controller.bindings import BindingWriter, matches_model
+from controller.bindings import BindingWriter, matches_model, retained_arns
 from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.ingress.annotations import parse_ingress
@@ -61,7 +63,7 @@ from controller.reconcilers import ObjectWriter, Recorder
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Conflict, NotFound
-from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, name_of, namespace_of
+from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, namespace_of
 from runtime.predicates import EventKind
 from runtime.reconcile import (
     LOW,
@@ -257,8 +259,7 @@ class IngressReconciler:
 
     async def _converge(self, group: Group, settled: Settled[BuiltGroup]) -> Result:
         assert settled.built is not None
-        current = {name_of(b): b
-                   for b in self._bindings.by_index(BINDING_STACK_INDEX, group.request.key)}
+        current = list(self._bindings.by_index(BINDING_STACK_INDEX, group.request.key))
         value = checkpoint.compute(settled.built.stack, version=BUILDER_VERSION)
         if (self._checkpoints and reconcile_priority() >= NORMAL
                 and self._converged_in_cache(group, settled.built, value, current)):
@@ -278,25 +279,30 @@ class IngressReconciler:
             members.append(await self._writer.patch_metadata(
                 member.ingress, add_finalizer=group.finalizer,
                 annotations={CHECKPOINT_ANNOTATION: ""} if reset else None))
-        wanted = {tgb.name for tgb in built.stack.target_group_bindings.values()}
-        stale = [b for name, b in sorted(current.items()) if name not in wanted]
-        if stale:  # 6. deploy
-            # Bindings the model dropped go first, and are waited for: their finalizer
-            # deregisters targets from target groups the deploy is about to delete. Their
-            # deletion events wake the group; the poll is a safety net.
-            await self._bindings_writer.delete(stale)
-            return Result(requeue_after=self._cleanup_poll)
+        # 6. deploy, keeping target groups a binding still points at; then the bindings,
+        # matched by target group ARN. Bindings the model dropped are deleted only now that the
+        # listeners point elsewhere, and their target groups on a later pass, once they are
+        # gone (their deletion events wake the group; the poll is a safety net).
         result = await self._deployer.deploy(built.stack, fresh=fresh,
-                                             rewrite_write_only=not matched)
-        writes = await self._bindings_writer.apply(result.target_group_bindings.values(),
-                                                   current)
+                                             rewrite_write_only=not matched,
+                                             retain=retained_arns(current))
+        applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
+                                                    current)
+        writes = applied.writes
+        for name in applied.taken:
+            for member in group.members:
+                self._writer.event(member.ingress, "Warning", "BindingNameTaken",
+                                   f"TargetGroupBinding {name} exists and points at another "
+                                   "target group; not replaced")
+        unfinished = bool(result.retained_target_groups or applied.blocked)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         changed = result.mutating_calls > 0 or writes > 0
         wanted_record = _record_of(group.request, members)
-        for ing in members:  # 7. status, then the checkpoint with the record of the members
+        for ing in members:  # 7. status, then the checkpoint (none while unfinished) with the
+            # record of the members
             await self._writer.patch_status(ing, _hostname_patch(ing, hostname))
             annotations: dict[str, str | None] = {}
-            if checkpoint.stored(ing) != value:
+            if not unfinished and checkpoint.stored(ing) != value:
                 changed = True
                 annotations.update(checkpoint.patch(
                     value, timestamp=self._clock.wall())["metadata"]["annotations"])
@@ -311,10 +317,10 @@ class IngressReconciler:
                                    "Successfully reconciled")
         log.info("group reconciled", group=group.request.key, calls=result.calls,
                  mutating_calls=result.mutating_calls, binding_writes=writes)
-        return Result()
+        return Result(requeue_after=self._cleanup_poll) if unfinished else Result()
 
     def _converged_in_cache(self, group: Group, built: BuiltGroup, value: str,
-                            bindings: dict[str, Obj]) -> bool:
+                            bindings: list[Obj]) -> bool:
         if group.leaving:
             return False
         wanted_record = _record_of(group.request, [m.ingress for m in group.members])
@@ -325,9 +331,7 @@ class IngressReconciler:
                     or (wanted_record is not None and _stored_record(ing) != wanted_record)
                     or group.finalizer not in (meta(ing).get("finalizers") or [])):
                 return False
-        wanted = {res.name: res for res in built.stack.target_group_bindings.values()}
-        return set(bindings) == set(wanted) and all(
-            matches_model(bindings[name], res) for name, res in wanted.items())
+        return matches_model(bindings, built.stack.target_group_bindings.values())
 
     async def _cleanup(self, group: Group) -> Result:
         bindings = self._bindings.by_index(BINDING_STACK_INDEX, group.request.key)

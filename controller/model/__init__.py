@@ -43,10 +43,11 @@ from controller.model.loadbalancer import (
 from controller.model.naming import (
     backend_security_group_name,
     ingress_security_group_name,
+    ingress_target_group_name,
     load_balancer_name,
     service_load_balancer_name,
     service_security_group_name,
-    target_group_name,
+    service_target_group_name,
 )
 from controller.model.securitygroup import (
     MANAGED_SECURITY_GROUP_DESCRIPTION,
@@ -140,8 +141,9 @@ __all__ = [
     "describe_validation_error",
     "digest",
     "ingress_security_group_name",
+    "ingress_target_group_name",
     "load_balancer_name",
     "service_load_balancer_name",
     "service_security_group_name",
-    "target_group_name",
+    "service_target_group_name",
 ]

@@ -70,6 +70,10 @@ class LoadBalancer(Tagged):
     name: str
     type: LoadBalancerType
     scheme: Scheme = "internal"
+    # Nobody asked for a scheme: the load balancer the stack already has keeps its own, and
+    # `scheme` is only for a new one (upstream's rule for Services without a scheme
+    # annotation, pkg/service/model_build_load_balancer.go).
+    keep_existing_scheme: bool = False
     ip_address_type: IpAddressType = "ipv4"
     # Subnet IDs or Name tags as written (the resolve stage turns names into IDs), or a
     # placeholder for discovery.

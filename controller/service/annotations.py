@@ -155,6 +155,9 @@ class ServiceLBConfig(_Frozen):
     target_type: TargetType
     name: str | None  # None: the builder derives `k8s-<ns>-<name>-<hash>`
     scheme: Scheme
+    # Neither scheme annotation is set: an existing load balancer keeps its scheme, and
+    # `scheme` (the configured default) is for a new one.
+    scheme_from_annotation: bool
     ip_address_type: NlbIpAddressType
     subnets: tuple[str, ...] | None  # IDs or Name tags; None: discover by role tags
     ssl_certificates: tuple[str, ...]  # the first is the listener's default certificate
@@ -210,6 +213,18 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
     if lb_type == TYPE_NLB_IP:
         return True
     return lb_type == TYPE_EXTERNAL and annotations.get(PREFIX + TARGET_TYPE) in TARGET_TYPES
+
+
+def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
+    """Whether upstream would serve `service` and this controller does not: a Service of
+    another type than LoadBalancer asking for an NLB by annotation. Upstream serves any type
+    unless its ServiceTypeLoadBalancerOnly feature gate is on, which it is not by default
+    (pkg/service/service_utils.go, pkg/config/feature_gates.go)."""
+    spec = _mapping(service.get("spec"))
+    if spec.get("type") == "LoadBalancer":
+        return False
+    as_load_balancer = {**service, "spec": {**spec, "type": "LoadBalancer"}}
+    return qualifies(as_load_balancer, load_balancer_class=load_balancer_class)
 
 
 def relevant_annotations(service: Mapping[str, Any]) -> dict[str, str]:
@@ -306,16 +321,17 @@ def _target_type(reader: AnnotationReader, spec: Mapping[str, Any], lb_type: str
     return defaults.target_type
 
 
-def _scheme(reader: AnnotationReader, defaults: ServiceDefaults) -> Scheme:
+def _scheme(reader: AnnotationReader, defaults: ServiceDefaults) -> tuple[Scheme, bool]:
+    """(scheme, whether an annotation chose it)."""
     explicit = reader.get_enum(SCHEME, SCHEMES)
     if explicit is not None:
-        return explicit  # upstream then ignores the deprecated annotation entirely
+        return explicit, True  # upstream then ignores the deprecated annotation entirely
     internal = reader.get_bool(INTERNAL)
     if internal is not None:
-        return "internal" if internal else "internet-facing"
-    # Upstream keeps an existing load balancer's scheme here (an AWS lookup); the pure stage
-    # cannot, so a Service without either annotation always gets the configured default.
-    return defaults.scheme
+        return ("internal" if internal else "internet-facing"), True
+    # Upstream then keeps an existing load balancer's scheme (an AWS lookup the pure stage
+    # leaves to the deployer), and uses the default for a new one.
+    return defaults.scheme, False
 
 
 def _target_group_attributes(reader: AnnotationReader) -> dict[str, str]:
@@ -379,11 +395,14 @@ def parse_service_config(service: Mapping[str, Any], *,
     spec = _mapping(service.get("spec"))
     lb_type = reader.get_str(LOAD_BALANCER_TYPE)
     target_type = _target_type(reader, spec, lb_type, defaults)
+    name = reader.get(NAME, validators.load_balancer_name)
+    scheme, scheme_from_annotation = _scheme(reader, defaults)
     return ServiceLBConfig(
         load_balancer_type=lb_type,
         target_type=target_type,
-        name=reader.get(NAME, validators.load_balancer_name),
-        scheme=_scheme(reader, defaults),
+        name=name,
+        scheme=scheme,
+        scheme_from_annotation=scheme_from_annotation,
         ip_address_type=reader.get_enum(IP_ADDRESS_TYPE, IP_ADDRESS_TYPES) or "ipv4",
         subnets=reader.get(SUBNETS, validators.subnets),
         ssl_certificates=reader.get(SSL_CERT, validators.certificate_arns) or (),
@@ -416,4 +435,5 @@ __all__ = [
     "parse_service_config",
     "qualifies",
     "relevant_annotations",
+    "served_by_upstream_only",
 ]

@@ -50,7 +50,7 @@ from controller.model import (
     check_quotas,
     service_load_balancer_name,
     service_security_group_name,
-    target_group_name,
+    service_target_group_name,
 )
 from controller.model.listener import ListenerProtocol
 from controller.model.stack import InvalidStack, describe_validation_error
@@ -73,8 +73,9 @@ from controller.service.annotations import (
 # Bump when the same inputs would build a different stack: every stored checkpoint of a
 # Service then stops matching, and the next start verifies all of them at normal priority.
 # 2: the stack carries its deploy context (cluster, region, VPC, externally managed tags).
-# 3: managed security groups and the bindings' networking.
-MODEL_VERSION: Final = 3
+# 3: target group names hash upstream's inputs. 4: managed security groups and the
+# bindings' networking.
+MODEL_VERSION: Final = 4
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 
 
@@ -166,7 +167,9 @@ class _Builder:
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
             name=cfg.name or service_load_balancer_name(
                 self.settings.cluster_name, self.namespace, self.name, cfg.scheme, uid=self.uid),
-            type="network", scheme=cfg.scheme, ip_address_type=cfg.ip_address_type,
+            type="network", scheme=cfg.scheme,
+            keep_existing_scheme=not cfg.scheme_from_annotation,
+            ip_address_type=cfg.ip_address_type,
             subnets=cfg.subnets if cfg.subnets is not None else SubnetDiscovery(
                 role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
             security_groups=self.groups.security_groups,
@@ -288,11 +291,12 @@ class _Builder:
         resource_id = f"{self.stack_id}:{port.port}"
         ip_type = self._target_ip_address_type()
         tg = TargetGroup(
-            name=target_group_name(
-                self.settings.cluster_name, stack_id=self.stack_id,
-                service_namespace=self.namespace, service_name=self.name,
-                service_uid=self.uid, service_port=str(port.port), target_port=str(tg_port),
-                target_type=target_type, protocol=tg_protocol),
+            name=service_target_group_name(
+                self.settings.cluster_name, namespace=self.namespace, name=self.name,
+                uid=self.uid, target_port=tg_port, service_port=port.port,
+                target_type=target_type, protocol=tg_protocol,
+                health_check_protocol=cfg.health_check.protocol,
+                health_check_interval=cfg.health_check.interval_seconds),
             protocol=tg_protocol, port=tg_port, target_type=target_type,
             ip_address_type=ip_type, health_check=self._health_check(),
             attributes=dict(cfg.target_group_attributes), tags=dict(cfg.tags))

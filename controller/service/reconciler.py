@@ -5,7 +5,9 @@ One reconcile, in the steps every controller takes:
 2. qualify: being deleted, or no longer qualifying (class or type changed) while carrying our
    finalizer → cleanup: delete the managed TargetGroupBindings, wait until they are gone (their
    own finalizer deregisters the targets), delete the stack in AWS, clear the status, drop the
-   finalizer and the checkpoint (one PATCH);
+   finalizer and the checkpoint (one PATCH). Except a Service upstream serves and this
+   controller does not (another type than LoadBalancer asking for an NLB by annotation): left
+   alone with a Warning, its load balancer untouched;
 3. build (pure stage): Service + annotations + settings → Stack. Bad input (`InvalidInput`) →
    Warning Event `FailedBuildModel`, condition False, terminal error: no AWS call, not retried
    until the Service changes;
@@ -15,10 +17,11 @@ One reconcile, in the steps every controller takes:
    deploys: that is where drift in AWS gets repaired;
 5. finalizer, in the same PATCH as the reset of a stored checkpoint that holds an older model
    (a crash mid-deploy then cannot leave a false match);
-6. deploy (resolve stage included): bindings the model no longer has are deleted and waited for
-   first (their finalizer deregisters targets from target groups the deploy would delete);
-   then the deploy and the bindings;
-7. status (address and ready condition), then the new checkpoint.
+6. deploy (resolve stage included), keeping target groups a binding still points at; then the
+   bindings, matched to target groups by ARN (never renamed); bindings the model no longer has
+   are deleted only now, after the listeners moved, and their target groups on a later pass;
+7. status (address and ready condition), then the new checkpoint (not while old bindings or
+   their target groups remain).
 """
 
 from __future__ import annotations
@@ -28,12 +31,12 @@ import structlog
 from controller import checkpoint
 from controller.apis import CHECKPOINT_ANNOTATION, SERVICE_FINALIZER
 from controller.aws import AWSError
-from controller.bindings import BindingWriter, matches_model
-from controller.deploy import DeployError, DeployResult, StackDeployer
+from controller.bindings import BindingWriter, matches_model, retained_arns
+from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter, Recorder
-from controller.service.annotations import qualifies
+from controller.service.annotations import qualifies, served_by_upstream_only
 from controller.service.model import (
     MODEL_VERSION,
     ModelSettings,
@@ -111,6 +114,10 @@ class ServiceReconciler:
                 svc, load_balancer_class=self._settings.load_balancer_class):
             if not has_finalizer(svc, SERVICE_FINALIZER):
                 return Result()
+            if not is_deleting(svc) and served_by_upstream_only(
+                    svc, load_balancer_class=self._settings.load_balancer_class):
+                self._leave_alone(svc)
+                return Result()
             return await self._cleanup(svc)
         try:  # 3. build
             stack = build_stack(svc, settings=self._settings)
@@ -134,10 +141,8 @@ class ServiceReconciler:
                 or not is_ready(svc)
                 or cond.get("observedGeneration") != meta(svc).get("generation")):
             return False
-        cached = self._managed_bindings(svc)
-        wanted = {res.name: res for res in stack.target_group_bindings.values()}
-        return set(cached) == set(wanted) and all(
-            matches_model(cached[name], res) for name, res in wanted.items())
+        return matches_model(self._managed_bindings(svc).values(),
+                             stack.target_group_bindings.values())
 
     async def _deploy(self, svc: Obj, stack: Stack, value: str, stored: str) -> Result:
         writes = 0
@@ -151,22 +156,28 @@ class ServiceReconciler:
         writes += svc is not before
         if reset:
             stored = ""
-        # 6. Bindings the model dropped (a removed port, a replaced target group) go first, and
-        # are waited for: their finalizer deregisters targets from a target group the deploy
-        # is about to delete.
-        wanted = {res.name for res in stack.target_group_bindings.values()}
-        stale = [b for name, b in sorted(self._managed_bindings(svc).items())
-                 if name not in wanted]
-        if stale:
-            await self._bindings_writer.delete(stale)
-            return Result(requeue_after=self._cleanup_poll)
+        # 6. Deploy, then the bindings. A target group a binding still points at is kept
+        # (`retain`), and bindings the model dropped are deleted only now that the listeners
+        # point elsewhere: their finalizer deregisters targets from a target group nothing
+        # forwards to any more, which a later pass deletes once they are gone.
+        cached = list(self._managed_bindings(svc).values())
         try:
             result = await self._deployer.deploy(stack, fresh=fresh,
-                                                 rewrite_write_only=not matched)
+                                                 rewrite_write_only=not matched,
+                                                 retain=retained_arns(cached))
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc
-        writes += await self._apply_bindings(svc, result)
+        applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
+                                                    cached)
+        writes += applied.writes
+        for name in applied.taken:
+            self._writer.event(svc, "Warning", "BindingNameTaken",
+                               f"TargetGroupBinding {name} exists and points at another target "
+                               "group; not replaced")
+        # Not done while old bindings or their target groups remain: no checkpoint yet, so the
+        # pass after them deploys again.
+        unfinished = bool(result.retained_target_groups or applied.blocked)
         hostname = result.load_balancer.dns_name if result.load_balancer else None
         body = status_patch(svc, ready=True, reason=REASON_RECONCILED,  # 7. status
                             message=READY_MESSAGE, now=self._clock.wall(),
@@ -174,6 +185,8 @@ class ServiceReconciler:
         if body is not None:
             await self._writer.patch_status(svc, body)
             writes += 1
+        if unfinished:
+            return Result(requeue_after=self._cleanup_poll)
         if self._checkpoints and stored != value:
             await self._writer.patch(svc, checkpoint.patch(value, timestamp=self._clock.wall()))
             writes += 1
@@ -183,14 +196,6 @@ class ServiceReconciler:
             self._writer.event(svc, "Normal", "SuccessfullyReconciled",
                                "Successfully reconciled")
         return Result()
-
-    async def _apply_bindings(self, svc: Obj, result: DeployResult) -> int:
-        cached = self._managed_bindings(svc)
-        wanted = list(result.target_group_bindings.values())
-        writes = await self._bindings_writer.apply(wanted, cached)
-        names = {binding.spec.name for binding in wanted}
-        return writes + await self._bindings_writer.delete(
-            b for name, b in sorted(cached.items()) if name not in names)
 
     async def _cleanup(self, svc: Obj) -> Result:
         key = stack_id(svc)
@@ -215,6 +220,17 @@ class ServiceReconciler:
                                "Service no longer asks for a load balancer from this "
                                "controller; its resources were deleted")
         return Result()
+
+    def _leave_alone(self, svc: Obj) -> None:
+        """A Service upstream provisioned and this controller would not: not ours to build, and
+        not ours to clean up either (its load balancer is still serving)."""
+        kind = (svc.get("spec") or {}).get("type") or "ClusterIP"
+        self._writer.event(
+            svc, "Warning", "NotServed",
+            f"type {kind} asks for a load balancer by annotation, which this controller "
+            f"provisions for type LoadBalancer only; the existing load balancer and the "
+            f"{SERVICE_FINALIZER} finalizer are left as they are (make the Service type "
+            "LoadBalancer to manage it, or delete it to delete the load balancer)")
 
     async def _fail(self, svc: Obj, event_reason: str, reason: str, message: str) -> None:
         await self._writer.report_failure(

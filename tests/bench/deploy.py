@@ -55,9 +55,9 @@ from controller.model import (
     SubnetDiscovery,
     TargetGroup,
     WeightedTargetGroup,
+    ingress_target_group_name,
     load_balancer_name,
     service_load_balancer_name,
-    target_group_name,
 )
 from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn
 
@@ -72,10 +72,10 @@ def _context(seed: AwsSeed) -> StackContext:
 
 
 def _tg(stack_id: str, svc: str, port: int, protocol: str) -> TargetGroup:
-    name = target_group_name(CLUSTER, stack_id=stack_id, service_namespace="bench",
-                             service_name=svc, service_uid=f"uid-{stack_id}-{svc}",
-                             service_port=str(port), target_port=str(port), target_type="ip",
-                             protocol=protocol)
+    name = ingress_target_group_name(
+        CLUSTER, group_id=stack_id, ingress_namespace="bench", ingress_name=stack_id,
+        service_namespace="bench", service_name=svc, service_uid=f"uid-{stack_id}-{svc}",
+        service_port=port, target_port=port, target_type="ip", protocol=protocol)
     health = HealthCheck(protocol="TCP", interval_seconds=10, timeout_seconds=6) \
         if protocol == "TCP" else HealthCheck(path="/healthz")
     return TargetGroup(name=name, protocol=protocol, port=port,  # type: ignore[arg-type]

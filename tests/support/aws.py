@@ -8,6 +8,7 @@ polling must not wait behind the controller's budget).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -275,3 +276,38 @@ def rule_target_groups(rule: Obj) -> list[str]:
         if action.get("TargetGroupArn"):
             found.add(str(action["TargetGroupArn"]))
     return sorted(found)
+
+
+class TargetWatch:
+    """Samples the registered targets of some target groups, over and over, while something
+    else runs (`async with TargetWatch(aws, baseline): ...`): every sample must still hold
+    every target of the baseline. `dropped` lists the ones that did not."""
+
+    def __init__(self, aws: AwsInspector, baseline: dict[str, Targets]) -> None:
+        self.aws = aws
+        self.baseline = baseline
+        self.samples = 0
+        self.dropped: list[tuple[str, Targets]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            for arn, wanted in self.baseline.items():
+                try:
+                    now = await self.aws.registered(arn)
+                except AWSError as exc:
+                    now = set() if exc.is_not_found else wanted
+                if not wanted <= now:
+                    self.dropped.append((arn, wanted - now))
+            self.samples += 1
+            await asyncio.sleep(0.01)  # leave moto to the controller between samples
+
+    async def __aenter__(self) -> TargetWatch:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task

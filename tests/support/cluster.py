@@ -203,13 +203,15 @@ class Cluster:
                 return
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
-             vpc_id: str | None = None) -> list[str]:
-        """`aiolbc run` flags for this cluster, straight to moto, without leader election or
-        HTTP servers; `flags` last."""
+             vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
+        """`aiolbc run` flags for this cluster, straight to moto (through the fault proxy, so
+        that `aws_proxy.log` holds its calls, with `through_proxy`), without leader election
+        or HTTP servers; `flags` last."""
         assert self.kubeconfig is not None, "this cluster has no kubeconfig to run with"
+        endpoint = (self.pool if through_proxy else self.aws.pool).settings.endpoint_url
         return [*self._flags(cluster=cluster, region=region, vpc_id=vpc_id),
                 "--kubeconfig", str(self.kubeconfig),
-                "--aws-endpoint-url", str(self.aws.pool.settings.endpoint_url), *flags]
+                "--aws-endpoint-url", str(endpoint), *flags]
 
     def _flags(self, *, cluster: str | None = None, region: str | None = None,
                vpc_id: str | None = None) -> list[str]:
@@ -219,9 +221,11 @@ class Cluster:
                 "--enable-leader-election", "false",
                 "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0"]
 
-    async def run(self, *flags: str, **where: str) -> ControllerRun:
-        """Start `aiolbc run` with `argv(*flags, **where)`."""
-        return await ControllerRun(self.argv(*flags, **where)).start()
+    async def run(self, *flags: str, through_proxy: bool = False,
+                  **where: str) -> ControllerRun:
+        """Start `aiolbc run` with `argv(*flags, through_proxy=..., **where)`."""
+        return await ControllerRun(self.argv(*flags, through_proxy=through_proxy,
+                                             **where)).start()
 
     # ---- reading and writing objects --------------------------------------------------------
 

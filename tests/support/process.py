@@ -6,7 +6,7 @@ previous run). Killing it is losing the process: nothing graceful."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
@@ -24,6 +24,7 @@ class ControllerRun:
     argv: list[str]
     manager: Manager | None = None
     task: asyncio.Task[int] | None = None
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     _client: KubeClient | None = None
     _pool: AWSClientPool | None = None
 
@@ -32,9 +33,31 @@ class ControllerRun:
         self._client = await KubeClient.load(config.kubeconfig)
         self._pool = AWSClientPool(app.aws_settings(config), registry=CollectorRegistry())
         self.manager = app.build_manager(config, self._client, self._pool,
-                                         registry=CollectorRegistry())
+                                         registry=self.registry)
         self.task = asyncio.create_task(self.manager.run())
         return self
+
+    def _reconciles(self) -> float:
+        assert self.manager is not None
+        return sum(self.registry.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": c.name, "result": r}) or 0.0
+            for c in self.manager.controllers
+            for r in ("success", "error", "requeue", "requeue_after"))
+
+    async def settled(self, quiet: float = 0.5) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds (a requeue
+        waiting for later counts as something to do)."""
+        assert self.manager is not None
+        loop = asyncio.get_running_loop()
+        last, since = self._reconciles(), loop.time()
+        while True:
+            await asyncio.sleep(0.05)
+            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            now = loop.time()
+            if busy or self._reconciles() != last:
+                last, since = self._reconciles(), now
+            elif now - since >= quiet:
+                return
 
     async def kill(self) -> None:
         if self.task is not None:

@@ -216,16 +216,17 @@ async def network_load_balancer(c: Cluster) -> None:
     assert hostname(svc) in {lb["DNSName"] for lb in await c.aws.load_balancers()}
 
     # Changed while its binding has lost our labels: the cache no longer shows the binding as
-    # managed, so the create finds the name taken, reads it and updates it back.
+    # managed, so the create finds the name taken, reads it and updates it back. (The change
+    # is one the target group's name does not hash, so the binding's name stays.)
     name = str(binding["metadata"]["name"])
     await c.patch(TARGETGROUPBINDINGS, name, {"metadata": {"labels": {
         SERVICE_STACK_NAME_LABEL: None, SERVICE_STACK_NAMESPACE_LABEL: None}}})
     await c.patch(SERVICES, "web", {"metadata": {"annotations": {
-        SVC + "aws-load-balancer-healthcheck-interval": "20"}}})
+        SVC + "aws-load-balancer-healthcheck-healthy-threshold": "5"}}})
 
     async def changed() -> bool:
         tgs = (await c.aws.elbv2("DescribeTargetGroups", TargetGroupArns=[arn]))["TargetGroups"]
-        return (tgs[0]["HealthCheckIntervalSeconds"] == 20
+        return (tgs[0]["HealthyThresholdCount"] == 5
                 and [b["metadata"]["name"] for b in await managed()] == [name])
 
     await eventually(changed, message="service: change not deployed, binding not adopted")

@@ -34,10 +34,10 @@ from controller.model import (
     TargetGroupBindingResource,
     WeightedTargetGroup,
     ingress_security_group_name,
+    ingress_target_group_name,
     load_balancer_name,
     service_load_balancer_name,
     service_security_group_name,
-    target_group_name,
 )
 from controller.standins import AwsSeed
 
@@ -50,10 +50,11 @@ def context(seed: AwsSeed) -> StackContext:
 
 def _tg_name(stack_id: str, svc: str, port: int, *, protocol: str = "HTTP",
              target_type: str = "ip") -> str:
-    return target_group_name(
-        CLUSTER, stack_id=stack_id, service_namespace="default", service_name=svc,
-        service_uid=f"uid-{svc}", service_port=str(port), target_port=str(port),
-        target_type=target_type, protocol=protocol)
+    namespace, _, ingress = stack_id.partition("/")
+    return ingress_target_group_name(
+        CLUSTER, group_id=stack_id, ingress_namespace=namespace, ingress_name=ingress,
+        service_namespace="default", service_name=svc, service_uid=f"uid-{svc}",
+        service_port=port, target_port=port, target_type=target_type, protocol=protocol)
 
 
 def alb_stack(seed: AwsSeed, name: str = "web", *, swap: bool = False,

@@ -215,7 +215,9 @@ FLAG_RUNS: list[FlagRun] = [
     FlagRun({"--default-tags": "team=a"}, ("f-svc", "f-ing")),
     FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
     FlagRun({"--default-target-type": "ip"}, ("f-svc", "f-ing")),
-    FlagRun({"--default-load-balancer-scheme": "internet-facing"}, ("f-svc", "f-ing")),
+    # A Service without a scheme annotation keeps its existing load balancer's scheme
+    # (upstream's rule); the default is for new ones.
+    FlagRun({"--default-load-balancer-scheme": "internet-facing"}, ("f-ing",)),
     FlagRun({"--external-managed-tags": ""}, ("f-svc", "f-ing")),
     # Three flags in one restart, each seen through objects only it changes: the managed
     # stacks' bindings (every port), the Ingress with user groups (the backend group added),

@@ -68,10 +68,10 @@ class World(Cluster):
     # ---- the controller -------------------------------------------------------------------
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
-             vpc_id: str | None = None) -> list[str]:
+             vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
         """`aiolbc run`'s flags with the LOW lane frozen, then `flags`."""
         return super().argv(*FROZEN_LOW_LANE, *flags, cluster=cluster, region=region,
-                            vpc_id=vpc_id)
+                            vpc_id=vpc_id, through_proxy=through_proxy)
 
     # ---- AWS --------------------------------------------------------------------------------
 

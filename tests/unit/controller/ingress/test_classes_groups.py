@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from controller.annotations import AnnotationError
 from controller.ingress.classes import ClassError, classify, parse_params
-from controller.ingress.groups import finalizer_of, index_keys, stack_labels
+from controller.ingress.groups import check_group_name, finalizer_of, index_keys, stack_labels
 from runtime.reconcile import Request
 from tests.support.objects import class_params, ingress, ingress_class, with_hostname
 from tests.unit.controller.ingress.caches import caches, loader
@@ -121,3 +122,33 @@ def test_invalid_group_name_is_an_error_on_the_implicit_group() -> None:
 def test_class_parameters_follow_the_annotations_rules(spec: dict[str, Any], reason: str) -> None:
     with pytest.raises(ClassError, match=re.escape(reason)):
         parse_params({"metadata": {"name": "p"}, "spec": spec})
+
+
+# Kubernetes' own rules (apimachinery validation): a label value, and the name part of a
+# qualified name such as a finalizer.
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+@pytest.mark.parametrize("name", ["a..b", "team.-web", "web-.x", "a", "a.b", "0", "x" * 63])
+def test_upstream_group_names_are_groups(name: str) -> None:
+    """Upstream's rule, pkg/ingress/group_loader.go: `^([a-z0-9][-a-z0-9.]*)?[a-z0-9]$`, at
+    most 63 characters. An Ingress that upstream finalized for such a group is one of its
+    members, not an Ingress leaving it (which would delete the group's load balancer)."""
+    ing = ingress("web", annotations={"alb.ingress.kubernetes.io/group.name": name},
+                  finalizers=[f"group.ingress.k8s.aws/{name}"])
+    group = loader(caches(ingress_class("alb"), ing)).load(Request("", name))
+    assert [m.key for m in group.members] == ["default/web"]
+    assert (group.leaving, group.errors) == ((), ())
+    labels = stack_labels(group.request)
+    assert all(_LABEL_VALUE.match(v) and len(v) <= 63 for v in labels.values())
+    prefix, _, part = group.finalizer.partition("/")
+    assert prefix == "group.ingress.k8s.aws"
+    assert _QUALIFIED_NAME_PART.match(part)
+    assert len(part) <= 63
+
+
+@pytest.mark.parametrize("name", ["-web", "web-", ".web", "Web", "a_b", "x" * 64, ""])
+def test_names_upstream_rejects_are_errors(name: str) -> None:
+    with pytest.raises(AnnotationError, match="not a valid group name"):
+        check_group_name("alb.ingress.kubernetes.io/group.name", name)

@@ -7,7 +7,13 @@ import dataclasses
 import pytest
 
 from controller.ingress.merge import BuildError
-from controller.ingress.model import BuiltGroup, build_group, path_values, sort_paths
+from controller.ingress.model import (
+    BuilderSettings,
+    BuiltGroup,
+    build_group,
+    path_values,
+    sort_paths,
+)
 from controller.model import (
     AuthenticateOidcAction,
     CertificateDiscovery,
@@ -28,6 +34,8 @@ from tests.support.objects import (
     ingress_class,
     ingress_path,
     secret,
+    service,
+    service_port,
 )
 from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
 
@@ -246,6 +254,28 @@ def test_group_conflicts() -> None:
         build(Request("", "g"), backend_service("web"), ingress("a", annotations=g),
               ingress("b", annotations={**g, A + "listen-ports": '[{"HTTPS": 80}]',
                                         A + "certificate-arn": "arn:aws:acm:r:1:certificate/x"}))
+
+
+def test_names_follow_upstream_model_builder_test() -> None:
+    """Upstream's pkg/ingress/model_builder_test.go "Ingress - vanilla internal" (cluster
+    `cluster-dummy`, Services without a UID): the ALB `k8s-ns1-ing1-b7e914000d`, target groups
+    `k8s-ns1-svc1-9889425938` (instance, `http` -> nodePort 32768) and
+    `k8s-ns1-svc3-bf42870fba` (ip, HTTPS, `https` -> 8443). No protocol version annotation is
+    set; upstream hashes its default HTTP1."""
+    settings = BuilderSettings(cluster_name="cluster-dummy", region="us-west-2",
+                               vpc_id="vpc-1", default_target_type="instance")
+    svc1 = service("svc-1", namespace="ns-1", type_="NodePort",
+                   ports=[service_port(80, 8080, node_port=32768, protocol=None)])
+    svc3 = service("svc-3", namespace="ns-1", type_="NodePort",
+                   annotations={A + "target-type": "ip", A + "backend-protocol": "HTTPS"},
+                   ports=[service_port(443, 8443, "https", node_port=32768, protocol=None)])
+    ing = ingress("ing-1", namespace="ns-1", paths=[ingress_path("/svc-1", "svc-1", "http"),
+                                                    ingress_path("/svc-3", "svc-3", "https")])
+    c = caches(ingress_class("alb"), svc1, svc3, ing)
+    stack = build_group(loader(c).load(Request("ns-1", "ing-1")), c, settings).stack
+    assert stack.load_balancers["LoadBalancer"].name == "k8s-ns1-ing1-b7e914000d"
+    assert stack.target_groups["ns-1/ing-1-svc-1:http"].name == "k8s-ns1-svc1-9889425938"
+    assert stack.target_groups["ns-1/ing-1-svc-3:https"].name == "k8s-ns1-svc3-bf42870fba"
 
 
 # ---- security groups --------------------------------------------------------------------------

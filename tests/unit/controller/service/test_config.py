@@ -35,6 +35,7 @@ def test_defaults_equal_upstream() -> None:
         "target_type": "instance",
         "name": None,
         "scheme": "internal",
+        "scheme_from_annotation": False,
         "ip_address_type": "ipv4",
         "subnets": None,
         "ssl_certificates": (),

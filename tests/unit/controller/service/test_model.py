@@ -31,7 +31,7 @@ from controller.service import (
     build_stack,
 )
 from controller.service.annotations import PREFIX
-from tests.support.objects import service_port, web_service
+from tests.support.objects import nlb_service, service_port, web_service
 
 SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
 CERT = "arn:aws:acm:us-west-2:1:certificate/a"
@@ -224,6 +224,32 @@ def test_only_clear_errors_escape(notes: dict[str, str], ports: list[dict[str, A
         return
     assert len(stack.listeners) == len(stack.target_groups) == len(
         stack.target_group_bindings) >= 1
+
+
+def test_names_follow_upstream_model_builder_test() -> None:
+    """Upstream's pkg/service/model_builder_test.go "Simple service": default/nlb-ip-svc-tls
+    (`aws-load-balancer-type: nlb-ip`, port 80 -> 80) on cluster `my-cluster` gets the NLB
+    `k8s-default-nlbipsvc-6b0ba8ff70` and the target group (and binding)
+    `k8s-default-nlbipsvc-d4818dcd51`."""
+    svc = nlb_service("nlb-ip-svc-tls", {"aws-load-balancer-type": "nlb-ip"},
+                      uid="bdca2bd0-bfc6-449a-88a3-03451f05f18c", target_type=None,
+                      load_balancer_class=None,
+                      ports=[service_port(80, 80, name="", protocol="TCP")])
+    stack = build_stack(svc, settings=ModelSettings(cluster_name="my-cluster",
+                                                    region="us-west-2", vpc_id="vpc-1"))
+    assert stack.load_balancers["LoadBalancer"].name == "k8s-default-nlbipsvc-6b0ba8ff70"
+    tg = stack.target_groups["default/nlb-ip-svc-tls:80"]
+    assert tg.name == "k8s-default-nlbipsvc-d4818dcd51"
+    assert stack.target_group_bindings["default/nlb-ip-svc-tls:80"].name == tg.name
+
+
+def test_target_group_name_hashes_the_health_check() -> None:
+    base = build_stack(web_service(), settings=SETTINGS).target_groups["shop/web:80"].name
+    slower = build_stack(web_service({"aws-load-balancer-healthcheck-interval": "30"}),
+                         settings=SETTINGS).target_groups["shop/web:80"].name
+    http = build_stack(web_service({"aws-load-balancer-healthcheck-protocol": "http"}),
+                       settings=SETTINGS).target_groups["shop/web:80"].name
+    assert len({base, slower, http}) == 3
 
 
 # ---- security groups --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from controller.service import SERVICE_ANNOTATION_KEYS, qualifies, relevant_annotations
+from controller.service.annotations import served_by_upstream_only
 from tests.support.objects import NLB_CLASS, web_service
 
 
@@ -120,3 +121,22 @@ def test_annotation_key_set_covers_the_core_set() -> None:
     assert {"service.beta.kubernetes.io/" + s for s in expected} <= SERVICE_ANNOTATION_KEYS
     assert all(k.startswith("service.beta.kubernetes.io/aws-load-balancer-")
                for k in SERVICE_ANNOTATION_KEYS)
+
+
+@pytest.mark.parametrize(("type_", "annotations", "upstream_only"), [
+    ("NodePort", {"aws-load-balancer-type": "external",
+                  "aws-load-balancer-nlb-target-type": "ip"}, True),
+    ("ClusterIP", {"aws-load-balancer-type": "nlb-ip"}, True),
+    ("ClusterIP", {"aws-load-balancer-type": "external"}, False),  # no target type
+    ("NodePort", {}, False),
+    ("LoadBalancer", {"aws-load-balancer-type": "external",
+                      "aws-load-balancer-nlb-target-type": "ip"}, False),  # ours
+])
+def test_services_upstream_serves_and_we_do_not(type_: str, annotations: dict[str, str],
+                                                 upstream_only: bool) -> None:
+    """Upstream's pkg/service/service_utils.go with ServiceTypeLoadBalancerOnly off (its
+    default): the annotations decide, whatever the Service type."""
+    svc = web_service(annotations, load_balancer_class=None, type_=type_)
+    assert served_by_upstream_only(svc, load_balancer_class=NLB_CLASS) is upstream_only
+    if upstream_only:
+        assert not ok(svc)

@@ -13,7 +13,7 @@ from controller.apis import (
     CHECKPOINT_TIMESTAMP_ANNOTATION,
     SERVICE_FINALIZER,
 )
-from controller.bindings import desired_object, matches_model, up_to_date
+from controller.bindings import desired_object, matches_model, pair, retained_arns, up_to_date
 from controller.deploy import ResolvedTargetGroupBinding
 from controller.service import ModelSettings, build_stack
 from controller.service.model import checkpoint_of
@@ -62,11 +62,11 @@ def test_comparison_ignores_annotations_and_foreign_labels() -> None:
     live["metadata"]["labels"]["extra"] = "x"
     live["status"] = {"observedGeneration": 1}
     assert up_to_date(live, desired)
-    assert matches_model(live, binding.spec)
+    assert matches_model([live], [binding.spec])
     # The group IDs only a deploy knows are taken on trust, like the target group's ARN.
     other_group = copy.deepcopy(live)
     other_group["spec"]["networking"]["ingress"][0]["from"][0]["securityGroup"]["groupID"] = "sg-9"
-    assert matches_model(other_group, binding.spec)
+    assert matches_model([other_group], [binding.spec])
     for path, value in ((("spec", "targetType"), "instance"),
                         (("spec", "serviceRef"), {"name": "web", "port": 443}),
                         (("spec", "networking"), None),
@@ -79,14 +79,45 @@ def test_comparison_ignores_annotations_and_foreign_labels() -> None:
         else:
             changed[path[0]][path[1]] = value
         assert not up_to_date(changed, desired)
-        assert not matches_model(changed, binding.spec)
+        assert not matches_model([changed], [binding.spec])
     unlabelled = copy.deepcopy(live)
     del unlabelled["metadata"]["labels"]["service.k8s.aws/stack-name"]
     assert not up_to_date(unlabelled, desired)
     deleting = copy.deepcopy(live)
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    assert not matches_model(deleting, binding.spec)
-    assert not matches_model(None, binding.spec)
+    assert not matches_model([deleting], [binding.spec])
+    assert not matches_model([], [binding.spec])
+    assert not matches_model([live, live], [binding.spec])  # one too many
+
+
+def test_bindings_are_matched_by_target_group_not_by_name() -> None:
+    """Upstream's identity (pkg/deploy/elbv2/target_group_binding_synthesizer.go): a binding
+    named after an older target group name is the same binding, kept and updated in place;
+    only what this controller writes is compared and replaced."""
+    binding = resolved()
+    upstream = desired_object(binding)
+    upstream["metadata"]["name"] = "k8s-shop-web-0123456789"
+    upstream["spec"].update(vpcID="vpc-1", targetGroupProtocol="TCP",
+                            multiClusterTargetGroup=False)
+    assert matches_model([upstream], [binding.spec])
+    assert up_to_date(upstream, desired_object(binding))
+    # Its networking is ours too: upstream's, admitting another group, is rewritten.
+    other_rules = copy.deepcopy(upstream)
+    other_rules["spec"]["networking"] = {"ingress": []}
+    assert not up_to_date(other_rules, desired_object(binding))
+    paired = pair([binding], [upstream])
+    assert paired.pairs == [(binding, upstream)]
+    assert paired.stale == []
+    other = copy.deepcopy(upstream)
+    other["spec"]["targetGroupARN"] = ARN + "-old"
+    paired = pair([binding], [other])
+    assert paired.pairs == [(binding, None)]
+    assert paired.stale == [other]
+    going = copy.deepcopy(upstream)
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    paired = pair([binding], [going])
+    assert (paired.pairs, paired.waiting, paired.stale) == ([], [binding], [])
+    assert retained_arns([other, going]) == {ARN, ARN + "-old"}
 
 
 def test_status_patches_only_when_something_changes() -> None:
