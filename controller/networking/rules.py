@@ -48,10 +48,20 @@ def plan(current: Iterable[Permission], desired: Iterable[Permission], *,
     have = list(current)
     want = {p.rule: p for p in desired}
     present = {p.rule for p in have}
-    grant = tuple(sorted(p for r, p in want.items() if r not in present))
+    grant = tuple(sorted(p for r, p in want.items() if r not in present
+                         and (revoke or not any(_covers(h, p) for h in have))))
     extra = tuple(sorted({p.rule: p for p in have
                           if p.rule not in want and owned(p)}.values())) if revoke else ()
     return RuleChanges(grant, extra)
+
+
+def _covers(have: Permission, want: Permission) -> bool:
+    """`have` already admits what `want` would: while only granting (revocation waits for the
+    whole picture), a rule that a wider one covers is not added, to be revoked again once the
+    picture is complete."""
+    return (have.protocol == want.protocol and have.source_kind == want.source_kind
+            and have.source == want.source
+            and have.from_port <= want.from_port and want.to_port <= have.to_port)
 
 
 async def apply(calls: Caller, group_id: str, changes: RuleChanges) -> int:

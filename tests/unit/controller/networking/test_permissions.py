@@ -53,6 +53,21 @@ def test_a_plan_grants_what_is_missing_and_revokes_only_what_is_ours() -> None:
     assert not plan(wanted, wanted, owned=owned)
 
 
+def test_while_only_granting_a_rule_a_wider_one_covers_is_not_added() -> None:
+    """Before every binding has been reconciled, one binding's port inside the range the
+    aggregate keeps is already admitted: granting it would only be revoked again."""
+    wide = _group("sg-b", 8080, 30007)
+    narrow = [_group("sg-b", 30007, 30007)]
+    assert plan([wide], narrow, owned=owned, revoke=False).grant == ()
+    other_source = [_group("sg-c", 30007, 30007)]
+    assert plan([wide], other_source, owned=owned, revoke=False).grant == tuple(other_source)
+    outside = [_group("sg-b", 30008, 30008)]
+    assert plan([wide], outside, owned=owned, revoke=False).grant == tuple(outside)
+    # With the whole picture the exact rule is kept: the wide one goes, the narrow one comes.
+    full = plan([wide], narrow, owned=owned)
+    assert (full.grant, full.revoke) == (tuple(narrow), (wide,))
+
+
 def test_rules_from_one_group_merge_into_a_port_range_unless_unrestricted() -> None:
     first = {"sg-node": [_group("sg-b", 8080, 8080),
                          Permission("tcp", 8080, 8080, "cidr", "10.0.0.0/8", OWNED_DESCRIPTION)]}
