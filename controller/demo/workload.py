@@ -15,7 +15,6 @@ from controller.aws import AWSClientPool, AWSSettings
 from controller.demo.display import Display, bar
 from controller.demo.replica import Replica
 from controller.demo.standins import CLUSTER, REGION, StandIns
-from controller.standins import create_pod_enis
 from runtime.client import KubeClient
 from runtime.errors import NotFound
 from runtime.resources import ENDPOINTSLICES, INGRESSES, NODES, SERVICES
@@ -70,7 +69,10 @@ class Workload:
         return str(resp["TargetGroups"][0]["TargetGroupArn"])
 
     async def _slice(self, service: str, ips: list[str]) -> None:
-        # The pods' network interfaces first, as the VPC CNI gives them before they run.
+        # The pods' network interfaces first, as the VPC CNI gives them before they run. The
+        # stand-ins are imported only once the demo checked they are installed.
+        from controller.standins import create_pod_enis
+
         await asyncio.to_thread(create_pod_enis, self.local.moto_url, self.local.seed, ips)
         client = await self._kube()
         body: dict[str, Any] = {
