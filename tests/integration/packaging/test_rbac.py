@@ -339,7 +339,9 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy,
         aws_inspector: AwsInspector, no_retry_backoff: None, tmp_path: Path) -> None:
     docs = rbac_documents()
-    config = controller_config(aws_seed, aws_proxy)
+    # Renewals still come every retry period; only a loaded machine's pause no longer ends
+    # the run (the Lease's grants are what is tested here).
+    config = controller_config(aws_seed, aws_proxy, *STEADY_LEASE)
     async with installation(docs, seed=aws_seed, pool=aws_pool, aws=aws_inspector,
                             tmp_path=tmp_path) as (c, controller), \
             running(c, controller, config) as (manager, task):
