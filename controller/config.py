@@ -112,7 +112,10 @@ _DURATION_FLAGS = ("leader_election_lease_duration", "leader_election_renew_dead
                    "targetgroupbinding_max_exponential_backoff_delay",
                    "targetgroupbinding_requeue_duration", "api_server_startup_timeout")
 _BOOL_FLAGS = ("enable_leader_election", "enable_checkpoints", "metrics_secure",
-               "enable_pod_readiness_gate_inject", "enable_service_mutator_webhook")
+               "enable_pod_readiness_gate_inject", "enable_service_mutator_webhook",
+               "enable_backend_security_group", "enable_manage_backend_security_group_rules",
+               "disable_restricted_sg_rules")
+_SECURITY_GROUP_ID = re.compile(r"sg-[0-9a-f]{1,32}")
 
 
 def _flag(field: str) -> str:
@@ -142,6 +145,11 @@ class ControllerConfig(BaseModel):
     default_target_type: Literal["instance", "ip"] = "instance"
     default_load_balancer_scheme: Literal["internal", "internet-facing"] = "internal"
     default_ssl_policy: str = DEFAULT_SSL_POLICY
+    enable_backend_security_group: bool = True
+    backend_security_group: str = ""
+    enable_manage_backend_security_group_rules: bool = False
+    disable_restricted_sg_rules: bool = False
+    service_target_eni_security_group_tags: dict[str, str] = Field(default_factory=dict)
     enable_leader_election: bool = True
     leader_election_id: str = DEFAULT_LEADER_ELECTION_ID
     leader_election_namespace: str | None = None
@@ -222,6 +230,23 @@ class ControllerConfig(BaseModel):
     def _default_tags(cls, value: dict[str, str]) -> dict[str, str]:
         return _ok(flagrules.tags_problem(value), value)
 
+    @field_validator("backend_security_group")
+    @classmethod
+    def _backend_security_group(cls, value: str) -> str:
+        if value and _SECURITY_GROUP_ID.fullmatch(value) is None:
+            raise ValueError(f"{value!r} is not a security group ID (sg-...)")
+        return value
+
+    @field_validator("service_target_eni_security_group_tags")
+    @classmethod
+    def _eni_tags(cls, value: dict[str, str]) -> dict[str, str]:
+        # Tags to match, not to write: any key a group may carry (aws: ones included).
+        for key, tag in value.items():
+            if len(key) > flagrules.TAG_KEY_MAX or len(tag) > flagrules.TAG_VALUE_MAX:
+                raise ValueError(f"tag {key!r}: keys are at most {flagrules.TAG_KEY_MAX} "
+                                 f"characters and values at most {flagrules.TAG_VALUE_MAX}")
+        return value
+
     @field_validator("external_managed_tags")
     @classmethod
     def _external_managed_tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -263,6 +288,9 @@ class ControllerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ControllerConfig:
+        if self.backend_security_group and not self.enable_backend_security_group:
+            raise ValueError("--backend-security-group: set, but "
+                             "--enable-backend-security-group is false")
         shared = sorted(set(self.external_managed_tags) & set(self.default_tags))
         if shared:
             raise ValueError(f"--external-managed-tags: tag key {shared[0]!r} is also in "
@@ -345,6 +373,20 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--default-target-type", default="instance")
     a("--default-load-balancer-scheme", default="internal")
     a("--default-ssl-policy", default=DEFAULT_SSL_POLICY)
+    boolean("--enable-backend-security-group", "true",
+            "attach a shared backend security group to load balancers with a managed frontend "
+            "group and admit it on the targets' groups")
+    a("--backend-security-group", default="",
+      help="use this security group (ID) as the shared backend group instead of creating one")
+    boolean("--enable-manage-backend-security-group-rules", "false",
+            "manage the targets' rules for load balancers with user-given security groups too "
+            "(the default of the manage-backend-security-group-rules annotations)")
+    boolean("--disable-restricted-sg-rules", "false",
+            "admit load balancers on every port of the targets' groups, not only the target "
+            "ports")
+    a("--service-target-eni-security-group-tags", default="",
+      help="key=value,...: of a target ENI's security groups, the one carrying these tags "
+      "(besides the cluster tag) gets the rules")
     boolean("--enable-leader-election", "true")
     a("--leader-election-id", default=DEFAULT_LEADER_ELECTION_ID)
     a("--leader-election-namespace", help="namespace of the Lease (default: the pod's)")
@@ -430,7 +472,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
             values[key] = _bool(flag, value)
         elif key in _DURATION_FLAGS:
             values[key] = _convert(flag, parse_duration, value)
-        elif key == "default_tags":
+        elif key in ("default_tags", "service_target_eni_security_group_tags"):
             values[key] = _convert(flag, parse_key_values, value)
         elif key == "external_managed_tags":
             values[key] = tuple(sorted({k.strip() for k in value.split(",") if k.strip()}))

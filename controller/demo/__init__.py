@@ -124,6 +124,7 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
                      "(lease 3s, renew 2s, retry 0.5s)")
         leader = await workload.wait_for_leader(replicas, display)
         await workload.wait_converged(display)
+        await workload.report_security_groups(display)
         await workload.report_health(display)
 
         standby = next(r for r in replicas if r is not leader)

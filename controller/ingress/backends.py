@@ -29,8 +29,10 @@ from controller.model import (
     AuthenticateOidcAction,
     FixedResponseAction,
     ForwardAction,
+    GroupReference,
     HealthCheck,
     HealthCheckMatcher,
+    NetworkingPort,
     RedirectAction,
     Ref,
     ServiceReference,
@@ -41,6 +43,7 @@ from controller.model import (
     WeightedTargetGroup,
     ingress_target_group_name,
 )
+from controller.networking.frontend import binding_networking
 from runtime.objects import Obj, meta
 
 
@@ -55,6 +58,10 @@ class Backends:
     labels: Mapping[str, str]
     default_target_type: Literal["instance", "ip"]
     tags: Mapping[str, str]
+    # What the targets' groups must admit (the backend group, or the managed frontend group
+    # without one); None: no rules are managed on them.
+    target_source: GroupReference | None = None
+    restricted_rules: bool = True
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -86,15 +93,18 @@ class Backends:
                 params_target_type=params.target_type if params is not None else None)
         except AnnotationError as exc:
             raise BuildError(f"Ingress {namespace}/{ing_name}: {exc}") from None
+        traffic_port: int | str
         if settings.target_type == "instance":
             node_port = svc_port.get("nodePort")
             if not isinstance(node_port, int):
                 raise BuildError(f"{where}: instance targets need a NodePort or LoadBalancer "
                                  "Service (or use target-type ip)")
-            tg_port = node_port
+            tg_port = traffic_port = node_port
         else:
             target = svc_port.get("targetPort", svc_port.get("port"))
             tg_port = target if isinstance(target, int) else 1
+            # A named target port is resolved per target by the binding's controller.
+            traffic_port = target if isinstance(target, int | str) else tg_port
         name = ingress_target_group_name(
             self.cluster_name, group_id=self.stack_id, ingress_namespace=namespace,
             ingress_name=ing_name, service_namespace=namespace, service_name=service_name,
@@ -110,11 +120,17 @@ class Backends:
         except ValueError as exc:
             raise BuildError(f"{where}: {_first_line(exc)}") from None
         ref = self.builder.add_target_group(rid, tg)
+        ports = [NetworkingPort(port=traffic_port)]
+        if isinstance(settings.hc_port, int) and settings.hc_port != traffic_port:
+            ports.append(NetworkingPort(port=settings.hc_port))
         self.builder.add(rid, TargetGroupBindingResource(
             name=name, namespace=namespace, target_group_arn=ref,
             target_type=settings.target_type,
             service_ref=ServiceReference(name=service_name, port=port),
-            multi_cluster_target_group=settings.multi_cluster, labels=dict(self.labels)))
+            multi_cluster_target_group=settings.multi_cluster,
+            networking=binding_networking(self.target_source, ports,
+                                          restricted=self.restricted_rules),
+            labels=dict(self.labels)))
         self.refs[rid] = ref
         return ref
 

@@ -73,6 +73,7 @@ class ClassParams(_Spec):
     group: _Group | None = None
     scheme: Literal["internal", "internet-facing"] | None = None
     inbound_cidrs: tuple[str, ...] | None = Field(default=None, alias="inboundCIDRs")
+    prefix_lists_ids: tuple[str, ...] | None = Field(default=None, alias="prefixListsIDs")
     ssl_policy: str | None = Field(default=None, alias="sslPolicy")
     subnets: _Subnets | None = None
     ip_address_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] | None = (
@@ -123,6 +124,9 @@ def parse_params(obj: Obj) -> ClassParams:
                        validators.certificate_arns))
     if params.inbound_cidrs is not None:
         checks.append(("inboundCIDRs", ",".join(params.inbound_cidrs), validators.cidrs))
+    if params.prefix_lists_ids is not None:
+        checks.append(("prefixListsIDs", ",".join(params.prefix_lists_ids),
+                       validators.prefix_lists))
     if params.subnets is not None and params.subnets.ids:
         checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))
     for field_name, raw, check in checks:

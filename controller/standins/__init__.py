@@ -10,7 +10,12 @@ from controller.standins.fault_proxy import (
     ServerLimits,
 )
 from controller.standins.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync_client
-from controller.standins.pod_enis import PodEni, create_pod_eni, join_node_security_group
+from controller.standins.pod_enis import (
+    PodEni,
+    create_pod_eni,
+    create_pod_enis,
+    join_node_security_group,
+)
 from controller.standins.target_health import (
     Health,
     TargetEvent,
@@ -32,6 +37,7 @@ __all__ = [
     "TargetHealth",
     "TargetHealthSettings",
     "create_pod_eni",
+    "create_pod_enis",
     "join_node_security_group",
     "seed_vpc",
     "sync_client",

@@ -16,7 +16,8 @@ One reconcile, in the steps every controller takes:
 5. a target group other than the recorded one: drain the recorded one first (what this
    binding registered there is deregistered, unless another binding took it over); then the
    finalizer and the new record in one PATCH, before the first registration;
-6. deploy: diff against DescribeTargetHealth; reset the checkpoint to "" before touching
+6. deploy: the rules `spec.networking` asks for on the targets' security groups (networking.py);
+   diff against DescribeTargetHealth; reset the checkpoint to "" before touching
    targets; deregister (only tracked targets while a tracking ConfigMap exists: always for a
    multi-cluster binding, and after multi-cluster was turned off, until the ConfigMap is
    deleted), record the tracked set, register;
@@ -27,8 +28,8 @@ One reconcile, in the steps every controller takes:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import NoReturn
+from collections.abc import Awaitable, Iterator
+from typing import Any, NoReturn
 
 import structlog
 
@@ -43,6 +44,7 @@ from controller.apis import (
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
 from controller.errors import InvalidInput
+from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.checks import (
@@ -57,6 +59,7 @@ from controller.targetgroupbinding.multicluster import (
     configmap_name,
     deregistrable,
 )
+from controller.targetgroupbinding.networking import BindingNetworking, pod_address
 from controller.targetgroupbinding.pods import pending_endpoints
 from controller.targetgroupbinding.readiness import ReadinessGates
 from controller.targetgroupbinding.targetgroups import (
@@ -69,6 +72,7 @@ from controller.targetgroupbinding.targets import (
     Target,
     find_service_port,
     instance_endpoints,
+    instance_id,
     ip_endpoints,
 )
 from controller.targetgroupbinding.watches import SLICE_SERVICE_INDEX
@@ -107,7 +111,8 @@ class TargetGroupBindingReconciler:
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
                  recorder: Recorder, scope: Scope, clock: Clock | None = None,
                  checkpoints: bool = True, pods: Store | None = None,
-                 requeue_duration: float = 15.0) -> None:
+                 requeue_duration: float = 15.0,
+                 networking: BindingNetworking | None = None) -> None:
         self._bindings = bindings
         self._scope = scope
         self._services = services
@@ -123,6 +128,8 @@ class TargetGroupBindingReconciler:
         self._requeue = requeue_duration
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
+        # None: `spec.networking` is not acted on (no cluster and VPC to act in).
+        self._networking = networking
         # resourceVersions our own writes produced during the running reconcile of a key, and,
         # once its checkpoint is written, that checkpoint with those versions. A reconcile that
         # runs while the cache still shows the reset state takes the checkpoint we wrote right
@@ -146,7 +153,7 @@ class TargetGroupBindingReconciler:
         endpoint sets count: an empty ip set and an empty node set digest alike, so they would
         match whichever type was really used."""
         spec = parse_spec(obj)
-        raw_spec = obj.get("spec") or {}
+        raw_spec = self._checkpoint_spec(obj)
         known = self._target_groups.cached(arn=spec.target_group_arn,
                                            name=spec.target_group_name)
         family = spec.ip_address_type or (known.ip_address_type if known else "ipv4")
@@ -195,11 +202,12 @@ class TargetGroupBindingReconciler:
             endpoints = self._endpoints(tgb, spec, target_type, family)
         except InvalidInput as exc:
             await self._invalid(tgb, exc)
-        if spec.networking:
+        if spec.networking and self._networking is None:
             self._writer.event(tgb, "Warning", "Unsupported",
-                               "spec.networking is not supported yet and is ignored")
+                               "spec.networking is ignored: the controller runs without a "
+                               "cluster and VPC to manage rules in")
 
-        value = checkpoint.compute(endpoints, tgb.get("spec") or {})  # 4. checkpoint
+        value = checkpoint.compute(endpoints, self._checkpoint_spec(tgb))  # 4. checkpoint
         stored = self._stored_checkpoint(tgb)
         recorded = registered_target_group(tgb)
         if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
@@ -219,6 +227,7 @@ class TargetGroupBindingReconciler:
             tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER,
             annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
         try:  # 6. deploy
+            await self._reconcile_networking(tgb, spec, target_type, endpoints)
             changed = await self._sync_targets(tgb, spec, tg, endpoints)
         except TargetGroupNotFound as exc:
             # Deleted behind our back since it was resolved: as if the spec named a missing
@@ -235,6 +244,49 @@ class TargetGroupBindingReconciler:
             self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
         # Target health moves at AWS with no event: look again while a gate waits for it.
         return Result(requeue_after=self._requeue) if waiting else Result()
+
+    def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
+        spec: dict[str, Any] = tgb.get("spec") or {}
+        return self._networking.checkpoint_spec(spec) if self._networking else spec
+
+    async def _reconcile_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                    target_type: str, endpoints: list[Endpoint]) -> None:
+        if self._networking is None:
+            return
+        try:
+            await self._networking.reconcile(
+                key_of(tgb), spec, target_type, endpoints,
+                other_pods=lambda: self._pods_with_networking(key_of(tgb)),
+                other_instances=self._nodes_with_networking)
+        except InvalidSpec as exc:
+            await self._invalid(tgb, exc)
+        except NetworkingError as exc:
+            reason = exc.condition_reason
+            await self._writer.report_failure(
+                tgb, event_reason=reason, message=str(exc),
+                condition=lambda obj, message: self._ready(obj, False, reason, message))
+            raise ReconcileError(str(exc)) from None
+
+    def _pods_with_networking(self, skip: str) -> Iterator[PodAddress]:
+        """Pods of the other ip bindings with networking: looked up in the same call."""
+        for other in self._bindings.list():
+            if key_of(other) == skip or not (other.get("spec") or {}).get("networking"):
+                continue
+            try:
+                other_spec = parse_spec(other)
+                if other_spec.target_type != "ip":
+                    continue
+                family = other_spec.ip_address_type or "ipv4"
+                yield from (pod_address(e)
+                            for e in self._endpoints(other, other_spec, "ip", family))
+            except InvalidSpec:
+                continue
+
+    def _nodes_with_networking(self) -> Iterator[str]:
+        for node in self._nodes.list():
+            found = instance_id(node)
+            if found is not None:
+                yield found
 
     async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
         reason = exc.condition_reason
@@ -385,6 +437,13 @@ class TargetGroupBindingReconciler:
             self._tracker.forget(ns, name)
         else:
             await self._tracker.cleanup(ns, name)
+        if self._networking is not None:
+            # Its rules go (unless another binding needs them) before the finalizer does.
+            try:
+                spec: TargetGroupBindingSpec | None = parse_spec(tgb)
+            except InvalidSpec:
+                spec = None
+            await self._networking.release(key_of(tgb), spec)
         if self._gates is not None:
             await self._gates.release(tgb)
         try:

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
+from controller.networking.manager import NetworkingSettings
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
 from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
+from controller.targetgroupbinding.networking import BindingNetworking
 from controller.targetgroupbinding.pods import (
     GATE_INDEX,
     bindings_of_pod,
@@ -43,6 +45,7 @@ from runtime.controller import Controller
 from runtime.hotloop import HotLoopOptions
 from runtime.informer import SharedInformer
 from runtime.manager import Manager
+from runtime.objects import Obj, is_deleting, key_of
 from runtime.predicates import ViewChanged
 from runtime.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 
@@ -62,6 +65,8 @@ class Settings:
     # readiness gates looks at target health again.
     requeue_duration: float = 15.0
     lanes: LaneSettings = field(default_factory=LaneSettings)
+    # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
+    networking: NetworkingSettings | None = None
 
 
 def hot_loop_options(requeue_duration: float) -> HotLoopOptions:
@@ -90,6 +95,11 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
+    networking = None
+    if settings.networking is not None:
+        networking = BindingNetworking.create(
+            pool, settings.networking, clock=manager.clock,
+            bindings_with_networking=lambda: _with_networking(bindings.store.list()))
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
         services=manager.informer(SERVICES).store, slices=slices.store,
@@ -98,7 +108,16 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         tracker=TargetTracker(manager.client), recorder=manager.recorder,
         scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
-        pods=pods_informer(manager).store, requeue_duration=settings.requeue_duration)
+        pods=pods_informer(manager).store, requeue_duration=settings.requeue_duration,
+        networking=networking)
+
+
+def _with_networking(bindings: list[Obj]) -> list[str]:
+    """Bindings whose rules must be known before any rule is revoked (not those going: their
+    finalizer drops their rules)."""
+    return [key_of(b) for b in bindings
+            if isinstance(b.get("spec"), dict) and b["spec"].get("networking")
+            and not is_deleting(b)]
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:

@@ -44,6 +44,13 @@ def test_demo_runs_the_whole_system_and_shows_the_takeover() -> None:
     assert re.search(r"healthy targets of service/shop during the rollout: .* \(never fewer "
                      r"than 2\)", out)
     assert "2 old pods removed, each after its target had drained" in out
+    # Upstream's default path: a managed group per load balancer, the backend group on pods.
+    assert re.search(r"security groups: ALB of default/web: group k8s-default-web-\w+ admits "
+                     r"0\.0\.0\.0/0 on 80", out)
+    assert re.search(r"security groups: NLB of default/web-nlb: group \S+ admits 0\.0\.0\.0/0 "
+                     r"on 80", out)
+    assert re.search(r"security groups: the pods' group demo-node admits the backend group "
+                     r"k8s-traffic-demo-\w+ \(sg-\w+\) on 80", out)
     assert re.search(r"replica-[ab] exited with code 0", out)
     assert "stopped cleanly" in out
     assert "Traceback" not in proc.stderr

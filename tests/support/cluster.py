@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ipaddress
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from controller.apis import (
 )
 from controller.aws import AWSClientPool
 from controller.config import parse_config
-from controller.standins import AwsSeed
+from controller.standins import AwsSeed, create_pod_enis
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
@@ -94,6 +95,7 @@ class Cluster:
     manager: Manager | None = None
     task: asyncio.Task[int] | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _subnets: list[Any] | None = None
 
     # ---- the controllers --------------------------------------------------------------------
 
@@ -314,12 +316,13 @@ class Cluster:
     async def nlb_service(self, name: str, annotations: Mapping[str, str] | None = None, *,
                           ports: Sequence[Obj] | None = None, target_type: str | None = "ip",
                           load_balancer_class: str | None = objects.NLB_CLASS,
-                          endpoint_ips: Sequence[str] | None = None) -> Obj:
+                          endpoint_ips: Sequence[str] | None = None, **spec: Any) -> Obj:
         """A Service asking for an NLB (ip targets, port 80 -> 8080 by default), with one ready
-        endpoint (at `endpoint_ip(name)` unless `endpoint_ips` says otherwise)."""
+        endpoint (at `endpoint_ip(name)` unless `endpoint_ips` says otherwise); `spec` adds to
+        its spec."""
         svc = await self.create(SERVICES, objects.nlb_service(
             name, annotations, ports=ports, target_type=target_type,
-            load_balancer_class=load_balancer_class))
+            load_balancer_class=load_balancer_class, **spec))
         await self._initial_endpoints(name, endpoint_ips, 8080)
         return svc
 
@@ -332,9 +335,27 @@ class Cluster:
     async def endpoints(self, service: str, ips: Sequence[str], *,
                         ports: Sequence[tuple[str, int]] = (("http", 8080),),
                         not_ready: Sequence[str] = (), slice_name: str | None = None) -> None:
-        """Create or replace one EndpointSlice of `service` (by default its only one)."""
+        """Create or replace one EndpointSlice of `service` (by default its only one). As the
+        kubelet and the VPC CNI would, each pod address gets a network interface in the
+        seeded VPC's node group first (addresses outside the VPC's subnets get none)."""
+        await self.pod_enis(ips)
         await self._replace(ENDPOINTSLICES, objects.endpoint_slice(
             service, ips, name=slice_name, ports=ports, not_ready=not_ready))
+
+    async def pod_enis(self, ips: Sequence[str]) -> None:
+        """Pod network interfaces for the addresses of `ips` that fall in the VPC's subnets."""
+        inside = [ip for ip in ips if any(ipaddress.ip_address(ip) in net
+                                          for net in await self._subnet_networks())]
+        if inside:
+            url = str(self.aws.pool.settings.endpoint_url)
+            await asyncio.to_thread(create_pod_enis, url, self.seed, inside)
+
+    async def _subnet_networks(self) -> list[Any]:
+        if self._subnets is None:
+            resp = await self.aws.call("ec2", "DescribeSubnets", Filters=[
+                {"Name": "vpc-id", "Values": [self.seed.vpc_id]}])
+            self._subnets = [ipaddress.ip_network(s["CidrBlock"]) for s in resp["Subnets"]]
+        return self._subnets
 
     async def node(self, name: str, instance_id: str, *, ready: bool = True,
                    unschedulable: bool = False, labels: Mapping[str, str] | None = None) -> Obj:
