@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -62,8 +62,12 @@ def _ready_condition(pod: Obj) -> str | None:
 
 class PlayedKubelet:
     def __init__(self, client: KubeClient, namespace: str, *, subnet: str = "10.0.1",
-                 first_host: int = 20) -> None:
+                 first_host: int = 20,
+                 network: Callable[[str], Awaitable[None]] | None = None) -> None:
+        """`network(ip)`: what the VPC CNI does before a pod runs (give the address a network
+        interface in the VPC), so that the controller can find the pod's security group."""
         self.client = client
+        self._network = network
         self.namespace = namespace
         self.events: list[PodEvent] = []
         self._subnet = subnet
@@ -161,6 +165,8 @@ class PlayedKubelet:
     async def _start_pod(self, pod: Obj) -> None:
         ip = f"{self._subnet}.{self._next_host}"
         self._next_host += 1
+        if self._network is not None:
+            await self._network(ip)
         self._ips[uid_of(pod)] = ip
         await self.client.patch(PODS, name_of(pod), {"metadata": {
             "finalizers": [*(pod["metadata"].get("finalizers") or []), TERMINATION_FINALIZER]}},

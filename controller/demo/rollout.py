@@ -70,7 +70,13 @@ async def rollout_with_gates(local: StandIns, client: KubeClient, display: Displ
                  f"{READINESS_GATE_INJECT_VALUE}; service/{APP} asks for an NLB")
     arn = await _binding_arn(client)
     health = local.proxy.target_health
-    async with PlayedKubelet(client, NAMESPACE, subnet="10.0.3") as kubelet:
+    async def network(ip: str) -> None:
+        # Imported here as in the workload: the stand-ins are checked to be installed first.
+        from controller.standins import create_pod_enis
+
+        await asyncio.to_thread(create_pod_enis, local.moto_url, local.seed, [ip])
+
+    async with PlayedKubelet(client, NAMESPACE, subnet="10.0.3", network=network) as kubelet:
         shop = PlayedDeployment(client, NAMESPACE, APP, REPLICAS,
                                 strategy=RollingUpdate(max_surge=1, max_unavailable=0),
                                 termination_grace=GRACE)

@@ -91,7 +91,8 @@ async def test_a_rolling_update_keeps_a_healthy_target_only_with_readiness_gates
         return found if {"ingress", "nlb"} <= set(found) else None
 
     arns: dict[str, str] = await eventually(managed, timeout=60)
-    kubelet = PlayedKubelet(cluster.client, "default")
+    kubelet = PlayedKubelet(cluster.client, "default",
+                            network=lambda ip: cluster.pod_enis([ip]))
 
     async def settled(since: float) -> bool:
         """Every target group holds exactly the new pods, healthy, with nothing pending, and
