@@ -11,9 +11,12 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controller import ingress, service, targetgroupbinding
+from controller import ingress, service, targetgroupbinding, webhooks
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
+from controller.networking.backend import BackendSecurityGroup
+from controller.networking.frontend import BackendSettings
+from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings
 from controller.service import ServiceDefaults
 from runtime import metrics
@@ -24,6 +27,7 @@ from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
 from runtime.servingcerts import CertificateError
+from runtime.webhook import SelfManagedTLS, WebhookServerOptions, service_dns_names
 
 log = structlog.get_logger("aiolbc")
 
@@ -86,6 +90,13 @@ def lane_settings(config: ControllerConfig) -> LaneSettings:
                         verify_max_wait=config.checkpoint_max_wait)
 
 
+def backend_settings(config: ControllerConfig) -> BackendSettings:
+    return BackendSettings(enabled=config.enable_backend_security_group,
+                           group_id=config.backend_security_group,
+                           manage_rules_default=config.enable_manage_backend_security_group_rules,
+                           restricted_rules=not config.disable_restricted_sg_rules)
+
+
 def service_settings(config: ControllerConfig, *, region: str) -> service.Settings:
     """`region`: as resolved from the flag or the environment. The VPC is needed for subnet
     discovery."""
@@ -99,7 +110,7 @@ def service_settings(config: ControllerConfig, *, region: str) -> service.Settin
                                  ssl_policy=config.default_ssl_policy, tags=config.default_tags,
                                  external_managed_tags=frozenset(config.external_managed_tags)),
         max_concurrent_reconciles=config.service_max_concurrent_reconciles,
-        lanes=lane_settings(config))
+        backend_sg=backend_settings(config), lanes=lane_settings(config))
 
 
 def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settings:
@@ -111,16 +122,51 @@ def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settin
         default_ssl_policy=config.default_ssl_policy, default_tags=dict(config.default_tags),
         external_managed_tags=frozenset(config.external_managed_tags),
         max_concurrent_reconciles=config.ingress_max_concurrent_reconciles,
-        lanes=lane_settings(config))
+        backend_sg=backend_settings(config), lanes=lane_settings(config))
 
 
 def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.Settings:
-    """The cluster's name and VPC scope which target groups bindings may act on."""
+    """The cluster's name and VPC scope which target groups bindings may act on, and where
+    and how their `spec.networking` rules are kept."""
+    networking = None
+    if config.aws_vpc_id:
+        networking = NetworkingSettings(
+            cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id,
+            restricted_rules=not config.disable_restricted_sg_rules,
+            eni_security_group_tags=dict(config.service_target_eni_security_group_tags))
     return targetgroupbinding.Settings(
         cluster_name=config.cluster_name, vpc_id=config.aws_vpc_id or "",
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
-        lanes=lane_settings(config))
+        requeue_duration=config.targetgroupbinding_requeue_duration,
+        lanes=lane_settings(config), networking=networking)
+
+
+def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Settings | None:
+    """None with --webhook-bind-port=0. The self-managed Secret lives in the controller's own
+    namespace, with its Lease and the webhook Service."""
+    if config.webhook_bind_port == 0:
+        return None
+    namespace = leader_election_namespace(config)
+    tls = None
+    if config.webhook_tls_mode == "self-managed":
+        tls = SelfManagedTLS(
+            secret_namespace=namespace, secret_name=config.webhook_secret_name,
+            dns_names=service_dns_names(config.webhook_service_name, namespace),
+            mutating_configurations=(config.webhook_configuration_name,),
+            validating_configurations=(config.webhook_configuration_name,))
+    return webhooks.Settings(
+        server=WebhookServerOptions(host=config.webhook_bind_host or None,
+                                    port=config.webhook_bind_port,
+                                    cert_dir=config.webhook_cert_dir,
+                                    cert_name=config.webhook_cert_file,
+                                    key_name=config.webhook_key_file),
+        tls=tls, ingress=ingress_settings(config, region=region),
+        scope=targetgroupbinding.Scope(cluster_name=config.cluster_name,
+                                       vpc_id=config.aws_vpc_id or ""),
+        pod_readiness_gate_inject=config.enable_pod_readiness_gate_inject,
+        service_mutator=config.enable_service_mutator_webhook,
+        load_balancer_class=config.load_balancer_class)
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
@@ -128,9 +174,18 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     region the models are built for is the one the pool's clients use. This is the one place
     where flags become settings."""
     region = pool.settings.region
+    # One backend security group for both kinds of load balancer: each controller's stacks
+    # keep it while they use it.
+    backend = BackendSecurityGroup(cluster=config.cluster_name, tags=config.default_tags,
+                                   clock=manager.clock)
     targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding_settings(config))
-    service.setup(manager, pool=pool, settings=service_settings(config, region=region))
-    ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region))
+    service.setup(manager, pool=pool, settings=service_settings(config, region=region),
+                  backend=backend)
+    ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region),
+                  backend=backend)
+    hooks = webhook_settings(config, region=region)
+    if hooks is not None:
+        webhooks.setup(manager, pool=pool, settings=hooks)
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,

@@ -12,9 +12,11 @@ and its finalizer would deregister every target of a target group the load balan
 forwards to. Bindings that point at no wanted target group are deleted only after the deploy
 moved the listeners away from theirs (the caller's order).
 
-Comparisons look at the spec fields this controller writes and the stack's labels only. Other
-spec fields (upstream's `networking`, `vpcID`, `targetGroupProtocol`) are kept as they are, and
-annotations are not ours (the TGB controller writes its `elbv2.k8s.aws/checkpoint*` there).
+Comparisons look at the spec fields this controller writes (`networking` included: the load
+balancer's group admitted to the targets) and the stack's labels only. Other spec fields (the
+`vpcID` and `targetGroupProtocol` upstream or the mutating webhook fill in from the target group)
+are kept as they are, and annotations are not ours (the TGB controller writes its
+`elbv2.k8s.aws/checkpoint*` there).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.deploy import ResolvedTargetGroupBinding
-from controller.model import TargetGroupBindingResource
+from controller.model import Ref, SharedBackendSecurityGroup, TargetGroupBindingResource
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
 from runtime.objects import Obj, is_deleting
@@ -35,10 +37,12 @@ ARN_KEY = "targetGroupARN"
 _WAITING, _TAKEN = -1, -2  # `BindingWriter._put`: not written, and why
 # The spec fields this controller writes; any other field is left as someone else wrote it.
 MANAGED_KEYS = (ARN_KEY, "targetType", "serviceRef", "ipAddressType",
-                "multiClusterTargetGroup", "nodeSelector")
+                "multiClusterTargetGroup", "nodeSelector", "networking")
 
 
-def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str) -> Obj:
+def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str,
+                 networking: Obj | None = None) -> Obj:
+    """`networking`: the resource's networking with its security group IDs filled in."""
     spec: Obj = {
         ARN_KEY: target_group_arn,
         "targetType": resource.target_type,
@@ -49,7 +53,45 @@ def desired_spec(resource: TargetGroupBindingResource, target_group_arn: str) ->
         spec["multiClusterTargetGroup"] = True
     if resource.node_selector:
         spec["nodeSelector"] = {"matchLabels": dict(resource.node_selector)}
+    if networking is not None:
+        spec["networking"] = copy.deepcopy(networking)
     return spec
+
+
+_ANY_GROUP = object()
+
+
+def _networking_shape(resource: TargetGroupBindingResource) -> Any:
+    """The networking the model wants, with the IDs only a deploy knows left open."""
+    if resource.networking is None:
+        return None
+    rules = []
+    for rule in resource.networking.ingress:
+        peers: list[Any] = []
+        for peer in rule.from_:
+            group = peer.security_group
+            if group is None:
+                peers.append({"ipBlock": {"cidr": peer.ip_block}})
+            elif isinstance(group, Ref | SharedBackendSecurityGroup):
+                peers.append({"securityGroup": {"groupID": _ANY_GROUP}})
+            else:
+                peers.append({"securityGroup": {"groupID": group}})
+        ports = [{"protocol": p.protocol, **({"port": p.port} if p.port is not None else {})}
+                 for p in rule.ports]
+        rules.append({"from": peers, "ports": ports})
+    return {"ingress": rules}
+
+
+def _shape_holds(have: Any, want: Any) -> bool:
+    if want is _ANY_GROUP:
+        return isinstance(have, str) and bool(have)
+    if isinstance(want, dict):
+        return (isinstance(have, dict) and set(have) == set(want)
+                and all(_shape_holds(have[k], v) for k, v in want.items()))
+    if isinstance(want, list):
+        return (isinstance(have, list) and len(have) == len(want)
+                and all(_shape_holds(h, w) for h, w in zip(have, want, strict=True)))
+    return bool(have == want)
 
 
 def desired_object(binding: ResolvedTargetGroupBinding) -> Obj:
@@ -58,7 +100,7 @@ def desired_object(binding: ResolvedTargetGroupBinding) -> Obj:
         "apiVersion": TARGETGROUPBINDINGS.api_version, "kind": TARGETGROUPBINDINGS.kind,
         "metadata": {"name": resource.name, "namespace": resource.namespace,
                      "labels": dict(resource.labels)},
-        "spec": desired_spec(resource, binding.target_group_arn),
+        "spec": desired_spec(resource, binding.target_group_arn, binding.networking),
     }
 
 
@@ -93,17 +135,22 @@ def up_to_date(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 
 def _fits(existing: Mapping[str, Any], resource: TargetGroupBindingResource) -> bool:
     arn = target_group_arn(existing)
-    return (arn is not None and not is_deleting(dict(existing))
-            and managed_part(_spec(existing)) == desired_spec(resource, arn)
+    if arn is None or is_deleting(dict(existing)):
+        return False
+    part = managed_part(_spec(existing))
+    networking = part.pop("networking", None)
+    return (part == desired_spec(resource, arn)
+            and _shape_holds(networking, _networking_shape(resource))
             and _labels_hold(existing, resource.labels))
 
 
 def matches_model(cached: Iterable[Mapping[str, Any]],
                   wanted: Iterable[TargetGroupBindingResource]) -> bool:
     """Whether the cached bindings already are, one for one, what the model wants, judged
-    without AWS: which target group each points at is taken on trust from the objects (the
-    deploy that wrote them knew the ARNs). Two wanted bindings that differ only in their target
-    group fit the same objects, so pairing them greedily decides as well as any pairing."""
+    without AWS: which target group each points at, and the security group IDs of its
+    networking, are taken on trust from the objects (the deploy that wrote them knew them).
+    Two wanted bindings that differ only in their target group fit the same objects, so
+    pairing them greedily decides as well as any pairing."""
     left = list(cached)
     for resource in wanted:
         found = next((i for i, obj in enumerate(left) if _fits(obj, resource)), None)

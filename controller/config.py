@@ -5,6 +5,7 @@ a value AWS or Kubernetes would refuse later (tags, names, timings): nothing sta
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from controller.defaults import (
     DEFAULT_SSL_POLICY,
     DEFAULT_SYNC_PERIOD,
     DEFAULT_TGB_MAX_BACKOFF,
+    DEFAULT_TGB_REQUEUE_DURATION,
     DEFAULT_WEBHOOK_BIND_PORT,
     DEFAULT_WEBHOOK_CERT_DIR,
     DEFAULT_WEBHOOK_CONFIGURATION_NAME,
@@ -108,8 +110,12 @@ _T = TypeVar("_T")
 _DURATION_FLAGS = ("leader_election_lease_duration", "leader_election_renew_deadline",
                    "leader_election_retry_period", "sync_period", "checkpoint_max_wait",
                    "targetgroupbinding_max_exponential_backoff_delay",
-                   "api_server_startup_timeout")
-_BOOL_FLAGS = ("enable_leader_election", "enable_checkpoints", "metrics_secure")
+                   "targetgroupbinding_requeue_duration", "api_server_startup_timeout")
+_BOOL_FLAGS = ("enable_leader_election", "enable_checkpoints", "metrics_secure",
+               "enable_pod_readiness_gate_inject", "enable_service_mutator_webhook",
+               "enable_backend_security_group", "enable_manage_backend_security_group_rules",
+               "disable_restricted_sg_rules")
+_SECURITY_GROUP_ID = re.compile(r"sg-[0-9a-f]{1,32}")
 
 
 def _flag(field: str) -> str:
@@ -139,6 +145,11 @@ class ControllerConfig(BaseModel):
     default_target_type: Literal["instance", "ip"] = "instance"
     default_load_balancer_scheme: Literal["internal", "internet-facing"] = "internal"
     default_ssl_policy: str = DEFAULT_SSL_POLICY
+    enable_backend_security_group: bool = True
+    backend_security_group: str = ""
+    enable_manage_backend_security_group_rules: bool = False
+    disable_restricted_sg_rules: bool = False
+    service_target_eni_security_group_tags: dict[str, str] = Field(default_factory=dict)
     enable_leader_election: bool = True
     leader_election_id: str = DEFAULT_LEADER_ELECTION_ID
     leader_election_namespace: str | None = None
@@ -157,6 +168,10 @@ class ControllerConfig(BaseModel):
         default=DEFAULT_MAX_CONCURRENT_RECONCILES, ge=1, le=MAX_CONCURRENT_RECONCILES)
     targetgroupbinding_max_exponential_backoff_delay: float = Field(
         default=DEFAULT_TGB_MAX_BACKOFF, gt=0)
+    targetgroupbinding_requeue_duration: float = Field(default=DEFAULT_TGB_REQUEUE_DURATION,
+                                                       gt=0)
+    enable_pod_readiness_gate_inject: bool = True
+    enable_service_mutator_webhook: bool = False
     sync_period: float = Field(default=DEFAULT_SYNC_PERIOD, gt=0)
     log_level: Literal["debug", "info", "warn", "error"] = "info"
     enable_checkpoints: bool = True
@@ -166,7 +181,8 @@ class ControllerConfig(BaseModel):
     # 0 = no budget: verifications are paced by reconciles only.
     checkpoint_verify_aws_qps: float = Field(default=5.0, ge=0)
     checkpoint_verify_aws_burst: int = Field(default=10, ge=1)
-    webhook_bind_port: int = Field(default=DEFAULT_WEBHOOK_BIND_PORT, ge=1, le=65535)
+    webhook_bind_port: int = Field(default=DEFAULT_WEBHOOK_BIND_PORT, ge=0, le=65535)  # 0: off
+    webhook_bind_host: str = ""  # every interface
     webhook_cert_dir: str = Field(default=DEFAULT_WEBHOOK_CERT_DIR, min_length=1)
     webhook_cert_file: str = Field(default="tls.crt", min_length=1)
     webhook_key_file: str = Field(default="tls.key", min_length=1)
@@ -214,6 +230,23 @@ class ControllerConfig(BaseModel):
     def _default_tags(cls, value: dict[str, str]) -> dict[str, str]:
         return _ok(flagrules.tags_problem(value), value)
 
+    @field_validator("backend_security_group")
+    @classmethod
+    def _backend_security_group(cls, value: str) -> str:
+        if value and _SECURITY_GROUP_ID.fullmatch(value) is None:
+            raise ValueError(f"{value!r} is not a security group ID (sg-...)")
+        return value
+
+    @field_validator("service_target_eni_security_group_tags")
+    @classmethod
+    def _eni_tags(cls, value: dict[str, str]) -> dict[str, str]:
+        # Tags to match, not to write: any key a group may carry (aws: ones included).
+        for key, tag in value.items():
+            if len(key) > flagrules.TAG_KEY_MAX or len(tag) > flagrules.TAG_VALUE_MAX:
+                raise ValueError(f"tag {key!r}: keys are at most {flagrules.TAG_KEY_MAX} "
+                                 f"characters and values at most {flagrules.TAG_VALUE_MAX}")
+        return value
+
     @field_validator("external_managed_tags")
     @classmethod
     def _external_managed_tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -224,6 +257,18 @@ class ControllerConfig(BaseModel):
     def _bind_address(cls, value: str) -> str:
         parse_bind_address(value)
         return value
+
+    @field_validator("webhook_bind_host")
+    @classmethod
+    def _webhook_host(cls, value: str) -> str:
+        host = value.strip().removeprefix("[").removesuffix("]")
+        if not host:
+            return host
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            _ok(flagrules.dns_subdomain_problem(host), host)
+        return host
 
     @field_validator("metrics_cert_dir")
     @classmethod
@@ -243,6 +288,9 @@ class ControllerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ControllerConfig:
+        if self.backend_security_group and not self.enable_backend_security_group:
+            raise ValueError("--backend-security-group: set, but "
+                             "--enable-backend-security-group is false")
         shared = sorted(set(self.external_managed_tags) & set(self.default_tags))
         if shared:
             raise ValueError(f"--external-managed-tags: tag key {shared[0]!r} is also in "
@@ -325,6 +373,20 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--default-target-type", default="instance")
     a("--default-load-balancer-scheme", default="internal")
     a("--default-ssl-policy", default=DEFAULT_SSL_POLICY)
+    boolean("--enable-backend-security-group", "true",
+            "attach a shared backend security group to load balancers with a managed frontend "
+            "group and admit it on the targets' groups")
+    a("--backend-security-group", default="",
+      help="use this security group (ID) as the shared backend group instead of creating one")
+    boolean("--enable-manage-backend-security-group-rules", "false",
+            "manage the targets' rules for load balancers with user-given security groups too "
+            "(the default of the manage-backend-security-group-rules annotations)")
+    boolean("--disable-restricted-sg-rules", "false",
+            "admit load balancers on every port of the targets' groups, not only the target "
+            "ports")
+    a("--service-target-eni-security-group-tags", default="",
+      help="key=value,...: of a target ENI's security groups, the one carrying these tags "
+      "(besides the cluster tag) gets the rules")
     boolean("--enable-leader-election", "true")
     a("--leader-election-id", default=DEFAULT_LEADER_ELECTION_ID)
     a("--leader-election-namespace", help="namespace of the Lease (default: the pod's)")
@@ -341,6 +403,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     for kind in ("ingress", "service", "targetgroupbinding"):
         a(f"--{kind}-max-concurrent-reconciles", default=str(DEFAULT_MAX_CONCURRENT_RECONCILES))
     a("--targetgroupbinding-max-exponential-backoff-delay", default="16m40s")
+    a("--targetgroupbinding-requeue-duration", default="15s",
+      help="while pods wait for their readiness gates, how often target health is read again")
+    boolean("--enable-pod-readiness-gate-inject", "true",
+            "add target-health readiness gates to new pods in namespaces labelled "
+            "elbv2.k8s.aws/pod-readiness-gate-inject=enabled")
+    boolean("--enable-service-mutator-webhook", "false",
+            "give LoadBalancer Services without spec.loadBalancerClass --load-balancer-class "
+            "(needs the mservice webhook in the MutatingWebhookConfiguration)")
     a("--sync-period", default="10h")
     a("--log-level", default="info")
     boolean("--enable-checkpoints", "true",
@@ -354,7 +424,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
       help="AWS calls per second all verifications together may make (0: no limit)")
     a("--checkpoint-verify-aws-burst", default="10")
     a("--webhook-bind-port", default=str(DEFAULT_WEBHOOK_BIND_PORT),
-      help="port the admission webhook server listens on")
+      help="port the admission webhook server listens on (0: no webhook server)")
+    a("--webhook-bind-host", default="",
+      help="address the webhook server listens on (default: every interface)")
     a("--webhook-cert-dir", default=DEFAULT_WEBHOOK_CERT_DIR,
       help="directory of the webhook serving certificate and key")
     a("--webhook-cert-file", default="tls.crt", help="certificate file in --webhook-cert-dir")
@@ -400,7 +472,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
             values[key] = _bool(flag, value)
         elif key in _DURATION_FLAGS:
             values[key] = _convert(flag, parse_duration, value)
-        elif key == "default_tags":
+        elif key in ("default_tags", "service_target_eni_security_group_tags"):
             values[key] = _convert(flag, parse_key_values, value)
         elif key == "external_managed_tags":
             values[key] = tuple(sorted({k.strip() for k in value.split(",") if k.strip()}))

@@ -14,6 +14,7 @@ DEFAULT_SSL_POLICY: Final = "ELBSecurityPolicy-2016-08"
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 3
 DEFAULT_SYNC_PERIOD: Final = 10 * 3600.0
 DEFAULT_TGB_MAX_BACKOFF: Final = 1000.0  # 16m40s
+DEFAULT_TGB_REQUEUE_DURATION: Final = 15.0  # readiness gates: target health read again
 DEFAULT_AWS_MAX_RETRIES: Final = 10
 DEFAULT_WEBHOOK_BIND_PORT: Final = 9443
 DEFAULT_WEBHOOK_CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"

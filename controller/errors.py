@@ -13,3 +13,9 @@ from typing import ClassVar
 
 class InvalidInput(ValueError):
     condition_reason: ClassVar[str] = "InvalidInput"
+
+
+class MissingReference(InvalidInput):
+    """Bad input that can resolve itself: an object the input names does not exist (yet).
+    Admission allows it, with a warning, since objects applied together arrive in any order;
+    the reconciler reports it like any other bad input until the object appears."""

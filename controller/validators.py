@@ -64,6 +64,21 @@ def security_groups(key: str, raw: str) -> tuple[str, ...]:
     return found
 
 
+_PREFIX_LIST_ID: Final = re.compile(r"pl-[0-9a-f]{1,32}")
+
+
+def prefix_lists(key: str, raw: str) -> tuple[str, ...]:
+    """Managed prefix list IDs (`pl-...`); at least one."""
+    found = _items(raw)
+    for item in found:
+        if _PREFIX_LIST_ID.fullmatch(item) is None:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a prefix list ID "
+                                            "(pl-...)")
+    if not found:
+        raise AnnotationError(key, raw, "lists no prefix list")
+    return found
+
+
 def cidrs(key: str, raw: str) -> tuple[str, ...]:
     found = _items(raw)
     for item in found:

@@ -268,7 +268,8 @@ class SharedInformer:
             return
         if current is not self._default_transform:
             raise ValueError(f"informer {self.name} already keeps objects through "
-                             f"{_name(current)}, not {_name(transform)}")
+                             f"{_name(current)}, not {_name(transform)}: another transform "
+                             "would give its readers a cache they do not expect")
         if self._started:
             raise ValueError(f"informer {self.name} has started; its transform can no "
                              "longer change")
@@ -481,8 +482,10 @@ class SharedInformerFactory:
         informers start at once.
 
         `transform`: what its cache keeps of each object, instead of the factory's default
-        (`SharedInformer.use_transform`: every caller of one scope must agree). `start_after`:
-        informers whose initial list it waits for before listing
+        (client-go's SetTransform: a numerous kind's cache keeps only the fields its readers
+        need; `SharedInformer.use_transform`: every caller of one scope that has an opinion
+        must ask for the same function, since they all read the one cache it fills).
+        `start_after`: informers whose initial list it waits for before listing
         (`SharedInformer.add_start_after`)."""
         if namespace is not None and not resource.namespaced:
             raise ValueError(f"{resource.kind} is cluster-scoped; it has no namespace scope")

@@ -176,6 +176,10 @@ class Manager:
         self.probes.add_readyz_check("webhook", server.ready)
 
     @property
+    def webhook_server(self) -> WebhookServer | None:
+        return self._webhook_server
+
+    @property
     def controllers(self) -> list[Controller]:
         return list(self._controllers)
 

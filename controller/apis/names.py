@@ -37,3 +37,17 @@ SERVICE_STACK_NAMESPACE_LABEL: Final = "service.k8s.aws/stack-namespace"
 INGRESS_STACK_LABEL: Final = "ingress.k8s.aws/stack"  # explicit group: the group name
 INGRESS_STACK_NAME_LABEL: Final = "ingress.k8s.aws/stack-name"  # implicit group: the Ingress
 INGRESS_STACK_NAMESPACE_LABEL: Final = "ingress.k8s.aws/stack-namespace"
+
+# Pod readiness gates (upstream's names): a namespace labelled `<inject label>: enabled` gets the
+# gate `target-health.elbv2.k8s.aws/<binding name>` on its new pods, for each binding whose
+# Service selects them; the TargetGroupBinding controller sets the pod condition of that type.
+READINESS_GATE_INJECT_LABEL: Final = "elbv2.k8s.aws/pod-readiness-gate-inject"
+READINESS_GATE_INJECT_VALUE: Final = "enabled"
+TARGET_HEALTH_CONDITION_PREFIX: Final = "target-health.elbv2.k8s.aws/"
+# The AWS ALB Ingress controller's (v1) prefix: removed when new gates are injected.
+LEGACY_TARGET_HEALTH_CONDITION_PREFIX: Final = "target-health.alb.ingress.k8s.aws/"
+
+
+def target_health_condition(binding_name: str) -> str:
+    """The pod condition (and readiness gate) type of one TargetGroupBinding."""
+    return TARGET_HEALTH_CONDITION_PREFIX + binding_name

@@ -7,9 +7,17 @@ the object's Warning Event and condition.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from controller.apis.selectors import LabelSelector, LabelSelectorRequirement
 from controller.errors import InvalidInput
@@ -30,6 +38,57 @@ class ServiceReference(_Model):
     port: int | str
 
 
+class IPBlock(_Model):
+    cidr: str
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a CIDR") from None
+        return value
+
+
+class SecurityGroupPeer(_Model):
+    group_id: str = Field(alias="groupID", min_length=1)
+
+
+class NetworkingPeer(_Model):
+    ip_block: IPBlock | None = Field(default=None, alias="ipBlock")
+    security_group: SecurityGroupPeer | None = Field(default=None, alias="securityGroup")
+
+    @model_validator(mode="after")
+    def _one(self) -> NetworkingPeer:
+        if (self.ip_block is None) == (self.security_group is None):
+            raise ValueError("each peer needs exactly one of ipBlock, securityGroup")
+        return self
+
+
+class NetworkingPort(_Model):
+    protocol: Literal["TCP", "UDP"] = "TCP"
+    port: int | str | None = None  # None: every port
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and not 0 <= value <= 65535:
+            raise ValueError(f"port {value}: want 0..65535 or a port name")
+        return value
+
+
+class NetworkingIngressRule(_Model):
+    from_: tuple[NetworkingPeer, ...] = Field(alias="from", min_length=1)
+    ports: tuple[NetworkingPort, ...] = ()  # none: every TCP port
+
+
+class Networking(_Model):
+    """`spec.networking`: what the targets' security groups must admit."""
+
+    ingress: tuple[NetworkingIngressRule, ...] = ()
+
+
 class TargetGroupBindingSpec(_Model):
     target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
     target_group_name: str | None = Field(default=None, alias="targetGroupName")
@@ -39,7 +98,7 @@ class TargetGroupBindingSpec(_Model):
     ip_address_type: Literal["ipv4", "ipv6"] | None = Field(default=None, alias="ipAddressType")
     vpc_id: str | None = Field(default=None, alias="vpcID")
     multi_cluster_target_group: bool = Field(default=False, alias="multiClusterTargetGroup")
-    networking: dict[str, Any] | None = None
+    networking: Networking | None = None
     iam_role_arn_to_assume: str | None = Field(default=None, alias="iamRoleArnToAssume")
 
     @model_validator(mode="after")
@@ -60,5 +119,6 @@ def parse_spec(obj: dict[str, Any]) -> TargetGroupBindingSpec:
         raise InvalidSpec(f"invalid TargetGroupBinding spec: {where}: {message}") from None
 
 
-__all__ = ["InvalidSpec", "LabelSelector", "LabelSelectorRequirement", "ServiceReference",
-           "TargetGroupBindingSpec", "parse_spec"]
+__all__ = ["IPBlock", "InvalidSpec", "LabelSelector", "LabelSelectorRequirement", "Networking",
+           "NetworkingIngressRule", "NetworkingPeer", "NetworkingPort", "SecurityGroupPeer",
+           "ServiceReference", "TargetGroupBindingSpec", "parse_spec"]

@@ -7,6 +7,9 @@
 3. Kills the leader (no lease release, as SIGKILL), changes the workload at once, and shows the
    standby taking over: unchanged objects matched by their checkpoints wait in the paced LOW
    lane while the real change is applied first.
+4. Rolls a Deployment (played, as its kubelet) behind an NLB to a new revision with pod
+   readiness gates, injected by the replicas' webhook: the load balancer never has fewer
+   healthy targets than replicas, and old pods serve until their targets drained.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from controller.defaults import DEFAULT_WEBHOOK_SERVICE_NAME as WEBHOOK_SERVICE
 from controller.demo.display import Display
-from controller.demo.replica import Replica, replica_flags
+from controller.demo.replica import CONTROLLER_NAMESPACE, Replica, replica_flags
+from controller.demo.rollout import rollout_with_gates
 from controller.demo.standins import DemoExtraMissing, StandIns, require_extra, standins
 from controller.demo.workload import Workload
 from runtime.logging import configure_logging
@@ -98,6 +103,10 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
     await local.kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd", "--all")
     display.step(f"kubectl apply -f {manifests / 'examples'}")
     display.output(await local.kubectl("apply", "-f", str(manifests / "examples")))
+    display.step(f"kubectl apply -f {manifests / 'webhook'} (the admission webhooks; the "
+                 "replicas inject their CA)")
+    await local.kubectl("create", "namespace", CONTROLLER_NAMESPACE)
+    display.output(await local.kubectl("apply", "-f", str(manifests / "webhook")))
 
     flags = replica_flags(local.kubeconfig, local.aws_url, local.seed.vpc_id)
     workload = Workload(local)
@@ -107,11 +116,15 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
     try:
         for replica in replicas:
             await replica.start()
+        # The webhook Service of a cluster routes to a ready replica; here, the first one.
+        local.server.map_service(CONTROLLER_NAMESPACE, WEBHOOK_SERVICE, 443,
+                                 replicas[0].webhook_port)
         display.step("started two controller replicas, `aiolbc run` processes "
                      f"(pids {', '.join(str(r.pid) for r in replicas)}) with leader election "
                      "(lease 3s, renew 2s, retry 0.5s)")
         leader = await workload.wait_for_leader(replicas, display)
         await workload.wait_converged(display)
+        await workload.report_security_groups(display)
         await workload.report_health(display)
 
         standby = next(r for r in replicas if r is not leader)
@@ -119,11 +132,13 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
                      "deployment/web to 3 pods at the same moment")
         killed_at = time.monotonic()
         await leader.kill()
+        local.server.map_service(CONTROLLER_NAMESPACE, WEBHOOK_SERVICE, 443, standby.webhook_port)
         new_ip = await workload.scale_web()
         await workload.wait_leader(standby, display, since=killed_at)
         took_over = time.monotonic()
         await workload.report_takeover(new_ip, display, took_over=took_over)
         await workload.report_health(display)
+        await rollout_with_gates(local, await workload.kube(), display)
         display.step("kubectl get targetgroupbindings,services,ingresses -A")
         display.output(await local.kubectl("get", "targetgroupbindings,services,ingresses",
                                            "-A"))

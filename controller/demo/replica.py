@@ -28,12 +28,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+CONTROLLER_NAMESPACE = "aiolbc-system"  # the installation's: the Lease, the webhook Secret
+
+
 def replica_flags(kubeconfig: Path, aws_url: str, vpc_id: str) -> list[str]:
-    # Short leader-election timings so the takeover happens while you watch.
+    # Short leader-election timings so the takeover happens while you watch; target health read
+    # again every half second while pods wait for their readiness gates.
     return [
         "--cluster-name", CLUSTER, "--kubeconfig", str(kubeconfig), "--aws-region", REGION,
         "--aws-vpc-id", vpc_id, "--aws-endpoint-url", aws_url,
-        "--leader-election-namespace", "kube-system",
+        "--leader-election-namespace", CONTROLLER_NAMESPACE,
+        "--targetgroupbinding-requeue-duration", "0.5s",
         "--leader-election-lease-duration", "3s", "--leader-election-renew-deadline", "2s",
         "--leader-election-retry-period", "0.5s",
         "--checkpoint-verify-qps", "5", "--checkpoint-verify-burst", "5",
@@ -48,9 +53,11 @@ class Replica:
         self.log = workdir / f"{name}.log"
         self._proc: asyncio.subprocess.Process | None = None
         self._metrics_port = 0
+        self.webhook_port = 0  # where its admission webhooks are served (self-managed TLS)
 
     async def start(self) -> None:
         self._metrics_port = _free_port()
+        self.webhook_port = _free_port()
         aiolbc = Path(sys.executable).parent / "aiolbc"
         env = {**os.environ, "AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo",
                "AWS_DEFAULT_REGION": REGION}
@@ -59,6 +66,8 @@ class Replica:
                 str(aiolbc), "run", *self._flags,
                 "--metrics-bind-addr", f"127.0.0.1:{self._metrics_port}",
                 "--health-probe-bind-addr", f"127.0.0.1:{_free_port()}",
+                "--webhook-bind-host", "127.0.0.1", "--webhook-bind-port", str(self.webhook_port),
+                "--webhook-cert-dir", str(self.log.parent / f"{self.name}-certs"),
                 stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, env=env)
 
     @property

@@ -1,7 +1,7 @@
 """What the demo does to the cluster and AWS, and how it watches the result: it plays the
-kubelet (EndpointSlices for the example Deployment's pods, Nodes), creates the target groups the
-TargetGroupBindings point at, and polls the API server and AWS to narrate what the controllers
-did."""
+kubelet and the VPC CNI (a network interface in the node group for each pod, EndpointSlices for
+the example Deployment's pods, Nodes), creates the target groups the TargetGroupBindings point
+at, and polls the API server and AWS to narrate what the controllers did."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.demo.display import Display, bar
 from controller.demo.replica import Replica
-from controller.demo.standins import REGION, StandIns
+from controller.demo.standins import CLUSTER, REGION, StandIns
 from runtime.client import KubeClient
 from runtime.errors import NotFound
 from runtime.resources import ENDPOINTSLICES, INGRESSES, NODES, SERVICES
@@ -35,7 +35,7 @@ class Workload:
         self.proxy_pool: AWSClientPool | None = None
         self.target_groups: dict[str, str] = {}  # TGB name → target group ARN
 
-    async def _kube(self) -> KubeClient:
+    async def kube(self) -> KubeClient:
         if self.client is None:
             self.client = await KubeClient.from_kubeconfig(self.local.kubeconfig)
         return self.client
@@ -69,7 +69,12 @@ class Workload:
         return str(resp["TargetGroups"][0]["TargetGroupArn"])
 
     async def _slice(self, service: str, ips: list[str]) -> None:
-        client = await self._kube()
+        # The pods' network interfaces first, as the VPC CNI gives them before they run. The
+        # stand-ins are imported only once the demo checked they are installed.
+        from controller.standins import create_pod_enis
+
+        await asyncio.to_thread(create_pod_enis, self.local.moto_url, self.local.seed, ips)
+        client = await self.kube()
         body: dict[str, Any] = {
             "metadata": {"name": f"{service}-pods",
                          "labels": {"kubernetes.io/service-name": service}},
@@ -89,7 +94,7 @@ class Workload:
         await client.update(ENDPOINTSLICES, body)
 
     async def setup(self, *, objects: int, display: Display) -> None:
-        client = await self._kube()
+        client = await self.kube()
         display.step(f"playing the kubelet: pods {', '.join(WEB_IPS)} of deployment/web "
                      "become EndpointSlices; two Nodes backed by the seeded EC2 instances")
         for service in ("web", "web-nlb"):
@@ -141,7 +146,7 @@ class Workload:
 
     async def _hostnames(self, resource: Any, kind: str) -> list[str]:
         """One line per load balancer: the objects that share it (an Ingress group) → DNS."""
-        client = await self._kube()
+        client = await self.kube()
         by_host: dict[str, list[str]] = {}
         for obj in (await client.list(resource, NAMESPACE))["items"]:
             for ingress in ((obj.get("status") or {}).get("loadBalancer") or {}).get(
@@ -156,7 +161,7 @@ class Workload:
         return lines
 
     async def wait_converged(self, display: Display) -> None:
-        client = await self._kube()
+        client = await self.kube()
         deadline = time.monotonic() + CONVERGE_TIMEOUT
         shown: set[str] = set()
         while True:
@@ -182,6 +187,35 @@ class Workload:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"not converged within {CONVERGE_TIMEOUT:.0f} s")
             await asyncio.sleep(0.2)
+
+    async def report_security_groups(self, display: Display) -> None:
+        """Who each load balancer's managed group admits, and what the pods' group admits
+        from the shared backend group."""
+        ec2 = await self._aws()
+        found = await ec2.call("ec2", "DescribeSecurityGroups", Filters=[
+            {"Name": "tag:elbv2.k8s.aws/cluster", "Values": [CLUSTER]}])
+        backend, backend_name = "", ""
+        lines = []
+        for group in found.get("SecurityGroups") or []:
+            tags = {t["Key"]: t.get("Value", "") for t in group.get("Tags") or []}
+            if tags.get("elbv2.k8s.aws/resource") == "backend-sg":
+                backend, backend_name = str(group["GroupId"]), str(group["GroupName"])
+                continue
+            stack = tags.get("ingress.k8s.aws/stack") or tags.get("service.k8s.aws/stack")
+            kind = "ALB" if "ingress.k8s.aws/stack" in tags else "NLB"
+            lines.append(f"{kind} of {stack}: group {group['GroupName']} admits "
+                         f"{_admits(group)}")
+        for line in sorted(lines):
+            display.step(f"security groups: {line}")
+        node = (await ec2.call("ec2", "DescribeSecurityGroups",
+                               GroupIds=[self.local.seed.node_security_group_id]))
+        pods = node["SecurityGroups"][0]
+        ports = sorted({_ports(p) for p in pods.get("IpPermissions") or []
+                        if any(g.get("GroupId") == backend
+                               for g in p.get("UserIdGroupPairs") or [])})
+        display.step(f"security groups: the pods' group {pods['GroupName']} admits the backend "
+                     f"group {backend_name or '(none)'} ({backend or '-'}) on "
+                     f"{', '.join(ports) or 'no port'}")
 
     async def report_health(self, display: Display) -> None:
         """Target health summed over every target group, as the controllers see it: the
@@ -252,3 +286,20 @@ class Workload:
                 f"real change; mutating AWS calls for them: {len(touched & unchanged)}")
         summary = ", ".join(f"{op} x{n}" for op, n in sorted(calls.items()))
         display.step(f"AWS calls since takeover: {summary or 'none'}")
+
+
+def _ports(permission: dict[str, Any]) -> str:
+    low, high = permission.get("FromPort"), permission.get("ToPort")
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def _admits(group: dict[str, Any]) -> str:
+    """`0.0.0.0/0 on 80` per source, ports merged."""
+    by_source: dict[str, list[str]] = {}
+    for permission in group.get("IpPermissions") or []:
+        for key, field in (("IpRanges", "CidrIp"), ("Ipv6Ranges", "CidrIpv6"),
+                           ("PrefixListIds", "PrefixListId")):
+            for item in permission.get(key) or []:
+                by_source.setdefault(str(item.get(field)), []).append(_ports(permission))
+    return "; ".join(f"{source} on {', '.join(sorted(set(ports)))}"
+                     for source, ports in sorted(by_source.items())) or "nobody"

@@ -27,9 +27,15 @@ from controller.deploy.resolve import ResolverSettings, StackResolver
 from controller.deploy.result import DeployResult, LoadBalancerStatus, ResolvedTargetGroupBinding
 from controller.deploy.rules import converge_rules
 from controller.deploy.run import DeployRun
+from controller.deploy.securitygroups import (
+    PreparedGroups,
+    SecurityGroupSettings,
+    StackSecurityGroups,
+)
 from controller.deploy.tags import Tracking, describe_tags
 from controller.deploy.targetgroups import converge_target_group
 from controller.model import TARGET_GROUP, Stack, StackKind
+from controller.networking.backend import BackendSecurityGroup
 from runtime.clock import Clock, RealClock
 
 
@@ -43,19 +49,30 @@ class DeployerSettings:
     # A target group still attached to something being deleted: retry this many times.
     in_use_retries: int = 5
     in_use_backoff: float = 0.2
+    # A security group AWS still finds in use (a deleted load balancer's interfaces linger):
+    # retry this many times, then leave it to the next reconcile.
+    security_group_retries: int = 3
+    security_group_backoff: float = 1.0
 
 
 class StackDeployer:
     def __init__(self, pool: AWSClientPool, settings: DeployerSettings, *,
                  resolver: StackResolver | None = None, clock: Clock | None = None,
                  before_mutation: BeforeMutation | None = None,
-                 after_mutation: AfterMutation | None = None) -> None:
+                 after_mutation: AfterMutation | None = None,
+                 backend: BackendSecurityGroup | None = None) -> None:
+        """`backend`: the shared backend security group, when several deployers share it (the
+        Service and Ingress controllers of one process); by default this deployer's own."""
         self._pool = pool
         self._settings = settings
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
         self._batcher = DescribeBatcher(pool, clock=self._clock)
+        self._groups = StackSecurityGroups(
+            cluster=settings.cluster_name, backend=backend, clock=self._clock,
+            settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,
+                                           delete_backoff=settings.security_group_backoff))
         # Test seams: see `calls.BeforeMutation`.
         self.before_mutation = before_mutation
         self.after_mutation = after_mutation
@@ -63,6 +80,10 @@ class StackDeployer:
     @property
     def owned(self) -> OwnedArns:
         return self._owned
+
+    @property
+    def backend(self) -> BackendSecurityGroup:
+        return self._groups.backend
 
     def _calls(self) -> Calls:
         return Calls(self._pool, before_mutation=self.before_mutation,
@@ -107,8 +128,12 @@ class StackDeployer:
                         tracking=self._tracking(stack.kind, stack.id,
                                                 stack.context.external_managed_tags),
                         rewrite_write_only=rewrite_write_only)
+        # The security-group step, started once the stack is resolved; stopped here if the
+        # deploy ends before it does.
+        started: list[asyncio.Future[PreparedGroups]] = []
         try:
-            return await self._deploy(run, owned, cold=cold and not fresh, retain=retain)
+            return await self._deploy(run, key, owned, started, cold=cold and not fresh,
+                                      fresh=fresh, retain=retain)
         except BaseException:
             # Half-learnt records of a stack never seen before are dropped (the next run finds
             # everything by name and tags again), unless the one-time scan filled them: that
@@ -116,9 +141,15 @@ class StackDeployer:
             if cold and not self._owned.scanned:
                 self._owned.forget(key)
             raise
+        finally:
+            for step in started:
+                if not step.done():
+                    step.cancel()
+            await asyncio.gather(*started, return_exceptions=True)
 
-    async def _deploy(self, run: DeployRun, owned: StackArns, *, cold: bool,
-                      retain: Set[str]) -> DeployResult:
+    async def _deploy(self, run: DeployRun, key: StackKey, owned: StackArns,
+                      started: list[asyncio.Future[PreparedGroups]], *, cold: bool,
+                      fresh: bool, retain: Set[str]) -> DeployResult:
         calls = run.calls
         lb_id, lb_model = next(iter(run.stack.load_balancers.items()), (None, None))
 
@@ -135,6 +166,10 @@ class StackDeployer:
                 run.stack = run.stack.model_copy(update={"load_balancers": {lb_id: followed}})
         run.stack = stack = await self._resolver.resolve(run.stack, calls)
         lb_arn = current_lb["LoadBalancerArn"] if current_lb is not None else None
+        # Security groups concurrently with the target groups, before the load balancer, which
+        # is created carrying them; only once the stack resolved (a ResolveError changes nothing).
+        groups_step = asyncio.ensure_future(self._groups.prepare(run, key, fresh=fresh))
+        started.append(groups_step)
 
         # Observe target groups, listeners and rules concurrently, then all their tags at once.
         (tgs, in_use), current_listeners = await asyncio.gather(
@@ -172,15 +207,23 @@ class StackDeployer:
 
         await run_all(one_tg(rid) for rid in sorted(stack.target_groups))
 
+        groups = await groups_step
+
         # Converge the load balancer, its listeners and rules.
         lb_status: LoadBalancerStatus | None = None
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
         lb_model = stack.load_balancers.get(lb_id) if lb_id is not None else None
         if lb_model is not None and lb_id is not None:
-            lb_desc = await converge_load_balancer(
-                run, lb_id, lb_model, current_lb,
-                tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {})
+            try:
+                lb_desc = await converge_load_balancer(
+                    run, lb_id, self._groups.load_balancer(run, lb_model, groups), current_lb,
+                    tags.get(current_lb["LoadBalancerArn"], {}) if current_lb else {},
+                    dropped_groups=frozenset(groups.orphans))
+            except AWSError as exc:
+                if exc.code in ("InvalidSecurityGroup", "InvalidGroup.NotFound"):
+                    self._groups.backend_gone(run.vpc_id)
+                raise
             lb_arn = lb_desc["LoadBalancerArn"]
             owned.load_balancers.add(lb_arn)
             lb_status = LoadBalancerStatus(
@@ -199,9 +242,12 @@ class StackDeployer:
         deleting = [arn for arn in matched.orphans if arn not in retain]
         await self._delete_target_groups(calls, deleting)
         owned.target_groups -= set(deleting)
+        await self._groups.finish(run, key, groups)
 
         bindings = {
-            rid: ResolvedTargetGroupBinding(rid, tgb, run.resolve(tgb.target_group_arn))
+            rid: ResolvedTargetGroupBinding(
+                rid, tgb, run.resolve(tgb.target_group_arn),
+                networking=self._groups.networking(run, tgb.networking, groups))
             for rid, tgb in stack.target_group_bindings.items()
         }
         return DeployResult(
@@ -274,13 +320,16 @@ class StackDeployer:
                 await self._clock.sleep(self._settings.in_use_backoff * 2 ** attempt)
         raise DeployError(f"target groups still in use, not deleted: {', '.join(pending)}")
 
-    async def delete_stack(self, stack_id: str, kind: StackKind) -> DeployResult:
-        """Delete every load balancer and target group tagged with this stack. Listeners and
-        rules go with their load balancer. Idempotent: NotFound counts as deleted."""
+    async def delete_stack(self, stack_id: str, kind: StackKind, *,
+                           vpc_id: str | None = None) -> DeployResult:
+        """Delete every load balancer, target group and security group tagged with this stack
+        (listeners and rules go with their load balancer), then release the backend security
+        group of `vpc_id`. Idempotent: NotFound counts as deleted."""
         calls = self._calls()
         key: StackKey = (kind, stack_id)
         if not self._owned.known(key):
             await self._owned.ensure_scanned(calls)
+            await self._groups.ensure_scanned(calls)
         owned = self._owned.get(key)
         tracking = self._tracking(kind, stack_id)
         arns = sorted(owned.load_balancers | owned.target_groups)
@@ -292,6 +341,7 @@ class StackDeployer:
         await self._delete_target_groups(calls, tg_arns)
         owned.load_balancers.clear()
         owned.target_groups.clear()
+        await self._groups.delete_stack(calls, tracking, key, vpc_id=vpc_id)
         return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
                             mutating_calls=calls.counts.mutating)
 

@@ -3,6 +3,7 @@ attributes, tags."""
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any
 
 from controller.deploy.errors import DeployError
@@ -17,7 +18,10 @@ def subnets_of(desc: dict[str, Any]) -> set[str]:
 
 async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalancer,
                                  current: dict[str, Any] | None,
-                                 current_tags: dict[str, str]) -> dict[str, Any]:
+                                 current_tags: dict[str, str], *,
+                                 dropped_groups: Set[str] = frozenset()) -> dict[str, Any]:
+    """`dropped_groups`: security groups of ours this deploy deletes once the load balancer
+    no longer carries them."""
     if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
         raise DeployError(f"load balancer {lb.name}: subnets were not resolved")
     desired_tags = run.desired_tags(resource_id, lb.tags)
@@ -29,15 +33,31 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
             raise DeployError(f"load balancer {lb.name}: {key} is {current.get(key)} in AWS but "
                               f"{want} in the model, and cannot be changed in place")
     have_sgs = set(current.get("SecurityGroups") or [])
-    # A model naming no security group does not say the load balancer should have none: an
-    # adopted one keeps the groups it carries (upstream's managed and backend groups among
-    # them); setting an empty list would drop them.
-    if lb.security_groups and have_sgs != set(lb.security_groups):
+    wanted_sgs = [str(g) for g in lb.security_groups]  # IDs by now (resolved by the deployer)
+    private_link = lb.inbound_rules_on_private_link
+    have_private_link = current.get("EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic")
+    if not wanted_sgs:
+        # A model naming no security group does not say the load balancer should have none:
+        # an adopted one keeps the groups it carries (someone else's among them), since an
+        # empty list would drop them. Groups of ours about to be deleted cannot stay, though,
+        # and AWS cannot take every group off a network load balancer.
+        if have_sgs & dropped_groups:
+            raise DeployError(
+                f"load balancer {lb.name}: AWS cannot remove every security group from a "
+                "network load balancer created with them; keep at least one, or let the "
+                "Service's load balancer be replaced")
+    elif have_sgs != set(wanted_sgs) or (
+            private_link is not None and have_private_link != private_link):
         if lb.type == "network" and not have_sgs:
-            raise DeployError(f"load balancer {lb.name}: security groups cannot be added to a "
-                              "network load balancer created without them")
-        await run.calls.call("SetSecurityGroups", LoadBalancerArn=arn,
-                             SecurityGroups=list(lb.security_groups))
+            raise DeployError(
+                f"load balancer {lb.name}: AWS cannot add security groups to a network load "
+                "balancer created without them; keep it without (annotation "
+                "service.beta.kubernetes.io/aws-load-balancer-disable-nlb-sg: \"true\") or "
+                "let the Service's load balancer be replaced")
+        params: dict[str, Any] = {"LoadBalancerArn": arn, "SecurityGroups": wanted_sgs}
+        if private_link is not None:
+            params["EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic"] = private_link
+        await run.calls.call("SetSecurityGroups", **params)
     if subnets_of(current) != set(lb.subnets):
         await run.calls.call("SetSubnets", LoadBalancerArn=arn, Subnets=list(lb.subnets))
     if current.get("IpAddressType") != lb.ip_address_type:
@@ -70,7 +90,7 @@ async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
         "Tags": as_api_tags(tags),
     }
     if lb.security_groups:
-        params["SecurityGroups"] = list(lb.security_groups)
+        params["SecurityGroups"] = [str(g) for g in lb.security_groups]
     resp = await run.calls.call("CreateLoadBalancer", **params)
     created: dict[str, Any] = resp["LoadBalancers"][0]
     return created, tags

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller.model import TargetGroupBindingResource
 
@@ -23,6 +24,8 @@ class ResolvedTargetGroupBinding:
     resource_id: str
     spec: TargetGroupBindingResource
     target_group_arn: str
+    # `spec.networking` as Kubernetes stores it, security group IDs filled in.
+    networking: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """Ingress → Application Load Balancer: IngressClass ownership, Ingress groups, annotations,
 the pure model builder and the group reconciler. The same facade as every controller package:
-`Settings`, `setup(manager, *, pool, settings)`."""
+`Settings`, `setup(manager, *, pool, settings)`; `admit`/`admit_params` decide admission with
+the same code."""
 
+from controller.ingress.admission import admit, admit_params
+from controller.ingress.caches import Caches
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, BuiltGroup, build_group
-from controller.ingress.wiring import CONTROLLER_NAME, Settings, setup
+from controller.ingress.wiring import CONTROLLER_NAME, Settings, admission_caches, setup
 
-__all__ = ["BUILDER_VERSION", "CONTROLLER_NAME", "BuilderSettings", "BuiltGroup", "Settings",
-           "build_group", "setup"]
+__all__ = ["BUILDER_VERSION", "CONTROLLER_NAME", "BuilderSettings", "BuiltGroup", "Caches",
+           "Settings", "admission_caches", "admit", "admit_params", "build_group", "setup"]

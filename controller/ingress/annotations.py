@@ -47,7 +47,8 @@ INGRESS_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for s
     # load balancer and listeners (the group's members merged)
     "scheme", "load-balancer-name", "ip-address-type", "subnets", "security-groups",
     "load-balancer-attributes", "ssl-redirect", "inbound-cidrs", "ssl-policy", "listen-ports",
-    "certificate-arn", "tags", "actions.*", "conditions.*",
+    "certificate-arn", "tags", "actions.*", "conditions.*", "security-group-prefix-lists",
+    "manage-backend-security-group-rules",
     # groups
     "group.name", "group.order",
     # target groups (Service first, then Ingress)
@@ -80,6 +81,8 @@ class IngressAnnotations:
     load_balancer_attributes: Mapping[str, str] | None = None
     ssl_redirect: int | None = None
     inbound_cidrs: tuple[str, ...] | None = None
+    prefix_lists: tuple[str, ...] | None = None
+    manage_backend_rules: bool | None = None
     ssl_policy: str | None = None
     listen_ports: tuple[ListenPort, ...] | None = None
     certificate_arns: tuple[str, ...] = ()
@@ -95,6 +98,8 @@ EXCLUSIVE_FIELDS: Final = (
     ("security_groups", "security-groups"),
     ("load_balancer_attributes", "load-balancer-attributes"),
     ("ssl_redirect", "ssl-redirect"), ("inbound_cidrs", "inbound-cidrs"),
+    ("prefix_lists", "security-group-prefix-lists"),
+    ("manage_backend_rules", "manage-backend-security-group-rules"),
     ("ssl_policy", "ssl-policy"),
 )
 
@@ -158,6 +163,8 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         load_balancer_attributes=reader.get_string_map("load-balancer-attributes"),
         ssl_redirect=reader.get_int("ssl-redirect", minimum=1, maximum=65535),
         inbound_cidrs=reader.get("inbound-cidrs", validators.cidrs),
+        prefix_lists=reader.get("security-group-prefix-lists", validators.prefix_lists),
+        manage_backend_rules=reader.get_bool("manage-backend-security-group-rules"),
         ssl_policy=reader.get_str("ssl-policy"),
         listen_ports=reader.get("listen-ports", _listen_ports),
         certificate_arns=reader.get("certificate-arn", validators.certificate_arns) or (),

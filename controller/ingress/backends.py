@@ -22,15 +22,17 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassParams
-from controller.ingress.merge import BuildError
+from controller.ingress.merge import BuildError, MissingObject
 from controller.ingress.schemas import ActionSpec
 from controller.model import (
     Action,
     AuthenticateOidcAction,
     FixedResponseAction,
     ForwardAction,
+    GroupReference,
     HealthCheck,
     HealthCheckMatcher,
+    NetworkingPort,
     RedirectAction,
     Ref,
     ServiceReference,
@@ -41,6 +43,7 @@ from controller.model import (
     WeightedTargetGroup,
     ingress_target_group_name,
 )
+from controller.networking.frontend import binding_networking
 from runtime.objects import Obj, meta
 
 
@@ -55,6 +58,10 @@ class Backends:
     labels: Mapping[str, str]
     default_target_type: Literal["instance", "ip"]
     tags: Mapping[str, str]
+    # What the targets' groups must admit (the backend group, or the managed frontend group
+    # without one); None: no rules are managed on them.
+    target_source: GroupReference | None = None
+    restricted_rules: bool = True
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -64,8 +71,8 @@ class Backends:
         self.services.add(f"{namespace}/{name}")
         svc = self.caches.services.get(f"{namespace}/{name}")
         if svc is None:
-            raise BuildError(f"Ingress {namespace}/{meta(ing).get('name')}: backend Service "
-                             f"{namespace}/{name} not found")
+            raise MissingObject(f"Ingress {namespace}/{meta(ing).get('name')}: backend "
+                                f"Service {namespace}/{name} not found")
         return svc
 
     def target_group(self, ing: Obj, service_name: str, port: int | str,
@@ -79,22 +86,25 @@ class Backends:
         svc_port = _find_port(svc, port)
         where = f"Ingress {namespace}/{ing_name}: Service {namespace}/{service_name} port {port}"
         if svc_port is None:
-            raise BuildError(f"{where} not found")
+            raise MissingObject(f"{where} not found")
         try:
             settings = parse_target_group(
                 ing, svc, default_target_type=self.default_target_type,
                 params_target_type=params.target_type if params is not None else None)
         except AnnotationError as exc:
             raise BuildError(f"Ingress {namespace}/{ing_name}: {exc}") from None
+        traffic_port: int | str
         if settings.target_type == "instance":
             node_port = svc_port.get("nodePort")
             if not isinstance(node_port, int):
                 raise BuildError(f"{where}: instance targets need a NodePort or LoadBalancer "
                                  "Service (or use target-type ip)")
-            tg_port = node_port
+            tg_port = traffic_port = node_port
         else:
             target = svc_port.get("targetPort", svc_port.get("port"))
             tg_port = target if isinstance(target, int) else 1
+            # A named target port is resolved per target by the binding's controller.
+            traffic_port = target if isinstance(target, int | str) else tg_port
         name = ingress_target_group_name(
             self.cluster_name, group_id=self.stack_id, ingress_namespace=namespace,
             ingress_name=ing_name, service_namespace=namespace, service_name=service_name,
@@ -110,11 +120,17 @@ class Backends:
         except ValueError as exc:
             raise BuildError(f"{where}: {_first_line(exc)}") from None
         ref = self.builder.add_target_group(rid, tg)
+        ports = [NetworkingPort(port=traffic_port)]
+        if isinstance(settings.hc_port, int) and settings.hc_port != traffic_port:
+            ports.append(NetworkingPort(port=settings.hc_port))
         self.builder.add(rid, TargetGroupBindingResource(
             name=name, namespace=namespace, target_group_arn=ref,
             target_type=settings.target_type,
             service_ref=ServiceReference(name=service_name, port=port),
-            multi_cluster_target_group=settings.multi_cluster, labels=dict(self.labels)))
+            multi_cluster_target_group=settings.multi_cluster,
+            networking=binding_networking(self.target_source, ports,
+                                          restricted=self.restricted_rules),
+            labels=dict(self.labels)))
         self.refs[rid] = ref
         return ref
 
@@ -202,7 +218,7 @@ class Backends:
         secret = self.caches.secrets.get(key)
         where = f"Ingress {namespace}/{meta(ing).get('name')}"
         if secret is None:
-            raise BuildError(f"{where}: OIDC Secret {key} not found")
+            raise MissingObject(f"{where}: OIDC Secret {key} not found")
         data = secret.get("data") or {}
         client_id = _secret_value(data, "clientID", "clientId")
         client_secret = _secret_value(data, "clientSecret")

@@ -32,7 +32,7 @@ from controller.apis import (
     LEGACY_CLASS_ANNOTATION,
     LabelSelector,
 )
-from controller.errors import InvalidInput
+from controller.errors import InvalidInput, MissingReference
 from controller.ingress.caches import Caches
 from runtime.objects import Obj, annotations_of, dig, labels_of, meta
 
@@ -41,6 +41,10 @@ class ClassError(InvalidInput):
     """The Ingress is ours but its class cannot be used; the message is shown as is."""
 
     condition_reason = "InvalidIngressClass"
+
+
+class MissingParams(ClassError, MissingReference):
+    """The IngressClassParams a class references does not exist (yet)."""
 
 
 class _Spec(BaseModel):
@@ -69,6 +73,7 @@ class ClassParams(_Spec):
     group: _Group | None = None
     scheme: Literal["internal", "internet-facing"] | None = None
     inbound_cidrs: tuple[str, ...] | None = Field(default=None, alias="inboundCIDRs")
+    prefix_lists_ids: tuple[str, ...] | None = Field(default=None, alias="prefixListsIDs")
     ssl_policy: str | None = Field(default=None, alias="sslPolicy")
     subnets: _Subnets | None = None
     ip_address_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] | None = (
@@ -119,6 +124,9 @@ def parse_params(obj: Obj) -> ClassParams:
                        validators.certificate_arns))
     if params.inbound_cidrs is not None:
         checks.append(("inboundCIDRs", ",".join(params.inbound_cidrs), validators.cidrs))
+    if params.prefix_lists_ids is not None:
+        checks.append(("prefixListsIDs", ",".join(params.prefix_lists_ids),
+                       validators.prefix_lists))
     if params.subnets is not None and params.subnets.ids:
         checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))
     for field_name, raw, check in checks:
@@ -190,8 +198,8 @@ def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
                          f"{INGRESSCLASSPARAMS.group} {INGRESSCLASSPARAMS.kind}")
     params_obj = caches.params.get(str(ref.get("name") or ""))
     if params_obj is None:
-        raise ClassError(f"IngressClass {class_name}: IngressClassParams {ref.get('name')} "
-                         "not found")
+        raise MissingParams(f"IngressClass {class_name}: IngressClassParams {ref.get('name')} "
+                            "not found")
     params = parse_params(params_obj)
     if params.namespace_selector is not None:
         namespace = str(meta(ing).get("namespace") or "")

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from controller.annotations import quote
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
-from controller.errors import InvalidInput
+from controller.errors import InvalidInput, MissingReference
 from controller.ingress.annotations import (
     DEFAULT_INBOUND_CIDRS,
     DEFAULT_INBOUND_CIDRS_DUALSTACK,
@@ -31,6 +31,10 @@ class BuildError(InvalidInput):
     condition_reason = "FailedBuildModel"
 
 
+class MissingObject(BuildError, MissingReference):
+    """A backend Service (or its port) or an OIDC Secret that does not exist (yet)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class LoadBalancerConfig:
     scheme: Literal["internal", "internet-facing"]
@@ -40,10 +44,13 @@ class LoadBalancerConfig:
     security_groups: tuple[str, ...]
     attributes: Mapping[str, str]
     ssl_redirect: int | None
-    # Recorded only: without managed security groups there is nowhere to apply them.
+    # Who the managed frontend group admits (CIDRs already defaulted when neither CIDRs nor
+    # prefix lists are given).
     inbound_cidrs: tuple[str, ...]
     ssl_policy: str
     tags: Mapping[str, str] = field(default_factory=dict)
+    prefix_lists: tuple[str, ...] = ()
+    manage_backend_rules: bool | None = None  # None: --enable-manage-backend-security-group-rules
 
 
 def apply_params(ann: IngressAnnotations, params: ClassParams | None) -> IngressAnnotations:
@@ -61,6 +68,8 @@ def apply_params(ann: IngressAnnotations, params: ClassParams | None) -> Ingress
         update["ssl_policy"] = params.ssl_policy
     if params.inbound_cidrs is not None:
         update["inbound_cidrs"] = tuple(params.inbound_cidrs)
+    if params.prefix_lists_ids is not None:
+        update["prefix_lists"] = tuple(params.prefix_lists_ids)
     if params.subnets is not None and (params.subnets.ids or params.subnets.tags):
         if params.subnets.ids and params.subnets.tags:
             raise BuildError(f"IngressClassParams {params.name}: subnets: give either ids or "
@@ -127,8 +136,9 @@ def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
     tags.update(default_tags or {})
     ip_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] = (
         values["ip_address_type"] or "ipv4")
-    inbound = values["inbound_cidrs"] or (
-        DEFAULT_INBOUND_CIDRS if ip_type == "ipv4" else DEFAULT_INBOUND_CIDRS_DUALSTACK)
+    prefix_lists = values["prefix_lists"] or ()
+    inbound = values["inbound_cidrs"] or (() if prefix_lists else (
+        DEFAULT_INBOUND_CIDRS if ip_type == "ipv4" else DEFAULT_INBOUND_CIDRS_DUALSTACK))
     return LoadBalancerConfig(
         scheme=values["scheme"] or default_scheme,
         name=values["load_balancer_name"],
@@ -140,4 +150,6 @@ def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
         inbound_cidrs=tuple(inbound),
         ssl_policy=values["ssl_policy"] or default_ssl_policy,
         tags=tags,
+        prefix_lists=tuple(prefix_lists),
+        manage_backend_rules=values["manage_backend_rules"],
     )

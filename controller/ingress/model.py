@@ -2,8 +2,15 @@
 
 No AWS calls: subnets and certificates not named explicitly become `SubnetDiscovery` and
 `CertificateDiscovery` placeholders for the deployer's resolve stage; security group names stay
-names (the reconciler resolves them). So the result, and its checkpoint, can be computed from
-the informer caches at enqueue time.
+names and the shared backend group a placeholder (the deployer resolves both). So the result,
+and its checkpoint, can be computed from the informer caches at enqueue time.
+
+Security groups (upstream's default path): without `security-groups` the group gets a managed
+frontend group admitting its inbound CIDRs and prefix lists on every listen port, and the
+load balancer carries it with the shared backend group; the managed bindings ask their
+targets' groups to admit the backend group on the target (and health-check) ports. With
+`security-groups`, the user's groups, and the backend group only when backend rules are
+managed.
 
 Rule order (upstream): members by (group.order, namespace, name); within an Ingress its rules
 in order; within a rule its paths with Exact first, then Prefix by length (longest first), then
@@ -32,6 +39,7 @@ from controller.ingress.merge import (
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
 from controller.model import (
+    MANAGED_SECURITY_GROUP_ID,
     Action,
     CertificateDiscovery,
     Condition,
@@ -48,6 +56,7 @@ from controller.model import (
     QueryStringKeyValue,
     Quotas,
     RedirectAction,
+    SecurityGroup,
     SourceIpCondition,
     Stack,
     StackBuilder,
@@ -55,7 +64,15 @@ from controller.model import (
     SubnetDiscovery,
     check_quotas,
     describe_validation_error,
+    ingress_security_group_name,
     load_balancer_name,
+)
+from controller.networking.frontend import (
+    BackendSettings,
+    LoadBalancerGroups,
+    frontend_rules,
+    is_ipv6,
+    load_balancer_groups,
 )
 from runtime.objects import Obj, meta
 
@@ -63,8 +80,9 @@ from runtime.objects import Obj, meta
 # then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC
 # credentials are covered by their Secret's version instead of a digest of the secret.
 # 3: target group names hash upstream's default protocol version; the default action's
-# fixed response is text/plain, as upstream's.
-BUILDER_VERSION: Final = 3
+# fixed response is text/plain, as upstream's. 4: managed security groups and the bindings'
+# networking.
+BUILDER_VERSION: Final = 4
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 
 
@@ -83,6 +101,7 @@ class BuilderSettings:
     default_tags: Mapping[str, str] = field(default_factory=dict)
     external_managed_tags: frozenset[str] = frozenset()
     quotas: Quotas = field(default_factory=Quotas)
+    backend_sg: BackendSettings = field(default_factory=BackendSettings)
 
     @property
     def context(self) -> StackContext:
@@ -140,9 +159,13 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                              external_managed_tags=settings.external_managed_tags)
     request = group.request
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
+    ports = _listen_ports(parsed)
+    groups = _security_groups(group, lb, ports, builder, settings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster_name,
                         stack_id=group.stack_id, labels=stack_labels(request),
-                        default_target_type=settings.default_target_type, tags=lb.tags)
+                        default_target_type=settings.default_target_type, tags=lb.tags,
+                        target_source=groups.target_source,
+                        restricted_rules=settings.backend_sg.restricted_rules)
     # Listeners and rules carry the default tags only (the tags annotation is for the load
     # balancer and its target groups).
     listener_tags = dict(settings.default_tags)
@@ -155,12 +178,11 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             name=name, type="application", scheme=lb.scheme, ip_address_type=lb.ip_address_type,
             subnets=lb.subnets if lb.subnets else SubnetDiscovery(
                 role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
-            security_groups=lb.security_groups, attributes=dict(lb.attributes),
+            security_groups=groups.security_groups, attributes=dict(lb.attributes),
             tags=dict(lb.tags)))
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
 
-    ports = _listen_ports(parsed)
     if lb.ssl_redirect is not None and ports.get(lb.ssl_redirect) != "HTTPS":
         raise BuildError(f"group {request.key}: ssl-redirect port {lb.ssl_redirect} is not an "
                          "HTTPS listen port")
@@ -222,6 +244,39 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))
+
+
+def _security_groups(group: Group, lb: LoadBalancerConfig,
+                     ports: Mapping[int, Literal["HTTP", "HTTPS"]], builder: StackBuilder,
+                     settings: BuilderSettings) -> LoadBalancerGroups:
+    """The managed frontend group (when no groups are given), and the groups the load
+    balancer carries."""
+    request = group.request
+    manage = (settings.backend_sg.manage_rules_default if lb.manage_backend_rules is None
+              else lb.manage_backend_rules)
+    managed = None
+    if not lb.security_groups:
+        first = group.members[0].ingress
+        dualstack = lb.ip_address_type != "ipv4"
+        # IPv6 sources only reach a dualstack load balancer (upstream drops them otherwise).
+        cidrs = [c for c in lb.inbound_cidrs if dualstack or not is_ipv6(c)]
+        try:
+            managed = builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
+                name=ingress_security_group_name(
+                    settings.cluster_name, str(meta(first).get("namespace")),
+                    str(meta(first).get("name")),
+                    group=request.name if is_explicit(request) else None),
+                ingress=frontend_rules(((p, port) for port, p in sorted(ports.items())),
+                                       cidrs=cidrs, prefix_lists=lb.prefix_lists),
+                tags=dict(lb.tags)))
+        except ValueError as exc:
+            raise BuildError(f"group {request.key}: {_message(exc)}") from None
+    try:
+        return load_balancer_groups(managed=managed, user_groups=lb.security_groups,
+                                    manage_backend_rules=manage, backend=settings.backend_sg,
+                                    where=f"group {request.key}")
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None
 
 
 def _message(exc: Exception) -> str:

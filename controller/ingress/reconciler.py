@@ -59,7 +59,6 @@ from controller.ingress.vanished import (
     recorded_unknown,
 )
 from controller.ingress.watches import BINDING_STACK_INDEX, ingress_service_index
-from controller.model import LoadBalancer, Stack
 from controller.reconcilers import ObjectWriter, Recorder
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
@@ -284,8 +283,7 @@ class IngressReconciler:
         # matched by target group ARN. Bindings the model dropped are deleted only now that the
         # listeners point elsewhere, and their target groups on a later pass, once they are
         # gone (their deletion events wake the group; the poll is a safety net).
-        stack = await self._resolve_security_groups(built)
-        result = await self._deployer.deploy(stack, fresh=fresh,
+        result = await self._deployer.deploy(built.stack, fresh=fresh,
                                              rewrite_write_only=not matched,
                                              retain=retained_arns(current))
         applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
@@ -341,31 +339,11 @@ class IngressReconciler:
             await self._bindings_writer.delete(bindings)
             # Their deletion events wake the group again; the poll is a safety net.
             return Result(requeue_after=self._cleanup_poll)
-        await self._deployer.delete_stack(group.stack_id, "ingress")
+        await self._deployer.delete_stack(group.stack_id, "ingress",
+                                          vpc_id=self._settings.vpc_id or None)
         for ing in group.leaving:
             await self._release(ing, group.request, clear=True)
         return Result()
-
-    async def _resolve_security_groups(self, built: BuiltGroup) -> Stack:
-        """Security group names → IDs in the VPC (IDs pass through)."""
-        stack = built.stack
-        vpc_id = stack.context.vpc_id
-        lbs: dict[str, LoadBalancer] = dict(stack.load_balancers)
-        for rid, lb in lbs.items():
-            names = [sg for sg in lb.security_groups if not sg.startswith("sg-")]
-            if not names:
-                continue
-            resp = await self._pool.call("ec2", "DescribeSecurityGroups", Filters=[
-                {"Name": "vpc-id", "Values": [vpc_id]},
-                {"Name": "group-name", "Values": names}])
-            by_name = {g["GroupName"]: g["GroupId"] for g in resp.get("SecurityGroups") or []}
-            missing = sorted(set(names) - set(by_name))
-            if missing:
-                raise DeployError(f"security groups not found in VPC {vpc_id}: "
-                                  + ", ".join(missing))
-            ids = [sg if sg.startswith("sg-") else by_name[sg] for sg in lb.security_groups]
-            lbs[rid] = lb.model_copy(update={"security_groups": tuple(sorted(set(ids)))})
-        return stack.model_copy(update={"load_balancers": lbs})
 
     # ---- writes ------------------------------------------------------------------------------
 

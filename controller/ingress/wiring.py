@@ -14,9 +14,17 @@ from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
 from controller.deploy import DeployerSettings, StackDeployer
+from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
 from controller.ingress.exclusions import GroupNamespaces
-from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
+from controller.ingress.groups import (
+    CLASS_INDEX,
+    GROUP_INDEX,
+    GroupLoader,
+    class_keys,
+    former_groups,
+    index_keys,
+)
 from controller.ingress.model import BuilderSettings
 from controller.ingress.reconciler import IngressReconciler
 from controller.ingress.secrets import ReferencedSecrets
@@ -41,12 +49,15 @@ from controller.ingress.watches import (
     service_view,
     spec_and_annotations,
 )
+from controller.networking.backend import BackendSecurityGroup, StackKey
+from controller.networking.frontend import BackendSettings
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
 from runtime.builder import ControllerBuilder, HandlerFactory
 from runtime.controller import Controller
 from runtime.handlers import Enqueuer
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.predicates import EventKind
 from runtime.reconcile import NORMAL, Request
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SERVICES
@@ -72,6 +83,8 @@ class Settings:
     in_use_backoff: float = 0.2  # a target group still in use: first retry after this
     # --ingress-group-namespaces: which namespaces a group may span (exclusions.py).
     group_namespaces: GroupNamespaces = "params"
+    backend_sg: BackendSettings = field(default_factory=BackendSettings)
+    security_group_backoff: float = 1.0  # a group still in use: first retry after this
 
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster_name=self.cluster_name, region=self.region,
@@ -80,7 +93,8 @@ class Settings:
                                default_target_type=self.default_target_type,
                                default_ssl_policy=self.default_ssl_policy,
                                default_tags=dict(self.default_tags),
-                               external_managed_tags=self.external_managed_tags)
+                               external_managed_tags=self.external_managed_tags,
+                               backend_sg=self.backend_sg)
 
 
 def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPriority:
@@ -96,7 +110,25 @@ def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPri
     return normal
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
+def admission_caches(manager: Manager) -> Caches:
+    """What the validating webhook reads: the controller's informer caches, with the group
+    indexes the loader needs, and Secrets presumed present (`admission.PresumedSecrets`)."""
+    ingresses = transforms.informer(manager, INGRESSES)
+    ingresses.add_indexer(GROUP_INDEX, index_keys)
+    ingresses.add_indexer(CLASS_INDEX, class_keys)
+    return Caches(ingresses=ingresses.store,
+                  services=transforms.informer(manager, SERVICES).store,
+                  secrets=PresumedSecrets(),
+                  classes=transforms.informer(manager, INGRESSCLASSES).store,
+                  params=transforms.informer(manager, INGRESSCLASSPARAMS).store,
+                  namespaces=transforms.informer(manager, NAMESPACES).store)
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+          backend: BackendSecurityGroup | None = None) -> Controller:
+    """`backend`: the shared backend security group, when the Service controller of this
+    process shares it (the caller then makes one for both); by default the Ingress
+    controller's own."""
     ingresses = transforms.informer(manager, INGRESSES)
     services = transforms.informer(manager, SERVICES)
     classes = transforms.informer(manager, INGRESSCLASSES)
@@ -123,9 +155,16 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
     vanished = VanishedMembers(registry=manager.registry)
     ingresses.add_handler(vanished)
 
-    deployer = StackDeployer(pool, DeployerSettings(cluster_name=settings.cluster_name,
-                                                    in_use_backoff=settings.in_use_backoff),
-                             clock=manager.clock)
+    if backend is None:
+        backend = BackendSecurityGroup(cluster=settings.cluster_name,
+                                       tags=settings.default_tags, clock=manager.clock,
+                                       delete_backoff=settings.security_group_backoff)
+    backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))
+    deployer = StackDeployer(
+        pool, DeployerSettings(cluster_name=settings.cluster_name,
+                               in_use_backoff=settings.in_use_backoff,
+                               security_group_backoff=settings.security_group_backoff),
+        clock=manager.clock, backend=backend)
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
         deployer=deployer, pool=pool, settings=settings.builder(),
@@ -156,4 +195,9 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
             .complete(reconciler))
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "group_priority", "setup"]
+def _claimed_stacks(ingresses: list[Obj]) -> list[StackKey]:
+    """Groups whose finalizer an Ingress carries: they may still use the backend group."""
+    return [("ingress", request.key) for ing in ingresses for request in former_groups(ing)]
+
+
+__all__ = ["CONTROLLER_NAME", "Settings", "admission_caches", "group_priority", "setup"]

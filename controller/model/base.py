@@ -18,14 +18,16 @@ LISTENER = "AWS::ElasticLoadBalancingV2::Listener"
 LISTENER_RULE = "AWS::ElasticLoadBalancingV2::ListenerRule"
 TARGET_GROUP = "AWS::ElasticLoadBalancingV2::TargetGroup"
 TARGET_GROUP_BINDING = "K8S::ElasticLoadBalancingV2::TargetGroupBinding"
+SECURITY_GROUP = "AWS::EC2::SecurityGroup"
 
 # Dependency order: a resource may only reference resources of an earlier type.
 RESOURCE_TYPES: tuple[str, ...] = (
-    TARGET_GROUP, LOAD_BALANCER, LISTENER, LISTENER_RULE, TARGET_GROUP_BINDING,
+    SECURITY_GROUP, TARGET_GROUP, LOAD_BALANCER, LISTENER, LISTENER_RULE, TARGET_GROUP_BINDING,
 )
 
 # Status fields a `$ref` may point at, per resource type (filled in by the deployer).
 STATUS_FIELDS: dict[str, frozenset[str]] = {
+    SECURITY_GROUP: frozenset({"groupID"}),
     LOAD_BALANCER: frozenset({"loadBalancerARN", "dnsName", "canonicalHostedZoneID"}),
     LISTENER: frozenset({"listenerARN"}),
     LISTENER_RULE: frozenset({"ruleARN"}),

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from controller.model.base import Items, Model, Tagged, sorted_unique
 from controller.model.limits import LOAD_BALANCER_ATTRIBUTES, unknown_attributes
+from controller.model.securitygroup import GroupReference, sorted_groups
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?$")
 
@@ -77,7 +78,12 @@ class LoadBalancer(Tagged):
     # Subnet IDs or Name tags as written (the resolve stage turns names into IDs), or a
     # placeholder for discovery.
     subnets: Items[str] | SubnetDiscovery | SubnetSelector
-    security_groups: Items[str] = ()
+    # IDs (or names, until the resolve stage), the stack's managed group as a `$ref`, or the
+    # shared backend group's placeholder.
+    security_groups: Items[GroupReference] = ()
+    # NLB only: whether inbound rules apply to traffic arriving through PrivateLink (None:
+    # AWS's default, "on", left as it is).
+    inbound_rules_on_private_link: Literal["on", "off"] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("name")
@@ -96,10 +102,25 @@ class LoadBalancer(Tagged):
                              "load balancer has")
         return self
 
-    @field_validator("subnets", "security_groups", mode="before")
+    @field_validator("subnets", mode="before")
     @classmethod
     def _sets(cls, value: object) -> object:
         return sorted_unique(value)
+
+    @field_validator("security_groups", mode="before")
+    @classmethod
+    def _groups(cls, value: object) -> object:
+        return sorted_groups(value)
+
+    @model_validator(mode="after")
+    def _private_link(self) -> LoadBalancer:
+        if self.inbound_rules_on_private_link is not None and self.type != "network":
+            raise ValueError("inbound rules on PrivateLink traffic are a network load "
+                             "balancer setting")
+        if self.inbound_rules_on_private_link is not None and not self.security_groups:
+            raise ValueError("inbound rules on PrivateLink traffic need security groups on "
+                             "the load balancer")
+        return self
 
     @field_validator("subnets")
     @classmethod

@@ -62,6 +62,28 @@ def service_load_balancer_name(
     return _name(namespace, name, _hash10(cluster, uid, scheme))
 
 
+def ingress_security_group_name(cluster: str, namespace: str, name: str,
+                                group: str | None = None) -> str:
+    """Managed frontend group of an Ingress group. Hashes cluster and group id (unlike the load
+    balancer's name, not the scheme, so a scheme change keeps the group)."""
+    uuid = _hash10(cluster, ingress_group_id(namespace=namespace, name=name, group=group))
+    if group:
+        return f"k8s-{_sanitize(group)[:17]}-{uuid}"
+    return _name(namespace, name, uuid)
+
+
+def service_security_group_name(cluster: str, namespace: str, name: str, *, uid: str) -> str:
+    """Managed frontend group of a Service's NLB. Hashes cluster, name, namespace and UID, in
+    that order (upstream's: the name before the namespace)."""
+    return _name(namespace, name, _hash10(cluster, name, namespace, uid))
+
+
+def backend_security_group_name(cluster: str) -> str:
+    """The cluster's shared backend group: `k8s-traffic-<cluster≤232>-<hash10(cluster)>`, the
+    cluster's letters keeping their case."""
+    return f"k8s-traffic-{_sanitize(cluster)[:232]}-{_hash10(cluster)}"
+
+
 def ingress_target_group_name(
     cluster: str,
     *,

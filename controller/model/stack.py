@@ -14,6 +14,7 @@ from controller.model.base import (
     LISTENER_RULE,
     LOAD_BALANCER,
     RESOURCE_TYPES,
+    SECURITY_GROUP,
     TARGET_GROUP,
     TARGET_GROUP_BINDING,
     Items,
@@ -24,12 +25,15 @@ from controller.model.base import (
 from controller.model.limits import Quotas
 from controller.model.listener import Listener, ListenerRule
 from controller.model.loadbalancer import LoadBalancer
+from controller.model.securitygroup import SecurityGroup
 from controller.model.targetgroup import TargetGroup, TargetGroupBindingResource
 
 StackKind = Literal["ingress", "service"]
-Resource = LoadBalancer | Listener | ListenerRule | TargetGroup | TargetGroupBindingResource
+Resource = (SecurityGroup | LoadBalancer | Listener | ListenerRule | TargetGroup
+            | TargetGroupBindingResource)
 
 _FIELD_BY_TYPE = {
+    SECURITY_GROUP: "security_groups",
     TARGET_GROUP: "target_groups",
     LOAD_BALANCER: "load_balancers",
     LISTENER: "listeners",
@@ -37,6 +41,7 @@ _FIELD_BY_TYPE = {
     TARGET_GROUP_BINDING: "target_group_bindings",
 }
 _TYPE_BY_CLASS: dict[type[Model], str] = {
+    SecurityGroup: SECURITY_GROUP,
     TargetGroup: TARGET_GROUP,
     LoadBalancer: LOAD_BALANCER,
     Listener: LISTENER,
@@ -97,6 +102,7 @@ class Stack(Model):
     id: str = Field(min_length=1)
     kind: StackKind
     context: StackContext
+    security_groups: dict[str, SecurityGroup] = Field(default_factory=dict)
     target_groups: dict[str, TargetGroup] = Field(default_factory=dict)
     load_balancers: dict[str, LoadBalancer] = Field(default_factory=dict)
     listeners: dict[str, Listener] = Field(default_factory=dict)
@@ -147,8 +153,8 @@ class Stack(Model):
         return result
 
     def iter_resources(self) -> Iterator[tuple[str, str, Resource]]:
-        """(type, id, resource) in dependency order: target groups, load balancer, listeners,
-        rules, bindings; ids sorted within a type."""
+        """(type, id, resource) in dependency order: security groups, target groups, load
+        balancer, listeners, rules, bindings; ids sorted within a type."""
         for rtype in RESOURCE_TYPES:
             items = self.resources_of(rtype)
             for rid in sorted(items):
@@ -217,6 +223,10 @@ class StackBuilder:
         if resource_id in self._resources[rtype]:
             raise InvalidStack(f"{rtype}/{resource_id} added twice")
         self._resources[rtype][resource_id] = resource
+
+    def add_security_group(self, resource_id: str, sg: SecurityGroup) -> Ref:
+        self.add(resource_id, sg)
+        return Ref.to(SECURITY_GROUP, resource_id, "groupID")
 
     def add_target_group(self, resource_id: str, tg: TargetGroup) -> Ref:
         self.add(resource_id, tg)

@@ -13,6 +13,7 @@ from controller.model.limits import (
     unknown_attributes,
 )
 from controller.model.loadbalancer import check_elb_name
+from controller.model.securitygroup import TargetGroupBindingNetworking
 
 TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
 ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
@@ -111,4 +112,6 @@ class TargetGroupBindingResource(Model):
     ip_address_type: TargetIpAddressType = "ipv4"
     multi_cluster_target_group: bool = False
     node_selector: dict[str, str] | None = None
+    # The inbound rules the targets' security groups need (None: the controller manages none).
+    networking: TargetGroupBindingNetworking | None = None
     labels: dict[str, str] = Field(default_factory=dict)

@@ -63,6 +63,13 @@ ACCESS_LOG_ENABLED: Final = "aws-load-balancer-access-log-enabled"
 ACCESS_LOG_BUCKET: Final = "aws-load-balancer-access-log-s3-bucket-name"
 ACCESS_LOG_PREFIX: Final = "aws-load-balancer-access-log-s3-bucket-prefix"
 CROSS_ZONE: Final = "aws-load-balancer-cross-zone-load-balancing-enabled"
+SECURITY_GROUPS: Final = "aws-load-balancer-security-groups"
+SECURITY_GROUP_PREFIX_LISTS: Final = "aws-load-balancer-security-group-prefix-lists"
+SOURCE_RANGES: Final = "aws-load-balancer-source-ranges"
+MANAGE_BACKEND_RULES: Final = "aws-load-balancer-manage-backend-security-group-rules"
+DISABLE_NLB_SG: Final = "aws-load-balancer-disable-nlb-sg"
+ICMP_PATH_MTU: Final = "aws-load-balancer-enable-icmp-for-path-mtu-discovery"
+PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-private-link-traffic"
 
 # Every key `parse_service_config` reads: the checkpoint digests these and ignores the rest.
 SERVICE_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for suffix in (
@@ -71,7 +78,9 @@ SERVICE_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for s
     HC_PATH, HC_HEALTHY_THRESHOLD, HC_UNHEALTHY_THRESHOLD, HC_TIMEOUT, HC_INTERVAL,
     HC_SUCCESS_CODES, TARGET_GROUP_ATTRIBUTES, TARGET_NODE_LABELS, LOAD_BALANCER_ATTRIBUTES,
     ADDITIONAL_RESOURCE_TAGS, PROXY_PROTOCOL, MULTI_CLUSTER_TARGET_GROUP, ACCESS_LOG_ENABLED,
-    ACCESS_LOG_BUCKET, ACCESS_LOG_PREFIX, CROSS_ZONE,
+    ACCESS_LOG_BUCKET, ACCESS_LOG_PREFIX, CROSS_ZONE, SECURITY_GROUPS,
+    SECURITY_GROUP_PREFIX_LISTS, SOURCE_RANGES, MANAGE_BACKEND_RULES, DISABLE_NLB_SG,
+    ICMP_PATH_MTU, PRIVATE_LINK_INBOUND_RULES,
 ))
 
 TYPE_EXTERNAL: Final = "external"
@@ -97,6 +106,8 @@ ATTR_ACCESS_LOGS_PREFIX: Final = "access_logs.s3.prefix"
 ATTR_CROSS_ZONE: Final = "load_balancing.cross_zone.enabled"
 
 DEFAULT_SUCCESS_CODES: Final = "200-399"
+OnOff = Literal["on", "off"]
+ON_OFF: Final[tuple[OnOff, ...]] = ("on", "off")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -160,6 +171,15 @@ class ServiceLBConfig(_Frozen):
     tags: dict[str, str]
     target_node_labels: dict[str, str]
     multi_cluster_target_group: bool
+    # Security groups: user-given IDs or names (None: a managed frontend group), who the
+    # managed group admits, and whether the NLB gets security groups at all.
+    security_groups: tuple[str, ...] | None = None
+    prefix_lists: tuple[str, ...] = ()
+    source_ranges: tuple[str, ...] | None = None  # the annotation; spec wins over it
+    manage_backend_rules: bool | None = None  # None: the controller's default
+    disable_security_groups: bool = False
+    icmp_path_mtu: bool = False
+    inbound_rules_on_private_link: Literal["on", "off"] | None = None
 
     def is_tls_port(self, *, port: int, name: str | None = None, protocol: str = "TCP") -> bool:
         """Whether a Service port gets a TLS listener. As upstream, `*` is an ordinary token
@@ -396,6 +416,13 @@ def parse_service_config(service: Mapping[str, Any], *,
         tags=_tags(reader, defaults),
         target_node_labels=reader.get_string_map(TARGET_NODE_LABELS) or {},
         multi_cluster_target_group=bool(reader.get_bool(MULTI_CLUSTER_TARGET_GROUP)),
+        security_groups=reader.get(SECURITY_GROUPS, validators.security_groups),
+        prefix_lists=reader.get(SECURITY_GROUP_PREFIX_LISTS, validators.prefix_lists) or (),
+        source_ranges=reader.get(SOURCE_RANGES, validators.cidrs),
+        manage_backend_rules=reader.get_bool(MANAGE_BACKEND_RULES),
+        disable_security_groups=bool(reader.get_bool(DISABLE_NLB_SG)),
+        icmp_path_mtu=reader.get_enum(ICMP_PATH_MTU, ON_OFF) == "on",
+        inbound_rules_on_private_link=reader.get_enum(PRIVATE_LINK_INBOUND_RULES, ON_OFF),
     )
 
 

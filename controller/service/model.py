@@ -6,6 +6,13 @@ One NLB per Service (stack id `namespace/name`, kind "service"); per Service por
 target group and a TargetGroupBinding. TCP and UDP on the same port number share one TCP_UDP
 listener, as upstream merges them. Subnets stay a `SubnetDiscovery` placeholder unless the
 annotation lists them; the resolve stage (the deployer's resolver) fills them in.
+
+Security groups (upstream's NLB behaviour since v2.6): without
+`aws-load-balancer-security-groups` the NLB gets a managed frontend group admitting
+`spec.loadBalancerSourceRanges` (else the `aws-load-balancer-source-ranges` annotation, else
+everyone, unless prefix lists are given) and the prefix lists on every Service port, and the
+shared backend group; the bindings ask their targets' groups to admit the backend group.
+`aws-load-balancer-disable-nlb-sg: "true"` gives an NLB without security groups.
 """
 
 from __future__ import annotations
@@ -16,19 +23,22 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from controller import checkpoint
-from controller.annotations import TRAFFIC_PORT, TrafficPort
+from controller import checkpoint, validators
+from controller.annotations import TRAFFIC_PORT, AnnotationError, TrafficPort
 from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.errors import InvalidInput
 from controller.model import (
+    MANAGED_SECURITY_GROUP_ID,
     ForwardAction,
     HealthCheck,
     HealthCheckMatcher,
     Listener,
     LoadBalancer,
+    NetworkingPort,
     Quotas,
     Ref,
+    SecurityGroup,
     ServiceReference,
     Stack,
     StackBuilder,
@@ -39,11 +49,20 @@ from controller.model import (
     WeightedTargetGroup,
     check_quotas,
     service_load_balancer_name,
+    service_security_group_name,
     service_target_group_name,
 )
 from controller.model.listener import ListenerProtocol
 from controller.model.stack import InvalidStack, describe_validation_error
 from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
+from controller.networking.frontend import (
+    BackendSettings,
+    LoadBalancerGroups,
+    binding_networking,
+    frontend_rules,
+    is_ipv6,
+    load_balancer_groups,
+)
 from controller.service.annotations import (
     ServiceDefaults,
     ServiceLBConfig,
@@ -54,8 +73,9 @@ from controller.service.annotations import (
 # Bump when the same inputs would build a different stack: every stored checkpoint of a
 # Service then stops matching, and the next start verifies all of them at normal priority.
 # 2: the stack carries its deploy context (cluster, region, VPC, externally managed tags).
-# 3: target group names hash upstream's inputs.
-MODEL_VERSION: Final = 3
+# 3: target group names hash upstream's inputs. 4: managed security groups and the
+# bindings' networking.
+MODEL_VERSION: Final = 4
 LOAD_BALANCER_ID: Final = "LoadBalancer"
 
 
@@ -75,6 +95,7 @@ class ModelSettings:
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
     defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
     quotas: Quotas = field(default_factory=Quotas)
+    backend_sg: BackendSettings = field(default_factory=BackendSettings)
 
     @property
     def context(self) -> StackContext:
@@ -142,6 +163,7 @@ class _Builder:
     def build(self) -> Stack:
         ports = self._ports()
         cfg = self.config
+        self.groups = self._security_groups()
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
             name=cfg.name or service_load_balancer_name(
                 self.settings.cluster_name, self.namespace, self.name, cfg.scheme, uid=self.uid),
@@ -150,10 +172,76 @@ class _Builder:
             ip_address_type=cfg.ip_address_type,
             subnets=cfg.subnets if cfg.subnets is not None else SubnetDiscovery(
                 role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
+            security_groups=self.groups.security_groups,
+            inbound_rules_on_private_link=(cfg.inbound_rules_on_private_link
+                                           if self.groups.security_groups else None),
             attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags)))
         for port in ports:
             self._add_port(port, lb)
         return self.builder.build()
+
+    def _security_groups(self) -> LoadBalancerGroups:
+        cfg = self.config
+        backend = self.settings.backend_sg
+        if cfg.disable_security_groups:
+            return LoadBalancerGroups((), None)
+        manage = (backend.manage_rules_default if cfg.manage_backend_rules is None
+                  else cfg.manage_backend_rules)
+        managed = None
+        if cfg.security_groups is None:
+            listeners = [(str(p.get("protocol") or "TCP"), int(p["port"]))
+                         for p in self.spec.get("ports") or []
+                         if isinstance(p, Mapping) and type(p.get("port")) is int]
+            managed = self.builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
+                name=service_security_group_name(self.settings.cluster_name, self.namespace,
+                                                 self.name, uid=self.uid),
+                ingress=frontend_rules(listeners, cidrs=self._source_ranges(),
+                                       prefix_lists=cfg.prefix_lists,
+                                       icmp_path_mtu=cfg.icmp_path_mtu),
+                tags=dict(cfg.tags)))
+        try:
+            return load_balancer_groups(managed=managed, user_groups=cfg.security_groups or (),
+                                        manage_backend_rules=manage, backend=backend,
+                                        where=f"service {self.stack_id}")
+        except ValueError as exc:
+            raise InvalidService(str(exc)) from None
+
+    def _source_ranges(self) -> list[str]:
+        """Who the managed group admits: the spec's source ranges, else the annotation's,
+        else everyone (IPv6 too when dualstack), unless prefix lists say who."""
+        raw = self.spec.get("loadBalancerSourceRanges")
+        cidrs: list[str] = []
+        if isinstance(raw, list) and raw:
+            for item in raw:
+                try:
+                    cidrs.extend(validators.cidrs("spec.loadBalancerSourceRanges", str(item)))
+                except AnnotationError as exc:
+                    raise InvalidService(f"service {self.stack_id}: {exc}") from None
+        elif self.config.source_ranges is not None:
+            cidrs = list(self.config.source_ranges)
+        dualstack = self.config.ip_address_type == "dualstack"
+        for cidr in cidrs:
+            if is_ipv6(cidr) and not dualstack:
+                raise InvalidService(f"service {self.stack_id}: source range {cidr} is IPv6, "
+                                     "which needs a dualstack load balancer")
+        if cidrs or self.config.prefix_lists:
+            return cidrs
+        return ["0.0.0.0/0", "::/0"] if dualstack else ["0.0.0.0/0"]
+
+    def _networking_ports(self, port: _Port, tg_port: int | str) -> list[NetworkingPort]:
+        """TCP or UDP on the target port (both for TCP_UDP; TCP too for UDP, whose health
+        check is TCP on the traffic port), and TCP on a health-check port of its own."""
+        ports: list[NetworkingPort] = []
+        if port.protocol in ("TCP", "TCP_UDP"):
+            ports.append(NetworkingPort(protocol="TCP", port=tg_port))
+        if port.protocol in ("UDP", "TCP_UDP"):
+            ports.append(NetworkingPort(protocol="UDP", port=tg_port))
+        hc_port = self._health_check().port
+        if port.protocol == "UDP" and hc_port in (TRAFFIC_PORT, tg_port):
+            ports.append(NetworkingPort(protocol="TCP", port=tg_port))
+        if isinstance(hc_port, int) and hc_port != tg_port:
+            ports.append(NetworkingPort(protocol="TCP", port=hc_port))
+        return ports
 
     def _ports(self) -> list[_Port]:
         raw = self.spec.get("ports")
@@ -228,6 +316,11 @@ class _Builder:
             ip_address_type=ip_type, multi_cluster_target_group=cfg.multi_cluster_target_group,
             node_selector=(dict(cfg.target_node_labels)
                            if target_type == "instance" and cfg.target_node_labels else None),
+            networking=binding_networking(
+                self.groups.target_source, self._networking_ports(port, self._traffic_port(
+                    port.spec, tg_port)),
+                restricted=self.settings.backend_sg.restricted_rules,
+                protocols=["TCP", *(["UDP"] if port.protocol != "TCP" else [])]),
             labels={SERVICE_STACK_NAME_LABEL: self.name,
                     SERVICE_STACK_NAMESPACE_LABEL: self.namespace}))
 
@@ -245,6 +338,14 @@ class _Builder:
         if type(target) is int and 1 <= target <= 65535:
             return target
         return 1
+
+    def _traffic_port(self, port: Mapping[str, Any], tg_port: int) -> int | str:
+        """The port targets are reached on, for their groups' rules: the target group's port,
+        or a named target port, which the binding's controller resolves per target."""
+        target = port.get("targetPort")
+        if self.config.target_type == "ip" and isinstance(target, str) and target:
+            return target
+        return tg_port
 
     def _target_ip_address_type(self) -> TargetIpAddressType:
         families = self.spec.get("ipFamilies")

@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller import transforms
-from controller.apis import TARGETGROUPBINDINGS
+from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.deploy import DeployerSettings, StackDeployer
+from controller.networking.backend import BackendSecurityGroup, StackKey
+from controller.networking.frontend import BackendSettings
 from controller.reconcilers import LaneSettings, controller_options
 from controller.service.annotations import ServiceDefaults
 from controller.service.model import ModelSettings
@@ -26,6 +28,7 @@ from controller.service.watches import (
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
 from runtime.manager import Manager
+from runtime.objects import Obj, has_finalizer, name_of, namespace_of
 from runtime.predicates import ViewChanged
 from runtime.resources import SERVICES
 
@@ -43,29 +46,41 @@ class Settings:
     lanes: LaneSettings = field(default_factory=LaneSettings)
     cleanup_poll: float = 5.0  # re-check while managed bindings are being deleted
     in_use_backoff: float = 0.2  # a target group still in use: first retry after this
+    backend_sg: BackendSettings = field(default_factory=BackendSettings)
+    security_group_backoff: float = 1.0  # a group still in use: first retry after this
 
     @property
     def model(self) -> ModelSettings:
         return ModelSettings(cluster_name=self.cluster_name, region=self.region,
                              vpc_id=self.vpc_id, load_balancer_class=self.load_balancer_class,
-                             defaults=self.defaults)
+                             defaults=self.defaults, backend_sg=self.backend_sg)
 
     @property
     def deployer(self) -> DeployerSettings:
         return DeployerSettings(cluster_name=self.cluster_name,
-                                in_use_backoff=self.in_use_backoff)
+                                in_use_backoff=self.in_use_backoff,
+                                security_group_backoff=self.security_group_backoff)
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
-          deployer: StackDeployer | None = None) -> Controller:
+          deployer: StackDeployer | None = None,
+          backend: BackendSecurityGroup | None = None) -> Controller:
     """Register the Service controller. `deployer` may be shared with another controller;
-    by default it gets its own (with its own cache of the ARNs it owns)."""
+    by default it gets its own (with its own cache of the ARNs it owns). `backend`: the
+    shared backend security group, when the Ingress controller of this process shares it."""
     services = transforms.informer(manager, SERVICES)
+    if deployer is None:
+        if backend is None:
+            backend = BackendSecurityGroup(cluster=settings.cluster_name,
+                                           tags=settings.defaults.tags, clock=manager.clock,
+                                           delete_backoff=settings.security_group_backoff)
+        deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend)
+    deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
     reconciler = ServiceReconciler(
         client=manager.client, services=services.store, bindings=bindings.store,
-        deployer=deployer or StackDeployer(pool, settings.deployer, clock=manager.clock),
+        deployer=deployer,
         recorder=manager.recorder, settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
         cleanup_poll=settings.cleanup_poll)
@@ -81,6 +96,12 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
                 gate=pool.verification_budget))
             .complete(reconciler))
+
+
+def _claimed_stacks(services: list[Obj]) -> list[StackKey]:
+    """Services carrying our finalizer: their stacks may still use the backend group."""
+    return [("service", f"{namespace_of(s)}/{name_of(s)}") for s in services
+            if has_finalizer(s, SERVICE_FINALIZER)]
 
 
 __all__ = ["CONTROLLER_NAME", "Settings", "setup"]

@@ -10,9 +10,15 @@ from controller.standins.fault_proxy import (
     ServerLimits,
 )
 from controller.standins.moto_server import AwsSeed, MotoStandIn, seed_vpc, sync_client
-from controller.standins.pod_enis import PodEni, create_pod_eni, join_node_security_group
+from controller.standins.pod_enis import (
+    PodEni,
+    create_pod_eni,
+    create_pod_enis,
+    join_node_security_group,
+)
 from controller.standins.target_health import (
     Health,
+    TargetEvent,
     TargetHealth,
     TargetHealthSettings,
 )
@@ -27,9 +33,11 @@ __all__ = [
     "PodEni",
     "RequestRecord",
     "ServerLimits",
+    "TargetEvent",
     "TargetHealth",
     "TargetHealthSettings",
     "create_pod_eni",
+    "create_pod_enis",
     "join_node_security_group",
     "seed_vpc",
     "sync_client",

@@ -9,6 +9,18 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
 - `ModifyTargetGroup`: `Matcher.HttpCode` applies whenever the health check protocol is HTTP or
   HTTPS, including an NLB's TCP target group with HTTP health checks (codes 200..599). moto
   stores it only for HTTP(S) target groups and silently drops it otherwise.
+- `DeleteSecurityGroup` (EC2 API reference): "If you attempt to delete a security group that is
+  associated with an instance or network interface, is referenced by another security group in
+  the same VPC, or has a VPC association, the operation fails" with `DependencyViolation`; a
+  load balancer's network interfaces are in its groups. moto deletes the group regardless.
+- `RevokeSecurityGroupIngress` and duplicate checks: a rule is its protocol, ports and source;
+  its description is not part of it ("you do not need to specify the description to revoke
+  the rule", and a second rule differing only in its description is `InvalidPermission.
+  Duplicate`). moto compares a security-group source with its description, so a rule granted
+  with one could not be revoked without it.
+- `SetSecurityGroups` (ELBv2 API reference): `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic`
+  ("on" or "off", network load balancers with security groups) is stored, answered and shown by
+  `DescribeLoadBalancers`; moto ignores it.
 """
 
 from __future__ import annotations
@@ -82,4 +94,94 @@ def apply() -> None:
     ELBv2Backend.modify_listener = modify_listener  # type: ignore[method-assign]
     ELBv2Backend.modify_target_group = modify_target_group  # type: ignore[method-assign]
     ELBV2Response.modify_listener = modify_listener_response  # type: ignore[method-assign]
+    _security_group_dependencies()
+    _rules_without_descriptions()
+    _private_link_inbound_rules()
     _applied = True
+
+
+def _security_group_dependencies() -> None:
+    from moto.ec2.exceptions import DependencyViolationError
+    from moto.ec2.models.security_groups import SecurityGroupBackend
+    from moto.elbv2.models import elbv2_backends
+
+    original = SecurityGroupBackend.delete_security_group
+
+    def delete_security_group(self: Any, name: str | None = None,
+                              group_id: str | None = None) -> None:
+        group = (self.get_security_group_from_id(group_id) if group_id
+                 else self.get_security_group_by_name_or_id(name) if name else None)
+        if group is not None:
+            dependent = _dependent_of(self, group.id, elbv2_backends)
+            if dependent:
+                raise DependencyViolationError(
+                    f"resource {group.id} has a dependent object ({dependent})")
+        original(self, name=name, group_id=group_id)
+
+    SecurityGroupBackend.delete_security_group = delete_security_group  # type: ignore[method-assign]
+
+
+def _dependent_of(ec2: Any, group_id: str, elbv2_backends: Any) -> str | None:
+    for eni in list(getattr(ec2, "enis", {}).values()):
+        if any(getattr(g, "id", None) == group_id for g in eni.group_set):
+            return str(eni.id)
+    try:
+        elbv2 = elbv2_backends[ec2.account_id][ec2.region_name]
+    except KeyError:
+        elbv2 = None
+    if elbv2 is not None:
+        for lb in list(elbv2.load_balancers.values()):
+            if group_id in (lb.security_groups or []):
+                return str(lb.name)
+    for groups in list(ec2.groups.values()):
+        for other in list(groups.values()):
+            if other.id == group_id:
+                continue
+            for rule in [*other.ingress_rules, *other.egress_rules]:
+                if (rule.source_group or {}).get("GroupId") == group_id:
+                    return str(other.id)
+    return None
+
+
+def _rules_without_descriptions() -> None:
+    from moto.ec2.models.security_groups import SecurityGroupRule
+
+    def source(rule: Any) -> dict[str, Any]:
+        return {k: v for k, v in (rule.source_group or {}).items() if k != "Description"}
+
+    def same_rule(self: Any, other: object) -> bool:
+        if not isinstance(other, SecurityGroupRule):
+            return False
+        that: Any = other
+        for key in ("CidrIp", "CidrIpv6"):
+            if key in self.ip_range and self.ip_range.get(key) != that.ip_range.get(key):
+                return False
+        if (self.ip_protocol != that.ip_protocol or source(self) != source(that)
+                or self.prefix_list_id != that.prefix_list_id):
+            return False
+        return bool(self.ip_protocol == "-1" or (self.from_port == that.from_port
+                                                 and self.to_port == that.to_port))
+
+    SecurityGroupRule.__eq__ = same_rule  # type: ignore[method-assign]
+
+
+def _private_link_inbound_rules() -> None:
+    from moto.core.responses import ActionResult
+    from moto.elbv2.responses import ELBV2Response
+
+    original = ELBV2Response.set_security_groups
+    key = "EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic"
+
+    def set_security_groups(self: Any) -> Any:
+        result = original(self)
+        value = self._get_param(key)
+        if value:
+            arn = self._get_param("LoadBalancerArn")
+            balancer = self.elbv2_backend.load_balancers.get(arn)
+            if balancer is not None:
+                balancer.enforce_security_group_inbound_rules_on_private_link_traffic = value
+            return ActionResult({"SecurityGroupIds": self._get_param("SecurityGroups", []),
+                                 key: value})
+        return result
+
+    ELBV2Response.set_security_groups = set_security_groups  # type: ignore[method-assign]

@@ -102,6 +102,9 @@ class AwsSeed:
     # Tagged `kubernetes.io/cluster/<cluster_name>: owned`, as EKS tags its cluster group; the
     # seeded instances' primary ENIs are in it.
     node_security_group_id: str = ""
+    # Where pods get addresses beyond the load balancers' subnets (<prefix>.4.0 to .15.255):
+    # not tagged for load balancers, so subnet discovery never picks them.
+    pod_subnets: tuple[str, ...] = ()
 
 
 def sync_client(service: str, endpoint_url: str, *, region: str = DEFAULT_REGION) -> Any:
@@ -118,9 +121,9 @@ def seed_vpc(endpoint_url: str, *, cluster_name: str = "test-cluster",
              domain: str = "*.example.com", image_id: str = "ami-12c6146b",
              instance_type: str = "t3.medium") -> AwsSeed:
     """Create a VPC with two public and two private subnets in `<region>a` and `<region>b`,
-    tagged for load-balancer subnet discovery and shared with `cluster_name`, a node security
-    group owned by `cluster_name`, two instances in it (one per private subnet) and an ACM
-    certificate for `domain`."""
+    tagged for load-balancer subnet discovery and shared with `cluster_name`, three pod
+    subnets, a node security group owned by `cluster_name`, two instances in it (one per
+    private subnet) and an ACM certificate for `domain`."""
     ec2 = sync_client("ec2", endpoint_url, region=region)
     acm = sync_client("acm", endpoint_url, region=region)
     try:
@@ -145,6 +148,15 @@ def seed_vpc(endpoint_url: str, *, cluster_name: str = "test-cluster",
                     {"Key": "Name", "Value": f"{cluster_name}-{kind}-{zone}"})],
             )["Subnet"]
             subnets[kind].append(subnet["SubnetId"])
+        pod_subnets = []
+        for index, third in enumerate((4, 8, 12)):
+            zone = zones[index % 2]
+            pod_subnets.append(ec2.create_subnet(
+                VpcId=vpc_id, AvailabilityZone=zone,
+                CidrBlock=".".join([*prefix, str(third), "0"]) + "/22",
+                TagSpecifications=[_tags("subnet", cluster_tag, {
+                    "Key": "Name", "Value": f"{cluster_name}-pods-{zone}-{third}"})],
+            )["Subnet"]["SubnetId"])
         node_group = ec2.create_security_group(
             GroupName=f"{cluster_name}-node", VpcId=vpc_id,
             Description=f"nodes of cluster {cluster_name}",
@@ -168,7 +180,8 @@ def seed_vpc(endpoint_url: str, *, cluster_name: str = "test-cluster",
     return AwsSeed(vpc_id=vpc_id, public_subnets=tuple(subnets["public"]),
                    private_subnets=tuple(subnets["private"]), instance_ids=tuple(instance_ids),
                    certificate_arn=certificate_arn, region=region, cluster_name=cluster_name,
-                   domain=domain, node_security_group_id=node_group)
+                   domain=domain, node_security_group_id=node_group,
+                   pod_subnets=tuple(pod_subnets))
 
 
 def _tags(resource_type: str, *tags: dict[str, str]) -> dict[str, Any]:

@@ -56,15 +56,53 @@ def create_pod_eni(endpoint_url: str, seed: AwsSeed, ip: str, *,
                   security_group_ids=groups)
 
 
-def _subnet_holding(ec2: Any, seed: AwsSeed, ip: str) -> str:
+def create_pod_enis(endpoint_url: str, seed: AwsSeed, ips: Sequence[str]) -> list[PodEni]:
+    """What the VPC CNI leaves behind when pods start: an ENI in the node group for each of
+    `ips` that has none in the VPC yet (a pod's restart keeps its address), on one client."""
+    ec2 = sync_client("ec2", endpoint_url, region=seed.region)
+    created: list[PodEni] = []
+    try:
+        wanted = sorted(set(ips))
+        have: set[str] = set()
+        for start in range(0, len(wanted), 199):
+            found = ec2.describe_network_interfaces(Filters=[
+                {"Name": "vpc-id", "Values": [seed.vpc_id]},
+                {"Name": "addresses.private-ip-address",
+                 "Values": wanted[start:start + 199]}])["NetworkInterfaces"]
+            have.update(str(n["PrivateIpAddress"]) for n in found)
+        subnets = ec2.describe_subnets(
+            Filters=[{"Name": "vpc-id", "Values": [seed.vpc_id]}])["Subnets"]
+        for ip in wanted:
+            if ip in have:
+                continue
+            subnet = _subnet_of(subnets, seed, ip)
+            eni = ec2.create_network_interface(
+                SubnetId=subnet, PrivateIpAddress=ip, Groups=[seed.node_security_group_id],
+                Description="aws-K8S-pod",
+                TagSpecifications=[{"ResourceType": "network-interface", "Tags": [
+                    {"Key": "cluster.k8s.amazonaws.com/name", "Value": seed.cluster_name}]}],
+            )["NetworkInterface"]
+            created.append(PodEni(eni_id=str(eni["NetworkInterfaceId"]), ip=ip,
+                                  subnet_id=subnet,
+                                  security_group_ids=(seed.node_security_group_id,)))
+    finally:
+        ec2.close()
+    return created
+
+
+def _subnet_of(subnets: list[dict[str, Any]], seed: AwsSeed, ip: str) -> str:
     address = ipaddress.ip_address(ip)
-    subnets = ec2.describe_subnets(
-        Filters=[{"Name": "vpc-id", "Values": [seed.vpc_id]}])["Subnets"]
     for subnet in subnets:
         if address in ipaddress.ip_network(subnet["CidrBlock"]):
             return str(subnet["SubnetId"])
     cidrs = ", ".join(sorted(s["CidrBlock"] for s in subnets))
     raise ValueError(f"{ip} is in no subnet of {seed.vpc_id} ({cidrs})")
+
+
+def _subnet_holding(ec2: Any, seed: AwsSeed, ip: str) -> str:
+    subnets = ec2.describe_subnets(
+        Filters=[{"Name": "vpc-id", "Values": [seed.vpc_id]}])["Subnets"]
+    return _subnet_of(subnets, seed, ip)
 
 
 def _next_device_index(ec2: Any, instance_id: str) -> int:

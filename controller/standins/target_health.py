@@ -111,6 +111,17 @@ class TargetDescription:
     health: Health
 
 
+@dataclass(frozen=True)
+class TargetEvent:
+    """A registration or deregistration the model took (its clock's time): with the delays,
+    enough to tell when each target was healthy and when it finished draining."""
+
+    time: float
+    arn: str
+    target: TargetKey
+    kind: str  # "registered" or "deregistered"
+
+
 @dataclass
 class _Registered:
     zone: str | None
@@ -140,6 +151,7 @@ class TargetHealth:
         self.settings = settings
         self._clock = clock
         self._groups: dict[str, _Group] = {}
+        self.history: list[TargetEvent] = []
 
     # ---- what tests and the demo drive -------------------------------------------------------
 
@@ -182,6 +194,7 @@ class TargetHealth:
                 group.registered[key] = _Registered(
                     zone=target.zone, registered_at=now,
                     checks_since=now if facts.in_use else None)
+                self.history.append(TargetEvent(now, facts.arn, key, "registered"))
 
     def deregistered(self, facts: GroupFacts, targets: Iterable[TargetSpec], *,
                      delay_attribute: float) -> None:
@@ -191,6 +204,8 @@ class TargetHealth:
         for target in targets:
             key = (target.id, target.port if target.port is not None else facts.port)
             previous = group.registered.pop(key, None)
+            if previous is not None:
+                self.history.append(TargetEvent(now, facts.arn, key, "deregistered"))
             zone = target.zone or (previous.zone if previous else None)
             group.draining[key] = _Draining(zone=zone, since=now, attribute=delay_attribute)
             group.marks.pop(key, None)
@@ -199,6 +214,43 @@ class TargetHealth:
     def forget(self, arn: str) -> None:
         """The target group is gone."""
         self._groups.pop(arn, None)
+
+    # ---- what happened (fixed delays, groups in use from the start, no marks) ----------------
+
+    def healthy_timeline(self, arn: str) -> list[tuple[float, int]]:
+        """How many targets of `arn` were healthy, as steps `(from this time, count)`, worked
+        out from `history` and the fixed `health_check_delay`."""
+        delay = self.settings.health_check_delay
+        if delay is None or not math.isfinite(delay):
+            raise ValueError("a timeline needs a fixed, finite health_check_delay")
+        changes: list[tuple[float, int]] = []
+        since: dict[TargetKey, float] = {}
+        for event in (e for e in self.history if e.arn == arn):
+            if event.kind == "registered":
+                since[event.target] = event.time
+                continue
+            registered = since.pop(event.target, None)
+            if registered is not None and event.time > registered + delay:
+                changes += [(registered + delay, 1), (event.time, -1)]
+        changes += [(registered + delay, 1) for registered in since.values()]
+        steps: list[tuple[float, int]] = []
+        count = 0
+        for at, change in sorted(changes):
+            count += change
+            if steps and steps[-1][0] == at:
+                steps[-1] = (at, count)
+            else:
+                steps.append((at, count))
+        return steps
+
+    def drained(self, arn: str) -> list[tuple[TargetKey, float, float]]:
+        """`(target, deregistered at, drained at)` of every deregistration of `arn`, with the
+        fixed `deregistration_delay`."""
+        delay = self.settings.deregistration_delay
+        if delay is None or not math.isfinite(delay):
+            raise ValueError("draining times need a fixed, finite deregistration_delay")
+        return [(e.target, e.time, e.time + delay) for e in self.history
+                if e.arn == arn and e.kind == "deregistered"]
 
     def describe(self, facts: GroupFacts, at_moto: Sequence[tuple[TargetKey, Health]],
                  requested: Sequence[TargetSpec] | None = None) -> list[TargetDescription]:

@@ -1,10 +1,16 @@
-"""TargetGroupBinding → target registration: the same facade as every controller package."""
+"""TargetGroupBinding → target registration: the same facade as every controller package, plus
+what admission shares with the reconciler (defaults and checks, readiness-gate injection)."""
 
+from controller.targetgroupbinding.admission import BindingAdmission
+from controller.targetgroupbinding.checks import Scope
+from controller.targetgroupbinding.injection import gates_for, with_gates
 from controller.targetgroupbinding.wiring import (
     CONTROLLER_NAME,
     Settings,
     build_reconciler,
+    pods_informer,
     setup,
 )
 
-__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]
+__all__ = ["CONTROLLER_NAME", "BindingAdmission", "Scope", "Settings", "build_reconciler",
+           "gates_for", "pods_informer", "setup", "with_gates"]

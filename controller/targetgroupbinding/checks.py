@@ -1,17 +1,18 @@
 """What a TargetGroupBinding must pass before any target is registered or deregistered: no
 cross-account role (not implemented, so never silently ignored), a target group this binding
-may act on (`controller.ownership`: VPC, cluster, namespace, other bindings), and an IP family
-that matches the target group's. Each refusal is `InvalidInput` with its own condition reason:
-a Warning Event and `Ready=False`, and nothing changes in AWS. The target group a binding
-recorded as registered into passes the same ownership checks before anything is deregistered
-from it."""
+may act on (`controller.ownership`: VPC, cluster, namespace, other bindings), an IP family
+and a target type that match the target group's. Each refusal is `InvalidInput` with its own
+condition reason: a Warning Event and `Ready=False`, and nothing changes in AWS. Admission
+(`admission.py`) makes the same checks with these same functions when the binding is written,
+so a denial says what the Event would. The target group a binding recorded as registered
+into passes the same ownership checks before anything is deregistered from it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from controller import ownership
-from controller.apis.targetgroupbinding import TargetGroupBindingSpec
+from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec
 from controller.errors import InvalidInput
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo
 from runtime.objects import Obj, namespace_of
@@ -58,6 +59,22 @@ def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupIn
     return family
 
 
+SUPPORTED_TARGET_TYPES = ("ip", "instance")
+
+
+def check_target_type(spec: TargetGroupBindingSpec, tg: TargetGroupInfo) -> str:
+    """The binding's target type: the spec's, which must be the target group's, or the target
+    group's, which must be one the controller registers."""
+    if spec.target_type and spec.target_type != tg.target_type:
+        raise InvalidSpec(f"targetType {spec.target_type} does not match target group "
+                          f"{tg.name or tg.arn} of type {tg.target_type}")
+    target_type = spec.target_type or tg.target_type
+    if target_type not in SUPPORTED_TARGET_TYPES:
+        raise InvalidSpec(f"target group {tg.name or tg.arn} has unsupported target type "
+                          f"{target_type}")
+    return target_type
+
+
 def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
     """Raises a `NotOwned` for a target group the binding's record names (the one it registered
     into) but that it may not deregister from. The record is an annotation: whoever may edit
@@ -78,5 +95,5 @@ def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
     raise refusal
 
 
-__all__ = ["CrossAccountUnsupported", "IPAddressTypeMismatch", "Scope", "check_recorded",
-           "check_spec", "check_target_group"]
+__all__ = ["SUPPORTED_TARGET_TYPES", "CrossAccountUnsupported", "IPAddressTypeMismatch", "Scope",
+           "check_recorded", "check_spec", "check_target_group", "check_target_type"]

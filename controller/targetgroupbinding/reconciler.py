@@ -16,17 +16,20 @@ One reconcile, in the steps every controller takes:
 5. a target group other than the recorded one: drain the recorded one first (what this
    binding registered there is deregistered, unless another binding took it over); then the
    finalizer and the new record in one PATCH, before the first registration;
-6. deploy: diff against DescribeTargetHealth; reset the checkpoint to "" before touching
+6. deploy: the rules `spec.networking` asks for on the targets' security groups (networking.py);
+   diff against DescribeTargetHealth; reset the checkpoint to "" before touching
    targets; deregister (only tracked targets while a tracking ConfigMap exists: always for a
    multi-cluster binding, and after multi-cluster was turned off, until the ConfigMap is
    deleted), record the tracked set, register;
-7. status, then the new checkpoint.
+7. readiness gates (ip targets, `readiness.py`): each gated pod's condition from its target's
+   health; while any is not True the binding is looked at again after the requeue duration;
+8. status, then the new checkpoint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import NoReturn
+from collections.abc import Awaitable, Iterator
+from typing import Any, NoReturn
 
 import structlog
 
@@ -36,10 +39,12 @@ from controller.apis import (
     REGISTERED_TARGET_GROUP_ANNOTATION,
     TARGETGROUPBINDING_FINALIZER,
     TARGETGROUPBINDINGS,
+    target_health_condition,
 )
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
 from controller.errors import InvalidInput
+from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.checks import (
@@ -47,6 +52,7 @@ from controller.targetgroupbinding.checks import (
     check_recorded,
     check_spec,
     check_target_group,
+    check_target_type,
 )
 from controller.targetgroupbinding.endpointsets import EndpointSet, SliceMemo
 from controller.targetgroupbinding.multicluster import (
@@ -54,7 +60,14 @@ from controller.targetgroupbinding.multicluster import (
     configmap_name,
     deregistrable,
 )
-from controller.targetgroupbinding.slicecache import SlicesNotCached, fetch_slices
+from controller.targetgroupbinding.networking import BindingNetworking, pod_address
+from controller.targetgroupbinding.pods import GATE_INDEX, pending_endpoints
+from controller.targetgroupbinding.readiness import ReadinessGates
+from controller.targetgroupbinding.slicecache import (
+    SlicesNotCached,
+    fetch_slices,
+    is_index_entry,
+)
 from controller.targetgroupbinding.targetgroups import (
     TargetGroupInfo,
     TargetGroupNotFound,
@@ -64,6 +77,7 @@ from controller.targetgroupbinding.targets import (
     Target,
     find_service_port,
     instance_endpoints,
+    instance_id,
 )
 from controller.targetgroupbinding.watches import SERVICE_INDEX, SLICE_SERVICE_INDEX
 from runtime.client import KubeClient
@@ -78,6 +92,7 @@ from runtime.objects import (
     is_deleting,
     key_of,
     meta,
+    name_of,
     owner_reference,
 )
 from runtime.reconcile import (
@@ -99,7 +114,9 @@ class TargetGroupBindingReconciler:
     def __init__(self, *, client: KubeClient, bindings: Store, services: Store, slices: Store,
                  nodes: Store, target_groups: TargetGroups, tracker: TargetTracker,
                  recorder: Recorder, scope: Scope, clock: Clock | None = None,
-                 checkpoints: bool = True) -> None:
+                 checkpoints: bool = True, pods: Store | None = None,
+                 requeue_duration: float = 15.0,
+                 networking: BindingNetworking | None = None) -> None:
         self._client = client
         self._bindings = bindings
         self._scope = scope
@@ -110,8 +127,14 @@ class TargetGroupBindingReconciler:
         self._tracker = tracker
         self._clock = clock or RealClock()
         self._writer = ObjectWriter(client, TARGETGROUPBINDINGS, recorder, self._clock)
+        # Pod readiness gates (ip targets); without a pod cache, pods only count once ready.
+        self._pods = pods
+        self._gates = ReadinessGates(client, pods, self._clock) if pods is not None else None
+        self._requeue = requeue_duration
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
+        # None: `spec.networking` is not acted on (no cluster and VPC to act in).
+        self._networking = networking
         # resourceVersions our own writes produced during the running reconcile of a key, and,
         # once its checkpoint is written, that checkpoint with those versions. A reconcile that
         # runs while the cache still shows the reset state takes the checkpoint we wrote right
@@ -137,7 +160,7 @@ class TargetGroupBindingReconciler:
         endpoint sets count: an empty ip set and an empty node set digest alike, so they would
         match whichever type was really used."""
         spec = parse_spec(obj)
-        raw_spec = obj.get("spec") or {}
+        raw_spec = self._checkpoint_spec(obj)
         known = self._target_groups.cached(arn=spec.target_group_arn,
                                            name=spec.target_group_name)
         family = spec.ip_address_type or (known.ip_address_type if known else "ipv4")
@@ -172,15 +195,15 @@ class TargetGroupBindingReconciler:
             if is_deleting(tgb):  # 2. qualify
                 await self._finalize(tgb)
                 return Result()
-            await self._converge(tgb)
+            result = await self._converge(tgb)
         except (ApiError, AWSError) as exc:
             self._writer.event(tgb, "Warning", "FailedReconcile", str(exc))
             raise ReconcileError(str(exc)) from exc
         finally:
             self._own_versions.pop(request.key, None)
-        return Result()
+        return result
 
-    async def _converge(self, tgb: Obj) -> None:
+    async def _converge(self, tgb: Obj) -> Result:
         try:  # 3. build
             spec = parse_spec(tgb)
             check_spec(spec)
@@ -189,51 +212,95 @@ class TargetGroupBindingReconciler:
                                                    read_ahead=True)
             family = check_target_group(tgb, spec, tg, scope=self._scope,
                                         bindings=self._bindings)
-            target_type = spec.target_type or tg.target_type
-            if spec.target_type and spec.target_type != tg.target_type:
-                raise InvalidSpec(f"targetType {spec.target_type} does not match target group "
-                                  f"{tg.name or tg.arn} of type {tg.target_type}")
-            if target_type not in ("ip", "instance"):
-                raise InvalidSpec(f"target group {tg.name or tg.arn} has unsupported target "
-                                  f"type {target_type}")
+            target_type = check_target_type(spec, tg)
             endpoints = await self._fetched_endpoints(tgb, spec, target_type, family)
         except InvalidInput as exc:
             await self._invalid(tgb, exc)
-        if spec.networking:
+        if spec.networking and self._networking is None:
             self._writer.event(tgb, "Warning", "Unsupported",
-                               "spec.networking is not supported yet and is ignored")
+                               "spec.networking is ignored: the controller runs without a "
+                               "cluster and VPC to manage rules in")
 
-        value = checkpoint.compute(endpoints, tgb.get("spec") or {})  # 4. checkpoint
+        value = checkpoint.compute(endpoints, self._checkpoint_spec(tgb))  # 4. checkpoint
         stored = self._stored_checkpoint(tgb)
         recorded = registered_target_group(tgb)
         if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
                 and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)
-                and recorded in (None, tg.arn)):
+                and recorded in (None, tg.arn)
+                and not self._gates_pending(tgb, spec, target_type, family, endpoints)):
             if recorded is None:
                 # Reconciled before the record existed: the checkpoint says it registered
                 # into this very target group, so that is what gets recorded.
                 tgb = await self._own(self._writer.patch_metadata(
                     tgb, annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
             await self._set_ready(tgb, endpoints)
-            return
+            return Result()
         if recorded is not None and recorded != tg.arn:  # 5. the recorded group first
             await self._drain(tgb, recorded)
         tgb = await self._own(self._writer.patch_metadata(  # then the finalizer and the record
             tgb, add_finalizer=TARGETGROUPBINDING_FINALIZER,
             annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
         try:  # 6. deploy
+            await self._reconcile_networking(tgb, spec, target_type, endpoints)
             changed = await self._sync_targets(tgb, spec, tg, endpoints)
         except TargetGroupNotFound as exc:
             # Deleted behind our back since it was resolved: as if the spec named a missing
             # one (a managed binding gets a new ARN when its Service's stack is deployed).
             await self._invalid(tgb, exc)
-        await self._set_ready(tgb, endpoints)  # 7. status, checkpoint
+        waiting = await self._update_gates(tgb, spec, target_type, family, tg,  # 7. gates
+                                           endpoints)
+        await self._set_ready(tgb, endpoints)  # 8. status, checkpoint
         if value != stored or changed:
             await self._own(self._writer.patch(tgb, checkpoint.patch(value, self._clock.wall())))
             key = key_of(tgb)
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
         if changed:
             self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
+        # Target health moves at AWS with no event: look again while a gate waits for it.
+        return Result(requeue_after=self._requeue) if waiting else Result()
+
+    def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
+        spec: dict[str, Any] = tgb.get("spec") or {}
+        return self._networking.checkpoint_spec(spec) if self._networking else spec
+
+    async def _reconcile_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                    target_type: str, endpoints: EndpointSet) -> None:
+        if self._networking is None:
+            return
+        try:
+            await self._networking.reconcile(
+                key_of(tgb), spec, target_type, list(endpoints),
+                other_pods=lambda: self._pods_with_networking(key_of(tgb)),
+                other_instances=self._nodes_with_networking)
+        except InvalidSpec as exc:
+            await self._invalid(tgb, exc)
+        except NetworkingError as exc:
+            reason = exc.condition_reason
+            await self._writer.report_failure(
+                tgb, event_reason=reason, message=str(exc),
+                condition=lambda obj, message: self._ready(obj, False, reason, message))
+            raise ReconcileError(str(exc)) from None
+
+    def _pods_with_networking(self, skip: str) -> Iterator[PodAddress]:
+        """Pods of the other ip bindings with networking: looked up in the same call."""
+        for other in self._bindings.list():
+            if key_of(other) == skip or not (other.get("spec") or {}).get("networking"):
+                continue
+            try:
+                other_spec = parse_spec(other)
+                if other_spec.target_type != "ip":
+                    continue
+                family = other_spec.ip_address_type or "ipv4"
+                yield from (pod_address(e)
+                            for e in self._endpoints(other, other_spec, "ip", family))
+            except (InvalidSpec, SlicesNotCached):
+                continue  # only a fill-up of the lookup: its own reconcile asks for it
+
+    def _nodes_with_networking(self) -> Iterator[str]:
+        for node in self._nodes.list():
+            found = instance_id(node)
+            if found is not None:
+                yield found
 
     async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
         reason = exc.condition_reason
@@ -259,7 +326,19 @@ class TargetGroupBindingReconciler:
         if target_type == "ip":
             if slices is None:
                 slices = self._slices.by_index(SLICE_SERVICE_INDEX, svc_key)
-            return self._slice_memo.ip_endpoints(svc_key, port, slices, ip_address_type=family)
+            ready = self._slice_memo.ip_endpoints(svc_key, port, slices, ip_address_type=family)
+            if not self._has_gated_pods(tgb):
+                return ready
+            if any(is_index_entry(s) for s in slices):
+                # Which endpoints wait for their gates is read from the slices themselves.
+                raise SlicesNotCached(svc_key)
+            assert self._pods is not None
+            gated = pending_endpoints(port, slices, self._pods.get,
+                                      condition=target_health_condition(name_of(tgb)),
+                                      ip_address_type=family)
+            if not gated:
+                return ready
+            return EndpointSet(tuple({e.target: e for e in [*gated, *ready]}.values()))
         assert service is not None
         return EndpointSet(instance_endpoints(service, port, self._nodes.list(),
                                               selector=spec.node_selector, service_key=svc_key))
@@ -394,6 +473,15 @@ class TargetGroupBindingReconciler:
             self._tracker.forget(ns, name)
         else:
             await self._tracker.cleanup(ns, name)
+        if self._networking is not None:
+            # Its rules go (unless another binding needs them) before the finalizer does.
+            try:
+                spec: TargetGroupBindingSpec | None = parse_spec(tgb)
+            except InvalidSpec:
+                spec = None
+            await self._networking.release(key_of(tgb), spec)
+        if self._gates is not None:
+            await self._gates.release(tgb)
         try:
             await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
         except NotFound:
@@ -412,6 +500,40 @@ class TargetGroupBindingReconciler:
                                f"no target deregistered: {exc}")
             return None
         return tg.arn
+
+    # ---- readiness gates (readiness.py) ------------------------------------------------------
+
+    def _ip_backend(self, tgb: Obj, spec: TargetGroupBindingSpec
+                    ) -> tuple[str, Obj, list[Obj]]:
+        svc_key = f"{meta(tgb).get('namespace')}/{spec.service_ref.name}"
+        port = find_service_port(self._services.get(svc_key), spec.service_ref.port,
+                                 service_key=svc_key)
+        return svc_key, port, self._slices.by_index(SLICE_SERVICE_INDEX, svc_key)
+
+    def _has_gated_pods(self, tgb: Obj) -> bool:
+        """Some cached pod carries this binding's gate (the gate index says so at no cost, so
+        that a binding without gated pods never walks its Service's endpoints for them)."""
+        return self._pods is not None and bool(self._pods.index_keys(GATE_INDEX, key_of(tgb)))
+
+    def _gates_pending(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
+                       family: str, endpoints: EndpointSet) -> bool:
+        if self._gates is None or target_type != "ip" or not self._has_gated_pods(tgb):
+            return False
+        _, port, slices = self._ip_backend(tgb, spec)
+        if any(is_index_entry(s) for s in slices):
+            return True  # only the slices themselves can tell: the full pass reads them
+        return self._gates.pending(tgb, port, slices, endpoints.targets, family)
+
+    async def _update_gates(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
+                            family: str, tg: TargetGroupInfo, endpoints: EndpointSet
+                            ) -> bool:
+        if self._gates is None or target_type != "ip" or not self._has_gated_pods(tgb):
+            return False
+        svc_key, port, slices = self._ip_backend(tgb, spec)
+        if any(is_index_entry(s) for s in slices):
+            slices = await fetch_slices(self._client, svc_key)
+        return await self._gates.update(tgb, port, slices, endpoints.targets,
+                                        self._target_groups.health(tg.arn), family)
 
     async def _own(self, write: Awaitable[Obj]) -> Obj:
         """Await one of our writes and remember the resourceVersion it produced."""

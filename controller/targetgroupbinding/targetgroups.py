@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from controller.apis.targetgroupbinding import InvalidSpec
 from controller.aws import AWSClientPool, AWSError
@@ -47,6 +47,7 @@ class TargetGroupInfo:
     ip_address_type: str
     port: int | None
     tags: Mapping[str, str] = field(default_factory=dict)
+    protocol: str = ""
 
     @property
     def facts(self) -> TargetGroupFacts:
@@ -54,11 +55,26 @@ class TargetGroupInfo:
                                 tags=self.tags)
 
 
+@dataclass(frozen=True, slots=True)
+class TargetState:
+    """One target's `TargetHealth` as DescribeTargetHealth reports it."""
+
+    state: str
+    reason: str = ""
+    description: str = ""
+
+
+# What AWS reports for a target it has just been asked to register.
+REGISTERING: Final = TargetState("initial", "Elb.RegistrationInProgress",
+                                 "Target registration is in progress")
+
+
 @dataclass(slots=True)
 class _Health:
     targets: set[Target]
     fetched_at: float
     volatile: bool
+    states: dict[Target, TargetState] = field(default_factory=dict)
 
 
 class TargetGroups:
@@ -249,18 +265,29 @@ class TargetGroups:
                 raise self._gone(arn) from None
             raise
         targets: set[Target] = set()
+        states: dict[Target, TargetState] = {}
         volatile = False
         for desc in resp.get("TargetHealthDescriptions") or []:
             target = desc.get("Target") or {}
-            state = (desc.get("TargetHealth") or {}).get("State", "")
+            health = desc.get("TargetHealth") or {}
+            state = health.get("State", "")
             if state == "draining":
                 # Already on its way out: neither ours to keep nor to deregister again.
                 volatile = True
                 continue
             volatile = volatile or state in _VOLATILE_STATES
-            targets.add(Target(str(target["Id"]), int(target.get("Port") or 0)))
-        self._health[arn] = _Health(targets, now, volatile)
+            key = Target(str(target["Id"]), int(target.get("Port") or 0))
+            targets.add(key)
+            states[key] = TargetState(state, health.get("Reason") or "",
+                                      health.get("Description") or "")
+        self._health[arn] = _Health(targets, now, volatile, states)
         return set(targets)
+
+    def health(self, arn: str) -> dict[Target, TargetState]:
+        """The targets' health as last described (`current_targets` reads it), with targets
+        registered since then as AWS reports them at first."""
+        cached = self._health.get(arn)
+        return dict(cached.states) if cached is not None else {}
 
     async def register(self, arn: str, targets: Sequence[Target]) -> None:
         for chunk in _chunks(targets):
@@ -289,6 +316,10 @@ class TargetGroups:
             return
         cached.targets.update(add)
         cached.targets.difference_update(remove)
+        for target in add:
+            cached.states.setdefault(target, REGISTERING)
+        for target in remove:
+            cached.states.pop(target, None)
         # Fresh registrations start out `initial` at AWS; look again next time.
         cached.volatile = cached.volatile or bool(add)
 
@@ -306,7 +337,8 @@ def _info(tg: Mapping[str, Any], tags: Mapping[str, str]) -> TargetGroupInfo:
     return TargetGroupInfo(
         arn=str(tg["TargetGroupArn"]), name=tg.get("TargetGroupName", ""),
         target_type=tg.get("TargetType", "instance"), vpc_id=tg.get("VpcId", ""),
-        ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"), tags=tags)
+        ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"),
+        protocol=tg.get("Protocol", ""), tags=tags)
 
 
 def _chunks(targets: Sequence[Target]) -> Iterable[Sequence[Target]]:

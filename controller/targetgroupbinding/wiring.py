@@ -4,15 +4,26 @@ writes), the queue's LOW lane and the reconciler."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
+from controller.networking.manager import NetworkingSettings
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
 from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
+from controller.targetgroupbinding.networking import BindingNetworking
+from controller.targetgroupbinding.pods import (
+    GATE_INDEX,
+    bindings_of_pod,
+    gate_index,
+    pod_view,
+    slim_pod,
+)
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from controller.targetgroupbinding.slicecache import SliceRefresher, SliceTrimmer
 from controller.targetgroupbinding.targetgroups import TargetGroups
@@ -33,9 +44,12 @@ from controller.targetgroupbinding.watches import (
 )
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
+from runtime.hotloop import HotLoopOptions
+from runtime.informer import SharedInformer
 from runtime.manager import Manager
+from runtime.objects import Obj, is_deleting, key_of
 from runtime.predicates import ViewChanged
-from runtime.resources import ENDPOINTSLICES, NODES, SERVICES
+from runtime.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.store import Store
 
 CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
@@ -50,7 +64,28 @@ class Settings:
     vpc_id: str
     max_concurrent_reconciles: int = 3
     max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
+    # --targetgroupbinding-requeue-duration: how soon a binding whose pods wait for their
+    # readiness gates looks at target health again.
+    requeue_duration: float = 15.0
     lanes: LaneSettings = field(default_factory=LaneSettings)
+    # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
+    networking: NetworkingSettings | None = None
+
+
+def hot_loop_options(requeue_duration: float) -> HotLoopOptions:
+    """The hot-loop guard must never slow a binding that only follows its own requeues while
+    pods wait for their gates: its limit stays above what those requeues add up to."""
+    defaults = HotLoopOptions()
+    own = math.ceil(2 * defaults.window / requeue_duration)
+    return dataclasses.replace(defaults, limit=max(defaults.limit or 0, own))
+
+
+def pods_informer(manager: Manager) -> SharedInformer:
+    """The shared pod cache, cut down to what readiness gates need (pods.py), indexed by the
+    bindings their gates name."""
+    pods = transforms.informer(manager, PODS, transform=slim_pod)
+    pods.add_indexer(GATE_INDEX, gate_index)
+    return pods
 
 
 def named_arns(bindings: Store) -> list[str]:
@@ -74,6 +109,11 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
     # On every replica, so that a standby's slice cache is whole for the Services in use.
     bindings.add_handler(SliceRefresher(manager.client, slices))
+    networking = None
+    if settings.networking is not None:
+        networking = BindingNetworking.create(
+            pool, settings.networking, clock=manager.clock,
+            bindings_with_networking=lambda: _with_networking(bindings.store.list()))
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
         services=transforms.informer(manager, SERVICES).store, slices=slices.store,
@@ -82,7 +122,17 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
                                    read_ahead=lambda: named_arns(bindings.store)),
         tracker=TargetTracker(manager.client), recorder=manager.recorder,
         scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
-        clock=manager.clock, checkpoints=settings.lanes.checkpoints)
+        clock=manager.clock, checkpoints=settings.lanes.checkpoints,
+        pods=pods_informer(manager).store, requeue_duration=settings.requeue_duration,
+        networking=networking)
+
+
+def _with_networking(bindings: list[Obj]) -> list[str]:
+    """Bindings whose rules must be known before any rule is revoked (not those going: their
+    finalizer drops their rules)."""
+    return [key_of(b) for b in bindings
+            if isinstance(b.get("spec"), dict) and b["spec"].get("networking")
+            and not is_deleting(b)]
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
@@ -97,10 +147,12 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
                      predicates=[ViewChanged(slice_view)])
             .watches(transforms.informer(manager, NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
-            .with_options(controller_options(
+            .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])
+            .with_options(dataclasses.replace(controller_options(
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                max_backoff=settings.max_backoff, gate=pool.verification_budget))
+                max_backoff=settings.max_backoff, gate=pool.verification_budget),
+                hot_loop=hot_loop_options(settings.requeue_duration)))
             .complete(reconciler))
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "pods_informer", "setup"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -98,6 +97,7 @@ class IngressBench(restart.Bench):
         return {"groups": len(groups_of(n))}
     groups: list[list[int]] = field(default_factory=list)
 
+
     def ingress_settings(self, **overrides: Any) -> ingress_controller.Settings:
         values: dict[str, Any] = {
             "cluster_name": restart.CLUSTER, "vpc_id": self.seed.vpc_id,
@@ -112,8 +112,7 @@ class IngressBench(restart.Bench):
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        targetgroupbinding.setup(manager, pool=pool,
-                                 settings=dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id))
+        targetgroupbinding.setup(manager, pool=pool, settings=self.tgb_settings(mode))
         ingress_controller.setup(manager, pool=pool,
                                  settings=self.ingress_settings(**mode.ingress))
         return restart.Run(manager, asyncio.create_task(manager.run()), client, pool,
@@ -212,6 +211,7 @@ class IngressBench(restart.Bench):
     async def setup(self) -> None:
         self.groups = groups_of(self.n)
         restart.log(f"creating {self.n} Ingresses in {len(self.groups)} groups")
+        await self.pod_enis()
         with contextlib.suppress(AlreadyExists):
             await self.client.create(INGRESSCLASSES, {"metadata": {"name": CLASS},
                                                       "spec": {"controller": ALB_CONTROLLER}})

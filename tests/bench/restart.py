@@ -68,6 +68,7 @@ from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.config import ControllerConfig
 from controller.model import Stack
+from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings
 from controller.service.annotations import PREFIX
 from controller.service.model import build_stack, checkpoint_of
@@ -77,6 +78,7 @@ from controller.standins import (
     OperationClass,
     RequestRecord,
     ServerLimits,
+    create_pod_enis,
     seed_vpc,
     sync_client,
 )
@@ -247,6 +249,7 @@ class Bench:
     proxy: AWSFaultProxy
     client: KubeClient
     elbv2: Any  # plain botocore client on moto, bypassing the proxy
+    proxy_upstream: str = ""  # moto's URL, for setting up AWS by hand
     limits: ServerLimits = field(default_factory=ServerLimits)
     unchanged_arns: set[str] = field(default_factory=set)
     kind: ClassVar[str] = "service"  # what the N unchanged objects are (labels the figures)
@@ -255,6 +258,18 @@ class Bench:
     def shape(cls, n: int) -> dict[str, Any]:
         """Figures about how the N objects are arranged, for the result."""
         return {}
+
+    def tgb_settings(self, mode: Mode) -> tgb_controller.Settings:
+        """The mode's TargetGroupBinding settings, keeping rules in the seeded VPC as
+        `aiolbc run` does."""
+        return dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id, networking=NetworkingSettings(
+            cluster_name=CLUSTER, vpc_id=self.seed.vpc_id))
+
+    async def pod_enis(self) -> None:
+        """Interfaces for the pods of the N objects and of every mode's new one."""
+        ips = [ip for i in range(self.n + 2)
+               for e in endpoint_slice("x", i)["endpoints"] for ip in e["addresses"]]
+        await asyncio.to_thread(create_pod_enis, self.proxy_upstream, self.seed, ips)
 
     def service_settings(self, **overrides: Any) -> service_controller.Settings:
         values: dict[str, Any] = {
@@ -270,8 +285,7 @@ class Bench:
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        tgb_controller.setup(manager, pool=pool,
-                             settings=dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id))
+        tgb_controller.setup(manager, pool=pool, settings=self.tgb_settings(mode))
         service_controller.setup(manager, pool=pool,
                                  settings=self.service_settings(**mode.service))
         return Run(manager, asyncio.create_task(manager.run()), client, pool, pool_registry)
@@ -334,6 +348,7 @@ class Bench:
 
     async def setup(self) -> None:
         log(f"creating {self.n} Services with their EndpointSlices")
+        await self.pod_enis()
         names = [(unchanged_name(i), i) for i in range(self.n)]
         for start in range(0, self.n, 64):
             await asyncio.gather(*(self.create_service(name, i)
@@ -453,7 +468,22 @@ class Bench:
             "cap_s": cap,
             "throttled_responses": sum(1 for r in records if r.source in ("limit", "injected")),
             "peak_calls_per_10s": _peak(sorted(r.time for r in records), 10.0),
+            "security_groups": self.security_group_figures(records),
         }
+
+    def security_group_figures(self, records: list[RequestRecord]) -> dict[str, Any]:
+        """Reads per stack looked at: each verified unchanged stack (its load balancer's
+        listeners read) and the new one, everything its groups and its bindings' target
+        groups cost included, one-time look-ups (the backend group, the cluster's groups)
+        too."""
+        reads = Counter(r.operation for r in records if r.operation in _NETWORKING_READS)
+        writes = Counter(r.operation for r in records if r.service == "ec2" and r.mutating)
+        looked_at = {r.params.get("LoadBalancerArn") for r in records
+                     if r.operation == "DescribeListeners"}
+        return {"reads": dict(sorted(reads.items())), "writes": dict(sorted(writes.items())),
+                "stacks_looked_at": len(looked_at),
+                "verify_calls_per_stack": round(sum(reads.values()) / max(len(looked_at), 1),
+                                                3)}
 
     def pace(self, records: list[RequestRecord], *, t0: float) -> dict[str, Any]:
         """The LOW lane as seen by AWS: when each unchanged stack was first looked at (its
@@ -472,6 +502,10 @@ class Bench:
                           "max_per_10s": _peak(times, 10.0),
                           "within_pace": _within_pace(times, VERIFY_QPS, VERIFY_BURST)}
         return out
+
+
+_NETWORKING_READS = frozenset({"DescribeSecurityGroups", "DescribeNetworkInterfaces",
+                               "DescribeInstances"})
 
 
 def unchanged_name(i: int) -> str:
@@ -582,7 +616,8 @@ async def run(n: int, cap: float, modes: Iterable[Mode], *, limits: ServerLimits
                 async with AWSFaultProxy(moto_url) as proxy, \
                         await KubeClient.from_kubeconfig(kubeconfig) as client:
                     bench = make(n=n, kubeconfig=kubeconfig, seed=seed, proxy=proxy,
-                                 client=client, elbv2=elbv2, limits=limits)
+                                 client=client, elbv2=elbv2, proxy_upstream=moto_url,
+                                 limits=limits)
                     await bench.setup()
                     results: dict[str, dict[str, Any]] = {}
                     previous: str | None = None

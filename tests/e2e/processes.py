@@ -173,7 +173,7 @@ class ControllerProcess(Process):
                  env: Mapping[str, str]) -> None:
         self.metrics_port = free_port()
         self.health_port = free_port()
-        argv = [str(AIOLBC), "run", *flags,
+        argv = [str(AIOLBC), "run", "--webhook-bind-port=0", *flags,
                 f"--metrics-bind-addr=127.0.0.1:{self.metrics_port}",
                 f"--health-probe-bind-addr=127.0.0.1:{self.health_port}"]
         super().__init__(name, argv, log_path=workdir / f"{name}.log", env=env)

@@ -18,7 +18,8 @@ import pytest
 from runtime.envtest import EnvTestServer
 from tests.e2e.processes import AIOLBC, controller_environment, free_port
 
-BASE = ["--aws-region=us-west-2", "--aws-vpc-id=vpc-0123456789abcdef0"]
+BASE = ["--aws-region=us-west-2", "--aws-vpc-id=vpc-0123456789abcdef0",
+        "--webhook-bind-port=0"]
 # Inputs that fail fast; each run must never get as far as any API server.
 UNREACHABLE = "http://127.0.0.1:9"
 

@@ -1,5 +1,6 @@
-"""`aiolbc demo` end to end: a fresh process starts the local API server, applies the CRDs and
-examples with the real kubectl, shows them and exits cleanly."""
+"""`aiolbc demo` end to end: a fresh process starts the local API server, applies the CRDs,
+examples and webhooks with the real kubectl, shows them, a takeover and a rolling update with
+readiness gates, and exits cleanly."""
 
 from __future__ import annotations
 
@@ -37,6 +38,19 @@ def test_demo_runs_the_whole_system_and_shows_the_takeover() -> None:
     assert re.search(r"ingress/blog, ingress/shop → \S+ \(one group: 2 Ingresses, one ALB\)",
                      out)
     assert re.search(r"service/web-nlb → \S+\.elb\.amazonaws\.com", out)
+    # The rolling update with readiness gates the replicas' webhook injected.
+    assert re.search(r"deployment/shop v1: 2 pods, given readiness gate\(s\) "
+                     r"target-health\.elbv2\.k8s\.aws/k8s-rollout-shop-\w+ by the webhook", out)
+    assert re.search(r"healthy targets of service/shop during the rollout: .* \(never fewer "
+                     r"than 2\)", out)
+    assert "2 old pods removed, each after its target had drained" in out
+    # Upstream's default path: a managed group per load balancer, the backend group on pods.
+    assert re.search(r"security groups: ALB of default/web: group k8s-default-web-\w+ admits "
+                     r"0\.0\.0\.0/0 on 80", out)
+    assert re.search(r"security groups: NLB of default/web-nlb: group \S+ admits 0\.0\.0\.0/0 "
+                     r"on 80", out)
+    assert re.search(r"security groups: the pods' group demo-node admits the backend group "
+                     r"k8s-traffic-demo-\w+ \(sg-\w+\) on 80", out)
     assert re.search(r"replica-[ab] exited with code 0", out)
     assert "stopped cleanly" in out
     assert "Traceback" not in proc.stderr

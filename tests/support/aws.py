@@ -20,6 +20,9 @@ from controller.aws.throttle import ThrottleConfig
 from runtime.objects import Obj
 
 Targets = set[tuple[str, int]]
+# (protocol, from port, to port, source, description): a group's inbound rule with one source.
+Rule = tuple[str, int, int, str, str]
+Rules = set[Rule]
 STACK_TAGS = ("ingress.k8s.aws/stack", "service.k8s.aws/stack")
 
 
@@ -115,13 +118,46 @@ class AwsInspector:
         await self.elbv2("RegisterTargets", TargetGroupArn=tg_arn,
                          Targets=[{"Id": i, "Port": p} for i, p in targets])
 
+    # ---- security groups --------------------------------------------------------------------
+
+    async def security_groups(self, *filters: tuple[str, str], region: str | None = None
+                              ) -> list[Obj]:
+        """Groups matching every (filter name, value), e.g. ("tag:elbv2.k8s.aws/cluster", c)."""
+        resp = await self.call("ec2", "DescribeSecurityGroups", region=region,
+                               Filters=[{"Name": n, "Values": [v]} for n, v in filters])
+        return sorted(resp["SecurityGroups"], key=lambda g: str(g["GroupId"]))
+
+    async def stack_security_groups(self, stack: str, *, kind: str = "ingress",
+                                    region: str | None = None) -> list[Obj]:
+        return await self.security_groups((f"tag:{kind}.k8s.aws/stack", stack), region=region)
+
+    async def backend_security_groups(self, cluster: str) -> list[Obj]:
+        return await self.security_groups(("tag:elbv2.k8s.aws/cluster", cluster),
+                                          ("tag:elbv2.k8s.aws/resource", "backend-sg"))
+
+    async def security_group(self, group_id: str) -> Obj | None:
+        try:
+            resp = await self.call("ec2", "DescribeSecurityGroups", GroupIds=[group_id])
+        except AWSError as exc:
+            if exc.code == "InvalidGroup.NotFound":
+                return None
+            raise
+        groups = resp["SecurityGroups"]
+        return groups[0] if groups else None
+
+    async def group_rules(self, group_id: str) -> Rules:
+        """The group's inbound rules, one per source."""
+        group = await self.security_group(group_id)
+        return rules_of(group) if group is not None else set()
+
     # ---- whole stacks ---------------------------------------------------------------------------
 
     async def stacks(self, stacks: Iterable[str], *, regions: Iterable[str] | None = None
                      ) -> dict[str, Any]:
         """Region -> stack -> everything AWS holds for the stack (load balancers with their
         tags, attributes, listeners, certificates and rules; target groups with their tags,
-        attributes and targets), each list in a stable order. `stacks` are values of the
+        attributes and targets; security groups with their tags and inbound rules), each list
+        in a stable order. `stacks` are values of the
         `ingress.k8s.aws/stack` or `service.k8s.aws/stack` tag."""
         wanted = set(stacks)
         return {region: await self._region_stacks(wanted, region)
@@ -179,10 +215,35 @@ class AwsInspector:
                 "tg": tg, "tags": tags.get(arn, {}), "attributes": attrs,
                 "targets": sorted(f"{d['Target']['Id']}:{d['Target'].get('Port')}"
                                   for d in health)})
+        groups = (await self.call("ec2", "DescribeSecurityGroups", region=region))
+        for group in groups["SecurityGroups"]:
+            stack = stack_of(tags_of(group))
+            if stack not in stacks:
+                continue
+            out.setdefault(stack, {}).setdefault("sgs", []).append({
+                "id": group["GroupId"], "name": group["GroupName"], "tags": tags_of(group),
+                "rules": sorted(rules_of(group))})
         for entry in out.values():
             entry.get("lbs", []).sort(key=lambda x: x["lb"]["LoadBalancerArn"])
             entry.get("tgs", []).sort(key=lambda x: x["tg"]["TargetGroupArn"])
+            entry.get("sgs", []).sort(key=lambda x: x["id"])
         return out
+
+
+def rules_of(group: Obj) -> Rules:
+    found: Rules = set()
+    for perm in group.get("IpPermissions") or []:
+        base = (str(perm["IpProtocol"]), int(perm.get("FromPort", -1)),
+                int(perm.get("ToPort", -1)))
+        for key, field in (("IpRanges", "CidrIp"), ("Ipv6Ranges", "CidrIpv6"),
+                           ("PrefixListIds", "PrefixListId"), ("UserIdGroupPairs", "GroupId")):
+            for item in perm.get(key) or []:
+                found.add((*base, str(item[field]), str(item.get("Description") or "")))
+    return found
+
+
+def tags_of(resource: Obj) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value", "")) for t in resource.get("Tags") or []}
 
 
 def stack_of(tags: dict[str, str]) -> str | None:

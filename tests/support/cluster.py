@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ipaddress
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from controller.apis import (
 )
 from controller.aws import AWSClientPool
 from controller.config import parse_config
-from controller.standins import AwsSeed
+from controller.standins import AwsSeed, create_pod_enis
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer
 from runtime.errors import NotFound
@@ -55,6 +56,7 @@ from runtime.resources import (
     INGRESSES,
     NAMESPACES,
     NODES,
+    PODS,
     SECRETS,
     SERVICES,
     Resource,
@@ -93,6 +95,7 @@ class Cluster:
     manager: Manager | None = None
     task: asyncio.Task[int] | None = None
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _subnets: list[Any] | None = None
 
     # ---- the controllers --------------------------------------------------------------------
 
@@ -181,24 +184,25 @@ class Cluster:
             return 0.0
         return sum(self.reconciles(c.name) for c in self.manager.controllers)
 
-    async def settled(self, quiet: float = 0.4, timeout: float = 120.0) -> None:
-        """Wait until no controller has had anything to do for `quiet` seconds; fail (rather
-        than hang the suite) when that has not happened within `timeout` seconds."""
+    async def settled(self, quiet: float = 0.4, *, timeout: float = 120.0) -> None:
+        """Wait until no controller has had anything to do for `quiet` seconds; fail, naming
+        what kept them busy, after `timeout` (rather than hang the suite)."""
         assert self.manager is not None
         loop = asyncio.get_running_loop()
         last, since = self._all_reconciles(), loop.time()
         deadline = since + timeout
         while True:
             await asyncio.sleep(0.05)
-            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            busy = [f"{c.name}: {len(c.queue)} queued, {c.queue.in_flight} in flight"
+                    for c in self.manager.controllers if len(c.queue) or c.queue.in_flight]
             now = loop.time()
-            if now > deadline:
-                raise AssertionError(f"controllers never quiet for {quiet}s within {timeout}s: "
-                                     f"reconciles {self._all_reconciles()}")
             if busy or self._all_reconciles() != last:
                 last, since = self._all_reconciles(), now
             elif now - since >= quiet:
                 return
+            if now > deadline:
+                raise AssertionError(f"the controllers did not settle within {timeout:g}s: "
+                                     + ("; ".join(busy) or "still reconciling"))
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
              vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
@@ -217,7 +221,8 @@ class Cluster:
                 "--aws-region", region or self.seed.region,
                 "--aws-vpc-id", vpc_id or self.seed.vpc_id,
                 "--enable-leader-election", "false",
-                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0"]
+                "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0",
+                "--webhook-bind-port", "0"]
 
     async def run(self, *flags: str, through_proxy: bool = False,
                   **where: str) -> ControllerRun:
@@ -311,12 +316,13 @@ class Cluster:
     async def nlb_service(self, name: str, annotations: Mapping[str, str] | None = None, *,
                           ports: Sequence[Obj] | None = None, target_type: str | None = "ip",
                           load_balancer_class: str | None = objects.NLB_CLASS,
-                          endpoint_ips: Sequence[str] | None = None) -> Obj:
+                          endpoint_ips: Sequence[str] | None = None, **spec: Any) -> Obj:
         """A Service asking for an NLB (ip targets, port 80 -> 8080 by default), with one ready
-        endpoint (at `endpoint_ip(name)` unless `endpoint_ips` says otherwise)."""
+        endpoint (at `endpoint_ip(name)` unless `endpoint_ips` says otherwise); `spec` adds to
+        its spec."""
         svc = await self.create(SERVICES, objects.nlb_service(
             name, annotations, ports=ports, target_type=target_type,
-            load_balancer_class=load_balancer_class))
+            load_balancer_class=load_balancer_class, **spec))
         await self._initial_endpoints(name, endpoint_ips, 8080)
         return svc
 
@@ -329,9 +335,27 @@ class Cluster:
     async def endpoints(self, service: str, ips: Sequence[str], *,
                         ports: Sequence[tuple[str, int]] = (("http", 8080),),
                         not_ready: Sequence[str] = (), slice_name: str | None = None) -> None:
-        """Create or replace one EndpointSlice of `service` (by default its only one)."""
+        """Create or replace one EndpointSlice of `service` (by default its only one). As the
+        kubelet and the VPC CNI would, each pod address gets a network interface in the
+        seeded VPC's node group first (addresses outside the VPC's subnets get none)."""
+        await self.pod_enis(ips)
         await self._replace(ENDPOINTSLICES, objects.endpoint_slice(
             service, ips, name=slice_name, ports=ports, not_ready=not_ready))
+
+    async def pod_enis(self, ips: Sequence[str]) -> None:
+        """Pod network interfaces for the addresses of `ips` that fall in the VPC's subnets."""
+        inside = [ip for ip in ips if any(ipaddress.ip_address(ip) in net
+                                          for net in await self._subnet_networks())]
+        if inside:
+            url = str(self.aws.pool.settings.endpoint_url)
+            await asyncio.to_thread(create_pod_enis, url, self.seed, inside)
+
+    async def _subnet_networks(self) -> list[Any]:
+        if self._subnets is None:
+            resp = await self.aws.call("ec2", "DescribeSubnets", Filters=[
+                {"Name": "vpc-id", "Values": [self.seed.vpc_id]}])
+            self._subnets = [ipaddress.ip_network(s["CidrBlock"]) for s in resp["Subnets"]]
+        return self._subnets
 
     async def node(self, name: str, instance_id: str, *, ready: bool = True,
                    unschedulable: bool = False, labels: Mapping[str, str] | None = None) -> Obj:
@@ -346,6 +370,16 @@ class Cluster:
         await self.client.patch(NODES, name, {"status": {"conditions": [
             {"type": "Ready", "status": "True" if ready else "False"}]}},
             subresource="status")
+
+    async def pod(self, name: str, *, labels: Mapping[str, str] | None = None,
+                  gates: Sequence[str] = (), conditions: Mapping[str, str] | None = None,
+                  ip: str | None = None) -> Obj:
+        """A pod with readiness `gates`; its status (`conditions` {type: status}, `ip`) is a
+        subresource, written after the create as the kubelet would."""
+        await self.create(PODS, objects.pod(name, labels=labels, gates=gates))
+        status = objects.pod(name, conditions=conditions, ip=ip)["status"]
+        return await self.client.patch(PODS, name, {"status": status}, self.namespace,
+                                       subresource="status")
 
     async def label_namespace(self, labels: Mapping[str, str]) -> None:
         if await self.find(NAMESPACES, self.namespace) is None:

@@ -288,6 +288,27 @@ def target_group_binding(name: str, *, service: str, port: int | str = 80,
             "metadata": _metadata(name, namespace=namespace), "spec": spec}
 
 
+# ---- Pods -------------------------------------------------------------------------------------
+
+def pod(name: str, *, namespace: str | None = DEFAULT_NAMESPACE,
+        labels: Mapping[str, str] | None = None, gates: Sequence[str] = (),
+        conditions: Mapping[str, str] | None = None, uid: str | None = None,
+        ip: str | None = None) -> Obj:
+    """A pod with readiness gates `gates` (condition types) and `conditions` ({type: status});
+    one container."""
+    spec: Obj = {"containers": [{"name": "app", "image": "nginx"}]}
+    if gates:
+        spec["readinessGates"] = [{"conditionType": g} for g in gates]
+    status: Obj = {"conditions": [{"type": t, "status": v}
+                                  for t, v in (conditions or {}).items()]}
+    if ip:
+        status["podIP"] = ip
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": _metadata(name, namespace=namespace, uid=uid or f"uid-{name}",
+                                  labels=labels or {}),
+            "spec": spec, "status": status}
+
+
 # ---- reading what the API server holds --------------------------------------------------------
 
 def with_hostname(obj: Obj, hostname: str = "k8s-lb-0123456789.elb.amazonaws.com") -> Obj:

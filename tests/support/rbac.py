@@ -31,7 +31,8 @@ SERVICE_ACCOUNT = "aiolbc"
 # Everything RBAC in the installation: what the controller may do, and who it is.
 FILES = ("rbac/clusterrole.yaml", "rbac/metrics-auth-role.yaml",
          "deployment/serviceaccount.yaml", "deployment/clusterrolebinding.yaml",
-         "deployment/metrics-auth-rolebinding.yaml", "deployment/leader-election-role.yaml")
+         "deployment/metrics-auth-rolebinding.yaml", "deployment/leader-election-role.yaml",
+         "webhook/role.yaml")
 # The scrapers' role: shipped, bound by the cluster's administrator to whoever scrapes.
 METRICS_READER = "rbac/metrics-reader-role.yaml"
 _RBAC = "rbac.authorization.k8s.io"

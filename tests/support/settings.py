@@ -9,6 +9,7 @@ from typing import Any
 from controller import ingress as ingress_controller
 from controller import service as service_controller
 from controller import targetgroupbinding as tgb_controller
+from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings
 from controller.standins import AwsSeed
 
@@ -27,7 +28,7 @@ def service_settings(seed: AwsSeed, **overrides: Any) -> service_controller.Sett
     _lanes(overrides)
     values: dict[str, Any] = {"cluster_name": seed.cluster_name, "region": seed.region,
                               "vpc_id": seed.vpc_id, "in_use_backoff": 0.01,
-                              "cleanup_poll": 0.2, **overrides}
+                              "cleanup_poll": 0.2, "security_group_backoff": 0.05, **overrides}
     return service_controller.Settings(**values)
 
 
@@ -36,14 +37,19 @@ def ingress_settings(seed: AwsSeed, **overrides: Any) -> ingress_controller.Sett
     _lanes(overrides)
     values: dict[str, Any] = {"cluster_name": seed.cluster_name, "region": seed.region,
                               "vpc_id": seed.vpc_id, "default_target_type": "ip",
-                              "in_use_backoff": 0.01, "cleanup_poll": 0.2, **overrides}
+                              "in_use_backoff": 0.01, "cleanup_poll": 0.2,
+                              "security_group_backoff": 0.05, **overrides}
     return ingress_controller.Settings(**values)
 
 
 def tgb_settings(seed: AwsSeed, **overrides: Any) -> tgb_controller.Settings:
     """The TargetGroupBinding controller for the seeded cluster and VPC, otherwise its own
-    defaults, with these overrides."""
+    defaults, with these overrides; managing `spec.networking` rules in the seeded VPC (every
+    group's rules read again on each pass, so drift tests see repairs at once)."""
     _lanes(overrides)
-    values: dict[str, Any] = {"cluster_name": seed.cluster_name, "vpc_id": seed.vpc_id,
-                              **overrides}
+    values: dict[str, Any] = {
+        "cluster_name": seed.cluster_name, "vpc_id": seed.vpc_id,
+        "networking": NetworkingSettings(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id,
+                                         verify_interval=0.0),
+        **overrides}
     return tgb_controller.Settings(**values)

@@ -17,7 +17,8 @@ Every fact comes from upstream's code (paths relative to its repository):
   checkpoint annotations and the spec it writes (`networking` from the backend group,
   `vpcID`); the multi-cluster ConfigMap `aws-lbc-targets-<binding>` (`targets`: `id:port,...`);
 - node rules: ingress from the backend group on the nodes' group, described
-  `elbv2.k8s.aws/targetGroupBinding=shared` (pkg/networking/networking_manager.go).
+  `elbv2.k8s.aws/targetGroupBinding=shared`, one TCP rule from the lowest to the highest port
+  any binding asks for (pkg/networking/networking_manager.go merges a group source's ports).
 Targets are registered as upstream registers them: pod IPs at the endpoint port (ip), every
 ready node at the node port (instance).
 """
@@ -145,7 +146,7 @@ class UpstreamWorld:
         self.cluster = cluster
         self.name = cluster.seed.cluster_name
         self._backend_sg: str | None = None
-        self.node_rules: list[int] = []  # ports opened on the nodes' group
+        self.node_ports: list[int] = []  # ports the bindings open on the nodes' group
         self.nodes: tuple[str, ...] = ()
 
     # ---- AWS helpers ------------------------------------------------------------------------
@@ -177,23 +178,38 @@ class UpstreamWorld:
                  "IpRanges": [{"CidrIp": "0.0.0.0/0"}]} for p in ports])
         return str(group)
 
-    async def node_rule(self, port: int) -> None:
-        """Traffic from the backend group to the nodes on `port`."""
-        if port in self.node_rules:
-            return
-        await self._ec2("AuthorizeSecurityGroupIngress",
-                        GroupId=self.cluster.seed.node_security_group_id, IpPermissions=[{
-                            "IpProtocol": "tcp", "FromPort": port, "ToPort": port,
-                            "UserIdGroupPairs": [{"GroupId": await self.backend_sg(),
-                                                  "Description": NODE_RULE_DESCRIPTION}]}])
-        self.node_rules.append(port)
+    @property
+    def node_rules(self) -> list[tuple[int, int]]:
+        """The port ranges upstream keeps on the nodes' group for the backend group."""
+        return [(min(self.node_ports), max(self.node_ports))] if self.node_ports else []
 
-    async def node_rules_present(self) -> list[int]:
-        """The ports of the node rules that reference the backend group, as AWS has them."""
+    def _node_permission(self, ports: tuple[int, int]) -> dict[str, Any]:
+        return {"IpProtocol": "tcp", "FromPort": ports[0], "ToPort": ports[1],
+                "UserIdGroupPairs": [{"GroupId": self._backend_sg,
+                                      "Description": NODE_RULE_DESCRIPTION}]}
+
+    async def node_rule(self, port: int) -> None:
+        """Traffic from the backend group to the nodes on `port`: upstream widens its one rule."""
+        if port in self.node_ports:
+            return
+        await self.backend_sg()
+        before = self.node_rules
+        self.node_ports.append(port)
+        group = self.cluster.seed.node_security_group_id
+        await self._ec2("AuthorizeSecurityGroupIngress", GroupId=group,
+                        IpPermissions=[self._node_permission(self.node_rules[0])])
+        if before:
+            await self._ec2("RevokeSecurityGroupIngress", GroupId=group,
+                            IpPermissions=[self._node_permission(before[0])])
+
+    async def node_rules_present(self) -> list[tuple[int, int]]:
+        """The port ranges of the node rules that reference the backend group, as AWS has
+        them."""
         group = (await self._ec2("DescribeSecurityGroups", GroupIds=[
             self.cluster.seed.node_security_group_id]))["SecurityGroups"][0]
         backend = await self.backend_sg()
-        return sorted(int(p["FromPort"]) for p in group.get("IpPermissions") or []
+        return sorted((int(p["FromPort"]), int(p["ToPort"]))
+                      for p in group.get("IpPermissions") or []
                       if any(pair.get("GroupId") == backend
                              for pair in p.get("UserIdGroupPairs") or []))
 

@@ -15,8 +15,12 @@ the API server:
   an invalid annotation (Warning Event, condition False); deleted (finalizer, bindings, NLB);
 - an IngressClass with IngressClassParams, an Ingress with OIDC authentication from a Secret:
   ALB hostname in its status; the Secret rotated (rule modified); the Ingress deleted;
+- a pod waiting only for its readiness gate: registered, its target-health condition set;
 - secure metrics: a scraper bound to the shipped `aiolbc-metrics-reader` role is served (the
   controller reviews its token and its access), one without the binding is refused;
+- self-managed webhook TLS: an unusable Secret replaced, the CA injected into the shipped
+  webhook configurations (which the API server then calls for every write of the run); after
+  the run, the Secret deleted and a second, short run creating it again;
 - a graceful stop releases the Lease.
 
 Not one request is refused, and, from the same run's request log, every granted rule triple was
@@ -33,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import socket
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -44,18 +49,31 @@ from controller.apis import (
     SERVICE_STACK_NAME_LABEL,
     SERVICE_STACK_NAMESPACE_LABEL,
     TARGETGROUPBINDINGS,
+    target_health_condition,
 )
 from controller.app import aws_settings, build_manager
 from controller.aws import AWSClientPool
 from controller.config import ControllerConfig, parse_config
+from controller.defaults import DEFAULT_WEBHOOK_SECRET_NAME
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy, AwsSeed
 from runtime.client import KubeClient
+from runtime.conditions import find_condition
 from runtime.envtest import RequestRecord, service_account_user
 from runtime.errors import NotFound
 from runtime.manager import Manager
 from runtime.objects import Obj
-from runtime.resources import INGRESSES, LEASES, SERVICES
+from runtime.resources import (
+    ENDPOINTSLICES,
+    INGRESSES,
+    LEASES,
+    MUTATINGWEBHOOKCONFIGURATIONS,
+    PODS,
+    SECRETS,
+    SERVICES,
+    VALIDATINGWEBHOOKCONFIGURATIONS,
+)
+from tests.support import objects
 from tests.support.aws import AwsInspector
 from tests.support.cluster import Cluster
 from tests.support.objects import condition, hostname, ingress_path
@@ -73,6 +91,7 @@ from tests.support.rbac import (
     without_resource,
 )
 from tests.support.waiting import eventually
+from tests.support.webhooks import WebhookHarness, configurations
 
 LEASE = "aws-load-balancer-controller-leader"
 IDENTITY = "aiolbc-rbac-test"
@@ -83,6 +102,12 @@ OIDC = ('{"issuer":"https://idp.example.com","authorizationEndpoint":"https://id
         '"https://idp.example.com/userinfo","secretName":"oidc"}')
 NAMESPACE_LABEL = {"aiolbc.example.com/ingress": "allowed"}
 CONTROLLER_USER = service_account_user(NAMESPACE, SERVICE_ACCOUNT).with_authenticated()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 async def ingress_objects(c: Cluster) -> None:
@@ -124,16 +149,22 @@ STEADY_LEASE = ("--leader-election-lease-duration", "30s",
                 "--leader-election-renew-deadline", "20s")
 
 
-def controller_config(seed: AwsSeed, proxy: AWSFaultProxy, *flags: str) -> ControllerConfig:
+def controller_config(seed: AwsSeed, proxy: AWSFaultProxy, *flags: str,
+                      webhooks: Path | None = None) -> ControllerConfig:
     """`aiolbc run`'s flags for these tests (short leases, so a stop hands over quickly);
-    `flags` last."""
+    `flags` last. With `webhooks` (a certificate directory) the webhook server runs, on a free
+    loopback port."""
+    serving = ["--webhook-bind-port", "0"] if webhooks is None else [
+        "--webhook-bind-host", "127.0.0.1", "--webhook-bind-port", str(free_port()),
+        "--webhook-cert-dir", str(webhooks)]
     return parse_config([
         "--cluster-name", seed.cluster_name, "--aws-region", "us-west-2",
         "--aws-vpc-id", seed.vpc_id, "--aws-endpoint-url", proxy.url,
         "--leader-election-namespace", NAMESPACE,
         "--leader-election-lease-duration", "2s", "--leader-election-renew-deadline", "1.5s",
         "--leader-election-retry-period", "0.2s", "--metrics-secure",
-        "--metrics-bind-addr", "127.0.0.1:0", "--health-probe-bind-addr", "0", *flags])
+        "--metrics-bind-addr", "127.0.0.1:0", "--health-probe-bind-addr", "0",
+        "--targetgroupbinding-requeue-duration", "0.2s", *serving, *flags])
 
 
 @contextlib.asynccontextmanager
@@ -294,6 +325,55 @@ async def application_load_balancer(c: Cluster, proxy: AWSFaultProxy) -> None:
     await eventually(gone, timeout=20, message="ingress: ALB not cleaned up")
 
 
+async def readiness_gate(c: Cluster) -> None:
+    arn = await c.target_group("gated-tg")
+    gate = target_health_condition("gated")
+    await c.service("gated")
+    pod = await c.pod("gated-1", labels={"app": "gated"}, gates=[gate], ip="10.6.0.1",
+                      conditions={"ContainersReady": "True", "Ready": "False"})
+    endpoint = objects.endpoint("10.6.0.1", ready=False, uid=pod["metadata"]["uid"])
+    endpoint["targetRef"]["name"] = "gated-1"
+    await c.create(ENDPOINTSLICES, objects.endpoint_slice("gated", endpoints=[endpoint]))
+    await c.binding("gated", service="gated", arn=arn)
+
+    async def ready() -> bool:
+        found = find_condition(await c.get(PODS, "gated-1"), gate) or {}
+        return (found.get("status") == "True"
+                and await c.aws.registered(arn) == {("10.6.0.1", 8080)})
+
+    await eventually(ready, message="readiness gate: pod not registered or not marked")
+    await c.delete(TARGETGROUPBINDINGS, "gated")
+    await eventually(lambda: c.gone(TARGETGROUPBINDINGS, "gated"),
+                     message="readiness gate: binding not finalized")
+
+
+async def webhook_configurations(c: Cluster) -> None:
+    """The shipped configurations, and a Secret of that name the controller cannot use."""
+    for doc in configurations():
+        resource = (MUTATINGWEBHOOKCONFIGURATIONS if doc["kind"].startswith("Mutating")
+                    else VALIDATINGWEBHOOKCONFIGURATIONS)
+        await c.client.create(resource, doc)
+    await c.client.create(SECRETS, {"metadata": {"name": DEFAULT_WEBHOOK_SECRET_NAME},
+                                    "type": "kubernetes.io/tls",
+                                    "data": {"tls.crt": "bm90IGEgY2VydA==", "tls.key": ""}},
+                          NAMESPACE)
+
+
+async def webhooks_served(c: Cluster, manager: Manager) -> None:
+    """The Secret replaced, the CA in every webhook; the API server routed to this replica."""
+    hooks = WebhookHarness(c, None, Path())
+
+    async def serving() -> bool:
+        server = manager.webhook_server
+        return server is not None and await server.ready() and bool(await hooks.secret_ca())
+
+    await eventually(serving, message="webhooks: not serving with a certificate")
+    assert manager.webhook_server is not None
+    hooks.servers.append(manager.webhook_server)
+    hooks.route_to(manager.webhook_server)
+    await eventually(hooks.injected, message="webhooks: CA not injected")
+
+
 async def secure_metrics(c: Cluster, manager: Manager) -> None:
     role = metrics_reader_role()
     await c.client.create(KINDS["ClusterRole"], role)
@@ -339,26 +419,41 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy,
         aws_inspector: AwsInspector, no_retry_backoff: None, tmp_path: Path) -> None:
     docs = rbac_documents()
-    config = controller_config(aws_seed, aws_proxy)
+    # Steady leases: the run tests what is granted, and a loaded machine must not end it.
+    config = controller_config(aws_seed, aws_proxy, *STEADY_LEASE, webhooks=tmp_path / "certs")
     async with installation(docs, seed=aws_seed, pool=aws_pool, aws=aws_inspector,
-                            tmp_path=tmp_path) as (c, controller), \
-            running(c, controller, config) as (manager, task):
-        await eventually(lambda: asyncio.sleep(0, manager.leading), message="never led")
-        assert await lease_holder(c) == IDENTITY
-        await multi_cluster_binding(c)
-        await network_load_balancer(c)
-        await application_load_balancer(c, aws_proxy)
-        await secure_metrics(c, manager)
-        manager.stop()
-        assert await asyncio.wait_for(task, 15) == 0
-        assert await lease_holder(c) == ""  # released on the way out
+                            tmp_path=tmp_path) as (c, controller):
+        await webhook_configurations(c)
+        async with running(c, controller, config) as (manager, task):
+            await eventually(lambda: asyncio.sleep(0, manager.leading), message="never led")
+            assert await lease_holder(c) == IDENTITY
+            await webhooks_served(c, manager)
+            await multi_cluster_binding(c)
+            await network_load_balancer(c)
+            await application_load_balancer(c, aws_proxy)
+            await readiness_gate(c)
+            await secure_metrics(c, manager)
+            manager.stop()
+            assert await asyncio.wait_for(task, 15) == 0
+            assert await lease_holder(c) == ""  # released on the way out
+        # No Secret at all: the next start creates it.
+        await c.client.delete(SECRETS, DEFAULT_WEBHOOK_SECRET_NAME, NAMESPACE)
+        async with running(c, controller, config) as (manager, task):
+            await webhooks_served(c, manager)
+            manager.stop()
+            assert await asyncio.wait_for(task, 15) == 0
 
         denials = c.server.denials
         assert denials == [], "\n".join(f"{d.verb} {d.path}: {d.message}" for d in denials)
         requests = requests_of(c.server.request_log, CONTROLLER_USER)
         secret_requests = {(a.verb, a.namespace, a.name) for a in requests
                            if a.resource == "secrets"}
-        assert secret_requests == {("list", WORKLOADS, "oidc"), ("watch", WORKLOADS, "oidc")}
+        # The referenced OIDC Secret by name; the webhook certificate's own Secret by name
+        # (its create cannot name it).
+        assert secret_requests == {
+            ("list", WORKLOADS, "oidc"), ("watch", WORKLOADS, "oidc"),
+            ("get", NAMESPACE, DEFAULT_WEBHOOK_SECRET_NAME),
+            ("update", NAMESPACE, DEFAULT_WEBHOOK_SECRET_NAME), ("create", NAMESPACE, "")}
         result = account(grants(docs), requests, baseline_rules(CONTROLLER_USER))
         print(result.describe())
         assert result.refused == []

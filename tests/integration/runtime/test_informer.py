@@ -266,6 +266,34 @@ async def test_scopes_namespace_label_and_field_selectors(
     assert label_view.violations == []
 
 
+async def test_a_scope_can_keep_only_the_fields_it_needs(
+        factory: SharedInformerFactory, writer: KubeClient) -> None:
+    def slim(obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        return {"metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion")},
+                "data": {"v": obj.get("data", {}).get("v")}}
+
+    big = configmap("big")
+    big["data"]["padding"] = "x" * 10_000
+    await writer.create(CONFIGMAPS, big)
+    slimmed = factory.informer(CONFIGMAPS, namespace="default", transform=slim)
+    full = factory.informer(CONFIGMAPS)
+    factory.start()
+    assert await factory.wait_for_sync(timeout=5)
+    cached = full.store.get("default/big")
+    assert cached is not None
+    assert "padding" in cached["data"]
+    assert slimmed.store.get("default/big") == {
+        "metadata": {"name": "big", "namespace": "default",
+                     "resourceVersion": cached["metadata"]["resourceVersion"]},
+        "data": {"v": "0"}}
+    # The same scope with the same function is the same informer; another function would
+    # give a cache that is not what its readers expect.
+    assert factory.informer(CONFIGMAPS, namespace="default", transform=slim) is slimmed
+    with pytest.raises(ValueError, match="another transform"):
+        factory.informer(CONFIGMAPS, namespace="default", transform=lambda obj: obj)
+
+
 async def test_relist_after_compaction_delivers_tombstones(
         factory: SharedInformerFactory, writer: KubeClient, envtest: EnvTestServer) -> None:
     for name in ("keep", "drop", "change"):

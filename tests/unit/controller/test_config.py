@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller import app
 from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
 from controller.config import MAX_DURATION, ConfigError, parse_config, parse_duration
@@ -31,6 +32,29 @@ def test_defaults_match_upstream() -> None:
     assert cfg.default_ssl_policy == "ELBSecurityPolicy-2016-08"
     assert (cfg.leader_election_lease_duration, cfg.leader_election_renew_deadline,
             cfg.leader_election_retry_period) == (15.0, 10.0, 2.0)
+    # pkg/config/controller_config.go: the backend group on, its rules for user groups off.
+    assert (cfg.enable_backend_security_group, cfg.backend_security_group,
+            cfg.enable_manage_backend_security_group_rules,
+            cfg.disable_restricted_sg_rules, cfg.service_target_eni_security_group_tags) == (
+        True, "", False, False, {})
+
+
+def test_security_group_flags_reach_the_controllers() -> None:
+    cfg = parse_config([
+        "--cluster-name", "c", "--aws-vpc-id", "vpc-1", "--backend-security-group", "sg-0b",
+        "--enable-manage-backend-security-group-rules", "--disable-restricted-sg-rules=true",
+        "--service-target-eni-security-group-tags", "team=web,aws:eks:cluster-name=c"])
+    backend = app.backend_settings(cfg)
+    assert (backend.enabled, backend.group_id, backend.manage_rules_default,
+            backend.restricted_rules) == (True, "sg-0b", True, False)
+    assert app.service_settings(cfg, region="us-west-2").backend_sg == backend
+    assert app.ingress_settings(cfg, region="us-west-2").backend_sg == backend
+    networking = app.targetgroupbinding_settings(cfg).networking
+    assert networking is not None
+    assert (networking.cluster_name, networking.vpc_id, networking.restricted_rules) == (
+        "c", "vpc-1", False)
+    assert dict(networking.eni_security_group_tags) == {"team": "web",
+                                                        "aws:eks:cluster-name": "c"}
 
 
 def test_values_are_parsed() -> None:
@@ -129,6 +153,14 @@ def test_values_are_parsed() -> None:
         (["--metrics-secure", "sometimes"], "--metrics-secure: expected true or false"),
         (["--metrics-cert-dir", "/nonexistent/certs"],
          "--metrics-cert-dir: /nonexistent/certs does not exist"),
+        (["--backend-security-group", "my-group"],
+         "--backend-security-group: 'my-group' is not a security group ID"),
+        (["--backend-security-group", "sg-0123", "--enable-backend-security-group", "false"],
+         "--backend-security-group: set, but --enable-backend-security-group is false"),
+        (["--disable-restricted-sg-rules", "maybe"],
+         "--disable-restricted-sg-rules: expected true or false"),
+        (["--service-target-eni-security-group-tags", "team"],
+         "--service-target-eni-security-group-tags: expected key=value"),
     ],
 )
 def test_bad_values_name_the_flag(argv: list[str], message: str) -> None:

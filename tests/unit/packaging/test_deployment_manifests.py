@@ -9,6 +9,7 @@ the Grafana dashboard name only metrics a running process registers."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -20,10 +21,12 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from controller.apis import READINESS_GATE_INJECT_LABEL, READINESS_GATE_INJECT_VALUE
 from controller.app import setup_controllers
 from controller.aws import AWSClientPool, AWSSettings
-from controller.config import parse_config
+from controller.config import ControllerConfig, parse_config
 from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_LEADER_ELECTION_ID
+from controller.webhooks import handlers
 from runtime.client import KubeClient
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.manager import Manager, ManagerOptions
@@ -37,6 +40,7 @@ NAMESPACE = "aiolbc-system"
 HEALTH_PORT = int(DEFAULT_HEALTH_PROBE_BIND_ADDR.rsplit(":", 1)[1])
 METRICS_PORT = 8443
 POD_IP = "10.0.1.17"  # what the kubelet would give status.podIP
+WEBHOOK_PORT = 9443
 APP_LABEL = {"app.kubernetes.io/name": "aiolbc"}
 
 Doc = dict[str, Any]
@@ -47,7 +51,8 @@ def _load_all(text: str) -> list[Doc]:
 
 
 def _source_documents() -> list[tuple[Path, Doc]]:
-    return [(path, doc) for path in sorted((ROOT / "deployment").glob("*.yaml"))
+    return [(path, doc) for directory in ("deployment", "webhook")
+            for path in sorted((ROOT / directory).glob("*.yaml"))
             for doc in _load_all(path.read_text())]
 
 
@@ -108,7 +113,7 @@ def test_validation_catches_a_broken_deployment(built: list[Doc]) -> None:
 def test_kustomization_references_every_shipped_manifest() -> None:
     kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
     listed = {str(p) for p in kustomization["resources"]}
-    for directory in ("crds", "rbac", "deployment"):
+    for directory in ("crds", "rbac", "deployment", "webhook"):
         for path in sorted((ROOT / directory).glob("*.yaml")):
             assert str(path.relative_to(ROOT)) in listed, f"{path.name} missing from resources"
     for entry in listed:
@@ -121,7 +126,8 @@ def test_namespaced_objects_live_in_the_controller_namespace(built: list[Doc]) -
     assert _one(built, "Namespace")["metadata"]["name"] == NAMESPACE
     for doc in built:
         if doc["kind"] in ("Namespace", "CustomResourceDefinition", "ClusterRole",
-                           "ClusterRoleBinding"):
+                           "ClusterRoleBinding", "MutatingWebhookConfiguration",
+                           "ValidatingWebhookConfiguration"):
             continue
         assert doc["metadata"].get("namespace") == NAMESPACE, doc["metadata"]["name"]
 
@@ -203,7 +209,8 @@ def test_deployment_runs_two_spread_replicas_with_probes(built: list[Doc]) -> No
                             pod["metadata"]["labels"]) for t in terms)
     container = _container(built)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": METRICS_PORT, "health": HEALTH_PORT}
+    assert ports == {"metrics": METRICS_PORT, "health": HEALTH_PORT,
+                     "webhook-server": WEBHOOK_PORT}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = container[probe]["httpGet"]
         assert get["path"] == path
@@ -232,7 +239,7 @@ def test_disruption_budget_and_metrics_service_select_the_pods(built: list[Doc])
     pdb = _one(built, "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1
     assert _matches(pdb["spec"]["selector"]["matchLabels"], labels)
-    service = _one(built, "Service")
+    service = _one(built, "Service", "aiolbc-metrics")
     assert _matches(service["spec"]["selector"], labels)
     assert _matches(APP_LABEL, service["metadata"]["labels"])
     [port] = service["spec"]["ports"]
@@ -254,7 +261,7 @@ def _bound_to_service_account(binding: Doc, built: list[Doc]) -> bool:
 
 
 def test_role_grants_the_lease(built: list[Doc]) -> None:
-    binding = _one(built, "RoleBinding")
+    binding = _one(built, "RoleBinding", "aiolbc-leader-election")
     assert _bound_to_service_account(binding, built)
     role = _one(built, "Role", binding["roleRef"]["name"])
     # The lease name the controller uses unless --leader-election-id says otherwise.
@@ -271,7 +278,8 @@ def test_role_grants_the_lease(built: list[Doc]) -> None:
 def test_cluster_role_bindings_name_shipped_cluster_roles(built: list[Doc]) -> None:
     bindings = [d for d in built if d["kind"] == "ClusterRoleBinding"]
     roles = {d["metadata"]["name"]: d for d in built if d["kind"] == "ClusterRole"}
-    assert {b["roleRef"]["name"] for b in bindings} == {"aiolbc", "aiolbc-metrics-auth"}
+    assert {b["roleRef"]["name"] for b in bindings} == {"aiolbc", "aiolbc-metrics-auth",
+                                                        "aiolbc-webhook-configurations"}
     for binding in bindings:
         assert binding["roleRef"]["kind"] == "ClusterRole"
         assert binding["roleRef"]["name"] in roles
@@ -314,6 +322,120 @@ def test_network_policy_lets_out_dns_the_api_server_and_aws(built: list[Doc]) ->
                 "169.254.170.23/32", "fd00:ec2::23/128"}
 
 
+# ---- webhooks -----------------------------------------------------------------------------------
+
+def _config(built: list[Doc]) -> ControllerConfig:
+    env = _container_env(built)
+    return parse_config([_expand(a, env) for a in _container(built)["args"][1:]])
+
+
+def _hooks(built: list[Doc]) -> list[tuple[str, Doc]]:
+    return [(d["kind"], hook) for d in built
+            if d["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+            for hook in d["webhooks"]]
+
+
+def test_webhooks_reach_the_server_every_replica_runs(built: list[Doc]) -> None:
+    config = _config(built)
+    assert (config.webhook_bind_host, config.webhook_bind_port) == (POD_IP, WEBHOOK_PORT)
+    assert config.webhook_tls_mode == "self-managed"
+    service = _one(built, "Service", config.webhook_service_name)
+    assert service["metadata"]["namespace"] == NAMESPACE
+    labels = _one(built, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert _matches(service["spec"]["selector"], labels)
+    [port] = service["spec"]["ports"]
+    named = {p["name"]: p["containerPort"] for p in _container(built)["ports"]}
+    assert named[port["targetPort"]] == WEBHOOK_PORT
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert _one(built, kind)["metadata"]["name"] == config.webhook_configuration_name
+    served = {handlers.MUTATE_POD, handlers.MUTATE_TARGETGROUPBINDING,
+              handlers.VALIDATE_TARGETGROUPBINDING, handlers.VALIDATE_INGRESS,
+              handlers.VALIDATE_INGRESSCLASSPARAMS, handlers.MUTATE_SERVICE}
+    for _, hook in _hooks(built):
+        target = hook["clientConfig"]["service"]
+        assert (target["name"], target["namespace"]) == (config.webhook_service_name, NAMESPACE)
+        assert target.get("port", 443) == port["port"]
+        assert target["path"] in served, target["path"]
+        assert "caBundle" not in hook["clientConfig"]  # injected at run time
+        assert "v1" in hook["admissionReviewVersions"]
+
+
+def test_every_webhook_fails_open_and_the_pod_webhook_is_scoped(built: list[Doc]) -> None:
+    hooks = {hook["name"]: hook for _, hook in _hooks(built)}
+    assert set(hooks) == {"mpod.elbv2.k8s.aws", "mtargetgroupbinding.elbv2.k8s.aws",
+                          "vtargetgroupbinding.elbv2.k8s.aws", "vingress.elbv2.k8s.aws",
+                          "vingressclassparams.elbv2.k8s.aws"}
+    assert {h["failurePolicy"] for h in hooks.values()} == {"Ignore"}
+    assert all(h["timeoutSeconds"] <= 10 for h in hooks.values())
+    pod = hooks["mpod.elbv2.k8s.aws"]
+    assert pod["namespaceSelector"]["matchExpressions"] == [{
+        "key": READINESS_GATE_INJECT_LABEL, "operator": "In",
+        "values": [READINESS_GATE_INJECT_VALUE]}]
+    # Never the controller's own pods.
+    labels = _one(built, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    [excluded] = pod["objectSelector"]["matchExpressions"]
+    assert excluded["operator"] == "NotIn"
+    assert labels[excluded["key"]] in excluded["values"]
+    assert [r["operations"] for r in pod["rules"]] == [["CREATE"]]
+
+
+def test_self_managed_tls_has_exactly_the_grants_it_needs(built: list[Doc]) -> None:
+    config = _config(built)
+    binding = _one(built, "RoleBinding", "aiolbc-webhook-tls")
+    assert _bound_to_service_account(binding, built)
+    rules = _one(built, "Role", binding["roleRef"]["name"])["rules"]
+    secret = config.webhook_secret_name
+    for verb in ("get", "create", "update"):
+        assert _allows(rules, "", "secrets", verb, secret), verb
+    assert not _allows(rules, "", "secrets", "get", "another-secret")
+    assert not _allows(rules, "", "secrets", "list", secret)
+    cluster = _one(built, "ClusterRole", "aiolbc-webhook-configurations")["rules"]
+    for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        for verb in ("get", "patch"):
+            assert _allows(cluster, "admissionregistration.k8s.io", resource, verb,
+                           config.webhook_configuration_name)
+        assert not _allows(cluster, "admissionregistration.k8s.io", resource, "patch", "other")
+
+
+def test_the_certificate_directory_is_writable(built: list[Doc]) -> None:
+    config = _config(built)
+    pod = _one(built, "Deployment")["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m for m in _container(built)["volumeMounts"]}
+    mount = mounts[config.webhook_cert_dir]
+    assert not mount.get("readOnly")
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert "emptyDir" in volume
+
+
+def test_cert_manager_component_mounts_its_secret_and_serves_files(tmp_path: Path) -> None:
+    # As a user's kustomization uses it (kustomize takes relative paths only).
+    base = os.path.relpath(ROOT, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        f"resources: [{base}]\ncomponents: [{base}/overlays/cert-manager]\n")
+    proc = subprocess.run([str(KUBECTL), "kustomize", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    docs = _load_all(proc.stdout)
+    config = _config(docs)
+    assert config.webhook_tls_mode == "files"
+    certificate = _one(docs, "Certificate")
+    assert set(certificate["spec"]["dnsNames"]) == {
+        f"{config.webhook_service_name}.{NAMESPACE}.svc",
+        f"{config.webhook_service_name}.{NAMESPACE}.svc.cluster.local"}
+    pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
+    mount = {m["mountPath"]: m for m in _container(docs)["volumeMounts"]}[config.webhook_cert_dir]
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert volume == {"name": mount["name"], "secret": {
+        "secretName": certificate["spec"]["secretName"]}}
+    injected = f"{NAMESPACE}/{certificate['metadata']['name']}"
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert _one(docs, kind)["metadata"]["annotations"][
+            "cert-manager.io/inject-ca-from"] == injected
+    # The controller neither writes a Secret nor patches configurations: no grants for it.
+    assert not [d for d in docs if d["metadata"]["name"] in (
+        "aiolbc-webhook-tls", "aiolbc-webhook-configurations")]
+
+
 # ---- the real kubectl -------------------------------------------------------------------------
 
 async def test_kubectl_applies_the_kustomization(kubectl: Kubectl) -> None:
@@ -326,9 +448,10 @@ async def test_kubectl_applies_the_kustomization(kubectl: Kubectl) -> None:
     crds = (await kubectl("get", "crd", "-o", "name")).stdout
     assert "targetgroupbindings.elbv2.k8s.aws" in crds
     kinds = "namespace,serviceaccount,role,rolebinding,clusterrolebinding,configmap,service," \
-        "deployment,poddisruptionbudget,networkpolicy"
+        "deployment,poddisruptionbudget,networkpolicy,mutatingwebhookconfiguration," \
+        "validatingwebhookconfiguration"
     before = await _versions(kubectl, kinds)
-    assert len(before) >= 11
+    assert len(before) >= 16
     # A second apply stores nothing new.
     again = await kubectl("apply", "-k", str(ROOT))
     assert "created" not in again.stdout
@@ -346,13 +469,14 @@ async def _versions(kubectl: Kubectl, kinds: str) -> dict[str, str]:
 # ---- metrics documentation ----------------------------------------------------------------------
 
 _DOCUMENTED_PREFIXES = ("controller_runtime_", "workqueue_", "rest_client_", "leader_election_",
-                        "aws_api_", "aiolbc_", "event_recorder_")
+                        "aws_api_", "aiolbc_", "event_recorder_", "certwatcher_")
 
 
 @pytest.fixture
 async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
     """Family name -> type, of what `aiolbc run` registers (Manager, leader election, every
-    controller, Kubernetes client, AWS pool), collected without starting anything."""
+    controller, the webhook server, Kubernetes client, AWS pool), collected without starting
+    anything."""
     registry = CollectorRegistry()
     settings = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
                            access_key="unused", secret_key="unused")
@@ -360,9 +484,11 @@ async def registered_metrics(envtest_kubeconfig: Path) -> dict[str, str]:
             AWSClientPool(settings, registry=registry) as pool:
         manager = Manager(client, options=ManagerOptions(leader_election=True),
                           registry=registry)
+        # As `aiolbc run` sets it up, the webhook server included (on any free port).
         setup_controllers(manager, pool, parse_config([
             "--cluster-name", "unused", "--aws-region", "us-west-2",
-            "--aws-vpc-id", "vpc-0123456789abcdef0"]))
+            "--aws-vpc-id", "vpc-0123456789abcdef0", "--webhook-tls-mode", "files",
+            "--webhook-bind-host", "127.0.0.1"]))
         return {family.name: family.type for family in registry.collect()}
 
 

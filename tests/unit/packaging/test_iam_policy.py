@@ -278,6 +278,38 @@ def _statement(policy: dict[str, Any], action: str) -> dict[str, Any]:
     return found
 
 
+def test_security_group_writes_are_limited_to_groups_the_controller_tags(
+        policy: dict[str, Any]) -> None:
+    """Upstream's scoping (docs/install/iam_policy.json): groups are created with the cluster
+    tag and tagged only while being created or when they already carry it, never setting or
+    removing it; only such groups are deleted; rules may be changed on any group (the targets'
+    groups are the user's, the controller touches only the rules it labels)."""
+    tag = f"aws:RequestTag/{CLUSTER_TAG}"
+    owned = f"aws:ResourceTag/{CLUSTER_TAG}"
+    groups = ["arn:aws:ec2:*:*:security-group/*"]
+    create = _statement(policy, "ec2:CreateSecurityGroup")
+    assert create["Condition"] == {"Null": {tag: "false"}}
+    [delete] = _grants(policy, "ec2:DeleteSecurityGroup")
+    assert delete["Condition"] == {"Null": {owned: "false"}}
+    assert delete["Resource"] == groups
+    [untag] = _grants(policy, "ec2:DeleteTags")
+    tagging = _grants(policy, "ec2:CreateTags")
+    assert len(tagging) == 2
+    assert untag in tagging
+    for statement in tagging:
+        assert statement["Resource"] == groups
+        condition = statement["Condition"]
+        if statement is untag:
+            assert condition == {"Null": {tag: "true", owned: "false"},
+                                 "ForAllValues:StringNotEquals": {"aws:TagKeys": [CLUSTER_TAG]}}
+        else:
+            assert condition == {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
+                                 "Null": {tag: "false"}}
+    rules = _statement(policy, "ec2:AuthorizeSecurityGroupIngress")
+    assert rules is _statement(policy, "ec2:RevokeSecurityGroupIngress")
+    assert rules["Resource"] == groups
+
+
 def _grants(policy: dict[str, Any], action: str) -> list[dict[str, Any]]:
     return [s for s in policy["Statement"] if action in s["Action"]]
 

@@ -51,6 +51,8 @@ TARGETGROUPBINDING_CONTROLLER = _rules(
     ("", "services", LIST_WATCH), ("", "nodes", LIST_WATCH),
     ("", "configmaps", ("get", "create", "update", "delete")),
     ("", "events", ("create", "patch")),
+    # readiness gates: the slim pod cache, and the target-health condition of a gated pod
+    ("", "pods", LIST_WATCH), ("", "pods/status", ("patch",)),
 )
 SERVICE_CONTROLLER = _rules(
     ("", "services", (*LIST_WATCH, "patch")), ("", "services/status", ("patch",)),

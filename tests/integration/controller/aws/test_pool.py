@@ -17,7 +17,7 @@ async def test_calls_reach_elbv2_ec2_and_acm(aws_pool: AWSClientPool, aws_seed: 
     subnets = await aws_pool.call("ec2", "DescribeSubnets",
                                   Filters=[{"Name": "vpc-id", "Values": [aws_seed.vpc_id]}])
     assert {s["SubnetId"] for s in subnets["Subnets"]} == {
-        *aws_seed.public_subnets, *aws_seed.private_subnets}
+        *aws_seed.public_subnets, *aws_seed.private_subnets, *aws_seed.pod_subnets}
     certs = await aws_pool.call("acm", "ListCertificates")
     assert [c["CertificateArn"] for c in certs["CertificateSummaryList"]] == [
         aws_seed.certificate_arn]

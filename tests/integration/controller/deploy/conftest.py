@@ -23,7 +23,8 @@ def elbv2(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Iterator[Any]:
 
 @pytest.fixture
 def deployer_settings(aws_seed: AwsSeed) -> DeployerSettings:
-    return DeployerSettings(cluster_name=CLUSTER, in_use_backoff=0.01)
+    return DeployerSettings(cluster_name=CLUSTER, in_use_backoff=0.01,
+                            security_group_backoff=0.01)
 
 
 @pytest.fixture

@@ -3,31 +3,41 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from controller.model import (
+    MANAGED_SECURITY_GROUP_ID,
     FixedResponseAction,
     ForwardAction,
     HealthCheck,
     HealthCheckMatcher,
     HostHeaderCondition,
+    IngressRule,
     Listener,
     ListenerRule,
     LoadBalancer,
+    NetworkingIngress,
+    NetworkingPeer,
+    NetworkingPort,
     PathPatternCondition,
     RedirectAction,
+    SecurityGroup,
     ServiceReference,
+    SharedBackendSecurityGroup,
     Stack,
     StackBuilder,
     StackContext,
     Stickiness,
     SubnetDiscovery,
     TargetGroup,
+    TargetGroupBindingNetworking,
     TargetGroupBindingResource,
     WeightedTargetGroup,
+    ingress_security_group_name,
     ingress_target_group_name,
     load_balancer_name,
     service_load_balancer_name,
+    service_security_group_name,
 )
 from controller.standins import AwsSeed
 
@@ -116,6 +126,45 @@ def nlb_stack(seed: AwsSeed, name: str = "dns") -> Stack:
     b.add_listener("443", Listener(load_balancer_arn=lb, port=443, protocol="TCP",
                                    default_actions=[ForwardAction(target_groups=[
                                        WeightedTargetGroup(target_group_arn=tls)])]))
+    return b.build()
+
+
+def guarded_stack(seed: AwsSeed, name: str = "web", *, kind: str = "alb",
+                  cidrs: tuple[str, ...] = ("0.0.0.0/0",),
+                  user_groups: tuple[str, ...] = ()) -> Stack:
+    """A small ALB (HTTP 80) or NLB (TCP 80) with a managed frontend group admitting `cidrs`
+    and the shared backend group, as the model builders make them, or only `user_groups`; its
+    binding asks the targets' groups to admit the backend group on 8080."""
+    alb = kind == "alb"
+    stack_id = f"default/{name}"
+    b = StackBuilder(stack_id, kind="ingress" if alb else "service", context=context(seed))
+    groups: list[Any] = list(user_groups)
+    if not user_groups:
+        managed = b.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
+            name=(ingress_security_group_name(CLUSTER, "default", name) if alb else
+                  service_security_group_name(CLUSTER, "default", name, uid=f"u-{name}")),
+            ingress=[IngressRule(protocol="tcp", from_port=80, to_port=80, cidr_ipv4=c)
+                     for c in cidrs], tags={"team": "a"}))
+        groups = [managed, SharedBackendSecurityGroup()]
+    protocol: Literal["HTTP", "TCP"] = "HTTP" if alb else "TCP"
+    tg = b.add_target_group(f"{stack_id}-web:80", TargetGroup(
+        name=_tg_name(stack_id, "web", 80, protocol=protocol), protocol=protocol, port=80,
+        target_type="ip"))
+    lb = b.add_load_balancer("LoadBalancer", LoadBalancer(
+        name=(load_balancer_name(CLUSTER, "default", name, "internal") if alb else
+              service_load_balancer_name(CLUSTER, "default", name, "internal", uid=f"u-{name}")),
+        type="application" if alb else "network", scheme="internal",
+        subnets=SubnetDiscovery(role="internal-elb"), security_groups=groups))
+    b.add_listener("80", Listener(load_balancer_arn=lb, port=80, protocol=protocol,
+                                  default_actions=[ForwardAction(target_groups=[
+                                      WeightedTargetGroup(target_group_arn=tg)])]))
+    b.add(f"{stack_id}-web:80", TargetGroupBindingResource(
+        name=_tg_name(stack_id, "web", 80, protocol=protocol), namespace="default",
+        target_group_arn=tg, target_type="ip", service_ref=ServiceReference(name="web", port=80),
+        networking=None if user_groups else TargetGroupBindingNetworking(ingress=[
+            NetworkingIngress.model_validate({
+                "from": [NetworkingPeer(security_group=SharedBackendSecurityGroup())],
+                "ports": [NetworkingPort(port=8080)]})])))
     return b.build()
 
 

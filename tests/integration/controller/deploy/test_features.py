@@ -262,11 +262,11 @@ async def test_tag_selector_picks_one_subnet_per_zone_preferring_this_cluster(
                                      CidrBlock=cidr, TagSpecifications=spec)["Subnet"]["SubnetId"])
 
     try:
-        subnet(zone_a, "10.0.10.0/24", ("kubernetes.io/cluster/other", "owned"))  # not ours
-        untagged_a = subnet(zone_a, "10.0.11.0/24")
-        subnet(zone_b, "10.0.12.0/24")  # loses to the one tagged for this cluster
-        ours_b = subnet(zone_b, "10.0.13.0/24", (f"kubernetes.io/cluster/{CLUSTER}", "shared"))
-        subnet(zone_b, "10.0.14.0/24", ("team", "db"))  # the selector does not match it
+        subnet(zone_a, "10.0.100.0/24", ("kubernetes.io/cluster/other", "owned"))  # not ours
+        untagged_a = subnet(zone_a, "10.0.101.0/24")
+        subnet(zone_b, "10.0.102.0/24")  # loses to the one tagged for this cluster
+        ours_b = subnet(zone_b, "10.0.103.0/24", (f"kubernetes.io/cluster/{CLUSTER}", "shared"))
+        subnet(zone_b, "10.0.104.0/24", ("team", "db"))  # the selector does not match it
     finally:
         ec2.close()
     await deployer.deploy(_small_alb(aws_seed, subnets=SubnetSelector(tags={"team": ["web"]})))

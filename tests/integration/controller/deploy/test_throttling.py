@@ -34,13 +34,39 @@ THROTTLE = ",".join(f"Elastic Load Balancing v2:{regex}={rate}:{burst}"
 LATENESS = 0.1
 
 
-def _worst_excess(times: list[float], rate: float, burst: int) -> float:
+class LoopStalls:
+    """The longest time the event loop was late to wake a 10 ms sleeper during the test. The
+    proxy shares the loop: requests released on time by the limiter but held by a stall reach it
+    together, so a window of the proxy's log can only be judged after widening it by the longest
+    stall seen, which the machine's load and not the limiter decides."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            self.longest = max(self.longest, loop.time() - before - 0.01)
+
+    def __enter__(self) -> LoopStalls:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+def _worst_excess(times: list[float], rate: float, burst: int, stall: float) -> float:
     """max over windows [t_i, t_j] of (requests in it) - (tokens the bucket could have given
-    out in the window, widened by LATENESS)."""
+    out in the window, widened by LATENESS and the longest loop stall)."""
     worst = float("-inf")
     for i in range(len(times)):
         for j in range(i, len(times)):
-            allowed = burst + rate * (times[j] - times[i] + LATENESS)
+            allowed = burst + rate * (times[j] - times[i] + LATENESS + stall)
             worst = max(worst, (j - i + 1) - allowed)
     return worst
 
@@ -64,7 +90,8 @@ async def test_ten_concurrent_stacks_converge_under_throttling_within_client_lim
     async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
         deployer = StackDeployer(pool, DeployerSettings(cluster_name="test-cluster"))
         throttling = aws_proxy.inject("Throttling", service="elbv2", rate=0.3)
-        results = await asyncio.gather(*(deployer.deploy(s) for s in stacks))
+        with LoopStalls() as stalls:
+            results = await asyncio.gather(*(deployer.deploy(s) for s in stacks))
         assert throttling.fired > 20
         log = aws_proxy.log
 
@@ -77,7 +104,7 @@ async def test_ten_concurrent_stacks_converge_under_throttling_within_client_lim
         for name, (regex, rate, burst) in CLASSES.items():
             times = _calls_of(log, regex)
             assert len(times) > 3 * burst, name
-            assert _worst_excess(times, rate, burst) <= 1, name
+            assert _worst_excess(times, rate, burst, stalls.longest) <= 1, (name, stalls.longest)
             # The limiter was binding: the class could not finish faster than its rate allows.
             assert times[-1] - times[0] >= (len(times) - burst) / rate * 0.9, name
 

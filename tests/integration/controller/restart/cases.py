@@ -134,7 +134,24 @@ def service_cases() -> list[Case]:
                 name="s-access-log-prefix"),
         service("aws-load-balancer-cross-zone-load-balancing-enabled", "true",
                 name="s-cross-zone"),
+        service("aws-load-balancer-security-groups", "{security_group}", name="s-sg"),
+        service("aws-load-balancer-security-group-prefix-lists", "{prefix_list}",
+                name="s-sg-prefix-lists"),
+        service("aws-load-balancer-source-ranges", "10.0.0.0/8"),
+        service("aws-load-balancer-manage-backend-security-group-rules", "true",
+                {"aws-load-balancer-security-groups": "{security_group}"},
+                name="s-manage-backend-rules"),
+        # AWS keeps an NLB's last security group: the change is reported, not applied.
+        _observed(service("aws-load-balancer-disable-nlb-sg", "true"), warnings),
+        service("aws-load-balancer-enable-icmp-for-path-mtu-discovery", "on",
+                name="s-icmp"),
+        service("aws-load-balancer-inbound-sg-rules-on-private-link-traffic", "off",
+                name="s-private-link"),
     ]
+
+
+def _observed(case: Case, observe: Observe) -> Case:
+    return Case(case.name, case.covers, case.setup, case.change, observe, case.ready)
 
 
 # ---- Ingresses (ALB) ------------------------------------------------------------------------
@@ -241,6 +258,10 @@ def ingress_cases() -> list[Case]:
         ingress("ip-address-type", "dualstack"),
         ingress("subnets", "{public_subnets}"),
         ingress("security-groups", "{security_group}"),
+        ingress("inbound-cidrs", "10.0.0.0/8"),
+        ingress("security-group-prefix-lists", "{prefix_list}", name="i-sg-prefix-lists"),
+        ingress("manage-backend-security-group-rules", "true",
+                {"security-groups": "{security_group}"}, name="i-manage-backend-rules"),
         ingress("load-balancer-attributes", "idle_timeout.timeout_seconds=120",
                 name="i-lb-attributes"),
         ingress("ssl-redirect", "443", HTTP_AND_HTTPS),
@@ -324,6 +345,8 @@ def params_cases() -> list[Case]:
                                            "value": "120"}]),
         params("certificateArn", ["{cert2}"], annotations=HTTPS),
         params("targetType", "instance"),
+        params("inboundCIDRs", ["10.0.0.0/8"]),
+        params("prefixListsIDs", ["{prefix_list}"]),
     ]
 
 
@@ -378,7 +401,15 @@ def binding_cases() -> list[Case]:
                 observe=warnings),
         binding("multiClusterTargetGroup", {"multiClusterTargetGroup": True},
                 observe=_tracking_configmap),
+        binding("networking", {"networking": {"ingress": [{
+            "from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}], "ports": [{"port": 8080}]}]}},
+            observe=_node_rules),
     ]
+
+
+async def _node_rules(world: World, n: str) -> Any:
+    return sorted(r for r in await world.aws.group_rules(world.seed.node_security_group_id)
+                  if r[3] == "192.0.2.0/24")
 
 
 # ---- other inputs: Secret data, Service ports, endpoints, membership, deletion --------------
@@ -501,10 +532,6 @@ NOT_DEPLOYED: dict[str, str] = {
     SVC + "aws-load-balancer-name": _NAME_ONLY_AT_CREATION,
     ALB + "load-balancer-name": _NAME_ONLY_AT_CREATION,
     "params:loadBalancerName": _NAME_ONLY_AT_CREATION,
-    ALB + "inbound-cidrs": "recorded in the model; applied by managed security groups, which "
-                           "the controller does not create yet",
-    "params:inboundCIDRs": "as the inbound-cidrs annotation",
-    "tgb:networking": "ignored with a Warning Event: binding networking is not implemented",
 }
 
 
@@ -540,6 +567,8 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--service-max-concurrent-reconciles": "how many reconciles run at once",
     "--targetgroupbinding-max-concurrent-reconciles": "how many reconciles run at once",
     "--targetgroupbinding-max-exponential-backoff-delay": "how failed reconciles are retried",
+    "--targetgroupbinding-requeue-duration": "how soon target health is read again while pods "
+                                             "wait for their readiness gates",
     "--sync-period": "how often unchanged objects are replayed (as LOW verifications)",
     "--log-level": "what is logged",
     "--enable-checkpoints": "whether unchanged objects are told apart, not what is deployed",
@@ -551,5 +580,9 @@ NON_MODEL_FLAGS: dict[str, str] = {
     **{flag: "how admission webhooks are served, not what is deployed" for flag in (
         "--webhook-bind-port", "--webhook-cert-dir", "--webhook-cert-file",
         "--webhook-key-file", "--webhook-tls-mode", "--webhook-secret-name",
-        "--webhook-service-name", "--webhook-configuration-name")},
+        "--webhook-service-name", "--webhook-configuration-name", "--webhook-bind-host")},
+    "--enable-pod-readiness-gate-inject": "what new pods are given at admission; a pod's "
+                                          "target is registered the same either way",
+    "--enable-service-mutator-webhook": "what new Services are given at admission; a Service "
+                                        "with a class deploys the same either way",
 }

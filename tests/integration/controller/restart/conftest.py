@@ -1,5 +1,6 @@
 """The restart tests' world: the local API server with the CRDs, moto freshly seeded, an
-IngressClass, two Nodes on the seeded instances, a second certificate and a security group."""
+IngressClass, two Nodes on the seeded instances, a second certificate, a security group and a
+managed prefix list."""
 
 from __future__ import annotations
 
@@ -30,4 +31,8 @@ async def world(aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_inspector: AwsIn
         w.extra["security_group"] = str((await w.aws.call(
             "ec2", "CreateSecurityGroup", GroupName="by-hand", Description="made by hand",
             VpcId=aws_seed.vpc_id))["GroupId"])
+        w.extra["prefix_list"] = str((await w.aws.call(
+            "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
+            AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"][
+            "PrefixListId"])
         yield w

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from controller.annotations import recording
-from controller.apis import LEGACY_CLASS_ANNOTATION
+from controller.apis import LEGACY_CLASS_ANNOTATION, TARGETGROUPBINDINGS
 from controller.apis.targetgroupbinding import ServiceReference, TargetGroupBindingSpec
 from controller.config import add_flags
 from controller.ingress.annotations import INGRESS_ANNOTATION_KEYS
 from controller.ingress.classes import ClassParams
 from controller.service import SERVICE_ANNOTATION_KEYS
-from controller.standins import MotoStandIn, seed_vpc
+from controller.standins import MotoStandIn, create_pod_eni, seed_vpc
 from runtime.resources import INGRESSES, SERVICES
 from tests.integration.controller.restart.cases import (
     HTTPS,
@@ -189,7 +189,7 @@ async def test_service_annotations_changed_while_down(world: World) -> None:
 async def test_ingress_annotations_changed_while_down(world: World) -> None:
     reads = await _run_matrix(world, ingress_cases())
     assert not _outside_catalogues(reads)
-    assert INGRESS_ANNOTATION_KEYS - {ALB + "inbound-cidrs"} <= reads
+    assert reads >= INGRESS_ANNOTATION_KEYS
 
 
 async def test_class_parameters_bindings_secrets_ports_membership_and_deletion(
@@ -203,7 +203,8 @@ async def test_class_parameters_bindings_secrets_ports_membership_and_deletion(
 @dataclass(frozen=True)
 class FlagRun:
     """One restart with `flags` changed (cumulatively, in the order of FLAG_RUNS); `objects`
-    are the (kind, name) whose stacks must change."""
+    are the (kind, name) whose stacks must change (or, for `f-eni`, the rules on its pod's
+    groups)."""
 
     flags: dict[str, str]
     objects: tuple[str, ...]
@@ -218,6 +219,16 @@ FLAG_RUNS: list[FlagRun] = [
     # (upstream's rule); the default is for new ones.
     FlagRun({"--default-load-balancer-scheme": "internet-facing"}, ("f-ing",)),
     FlagRun({"--external-managed-tags": ""}, ("f-svc", "f-ing")),
+    # Three flags in one restart, each seen through objects only it changes: the managed
+    # stacks' bindings (every port), the Ingress with user groups (the backend group added),
+    # the binding whose pod has two groups (its rules move).
+    FlagRun({"--disable-restricted-sg-rules": "true",
+             "--enable-manage-backend-security-group-rules": "true",
+             "--service-target-eni-security-group-tags": "team=b"},
+            ("f-svc", "f-ing", "f-user-ing", "f-eni")),
+    FlagRun({"--backend-security-group": "{backend2}"}, ("f-svc", "f-ing", "f-user-ing")),
+    FlagRun({"--backend-security-group": "", "--enable-backend-security-group": "false"},
+            ("f-svc", "f-ing")),
     FlagRun({"--aws-vpc-id": "{vpc2}"}, ("f-plain", "f-plain-ing")),
     FlagRun({"--aws-region": "eu-west-1", "--aws-vpc-id": "{vpc3}"},
             ("f-plain", "f-plain-ing"), region="eu-west-1"),
@@ -229,7 +240,8 @@ FLAG_RUNS: list[FlagRun] = [
             region="eu-west-1"),
 ]
 # The first run's values of the flags above that have a default worth changing from.
-FIRST_FLAGS = {"--external-managed-tags": "owner"}
+FIRST_FLAGS = {"--external-managed-tags": "owner",
+               "--service-target-eni-security-group-tags": "team=a"}
 
 
 def _stack_of(name: str) -> str:
@@ -253,27 +265,43 @@ async def test_flags_that_shape_the_model_changed_while_down(
                                            LEGACY_CLASS_ANNOTATION: "other"},
                         backend="f-legacy-other-be", class_name=None)
     await world.nlb_service("f-lbc-other", load_balancer_class="example.com/other")
+    await world.backend("f-user-ing-be")
+    await world.ingress("f-user-ing", {"target-type": "ip",
+                                       "security-groups": world.extra["security_group"]},
+                        backend="f-user-ing-be")
+    eni_groups = await _two_pod_groups(world, moto_standin, "10.0.5.60")
+    await world.backend("f-eni-svc", endpoint_ips=["10.0.5.60"])
+    eni_tg = await world.target_group("f-eni-tg")
+    await world.binding("f-eni", service="f-eni-svc", arn=eni_tg, extra={"networking": {
+        "ingress": [{"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}],
+                     "ports": [{"port": 8080}]}]}})
+    backend2 = str((await world.aws.call(
+        "ec2", "CreateSecurityGroup", GroupName="backend-by-hand", Description="by hand",
+        VpcId=world.seed.vpc_id))["GroupId"])
     vpc2 = await asyncio.to_thread(seed_vpc, moto_standin.url, vpc_cidr="10.1.0.0/16",
                                    region=world.seed.region)
     vpc3 = await asyncio.to_thread(seed_vpc, moto_standin.url, vpc_cidr="10.2.0.0/16",
                                    region="eu-west-1")
     for vpc in (world.seed, vpc3):
         await _share_subnets(world, vpc.region, vpc.vpc_id, "other-cluster")
-    placeholders = {"{vpc2}": vpc2.vpc_id, "{vpc3}": vpc3.vpc_id}
+    placeholders = {"{vpc2}": vpc2.vpc_id, "{vpc3}": vpc3.vpc_id, "{backend2}": backend2}
 
     flags = dict(FIRST_FLAGS)
     region = world.seed.region
     all_regions = [world.seed.region, "eu-west-1"]
     names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
-             "f-lbc-other"]
+             "f-lbc-other", "f-user-ing", "f-eni"]
 
     async def observe(name: str) -> str:
+        if name == "f-eni":
+            return repr([sorted(await world.aws.group_rules(g)) for g in eni_groups])
         return await world.snapshot([_stack_of(name)], regions=all_regions)
 
     process = await _start(world, flags)
     try:
         await eventually(lambda: _has_checkpoints(world, ["f-svc", "f-ing", "f-plain",
-                                                           "f-plain-ing", "f-legacy-alb"]),
+                                                           "f-plain-ing", "f-legacy-alb",
+                                                           "f-user-ing", "f-eni"]),
                          timeout=120, interval=0.5, message="first run did not converge")
     finally:
         await process.kill()
@@ -304,6 +332,21 @@ async def test_flags_that_shape_the_model_changed_while_down(
             await process.kill()
 
 
+async def _two_pod_groups(world: World, moto: MotoStandIn, ip: str) -> list[str]:
+    """A pod interface in two groups tagged for the cluster, told apart by a `team` tag."""
+    groups = []
+    for team in ("a", "b"):
+        groups.append(str((await world.aws.call(
+            "ec2", "CreateSecurityGroup", GroupName=f"pods-{team}", Description="pods",
+            VpcId=world.seed.vpc_id, TagSpecifications=[{
+                "ResourceType": "security-group", "Tags": [
+                    {"Key": f"kubernetes.io/cluster/{world.seed.cluster_name}",
+                     "Value": "owned"}, {"Key": "team", "Value": team}]}]))["GroupId"]))
+    await asyncio.to_thread(create_pod_eni, moto.url, world.seed, ip,
+                            security_group_ids=groups)
+    return groups
+
+
 async def _start(world: World, flags: dict[str, str]) -> ControllerRun:
     args = [x for k, v in flags.items() for x in (f"{k}={v}",)]
     return await world.run(*args)
@@ -311,7 +354,8 @@ async def _start(world: World, flags: dict[str, str]) -> ControllerRun:
 
 async def _has_checkpoints(world: World, names: list[str]) -> bool:
     for name in names:
-        res = SERVICES if name in ("f-svc", "f-plain") else INGRESSES
+        res = (SERVICES if name in ("f-svc", "f-plain")
+               else TARGETGROUPBINDINGS if name == "f-eni" else INGRESSES)
         if not await world.checkpoint(res, name):
             return False
     return True

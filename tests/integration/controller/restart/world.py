@@ -43,6 +43,7 @@ class World(Cluster):
                 "private_subnet": self.seed.private_subnets[0],
                 "public_subnets": ",".join(self.seed.public_subnets),
                 "security_group": self.extra.get("security_group", ""),
+                "prefix_list": self.extra.get("prefix_list", ""),
                 "oidc": oidc("https://idp.example.com"),
                 "oidc2": oidc("https://idp2.example.com"),
                 "tg_b": self.extra.get(f"tg:{name}-b", ""),

@@ -46,8 +46,10 @@ async def test_changing_error_text_does_not_defeat_backoff(cluster: Cluster,
         rotating.cancel()
         await asyncio.gather(rotating, return_exceptions=True)
     # Exponential backoff from 5 ms: from 0.5 s on, retries come at about 0.64, 1.3, 2.6 s, ...
-    # (unbounded, a status write per failure woke the Service hundreds of times).
-    assert 1 <= runs <= 6, runs
+    # later the longer each failing run takes; where the window falls in the sequence moves the
+    # count by a couple on a loaded machine. Unbounded, a status write per failure woke the
+    # Service hundreds of times.
+    assert 1 <= runs <= 10, runs
     assert status_writes == []  # the condition's message did not change
     cond = condition(await cluster.get(SERVICES, "web"), CONDITION_TYPE)
     assert cond is not None

@@ -13,6 +13,7 @@ from tests.support.waiting import eventually
 
 UNCHANGED = [f"svc{i}" for i in range(6)]
 QPS, BURST, WORKERS = 4.0, 2, 3
+LAG = 0.5
 HC_INTERVAL = "service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval"
 
 
@@ -83,9 +84,11 @@ async def test_restart_verifies_unchanged_services_at_pace(cluster: Cluster,
     assert mutations[0].time < unchanged[-1]
     for i in range(len(unchanged)):
         for j in range(i + 1, len(unchanged)):
-            # Items j-i+1 started within unchanged[j]-unchanged[i] seconds; one of slack for the
-            # time between a reconcile's start and its first call.
-            allowed = BURST + QPS * (unchanged[j] - unchanged[i]) + 1
+            # Items j-i+1 started within unchanged[j]-unchanged[i] seconds. The times are of each
+            # reconcile's first call, which follows its release by the lane by a delay the
+            # machine's load decides: LAG of time (and one item) of slack. Unpaced, all six
+            # would start within a tenth of a second, which this still refuses.
+            allowed = BURST + QPS * (unchanged[j] - unchanged[i] + LAG) + 1
             assert j - i + 1 <= allowed, (i, j, unchanged)
     assert unchanged[-1] - unchanged[0] >= (len(UNCHANGED) - BURST - 1) / QPS
     assert await cluster.stop() == 0

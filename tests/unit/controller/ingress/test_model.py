@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from controller.ingress.merge import BuildError
@@ -18,9 +20,11 @@ from controller.model import (
     FixedResponseAction,
     ForwardAction,
     RedirectAction,
+    SharedBackendSecurityGroup,
     SubnetDiscovery,
     SubnetSelector,
 )
+from controller.networking.frontend import BackendSettings
 from runtime.reconcile import Request
 from tests.support.objects import (
     backend_service,
@@ -272,3 +276,73 @@ def test_names_follow_upstream_model_builder_test() -> None:
     assert stack.load_balancers["LoadBalancer"].name == "k8s-ns1-ing1-b7e914000d"
     assert stack.target_groups["ns-1/ing-1-svc-1:http"].name == "k8s-ns1-svc1-9889425938"
     assert stack.target_groups["ns-1/ing-1-svc-3:https"].name == "k8s-ns1-svc3-bf42870fba"
+
+
+# ---- security groups --------------------------------------------------------------------------
+
+def _managed_rules(built: BuiltGroup) -> set[tuple[int, str]]:
+    group = built.stack.security_groups["ManagedLBSecurityGroup"]
+    return {(r.from_port, str(r.cidr_ipv4 or r.cidr_ipv6 or r.prefix_list_id))
+            for r in group.ingress}
+
+
+def test_the_managed_group_admits_the_inbound_cidrs_on_every_listen_port() -> None:
+    notes = {A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]',
+             A + "inbound-cidrs": "10.0.0.0/8,2001:db8::/32", A + "tags": "team=a"}
+    built = build(Request("default", "a"), backend_service("web"), ingress("a", notes))
+    # The IPv6 source is left out: the load balancer is not dualstack.
+    assert _managed_rules(built) == {(80, "10.0.0.0/8"), (8080, "10.0.0.0/8")}
+    group = built.stack.security_groups["ManagedLBSecurityGroup"]
+    assert group.name.startswith("k8s-default-a-")
+    assert group.tags == {"team": "a"}
+    dual = build(Request("default", "a"), backend_service("web"), ingress("a", {
+        **notes, A + "ip-address-type": "dualstack"}))
+    assert (80, "2001:db8::/32") in _managed_rules(dual)
+
+
+def test_params_prefix_lists_replace_the_default_cidrs() -> None:
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"prefixListsIDs": ["pl-0a1"]}),
+               ingress("a", annotations={A + "security-group-prefix-lists": "pl-0b2"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    assert _managed_rules(built) == {(80, "pl-0a1")}
+
+
+def test_user_groups_and_backend_rules() -> None:
+    built = build(Request("default", "a"), backend_service("web"),
+                  ingress("a", {A + "security-groups": "sg-1,team"}))
+    assert built.stack.security_groups == {}
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.security_groups == ("sg-1", "team")
+    (binding,) = built.stack.target_group_bindings.values()
+    assert binding.networking is None
+    managed = build(Request("default", "a"), backend_service("web"), ingress("a", {
+        A + "security-groups": "sg-1", A + "manage-backend-security-group-rules": "true"}))
+    (lb,) = managed.stack.load_balancers.values()
+    assert lb.security_groups == (SharedBackendSecurityGroup(), "sg-1")  # stored sorted
+    (binding,) = managed.stack.target_group_bindings.values()
+    assert binding.networking is not None
+    assert [p.port for p in binding.networking.ingress[0].ports] == [8080]
+    off = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(enabled=False))
+    c = caches(ingress_class("alb"), backend_service("web"), ingress("a", {
+        A + "security-groups": "sg-1", A + "manage-backend-security-group-rules": "true"}))
+    with pytest.raises(BuildError, match="needs the backend security group"):
+        build_group(loader(c).load(Request("default", "a")), c, off)
+
+
+def test_bindings_admit_the_backend_group_on_target_and_health_check_ports() -> None:
+    built = build(Request("default", "a"), backend_service("web", {
+        A + "healthcheck-port": "9000"}), ingress("a"))
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.security_groups[1] == SharedBackendSecurityGroup()
+    (binding,) = built.stack.target_group_bindings.values()
+    assert binding.networking is not None
+    rule = binding.networking.ingress[0]
+    assert [p.security_group for p in rule.from_] == [SharedBackendSecurityGroup()]
+    assert [p.port for p in rule.ports] == [8080, 9000]
+    wide = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(restricted_rules=False))
+    c = caches(ingress_class("alb"), backend_service("web"), ingress("a"))
+    (binding,) = build_group(loader(c).load(Request("default", "a")), c,
+                             wide).stack.target_group_bindings.values()
+    assert binding.networking is not None
+    assert [p.port for p in binding.networking.ingress[0].ports] == [None]

@@ -9,9 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.model import (
+    backend_security_group_name,
+    ingress_security_group_name,
     ingress_target_group_name,
     load_balancer_name,
     service_load_balancer_name,
+    service_security_group_name,
     service_target_group_name,
 )
 
@@ -80,6 +83,38 @@ def test_service_load_balancer_hashes_the_uid() -> None:
     assert a.startswith("k8s-default-svc-")
     uuid = hashlib.sha256(b"c" + b"u1" + b"internal").hexdigest()[:10]
     assert a.endswith(uuid)
+
+
+# ---- security groups: upstream's names exactly ------------------------------------------------
+
+def test_security_group_names_match_upstream_vectors() -> None:
+    # pkg/ingress/model_build_managed_sg_test.go: cluster-dummy, ns-1/ing-1.
+    assert ingress_security_group_name("cluster-dummy", "ns-1", "ing-1") == \
+        "k8s-ns1-ing1-bd83176788"
+    assert ingress_security_group_name("prod-eks-01", "default", "echo") == \
+        "k8s-default-echo-1f7cb1ac02"
+    assert ingress_security_group_name("prod-eks-01", "x", "y", group="shared-web") == \
+        "k8s-sharedweb-dcdfb8f571"
+    # pkg/service/model_builder_test.go ("Simple service with NLB SG"): the name is hashed
+    # before the namespace, then the UID.
+    assert service_security_group_name(
+        "my-cluster", "default", "nlb-ip-svc-tls",
+        uid="bdca2bd0-bfc6-449a-88a3-03451f05f18c") == "k8s-default-nlbipsvc-1da4b78715"
+    # pkg/networking/backend_sg_provider_test.go: the cluster's case is kept.
+    assert backend_security_group_name("testCluster") == "k8s-traffic-testCluster-411a1bcdb1"
+    assert backend_security_group_name("prod-eks-01") == "k8s-traffic-prodeks01-19ad4ccda2"
+    assert backend_security_group_name("my.cluster_name") == \
+        "k8s-traffic-myclustername-21a2b5d507"
+
+
+def test_the_frontend_group_name_ignores_the_scheme_and_the_backend_name_is_bounded() -> None:
+    # A scheme change replaces the load balancer, not its group.
+    assert ingress_security_group_name("c", "ns", "web") == ingress_security_group_name(
+        "c", "ns", "web")
+    long = "c" * 300
+    name = backend_security_group_name(long)
+    assert name == f"k8s-traffic-{'c' * 232}-{hashlib.sha256(long.encode()).hexdigest()[:10]}"
+    assert len(name) <= 255
 
 
 # ---- upstream's vectors ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
+from controller.networking.frontend import BackendSettings
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings, ServiceDefaults
 from controller.service.annotations import PREFIX
 from controller.service.model import checkpoint_of
@@ -65,6 +66,14 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-access-log-s3-bucket-name": (LOGS, "logs-a", "logs-b"),
     "aws-load-balancer-access-log-s3-bucket-prefix": (LOGS, "p1", "p2"),
     "aws-load-balancer-cross-zone-load-balancing-enabled": ({}, "false", "true"),
+    "aws-load-balancer-security-groups": ({}, "sg-1", "sg-2"),
+    "aws-load-balancer-security-group-prefix-lists": ({}, "pl-1", "pl-2"),
+    "aws-load-balancer-source-ranges": ({}, "10.0.0.0/8", "10.1.0.0/16"),
+    "aws-load-balancer-manage-backend-security-group-rules": (
+        {"aws-load-balancer-security-groups": "sg-1"}, "false", "true"),
+    "aws-load-balancer-disable-nlb-sg": ({}, "false", "true"),
+    "aws-load-balancer-enable-icmp-for-path-mtu-discovery": ({}, "off", "on"),
+    "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": ({}, "on", "off"),
 }
 
 
@@ -99,6 +108,7 @@ SPEC_CHANGES = [
     ("instance", {"externalTrafficPolicy": "Local", "healthCheckNodePort": 32000}),
     *[(tt, {"type": "NodePort"}) for tt in ("ip", "instance")],
     *[(tt, {"loadBalancerClass": "example.com/other"}) for tt in ("ip", "instance")],
+    *[(tt, {"loadBalancerSourceRanges": ["10.0.0.0/8"]}) for tt in ("ip", "instance")],
 ]
 
 
@@ -133,6 +143,9 @@ def test_changes_with_identity_and_ip_family() -> None:
     dataclasses.replace(SETTINGS, defaults=ServiceDefaults(
         external_managed_tags=frozenset({"owner"}))),
     dataclasses.replace(SETTINGS, load_balancer_class="example.com/nlb"),
+    dataclasses.replace(SETTINGS, backend_sg=BackendSettings(enabled=False)),
+    dataclasses.replace(SETTINGS, backend_sg=BackendSettings(group_id="sg-0123")),
+    dataclasses.replace(SETTINGS, backend_sg=BackendSettings(restricted_rules=False)),
 ])
 def test_changes_with_controller_configuration(other: ModelSettings) -> None:
     service = web_service(CERT)

@@ -53,6 +53,13 @@ def test_defaults_equal_upstream() -> None:
         "tags": {},
         "target_node_labels": {},
         "multi_cluster_target_group": False,
+        "security_groups": None,
+        "prefix_lists": (),
+        "source_ranges": None,
+        "manage_backend_rules": None,
+        "disable_security_groups": False,
+        "icmp_path_mtu": False,
+        "inbound_rules_on_private_link": None,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -12,13 +13,16 @@ from controller.annotations import AnnotationError
 from controller.model import (
     LISTENER,
     LOAD_BALANCER,
+    SECURITY_GROUP,
     TARGET_GROUP,
     TARGET_GROUP_BINDING,
     InvalidStack,
     Ref,
+    SharedBackendSecurityGroup,
     SubnetDiscovery,
     service_load_balancer_name,
 )
+from controller.networking.frontend import BackendSettings
 from controller.service import (
     SERVICE_ANNOTATION_KEYS,
     InvalidService,
@@ -64,7 +68,7 @@ def test_default_stack() -> None:
                               "service.k8s.aws/stack-namespace": "shop"}
     assert binding.node_selector is None
     assert {t for t, _, _ in stack.iter_resources()} == {
-        TARGET_GROUP, LOAD_BALANCER, LISTENER, TARGET_GROUP_BINDING}
+        SECURITY_GROUP, TARGET_GROUP, LOAD_BALANCER, LISTENER, TARGET_GROUP_BINDING}
 
 
 def test_ip_targets_use_target_ports() -> None:
@@ -246,3 +250,60 @@ def test_target_group_name_hashes_the_health_check() -> None:
     http = build_stack(web_service({"aws-load-balancer-healthcheck-protocol": "http"}),
                        settings=SETTINGS).target_groups["shop/web:80"].name
     assert len({base, slower, http}) == 3
+
+
+# ---- security groups --------------------------------------------------------------------------
+
+def _sources(stack: Any) -> set[tuple[str, int, str]]:
+    group = stack.security_groups["ManagedLBSecurityGroup"]
+    return {(r.protocol, r.from_port, str(r.cidr_ipv4 or r.cidr_ipv6 or r.prefix_list_id))
+            for r in group.ingress}
+
+
+def test_the_managed_group_admits_the_source_ranges_spec_first() -> None:
+    notes = {"aws-load-balancer-source-ranges": "192.0.2.0/24"}
+    both = build_stack(web_service(notes, loadBalancerSourceRanges=["10.0.0.0/8"]),
+                       settings=SETTINGS)
+    assert _sources(both) == {("tcp", 80, "10.0.0.0/8"), ("tcp", 443, "10.0.0.0/8")}
+    note = build_stack(web_service(notes), settings=SETTINGS)
+    assert _sources(note) == {("tcp", 80, "192.0.2.0/24"), ("tcp", 443, "192.0.2.0/24")}
+    lb = note.load_balancers["LoadBalancer"]
+    assert lb.security_groups == (Ref.to(SECURITY_GROUP, "ManagedLBSecurityGroup", "groupID"),
+                                  SharedBackendSecurityGroup())
+    with pytest.raises(InvalidService, match="needs a dualstack load balancer"):
+        build_stack(web_service({"aws-load-balancer-source-ranges": "2001:db8::/32"}),
+                    settings=SETTINGS)
+    with pytest.raises(InvalidService, match=r"spec\.loadBalancerSourceRanges"):
+        build_stack(web_service(loadBalancerSourceRanges=["10.0.0.0/33"]), settings=SETTINGS)
+
+
+def test_no_groups_at_all_with_disable_nlb_sg() -> None:
+    stack = build_stack(web_service({"aws-load-balancer-disable-nlb-sg": "true",
+                                     "aws-load-balancer-nlb-target-type": "ip"}),
+                        settings=SETTINGS)
+    assert stack.security_groups == {}
+    assert stack.load_balancers["LoadBalancer"].security_groups == ()
+    assert all(b.networking is None for b in stack.target_group_bindings.values())
+
+
+def test_binding_ports_follow_the_protocol_and_the_health_check() -> None:
+    svc = web_service({"aws-load-balancer-nlb-target-type": "ip",
+                       "aws-load-balancer-healthcheck-port": "9000"}, ports=[
+        service_port(80, 8080, "http"), service_port(53, 5353, "dns", protocol="UDP"),
+        service_port(53, 5353, "dns-tcp")])
+    stack = build_stack(svc, settings=SETTINGS)
+
+    def ports(port: int) -> list[tuple[str, int | str | None]]:
+        networking = stack.target_group_bindings[f"shop/web:{port}"].networking
+        assert networking is not None
+        return [(p.protocol, p.port) for p in networking.ingress[0].ports]
+
+    assert ports(80) == [("TCP", 8080), ("TCP", 9000)]
+    # TCP and UDP on one port share a TCP_UDP target group: both protocols are opened.
+    assert ports(53) == [("TCP", 5353), ("TCP", 9000), ("UDP", 5353)]
+    wide = build_stack(svc, settings=dataclasses.replace(
+        SETTINGS, backend_sg=BackendSettings(restricted_rules=False)))
+    networking = wide.target_group_bindings["shop/web:53"].networking
+    assert networking is not None
+    assert [(p.protocol, p.port) for p in networking.ingress[0].ports] == [("TCP", None),
+                                                                           ("UDP", None)]

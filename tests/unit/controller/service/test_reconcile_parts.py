@@ -25,6 +25,9 @@ from tests.support.objects import web_service
 
 SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
 ARN = "arn:aws:elasticloadbalancing:us-west-2:1:targetgroup/x/1"
+# What a deploy fills in: the backend group's ID, on the target port.
+NETWORKING = {"ingress": [{"from": [{"securityGroup": {"groupID": "sg-0b"}}],
+                           "ports": [{"protocol": "TCP", "port": 8080}]}]}
 
 
 def resolved() -> ResolvedTargetGroupBinding:
@@ -32,7 +35,7 @@ def resolved() -> ResolvedTargetGroupBinding:
                        "aws-load-balancer-target-node-labels": "a=b"})
     stack = build_stack(svc, settings=SETTINGS)
     return ResolvedTargetGroupBinding("shop/web:80", stack.target_group_bindings["shop/web:80"],
-                                      ARN)
+                                      ARN, networking=NETWORKING)
 
 
 def test_desired_binding_object() -> None:
@@ -41,7 +44,8 @@ def test_desired_binding_object() -> None:
     assert obj["metadata"]["labels"] == {"service.k8s.aws/stack-name": "web",
                                          "service.k8s.aws/stack-namespace": "shop"}
     assert obj["spec"] == {"targetGroupARN": ARN, "targetType": "ip",
-                           "serviceRef": {"name": "web", "port": 80}, "ipAddressType": "ipv4"}
+                           "serviceRef": {"name": "web", "port": 80}, "ipAddressType": "ipv4",
+                           "networking": NETWORKING}
     assert service_stack_index(obj) == ["shop/web"]
     assert service_for_binding(obj) == [Request("shop", "web")]
     assert service_for_binding({"metadata": {"labels": {}}}) == []
@@ -59,10 +63,21 @@ def test_comparison_ignores_annotations_and_foreign_labels() -> None:
     live["status"] = {"observedGeneration": 1}
     assert up_to_date(live, desired)
     assert matches_model([live], [binding.spec])
+    # The group IDs only a deploy knows are taken on trust, like the target group's ARN.
+    other_group = copy.deepcopy(live)
+    other_group["spec"]["networking"]["ingress"][0]["from"][0]["securityGroup"]["groupID"] = "sg-9"
+    assert matches_model([other_group], [binding.spec])
     for path, value in ((("spec", "targetType"), "instance"),
-                        (("spec", "serviceRef"), {"name": "web", "port": 443})):
+                        (("spec", "serviceRef"), {"name": "web", "port": 443}),
+                        (("spec", "networking"), None),
+                        (("spec", "networking"), {"ingress": [{
+                            "from": [{"securityGroup": {"groupID": "sg-0b"}}],
+                            "ports": [{"protocol": "TCP", "port": 8081}]}]})):
         changed = copy.deepcopy(live)
-        changed[path[0]][path[1]] = value
+        if value is None:
+            del changed[path[0]][path[1]]
+        else:
+            changed[path[0]][path[1]] = value
         assert not up_to_date(changed, desired)
         assert not matches_model([changed], [binding.spec])
     unlabelled = copy.deepcopy(live)
@@ -83,9 +98,13 @@ def test_bindings_are_matched_by_target_group_not_by_name() -> None:
     upstream = desired_object(binding)
     upstream["metadata"]["name"] = "k8s-shop-web-0123456789"
     upstream["spec"].update(vpcID="vpc-1", targetGroupProtocol="TCP",
-                            networking={"ingress": []}, multiClusterTargetGroup=False)
+                            multiClusterTargetGroup=False)
     assert matches_model([upstream], [binding.spec])
     assert up_to_date(upstream, desired_object(binding))
+    # Its networking is ours too: upstream's, admitting another group, is rewritten.
+    other_rules = copy.deepcopy(upstream)
+    other_rules["spec"]["networking"] = {"ingress": []}
+    assert not up_to_date(other_rules, desired_object(binding))
     paired = pair([binding], [upstream])
     assert paired.pairs == [(binding, upstream)]
     assert paired.stale == []
@@ -99,6 +118,19 @@ def test_bindings_are_matched_by_target_group_not_by_name() -> None:
     paired = pair([binding], [going])
     assert (paired.pairs, paired.waiting, paired.stale) == ([], [binding], [])
     assert retained_arns([other, going]) == {ARN, ARN + "-old"}
+
+
+def test_fields_the_mutating_webhook_added_are_still_what_the_model_wants() -> None:
+    binding = resolved()
+    desired = desired_object(binding)
+    live = copy.deepcopy(desired)
+    live["spec"].update(vpcID="vpc-1", targetGroupProtocol="TCP")
+    assert up_to_date(live, desired)
+    assert matches_model([live], [binding.spec])
+    # Any other field the model does not set is a difference.
+    live["spec"]["nodeSelector"] = {"matchLabels": {"a": "b"}}
+    assert not up_to_date(live, desired)
+    assert not matches_model([live], [binding.spec])
 
 
 def test_status_patches_only_when_something_changes() -> None:

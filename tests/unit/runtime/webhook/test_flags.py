@@ -35,9 +35,42 @@ def test_values_are_parsed() -> None:
         10250, "/certs", "cert.pem", "key.pem", "files", "s", "svc", "hooks")
 
 
+def test_port_zero_turns_the_server_off_and_the_host_is_an_address_or_a_name() -> None:
+    from controller.app import webhook_settings
+    off = parse_config(["--cluster-name", "c", "--webhook-bind-port", "0"])
+    assert webhook_settings(off, region="us-west-2") is None
+    on = parse_config(["--cluster-name", "c", "--webhook-bind-host", "[::1]",
+                       "--webhook-bind-port", "9444"])
+    settings = webhook_settings(on, region="us-west-2")
+    assert settings is not None
+    assert (settings.server.host, settings.server.port) == ("::1", 9444)
+    assert settings.tls is not None
+    assert settings.tls.dns_names[0].startswith("aws-load-balancer-webhook-service.")
+    assert settings.tls.mutating_configurations == ("aws-load-balancer-webhook",)
+    files = parse_config(["--cluster-name", "c", "--webhook-tls-mode", "files"])
+    assert webhook_settings(files, region="us-west-2").tls is None  # type: ignore[union-attr]
+
+
+def test_readiness_gate_and_service_mutator_flags() -> None:
+    cfg = parse_config(["--cluster-name", "c"])
+    assert cfg.enable_pod_readiness_gate_inject is True
+    assert cfg.enable_service_mutator_webhook is False
+    assert cfg.targetgroupbinding_requeue_duration == 15.0
+    cfg = parse_config(["--cluster-name", "c", "--enable-pod-readiness-gate-inject=false",
+                        "--enable-service-mutator-webhook", "--targetgroupbinding-requeue-duration",
+                        "2s"])
+    assert (cfg.enable_pod_readiness_gate_inject, cfg.enable_service_mutator_webhook,
+            cfg.targetgroupbinding_requeue_duration) == (False, True, 2.0)
+
+
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--webhook-bind-port", "0"], "--webhook-bind-port: Input should be greater than or "
-                                   "equal to 1"),
+    (["--webhook-bind-port", "-1"], "--webhook-bind-port: Input should be greater than or "
+                                    "equal to 0"),
+    (["--webhook-bind-host", "not a host"], "--webhook-bind-host: 'not a host' is not"),
+    (["--targetgroupbinding-requeue-duration", "0s"],
+     "--targetgroupbinding-requeue-duration: Input should be greater than 0"),
+    (["--enable-pod-readiness-gate-inject", "maybe"],
+     "--enable-pod-readiness-gate-inject: expected true or false"),
     (["--webhook-bind-port", "70000"], "--webhook-bind-port: Input should be less than or "
                                        "equal to 65535"),
     (["--webhook-bind-port", "https"], "--webhook-bind-port: Input should be a valid integer"),

@@ -1,0 +1,377 @@
+"""A stack's security groups in a deploy: its managed frontend group(s), the groups its load
+balancer carries (user-given IDs and names, the managed group's `$ref`, the shared backend
+group), and the networking its bindings ask for, with every placeholder made an ID.
+
+Order (why traffic is never opened before it is needed, nor closed while still used):
+1. before anything else: user-given names become IDs (each must name one group of the VPC);
+   the backend group is found or created; each managed group is found by its tags
+   (`elbv2.k8s.aws/cluster`, `<kind>.k8s.aws/stack`, `<kind>.k8s.aws/resource`: upstream's, so
+   a group upstream created is adopted, not duplicated) or created with them in the same call,
+   then its tags and inbound rules are converged. A new group admits clients before any load
+   balancer carries it, which opens nothing;
+2. the load balancer is created or changed to carry exactly the resolved groups;
+3. groups the stack no longer wants are deleted once no load balancer of the stack carries them
+   (`DependencyViolation`, which AWS answers while a load balancer's interfaces still use a
+   group, is retried a few times, then left to the next reconcile); the backend group is
+   released when the stack stopped using it.
+Deleting a stack deletes its load balancer first, then its groups (same retries), then
+releases the backend group. Its bindings, whose rules on the targets' groups refer to the
+backend group, are gone before (their finalizers revoke those rules).
+
+Cost: one DescribeSecurityGroups per deploy of a stack with a managed group (by its
+deterministic name, rules included; a group with that name without our tags is an
+`OwnershipConflict`), none for a fresh stack or one known to have none; a stack without managed
+groups whose groups this process has not seen is looked up by its tags once (an older model may
+have left one); the backend group is looked up once per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.aws import AWSError
+from controller.deploy.calls import Calls
+from controller.deploy.concurrency import run_all
+from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
+from controller.deploy.run import DeployRun
+from controller.deploy.tags import CLUSTER_TAG, Tracking, stack_tag
+from controller.model import (
+    SECURITY_GROUP,
+    GroupReference,
+    LoadBalancer,
+    Ref,
+    SecurityGroup,
+    SharedBackendSecurityGroup,
+    Stack,
+    StackKind,
+    TargetGroupBindingNetworking,
+)
+from controller.networking import rules as group_rules
+from controller.networking.backend import BackendGroupError, BackendSecurityGroup
+from controller.networking.calls import is_group_not_found
+from controller.networking.permissions import expand, from_model
+from runtime.clock import Clock, RealClock
+from runtime.objects import Obj
+
+StackKey = tuple[StackKind, str]
+_GROUP_ID_PREFIX = "sg-"
+
+
+def uses_backend(stack: Stack) -> bool:
+    refs: list[GroupReference] = [g for lb in stack.load_balancers.values()
+                                  for g in lb.security_groups]
+    for tgb in stack.target_group_bindings.values():
+        if tgb.networking is not None:
+            refs += [peer.security_group for rule in tgb.networking.ingress
+                     for peer in rule.from_ if peer.security_group is not None]
+    return any(isinstance(g, SharedBackendSecurityGroup) for g in refs)
+
+
+@dataclass
+class PreparedGroups:
+    """What the security-group step found and decided for one deploy."""
+
+    backend_id: str | None = None
+    names: dict[str, str] = field(default_factory=dict)  # user-given name → ID
+    orphans: list[str] = field(default_factory=list)  # ours, no longer wanted
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecurityGroupSettings:
+    delete_retries: int = 3
+    delete_backoff: float = 1.0
+
+
+class StackSecurityGroups:
+    """The deployer's security-group step, and its memory of each stack's groups."""
+
+    def __init__(self, *, cluster: str, backend: BackendSecurityGroup | None = None,
+                 settings: SecurityGroupSettings | None = None,
+                 clock: Clock | None = None) -> None:
+        self._clock: Clock = clock or RealClock()
+        self._settings = settings or SecurityGroupSettings()
+        self._backend = backend or BackendSecurityGroup(
+            cluster=cluster, clock=self._clock, delete_retries=self._settings.delete_retries,
+            delete_backoff=self._settings.delete_backoff)
+        # Stack → IDs of its groups found or created (missing: not looked at yet, unless the
+        # one-time scan ran).
+        self._known: dict[StackKey, set[str]] = {}
+        self._cluster = cluster
+        self._scanned = False
+
+    @property
+    def backend(self) -> BackendSecurityGroup:
+        return self._backend
+
+    # ---- deploy -----------------------------------------------------------------------------
+
+    async def prepare(self, run: DeployRun, key: StackKey, *,
+                      fresh: bool = False) -> PreparedGroups:
+        """`fresh`: no deploy of this stack can have written to AWS yet (the deployer's
+        meaning), so there is nothing of it to look for."""
+        stack, calls = run.stack, run.calls
+        prepared = PreparedGroups()
+        if uses_backend(stack):
+            self._backend.note(key, uses=True)
+        known = self._known.get(key, set() if self._scanned or fresh else None)
+
+        async def names() -> None:
+            prepared.names = await _resolve_names(calls, stack)
+
+        async def backend() -> None:
+            if uses_backend(stack):
+                try:
+                    prepared.backend_id = await self._backend.ensure(calls, run.vpc_id)
+                except BackendGroupError as exc:
+                    raise DeployError(str(exc)) from None
+
+        found: dict[str, dict[str, Any]] = {}
+
+        async def groups() -> None:
+            if stack.security_groups and not fresh:
+                # By their deterministic names (upstream's too), which EC2 answers cheaply;
+                # groups this process remembers beyond those by ID.
+                names = sorted(g.name for g in stack.security_groups.values())
+                found.update(await self._observe_names(calls, run.tracking, run.vpc_id, names))
+                found.update(await self._observe_ids(calls, run.tracking,
+                                                     sorted((known or set()) - set(found))))
+            elif known is None:
+                found.update(await self._observe(calls, run.tracking, run.vpc_id))
+            elif known:
+                found.update(await self._observe_ids(calls, run.tracking, sorted(known)))
+
+        # Three independent look-ups (usually one call, or none).
+        await run_all([names(), backend(), groups()])
+        by_resource = {}
+        mine: set[str] = set()
+        for group_id, group in sorted(found.items()):
+            rid = run.tracking.resource_id(_tags(group))
+            mine.add(group_id)
+            if rid in stack.security_groups and rid not in by_resource:
+                by_resource[rid] = group
+            else:
+                prepared.orphans.append(group_id)
+        for rid, model in sorted(stack.security_groups.items()):
+            group_id = await self._converge(run, rid, model, by_resource.get(rid))
+            mine.add(group_id)
+            run.set_status(SECURITY_GROUP, rid, "groupID", group_id)
+        self._known[key] = mine
+        return prepared
+
+    async def finish(self, run: DeployRun, key: StackKey, prepared: PreparedGroups) -> None:
+        """After the load balancer carries only the wanted groups: delete the orphans, and
+        release the backend group if the stack no longer uses it."""
+        known = self._known.setdefault(key, set())
+        for group_id in prepared.orphans:
+            await self._delete(run.calls, group_id)
+            known.discard(group_id)
+        if not uses_backend(run.stack):
+            await self._release(run.calls, run.vpc_id, key)
+
+    def load_balancer(self, run: DeployRun, lb: LoadBalancer,
+                      prepared: PreparedGroups) -> LoadBalancer:
+        """The load balancer with every security group an ID."""
+        ids = sorted({self._group_id(run, g, prepared) for g in lb.security_groups})
+        if list(lb.security_groups) == ids:
+            return lb
+        return lb.model_copy(update={"security_groups": tuple(ids)})
+
+    def networking(self, run: DeployRun, networking: TargetGroupBindingNetworking | None,
+                   prepared: PreparedGroups) -> Obj | None:
+        """A binding's `spec.networking` as Kubernetes stores it, IDs filled in."""
+        if networking is None:
+            return None
+        rules = []
+        for rule in networking.ingress:
+            peers: list[Obj] = []
+            for peer in rule.from_:
+                if peer.security_group is not None:
+                    peers.append({"securityGroup": {
+                        "groupID": self._group_id(run, peer.security_group, prepared)}})
+                else:
+                    peers.append({"ipBlock": {"cidr": peer.ip_block}})
+            ports: list[Obj] = []
+            for port in rule.ports:
+                item: Obj = {"protocol": port.protocol}
+                if port.port is not None:
+                    item["port"] = port.port
+                ports.append(item)
+            rules.append({"from": peers, "ports": ports})
+        return {"ingress": rules}
+
+    def _group_id(self, run: DeployRun, group: GroupReference, prepared: PreparedGroups) -> str:
+        if isinstance(group, Ref):
+            return run.resolve(group)
+        if isinstance(group, SharedBackendSecurityGroup):
+            if prepared.backend_id is None:
+                raise DeployError("the backend security group is not known yet")
+            return prepared.backend_id
+        return prepared.names.get(group, group)
+
+    def backend_gone(self, vpc_id: str) -> None:
+        """AWS said a group the load balancer was to carry does not exist: if it was the
+        backend group (deleted by hand), the next deploy looks it up again."""
+        self._backend.forget(vpc_id)
+
+    # ---- delete -----------------------------------------------------------------------------
+
+    async def delete_stack(self, calls: Calls, tracking: Tracking, key: StackKey, *,
+                           vpc_id: str | None) -> None:
+        """After the stack's load balancer is gone: its groups, then the backend group."""
+        known = self._known.get(key, set() if self._scanned else None)
+        ids = set(known) if known is not None else set(
+            await self._observe(calls, tracking, vpc_id))
+        for group_id in sorted(ids):
+            await self._delete(calls, group_id)
+        self._known[key] = set()
+        if vpc_id is not None:
+            await self._release(calls, vpc_id, key)
+
+    async def ensure_scanned(self, calls: Calls) -> None:
+        """Every group of this cluster's stacks, by their tags, once per process: with the load
+        balancer scan it lets a deletion of a stack this process never saw find everything
+        (or nothing) without a call per stack."""
+        if self._scanned:
+            return
+        found: dict[StackKey, set[str]] = {}
+        async for page in calls.paginate("DescribeSecurityGroups", service="ec2", Filters=[
+                {"Name": f"tag:{CLUSTER_TAG}", "Values": [self._cluster]}]):
+            for group in page.get("SecurityGroups") or []:
+                tags = _tags(group)
+                for kind in ("ingress", "service"):
+                    stack_id = tags.get(stack_tag(kind))
+                    if stack_id:
+                        found.setdefault((kind, stack_id), set()).add(str(group["GroupId"]))
+        for key, ids in found.items():
+            self._known.setdefault(key, set()).update(ids)
+        self._scanned = True
+
+    # ---- steps ------------------------------------------------------------------------------
+
+    async def _observe_names(self, calls: Calls, tracking: Tracking, vpc_id: str,
+                             names: list[str]) -> dict[str, dict[str, Any]]:
+        resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
+            {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": names}])
+        found: dict[str, dict[str, Any]] = {}
+        for group in resp.get("SecurityGroups") or []:
+            if not tracking.owns(_tags(group)):
+                raise OwnershipConflict(f"security group name {group['GroupName']} is taken "
+                                        f"in VPC {vpc_id} by a group this stack does not own")
+            found[str(group["GroupId"])] = group
+        return found
+
+    async def _observe_ids(self, calls: Calls, tracking: Tracking,
+                           group_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not group_ids:
+            return {}
+        try:
+            resp = await calls.call("DescribeSecurityGroups", service="ec2", GroupIds=group_ids)
+        except AWSError as exc:
+            if not is_group_not_found(exc):
+                raise
+            if len(group_ids) == 1:
+                return {}
+            found: dict[str, dict[str, Any]] = {}
+            for group_id in group_ids:  # one is gone: AWS then answers for none
+                found.update(await self._observe_ids(calls, tracking, [group_id]))
+            return found
+        return {str(g["GroupId"]): g for g in resp.get("SecurityGroups") or []
+                if tracking.owns(_tags(g))}
+
+    async def _observe(self, calls: Calls, tracking: Tracking,
+                       vpc_id: str | None) -> dict[str, dict[str, Any]]:
+        filters = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [tracking.cluster]},
+                   {"Name": f"tag:{stack_tag(tracking.kind)}", "Values": [tracking.stack_id]}]
+        if vpc_id is not None:
+            filters.insert(0, {"Name": "vpc-id", "Values": [vpc_id]})
+        resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=filters)
+        return {str(g["GroupId"]): g for g in resp.get("SecurityGroups") or []
+                if tracking.owns(_tags(g))}
+
+    async def _converge(self, run: DeployRun, resource_id: str, model: SecurityGroup,
+                        current: Mapping[str, Any] | None) -> str:
+        desired_tags = run.desired_tags(resource_id, model.tags)
+        if current is None:
+            group_id = await self._create(run, resource_id, model, desired_tags)
+            current_tags: Mapping[str, str] = desired_tags
+            have: Iterable[Any] = ()
+        else:
+            group_id = str(current["GroupId"])
+            current_tags = _tags(current)
+            have = expand(current.get("IpPermissions") or [])
+        add, remove = run.tracking.diff(current_tags, desired_tags)
+        if add:
+            await run.calls.call("CreateTags", service="ec2", Resources=[group_id],
+                                 Tags=[{"Key": k, "Value": v} for k, v in sorted(add.items())])
+        if remove:
+            await run.calls.call("DeleteTags", service="ec2", Resources=[group_id],
+                                 Tags=[{"Key": k} for k in remove])
+        changes = group_rules.plan(have, (from_model(r) for r in model.ingress))
+        await group_rules.apply(run.calls, group_id, changes)
+        return group_id
+
+    async def _create(self, run: DeployRun, resource_id: str, model: SecurityGroup,
+                      tags: Mapping[str, str]) -> str:
+        try:
+            resp = await run.calls.call(
+                "CreateSecurityGroup", service="ec2", GroupName=model.name,
+                Description=model.description, VpcId=run.vpc_id,
+                TagSpecifications=[{"ResourceType": "security-group", "Tags": [
+                    {"Key": k, "Value": v} for k, v in sorted(tags.items())]}])
+        except AWSError as exc:
+            if exc.code == "InvalidGroup.Duplicate":
+                raise OwnershipConflict(f"security group name {model.name} is taken in VPC "
+                                        f"{run.vpc_id} by a group this stack does not own"
+                                        ) from None
+            raise
+        return str(resp["GroupId"])
+
+    async def _delete(self, calls: Calls, group_id: str) -> None:
+        retries = self._settings.delete_retries
+        for attempt in range(retries + 1):
+            try:
+                await calls.call("DeleteSecurityGroup", service="ec2", GroupId=group_id)
+                return
+            except AWSError as exc:
+                if is_group_not_found(exc):
+                    return
+                if exc.code != "DependencyViolation":
+                    raise
+                if attempt == retries:
+                    raise DeployError(f"security group {group_id} is still in use "
+                                      f"(DependencyViolation: {exc.message}); retrying later"
+                                      ) from None
+                await self._clock.sleep(self._settings.delete_backoff * 2 ** attempt)
+
+    async def _release(self, calls: Calls, vpc_id: str, key: StackKey) -> None:
+        try:
+            await self._backend.release(calls, vpc_id, key)
+        except BackendGroupError as exc:
+            raise DeployError(str(exc)) from None
+
+
+async def _resolve_names(calls: Calls, stack: Stack) -> dict[str, str]:
+    """User-given group names → IDs in the stack's VPC (IDs pass through)."""
+    names = sorted({g for lb in stack.load_balancers.values() for g in lb.security_groups
+                    if isinstance(g, str) and not g.startswith(_GROUP_ID_PREFIX)})
+    if not names:
+        return {}
+    vpc_id = stack.context.vpc_id
+    resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
+        {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": names}])
+    by_name: dict[str, list[str]] = {}
+    for group in resp.get("SecurityGroups") or []:
+        by_name.setdefault(str(group["GroupName"]), []).append(str(group["GroupId"]))
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ResolveError(f"security groups not found in VPC {vpc_id}: {', '.join(missing)}")
+    return {name: sorted(ids)[0] for name, ids in by_name.items()}
+
+
+def _tags(group: Mapping[str, Any]) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value", "")) for t in group.get("Tags") or []}
+
+
+__all__ = ["PreparedGroups", "SecurityGroupSettings", "StackSecurityGroups", "uses_backend"]

@@ -1,0 +1,121 @@
+"""Admission of one Ingress write: what a reconcile of its group would make of it, worked out
+when the write arrives with the reconciler's own code (membership, `exclusions.settle`,
+`build_group`), so that a denial says what the Warning Event would have said:
+
+- not ours (another class, or being deleted): admitted without a look;
+- an update that changes nothing the model reads (our own finalizer and checkpoint writes, a
+  label): admitted, so that the controller can always finish what it started;
+- objects it names that do not exist yet (a backend Service, the class's parameters) only
+  warn: objects applied together arrive in any order, and the reconciler waits for them;
+- left out of its group (a conflicting Exclusive annotation, a group it may not join, bad
+  class parameters...): denied with the `ExcludedFromGroup` text;
+- making its group impossible to build (on its own, or with the members it was deployed with):
+  denied with the `FailedBuildModel` text; a group that was held already only warns, since
+  refusing an unrelated edit would help nobody.
+
+Secrets are not read here (the controller reads the ones it needs by name, while leading):
+every referenced Secret is taken as present and well-formed, so a missing one is the
+reconciler's to report.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from controller.annotations import AnnotationError
+from controller.errors import InvalidInput, MissingReference
+from controller.ingress.annotations import IngressAnnotations
+from controller.ingress.caches import Caches
+from controller.ingress.classes import ClassError, classify, parse_params
+from controller.ingress.exclusions import GroupNamespaces, Settled, settle
+from controller.ingress.groups import Group, GroupLoader, Member, group_order, membership
+from controller.ingress.merge import BuildError, apply_params
+from controller.ingress.model import BuilderSettings, BuiltGroup, build_group
+from controller.ingress.watches import ingress_view
+from runtime.objects import Obj, is_deleting, key_of, name_of, namespace_of
+from runtime.store import Store
+
+_PRESUMED = base64.b64encode(b"presumed").decode()
+
+
+class PresumedSecrets(Store):
+    """A Secret store in which every Secret exists, with an OIDC client's keys."""
+
+    def get(self, key: str) -> Obj | None:
+        namespace, _, name = key.partition("/")
+        return {"metadata": {"name": name, "namespace": namespace, "uid": "",
+                             "resourceVersion": ""},
+                "data": {"clientID": _PRESUMED, "clientSecret": _PRESUMED}}
+
+
+def _sorted(members: list[Member]) -> tuple[Member, ...]:
+    return tuple(sorted(members, key=lambda m: (m.order, namespace_of(m.ingress),
+                                                name_of(m.ingress))))
+
+
+def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, *,
+          policy: GroupNamespaces = "params") -> list[str]:
+    """The warnings to answer with; raises `InvalidInput` (its text is the denial). Secrets in
+    `caches` should be `PresumedSecrets` (`wiring.admission_caches`)."""
+    if is_deleting(ing) or (old is not None and ingress_view(old) == ingress_view(ing)):
+        return []
+    key = key_of(ing)
+    try:
+        info = classify(ing, caches, ingress_class=settings.ingress_class)
+    except MissingReference as exc:
+        return [f"Ingress {key}: {exc}"]
+    except ClassError:
+        info = None  # left out of its group for it: `settle` says so below
+    member = membership(ing, caches, ingress_class=settings.ingress_class)
+    if member is None:
+        return []
+    errors: list[tuple[Obj, str]] = []
+    if member.error is not None:
+        errors.append((ing, member.error))
+    try:
+        order = group_order(ing)
+    except AnnotationError as exc:
+        errors.append((ing, str(exc)))
+        order = 0
+    this = Member(ing, info, order, member.via_params)
+    if not errors:
+        try:
+            build_group(Group(member.group, (this,)), caches, settings)
+        except MissingReference as exc:
+            return [str(exc)]
+        except InvalidInput:
+            pass  # whether it counts is the settled group's to say
+    current = GroupLoader(caches, ingress_class=settings.ingress_class).load(member.group)
+    written = Group(member.group,
+                    _sorted([*(m for m in current.members if m.key != key), this]),
+                    current.leaving, current.strays,
+                    (*((o, m) for o, m in current.errors if key_of(o) != key), *errors))
+    after = _settle(written, caches, settings, policy)
+    for excluded, reason in after.group.excluded:
+        if key_of(excluded) == key:
+            raise BuildError(f"not part of group {member.group.key}: {reason}")
+    if after.group.held is None:
+        return []
+    before = _settle(current, caches, settings, policy) if current.members else None
+    if before is not None and before.group.held == after.group.held:
+        return [after.group.held]
+    raise after.error or BuildError(after.group.held)
+
+
+def _settle(group: Group, caches: Caches, settings: BuilderSettings,
+            policy: GroupNamespaces) -> Settled[BuiltGroup]:
+    return settle(group, caches=caches, policy=policy,
+                  build=lambda g: build_group(g, caches, settings))
+
+
+def admit_params(obj: Obj) -> list[str]:
+    """IngressClassParams: parsed and applied as an Ingress of the class would have them;
+    raises `InvalidInput` (the text an Ingress of the class would be reported with, after its
+    own name)."""
+    if is_deleting(obj):
+        return []
+    apply_params(IngressAnnotations(), parse_params(obj))
+    return []
+
+
+__all__ = ["PresumedSecrets", "admit", "admit_params"]

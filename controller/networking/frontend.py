@@ -1,0 +1,125 @@
+"""The pure side of a load balancer's security groups, shared by the Ingress and Service model
+builders: the managed frontend group's inbound rules, the groups the load balancer carries,
+and the networking its managed bindings ask of their targets' groups.
+
+Upstream's rules (`pkg/ingress/model_build_managed_sg.go`, `pkg/service/model_build_managed_sg
+.go`, `model_build_target_group.go`):
+- one rule per listen port (its protocol, lower case) and source: every IPv4 CIDR, every IPv6
+  CIDR, every prefix list; ICMP "fragmentation needed" (IPv4 type 3 code 4, IPv6 type 2 code 0)
+  per CIDR when path-MTU discovery is asked for;
+- the load balancer carries the managed group and, when enabled, the shared backend group;
+  with user-given groups, the backend group only when backend rules are managed;
+- managed bindings admit the backend group (or, without one, the managed frontend group) on
+  their target ports, or on every port with `--disable-restricted-sg-rules`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from controller.model import (
+    GroupReference,
+    IngressRule,
+    NetworkingIngress,
+    NetworkingPeer,
+    NetworkingPort,
+    SharedBackendSecurityGroup,
+    TargetGroupBindingNetworking,
+)
+
+ICMP_FRAGMENTATION_NEEDED = ("icmp", 3, 4)
+ICMPV6_PACKET_TOO_BIG = ("icmpv6", 2, 0)
+
+
+def is_ipv6(cidr: str) -> bool:
+    return ipaddress.ip_network(cidr, strict=False).version == 6
+
+
+def frontend_rules(ports: Iterable[tuple[str, int]], *, cidrs: Sequence[str],
+                   prefix_lists: Sequence[str] = (),
+                   icmp_path_mtu: bool = False) -> list[IngressRule]:
+    """`ports`: (protocol, port) of each listener, protocol as a Service or listener names it
+    (TCP, UDP, HTTP, HTTPS: the last two are TCP to EC2)."""
+    rules: list[IngressRule] = []
+    for protocol, port in ports:
+        ec2_protocol: Literal["tcp", "udp"] = "udp" if protocol.upper() == "UDP" else "tcp"
+        for cidr in cidrs:
+            source = {"cidr_ipv6": cidr} if is_ipv6(cidr) else {"cidr_ipv4": cidr}
+            rules.append(IngressRule.model_validate(
+                {"protocol": ec2_protocol, "from_port": port, "to_port": port, **source}))
+        for prefix_list in prefix_lists:
+            rules.append(IngressRule(protocol=ec2_protocol, from_port=port, to_port=port,
+                                     prefix_list_id=prefix_list))
+    if icmp_path_mtu:
+        for cidr in cidrs:
+            v6 = is_ipv6(cidr)
+            protocol, icmp_type, code = ICMPV6_PACKET_TOO_BIG if v6 else ICMP_FRAGMENTATION_NEEDED
+            source = {"cidr_ipv6": cidr} if v6 else {"cidr_ipv4": cidr}
+            rules.append(IngressRule.model_validate(
+                {"protocol": protocol, "from_port": icmp_type, "to_port": code, **source}))
+    return rules
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendSettings:
+    """`--enable-backend-security-group`, `--backend-security-group`,
+    `--enable-manage-backend-security-group-rules`, `--disable-restricted-sg-rules`."""
+
+    enabled: bool = True
+    group_id: str = ""  # a user-managed backend group; "" = the controller's own
+    manage_rules_default: bool = False
+    restricted_rules: bool = True
+
+    @property
+    def group(self) -> GroupReference:
+        return self.group_id or SharedBackendSecurityGroup()
+
+
+@dataclass(frozen=True)
+class LoadBalancerGroups:
+    """The groups a load balancer carries, and what its bindings' targets must admit (None:
+    no rules are managed on the targets' groups)."""
+
+    security_groups: tuple[GroupReference, ...]
+    target_source: GroupReference | None
+
+
+def load_balancer_groups(*, managed: GroupReference | None, user_groups: Sequence[str],
+                         manage_backend_rules: bool, backend: BackendSettings,
+                         where: str) -> LoadBalancerGroups:
+    """`managed`: the managed frontend group's `$ref` when the stack has one (no user groups).
+    Raises ValueError when backend rules are asked for with the backend group disabled."""
+    if managed is not None:
+        if not backend.enabled:
+            return LoadBalancerGroups((managed,), managed)
+        return LoadBalancerGroups((managed, backend.group), backend.group)
+    groups: tuple[GroupReference, ...] = tuple(user_groups)
+    if not manage_backend_rules:
+        return LoadBalancerGroups(groups, None)
+    if not backend.enabled:
+        raise ValueError(f"{where}: managing backend security group rules with user-given "
+                         "security groups needs the backend security group "
+                         "(--enable-backend-security-group)")
+    return LoadBalancerGroups((*groups, backend.group), backend.group)
+
+
+def binding_networking(source: GroupReference | None, ports: Iterable[NetworkingPort], *,
+                       restricted: bool, protocols: Iterable[str] = ("TCP",)
+                       ) -> TargetGroupBindingNetworking | None:
+    """`spec.networking` admitting `source` on `ports`, or on every port of `protocols` when
+    rules are not restricted."""
+    if source is None:
+        return None
+    wanted = list(ports) if restricted else [NetworkingPort(protocol=p)  # type: ignore[arg-type]
+                                             for p in sorted(set(protocols))]
+    if not wanted:
+        return None
+    return TargetGroupBindingNetworking(ingress=[NetworkingIngress.model_validate(
+        {"from": [NetworkingPeer(security_group=source)], "ports": wanted})])
+
+
+__all__ = ["BackendSettings", "LoadBalancerGroups", "binding_networking", "frontend_rules",
+           "is_ipv6", "load_balancer_groups"]

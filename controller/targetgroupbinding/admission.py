@@ -1,0 +1,134 @@
+"""Admission of TargetGroupBinding writes: the defaults a new binding takes from its target
+group (the mutating webhook), and the reconciler's checks made when the binding is written (the
+validating webhook), with the reconciler's own parser and target-group rules, so that a denial
+says what the Warning Event would have said.
+
+Lookups go to AWS every time (a throwaway `TargetGroups`): admission is rare, and a target
+group created a moment ago must not be refused from a stale cache.
+
+Updates are checked only when the spec changes, and never while the binding is being deleted:
+the controller's own writes (finalizer, checkpoint, status) always go through.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+from controller.apis import INGRESS_STACK_LABEL, INGRESS_STACK_NAME_LABEL, SERVICE_STACK_NAME_LABEL
+from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
+from controller.aws import AWSClientPool
+from controller.targetgroupbinding.checks import (
+    SUPPORTED_TARGET_TYPES,
+    Scope,
+    check_spec,
+    check_target_group,
+    check_target_type,
+)
+from controller.targetgroupbinding.targetgroups import TargetGroupInfo, TargetGroups
+from runtime.objects import Obj, is_deleting, labels_of
+from runtime.store import Store
+
+# The spec fields a binding may gain but never change once set; (field, spec attribute).
+IMMUTABLE_FIELDS: Final = (("targetGroupARN", "target_group_arn"),
+                           ("targetType", "target_type"),
+                           ("ipAddressType", "ip_address_type"), ("vpcID", "vpc_id"))
+# The CRD's enum for spec.targetGroupProtocol: a target group of another protocol (GENEVE)
+# leaves the field unset rather than have the API server refuse the binding.
+BINDING_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP", "QUIC",
+                                      "TCP_QUIC"})
+_MANAGED_LABELS: Final = (SERVICE_STACK_NAME_LABEL, INGRESS_STACK_LABEL, INGRESS_STACK_NAME_LABEL)
+
+
+def _spec_of(obj: Obj) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _managed(obj: Obj) -> bool:
+    """Written by the Service or Ingress controller, which gives a binding the new ARN when the
+    target group it deployed had to be created again."""
+    labels = labels_of(obj)
+    return any(label in labels for label in _MANAGED_LABELS)
+
+
+class BindingAdmission:
+    """`bindings`: the binding cache, with `controller.ownership.TARGET_GROUP_INDEX`."""
+
+    def __init__(self, pool: AWSClientPool, bindings: Store, scope: Scope) -> None:
+        self._pool = pool
+        self._bindings = bindings
+        self._scope = scope
+
+    async def _target_group(self, spec: TargetGroupBindingSpec) -> TargetGroupInfo:
+        return await TargetGroups(self._pool).resolve(arn=spec.target_group_arn,
+                                                      name=spec.target_group_name)
+
+    # ---- defaults ---------------------------------------------------------------------------
+
+    async def default(self, tgb: Obj) -> Obj:
+        """A new binding with what its target group says filled in where the spec is silent
+        (ARN from the name, targetType, ipAddressType, vpcID, targetGroupProtocol); raises
+        InvalidSpec when there is no target group to read them from."""
+        if is_deleting(tgb):
+            return tgb
+        spec = parse_spec(tgb)
+        tg = await self._target_group(spec)
+        out = copy.deepcopy(tgb)
+        filled: dict[str, Any] = out.setdefault("spec", {})
+        if not spec.target_group_arn:
+            filled["targetGroupARN"] = tg.arn
+        if not spec.target_type and tg.target_type in SUPPORTED_TARGET_TYPES:
+            filled["targetType"] = tg.target_type
+        if not spec.ip_address_type:
+            filled["ipAddressType"] = tg.ip_address_type or "ipv4"
+        if not spec.vpc_id and tg.vpc_id:
+            filled["vpcID"] = tg.vpc_id
+        if "targetGroupProtocol" not in filled and tg.protocol in BINDING_PROTOCOLS:
+            filled["targetGroupProtocol"] = tg.protocol
+        return out
+
+    # ---- validation -------------------------------------------------------------------------
+
+    async def validate(self, tgb: Obj, old: Obj | None) -> list[str]:
+        """Warnings; raises InvalidSpec (its text is the denial)."""
+        if is_deleting(tgb) or (old is not None and _spec_of(old) == _spec_of(tgb)):
+            return []
+        spec = parse_spec(tgb)
+        check_spec(spec)
+        if spec.node_selector is not None and spec.target_type == "ip":
+            raise InvalidSpec("TargetGroupBinding cannot set nodeSelector when targetType is ip")
+        if old is None or self._check_immutable(tgb, spec, old):
+            # What the reconciler checks before registering (ownership: VPC, cluster,
+            # namespace, other bindings; IP family; target type), with its own functions.
+            tg = await self._target_group(spec)
+            check_target_group(tgb, spec, tg, scope=self._scope, bindings=self._bindings)
+            check_target_type(spec, tg)
+        return []
+
+    def _check_immutable(self, tgb: Obj, spec: TargetGroupBindingSpec, old: Obj) -> bool:
+        """Raises for a changed immutable field; True when a field was newly set (or a managed
+        binding's ARN replaced), which must then agree with the target group."""
+        try:
+            before: TargetGroupBindingSpec | None = parse_spec(old)
+        except InvalidSpec:
+            before = None  # stored before anything checked it: every value is new
+        changed: list[str] = []
+        gained = False
+        for name, attr in IMMUTABLE_FIELDS:
+            was = getattr(before, attr) if before is not None else None
+            now = getattr(spec, attr)
+            if was == now:
+                continue
+            if not was or (name == "targetGroupARN" and now and _managed(tgb)):
+                gained = True
+            else:
+                changed.append(f"spec.{name}")
+        if changed:
+            raise InvalidSpec("TargetGroupBinding update may not change these fields: "
+                              + ",".join(changed))
+        return gained
+
+
+__all__ = ["BINDING_PROTOCOLS", "IMMUTABLE_FIELDS", "BindingAdmission"]

@@ -1,0 +1,84 @@
+"""The webhook server of `aiolbc run`: TLS (self-managed, or files someone else writes), the
+handlers on upstream's paths, on the manager's shared informers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller import ingress, transforms
+from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
+from controller.aws import AWSClientPool
+from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
+from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
+from controller.targetgroupbinding import BindingAdmission, Scope
+from controller.webhooks.handlers import (
+    MUTATE_POD,
+    MUTATE_SERVICE,
+    MUTATE_TARGETGROUPBINDING,
+    VALIDATE_INGRESS,
+    VALIDATE_INGRESSCLASSPARAMS,
+    VALIDATE_TARGETGROUPBINDING,
+    IngressClassParamsValidator,
+    IngressValidator,
+    PodReadinessGateMutator,
+    ServiceMutator,
+    TargetGroupBindingMutator,
+    TargetGroupBindingValidator,
+)
+from runtime.manager import Manager
+from runtime.resources import (
+    INGRESSCLASSES,
+    INGRESSES,
+    NAMESPACES,
+    SERVICES,
+)
+from runtime.webhook import (
+    SelfManagedCertificates,
+    SelfManagedTLS,
+    WebhookServer,
+    WebhookServerOptions,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    server: WebhookServerOptions
+    tls: SelfManagedTLS | None  # None: serve the files in server.cert_dir as they change
+    # Whose target groups bindings may use (the TargetGroupBinding controller's scope) and how
+    # Ingresses are read (the Ingress controller's settings).
+    scope: Scope
+    ingress: ingress.Settings
+    pod_readiness_gate_inject: bool = True  # --enable-pod-readiness-gate-inject
+    service_mutator: bool = False  # --enable-service-mutator-webhook
+    load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> WebhookServer:
+    """The server, with every handler registered, added to the manager (served on every
+    replica, in `/readyz`)."""
+    certificates = (SelfManagedCertificates(manager.client, settings.tls, clock=manager.clock)
+                    if settings.tls is not None else None)
+    server = WebhookServer(settings.server, registry=manager.registry, certificates=certificates)
+    bindings = manager.informer(TARGETGROUPBINDINGS)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
+    services = transforms.informer(manager, SERVICES)
+    admission = BindingAdmission(pool, bindings.store, settings.scope)
+    server.register(MUTATE_POD, PodReadinessGateMutator(
+        bindings, services, enabled=settings.pod_readiness_gate_inject))
+    server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
+    server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(admission, bindings))
+    ingress_informers = tuple(transforms.informer(manager, r) for r in (
+        INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
+    server.register(VALIDATE_INGRESS, IngressValidator(
+        ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
+        settings.ingress.group_namespaces))
+    server.register(VALIDATE_INGRESSCLASSPARAMS, IngressClassParamsValidator())
+    # Registered even when off, so that a configuration that still names it answers "allowed"
+    # instead of a failed call.
+    server.register(MUTATE_SERVICE, ServiceMutator(settings.load_balancer_class,
+                                                   enabled=settings.service_mutator))
+    manager.add_webhook_server(server)
+    return server
+
+
+__all__ = ["Settings", "setup"]

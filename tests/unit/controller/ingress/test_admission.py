@@ -1,0 +1,145 @@
+"""Admission of Ingress and IngressClassParams writes (`controller.ingress.admit`): decided by
+settling the group as a reconcile would, so a denial is the text of the Warning Event the
+reconcile would write (`ExcludedFromGroup` for a member left out, `FailedBuildModel` for a
+group that cannot be built)."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.errors import InvalidInput
+from controller.ingress import admit, admit_params, build_group
+from controller.ingress.caches import Caches
+from controller.ingress.exclusions import settle
+from runtime.objects import Obj, key_of
+from runtime.reconcile import Request
+from tests.support.objects import (
+    backend_service,
+    class_params,
+    ingress,
+    ingress_class,
+    ingress_path,
+    with_hostname,
+)
+from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
+
+A = "alb.ingress.kubernetes.io/"
+GROUP = {A + "group.name": "shop"}
+SHOP = Request("", "shop")
+
+
+def events(c: Caches, request: Request) -> dict[str, str]:
+    """The Warning Event text a reconcile of the group would write, by Ingress."""
+    settled = settle(loader(c).load(request), caches=c, policy="params",
+                     build=lambda g: build_group(g, c, SETTINGS))
+    found = {key_of(ing): f"not part of group {request.key}: {reason}"
+             for ing, reason in settled.group.excluded}
+    if settled.group.held is not None:
+        found.update({m.key: settled.group.held for m in settled.group.members})
+    return found
+
+
+def denial(ing: Obj, c: Caches, old: Obj | None = None) -> str:
+    with pytest.raises(InvalidInput) as info:
+        admit(ing, old, c, SETTINGS)
+    return str(info.value)
+
+
+def established(ing: Obj) -> Obj:
+    """`ing` as a member the group was deployed with: its finalizer and the hostname."""
+    ing["metadata"]["finalizers"] = ["group.ingress.k8s.aws/shop"]
+    return with_hostname(ing)
+
+
+@pytest.mark.parametrize("annotations", [
+    {A + "scheme": "public"},
+    {A + "listen-ports": '[{"HTTP": 80'},
+    {A + "group.name": "Not_A_Group"},
+    {A + "group.order": "5000"},
+    {A + "healthcheck-interval-seconds": "1"},
+    {A + "auth-type": "cognito"},
+    {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
+])
+def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
+    bad = ingress("web", annotations=annotations)
+    before = caches(ingress_class(), backend_service("web"))
+    after = caches(ingress_class(), backend_service("web"), bad)
+    assert denial(bad, before) == events(after, loader(after).groups_of(bad)[0])["default/web"]
+
+
+@pytest.mark.parametrize("name", ["a..b", "team.-web"])
+def test_group_names_follow_the_reconcilers_rule(name: str) -> None:
+    """Upstream's rule, as the reconciler reads it: these are groups, so admission agrees."""
+    member = ingress("web", annotations={A + "group.name": name})
+    c = caches(ingress_class(), backend_service("web"))
+    assert admit(member, None, c, SETTINGS) == []
+    assert [r.name for r in loader(caches(ingress_class(), backend_service("web"),
+                                         member)).groups_of(member)] == [name]
+
+
+def test_ingresses_of_other_classes_are_not_looked_at() -> None:
+    other = ingress("web", annotations={A + "scheme": "public"}, class_name="nginx")
+    assert admit(other, None, caches(ingress_class(), backend_service("web")), SETTINGS) == []
+
+
+def test_objects_that_may_come_later_are_warnings() -> None:
+    assert admit(ingress("web"), None, caches(ingress_class()), SETTINGS) == [
+        "Ingress default/web: backend Service default/web not found"]
+    [warning] = admit(ingress("web"), None, caches(ingress_class("alb", params="missing"),
+                                                   backend_service("web")), SETTINGS)
+    assert "IngressClassParams missing not found" in warning
+
+
+def test_an_update_the_model_does_not_read_is_admitted_even_when_broken() -> None:
+    # The controller must always be able to add and remove its own finalizer.
+    broken = ingress("web", annotations={A + "scheme": "public"})
+    finalized = ingress("web", annotations={A + "scheme": "public"},
+                        finalizers=["ingress.k8s.aws/resources"])
+    c = caches(ingress_class(), backend_service("web"), broken)
+    assert admit(finalized, broken, c, SETTINGS) == []
+    being_deleted = ingress("web", annotations={A + "scheme": "public"})
+    being_deleted["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    assert admit(being_deleted, broken, c, SETTINGS) == []
+
+
+def test_a_newcomer_that_conflicts_with_its_group_is_denied_as_it_would_be_left_out() -> None:
+    first = established(ingress("a", annotations={**GROUP, A + "scheme": "internal"},
+                                paths=[ingress_path("/a")]))
+    c = caches(ingress_class(), backend_service("web"), first)
+    second = ingress("b", annotations={**GROUP, A + "scheme": "internet-facing"},
+                     paths=[ingress_path("/b")])
+    text = denial(second, c)
+    assert text.startswith("not part of group shop: annotation ")
+    assert "scheme conflicts within the group" in text
+    c.ingresses.upsert(second)  # admitted anyway (say, before the webhook existed)
+    assert events(c, SHOP)["default/b"] == text
+    # The rest of the group deploys, so an unrelated member's edit is no business of b's.
+    third = ingress("c", annotations=GROUP, paths=[ingress_path("/c")])
+    assert admit(third, None, c, SETTINGS) == []
+
+
+def test_a_group_held_by_its_own_member_is_denied_only_to_the_write_that_holds_it() -> None:
+    first = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a")]))
+    c = caches(ingress_class(), backend_service("web"), first)
+    broken = established(ingress("a", annotations={**GROUP, A + "scheme": "public"},
+                                 paths=[ingress_path("/a")]))
+    text = denial(broken, c, first)
+    assert text.startswith("Ingress default/a: annotation alb.ingress.kubernetes.io/scheme")
+    c.ingresses.upsert(broken)
+    assert events(c, SHOP)["default/a"] == text
+    # Held already: another member's write is admitted, with the reason as a warning.
+    newcomer = ingress("b", annotations=GROUP, paths=[ingress_path("/b")])
+    assert admit(newcomer, None, c, SETTINGS) == [text]
+
+
+def test_class_parameters_are_checked_as_ingresses_of_the_class_read_them() -> None:
+    bad = class_params("p", {"inboundCIDRs": ["10.0.0.0/33"]})
+    c = caches(ingress_class("alb", params="p"), backend_service("web"), bad, ingress("web"))
+    with pytest.raises(InvalidInput) as info:
+        admit_params(bad)
+    assert events(c, Request("default", "web"))["default/web"] == \
+        f"not part of group default/web: {info.value}"
+    both = class_params("p", {"subnets": {"ids": ["subnet-1"], "tags": {"k": ["v"]}}})
+    with pytest.raises(InvalidInput, match="give either ids or tags, not both"):
+        admit_params(both)
+    assert admit_params(class_params("p", {"scheme": "internal"})) == []
