@@ -50,7 +50,7 @@ from controller.model import (
 )
 from controller.networking import rules as group_rules
 from controller.networking.backend import BackendGroupError, BackendSecurityGroup
-from controller.networking.calls import is_group_not_found
+from controller.networking.calls import GroupInUse, delete_group, is_group_not_found
 from controller.networking.permissions import expand, from_model
 from runtime.clock import Clock, RealClock
 from runtime.objects import Obj
@@ -329,21 +329,12 @@ class StackSecurityGroups:
         return str(resp["GroupId"])
 
     async def _delete(self, calls: Calls, group_id: str) -> None:
-        retries = self._settings.delete_retries
-        for attempt in range(retries + 1):
-            try:
-                await calls.call("DeleteSecurityGroup", service="ec2", GroupId=group_id)
-                return
-            except AWSError as exc:
-                if is_group_not_found(exc):
-                    return
-                if exc.code != "DependencyViolation":
-                    raise
-                if attempt == retries:
-                    raise DeployError(f"security group {group_id} is still in use "
-                                      f"(DependencyViolation: {exc.message}); retrying later"
-                                      ) from None
-                await self._clock.sleep(self._settings.delete_backoff * 2 ** attempt)
+        try:
+            await delete_group(calls, group_id, retries=self._settings.delete_retries,
+                               backoff=self._settings.delete_backoff, clock=self._clock)
+        except GroupInUse as exc:
+            raise DeployError(f"security group {group_id} is still in use "
+                              f"(DependencyViolation: {exc}); retrying later") from None
 
     async def _release(self, calls: Calls, vpc_id: str, key: StackKey) -> None:
         try:

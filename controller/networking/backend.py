@@ -21,7 +21,7 @@ from typing import Any
 
 from controller.aws import AWSError
 from controller.model import backend_security_group_name
-from controller.networking.calls import Caller, is_group_not_found
+from controller.networking.calls import Caller, GroupInUse, delete_group
 from runtime.clock import Clock, RealClock
 from runtime.prioritylock import InheritingLock
 
@@ -161,22 +161,15 @@ class BackendSecurityGroup:
                     self._absent.add(vpc_id)
                     return True
                 group_id = str(found["GroupId"])
-            for attempt in range(self._delete_retries + 1):
-                try:
-                    await calls.call("DeleteSecurityGroup", service="ec2", GroupId=group_id)
-                    break
-                except AWSError as exc:
-                    if is_group_not_found(exc):
-                        break
-                    if exc.code != "DependencyViolation":
-                        raise
-                    if attempt == self._delete_retries:
-                        raise BackendGroupError(
-                            f"backend security group {group_id} is still in use "
-                            f"(DependencyViolation: {exc.message}); retrying") from None
-                    await self._clock.sleep(self._delete_backoff * 2 ** attempt)
-                    if self.in_use():
-                        return True  # a stack took it up meanwhile
+            try:
+                if not await delete_group(calls, group_id, retries=self._delete_retries,
+                                          backoff=self._delete_backoff, clock=self._clock,
+                                          give_up=self.in_use):
+                    return True  # a stack took it up meanwhile
+            except GroupInUse as exc:
+                raise BackendGroupError(
+                    f"backend security group {group_id} is still in use "
+                    f"(DependencyViolation: {exc}); retrying") from None
             self._ids.pop(vpc_id, None)
             self._absent.add(vpc_id)
             return True

@@ -48,6 +48,7 @@ from controller.ingress.vanished import VanishedMembers, recorded_members, recor
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service import watches as service_watches
 from controller.service.model import checkpoint_of
+from controller.targetgroupbinding import pods
 from controller.targetgroupbinding import watches as tgb_watches
 from controller.targetgroupbinding.endpointsets import SliceMemo
 from controller.targetgroupbinding.reconciler import registered_target_group
@@ -277,6 +278,34 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
     for trim in (trimmer, kept_slice, index_entry, is_index_entry):
         trim(copy.deepcopy(obj))
     _contained(lambda: instance_endpoints(obj, other, [obj], selector=None, service_key="k"))
+
+
+gate_names = st.one_of(json_values, st.sampled_from(
+    ["target-health.elbv2.k8s.aws/web", "target-health.elbv2.k8s.aws/", "example.com/other"]))
+pod_objects = st.fixed_dictionaries(
+    {"metadata": st.one_of(metadata, json_values)},
+    optional={"spec": st.one_of(json_values, st.fixed_dictionaries({}, optional={
+        "readinessGates": st.one_of(json_values, st.lists(st.one_of(json_values, (
+            st.fixed_dictionaries({"conditionType": gate_names}))), max_size=3))})),
+        "status": st.one_of(json_values, st.fixed_dictionaries({}, optional={
+            "conditions": st.one_of(json_values, st.lists(st.one_of(
+                json_values, st.fixed_dictionaries({"type": gate_names}, optional={
+                    "status": json_values, "reason": json_values})), max_size=3))}))})
+
+
+@SETTINGS
+@given(pod_objects)
+@example({"metadata": "garbage", "spec": {"readinessGates": [{"conditionType": 1}]}})
+def test_pod_functions(pod: Obj) -> None:
+    # Pods are any namespace's data and the pod cache is cluster-wide: its transform, index,
+    # view and mapping functions never raise, whatever a pod holds.
+    slim = pods.slim_pod(pod)
+    for obj in (pod, slim):
+        pods.gate_index(obj)
+        pods.pod_view(obj)
+        pods.bindings_of_pod(obj)
+        pods.waits_only_for_target_health(obj, "target-health.elbv2.k8s.aws/web")
+    assert pods.gate_index(slim) == pods.gate_index(pod)
 
 
 def test_json_limits_are_documented_and_enforced() -> None:

@@ -43,7 +43,10 @@ async def test_controller_needs_nothing_beyond_the_shipped_rbac(
     await cluster.endpoints("web", ["10.5.0.1", "10.5.0.2"])
     await cluster.binding("plain", service="web", arn=plain_arn)
     await cluster.binding("shared", service="web", arn=shared_arn, multi_cluster=True)
-    await cluster.binding("broken", service="nowhere", arn=plain_arn)
+    # Its own target group: sharing plain's, it could be refused for that before its Service
+    # is looked at, depending on which binding is reconciled first.
+    broken_arn = await cluster.target_group("broken-tg")
+    await cluster.binding("broken", service="nowhere", arn=broken_arn)
     await cluster.start(client=controller, options=ManagerOptions(
         leader_election=True, leader_election_namespace=NAMESPACE,
         leader_election_id="aws-load-balancer-controller-leader",
