@@ -83,9 +83,21 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None,
     )
 
 
+# The lane's own pace when there is no verification budget to follow.
+UNBUDGETED_VERIFY_QPS = 2.0
+
+
 def lane_settings(config: ControllerConfig) -> LaneSettings:
+    """By default a lane's pace is the verification budget's rate: every verification costs
+    at least one AWS call, so the budget (which lets a verification start only once the calls
+    of those before it are paid for) is what paces them, and a fixed count of reconciles per
+    second would only hold back cheap ones (a TargetGroupBinding's verification costs about
+    one call: at 2/s, 1,000 bindings took 500 s whatever the budget allowed)."""
+    qps = config.checkpoint_verify_qps
+    if qps is None:
+        qps = config.checkpoint_verify_aws_qps or UNBUDGETED_VERIFY_QPS
     return LaneSettings(checkpoints=config.enable_checkpoints,
-                        verify_qps=config.checkpoint_verify_qps,
+                        verify_qps=qps,
                         verify_burst=config.checkpoint_verify_burst,
                         verify_max_wait=config.checkpoint_max_wait)
 
@@ -139,7 +151,17 @@ def targetgroupbinding_settings(config: ControllerConfig) -> targetgroupbinding.
         max_concurrent_reconciles=config.targetgroupbinding_max_concurrent_reconciles,
         max_backoff=config.targetgroupbinding_max_exponential_backoff_delay,
         requeue_duration=config.targetgroupbinding_requeue_duration,
-        lanes=lane_settings(config), networking=networking)
+        lanes=lane_settings(config), networking=networking,
+        targets_trusted_for=targets_trusted_for(config))
+
+
+def targets_trusted_for(config: ControllerConfig) -> float:
+    """Half the sync period: the resync that replays every binding each --sync-period finds
+    its last full look older than that and reads its targets again, so each binding's targets
+    are read at least once per sync period, and a restart reads those of the bindings not
+    looked at in the last half period (upstream's checkpointed bindings skip even that, until
+    their deferred reconcile)."""
+    return config.sync_period / 2
 
 
 def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Settings | None:

@@ -175,7 +175,8 @@ class ControllerConfig(BaseModel):
     sync_period: float = Field(default=DEFAULT_SYNC_PERIOD, gt=0)
     log_level: Literal["debug", "info", "warn", "error"] = "info"
     enable_checkpoints: bool = True
-    checkpoint_verify_qps: float = Field(default=2.0, gt=0)
+    # None: follow the verification budget (its rate; 2 when there is no budget).
+    checkpoint_verify_qps: float | None = Field(default=None, gt=0)
     checkpoint_verify_burst: int = Field(default=5, ge=1)
     checkpoint_max_wait: float = Field(default=600.0, gt=0)
     # 0 = no budget: verifications are paced by reconciles only.
@@ -415,8 +416,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     a("--log-level", default="info")
     boolean("--enable-checkpoints", "true",
             "skip unchanged objects after a restart, verifying them in a paced low-priority lane")
-    a("--checkpoint-verify-qps", default="2",
-      help="pace of verification reconciles for checkpoint-matched objects")
+    a("--checkpoint-verify-qps", default=None,
+      help="most verification reconciles per second per controller for checkpoint-matched "
+           "objects (default: --checkpoint-verify-aws-qps, which paces them by their AWS "
+           "calls; 2 when that is 0)")
     a("--checkpoint-verify-burst", default="5")
     a("--checkpoint-max-wait", default="10m",
       help="a deferred verification waits at most this long behind real changes")
@@ -480,7 +483,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
             values[key] = _convert(flag, parse_endpoints, value)
         elif key == "aws_api_throttle":
             values[key] = _convert(flag, parse_throttle, value or "")
-        elif key in ("kubeconfig", "watch_namespace") and value == "":
+        elif key in ("kubeconfig", "watch_namespace", "checkpoint_verify_qps") and value == "":
             values[key] = None  # Go's empty flag value: the default
         else:
             values[key] = value

@@ -103,6 +103,9 @@ class DescribeBatcher:
         waiters: list[asyncio.Future[Any]] = [sent, promoted]
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            sent.cancel()  # this member is gone (cancelled): nobody reads its view of the call
+            raise
         finally:
             promoted.cancel()
         if not sent.done():

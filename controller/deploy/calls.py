@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller.aws import AWSClientPool
+from controller.deploy.errors import SnapshotStale
 
 if TYPE_CHECKING:
     from controller.deploy.batching import DescribeBatcher
+    from controller.deploy.snapshot import RegionSnapshot
 
 _READ_ONLY_PREFIXES = ("Describe", "List", "Get")
 
@@ -35,10 +37,15 @@ class Calls:
     def __init__(self, pool: AWSClientPool, *, before_mutation: BeforeMutation | None = None,
                  after_mutation: AfterMutation | None = None,
                  counts: CallCounts | None = None,
-                 batcher: DescribeBatcher | None = None) -> None:
+                 batcher: DescribeBatcher | None = None,
+                 snapshot: RegionSnapshot | None = None) -> None:
         self._pool = pool
         # Describe calls by ARN or name may be shared with other verifications (batching.py).
         self.batcher = batcher
+        # A verification's lookups may be answered by the region snapshot (snapshot.py);
+        # `from_snapshot` says one was, and then no mutating call may be sent.
+        self.snapshot = snapshot
+        self.from_snapshot = False
         self._before_mutation = before_mutation
         self._after_mutation = after_mutation
         self.counts = counts or CallCounts()
@@ -47,6 +54,8 @@ class Calls:
         self.counts.calls += 1
         self.counts.by_operation[operation] = self.counts.by_operation.get(operation, 0) + 1
         if is_mutating(operation):
+            if self.from_snapshot:
+                raise SnapshotStale(operation)
             self.counts.mutating += 1
             if self._before_mutation is not None:
                 self._before_mutation(operation, params)

@@ -13,7 +13,7 @@ from controller.deploy.batching import DescribeBatcher
 from controller.deploy.calls import AfterMutation, BeforeMutation, CallCounts, Calls
 from controller.deploy.concurrency import run_all
 from controller.deploy.describe import target_groups_by, target_groups_of_load_balancer
-from controller.deploy.errors import DeployError
+from controller.deploy.errors import DeployError, SnapshotStale
 from controller.deploy.identity import find_load_balancer, follow_existing, match_target_groups
 from controller.deploy.listeners import (
     ObservedListeners,
@@ -32,6 +32,7 @@ from controller.deploy.securitygroups import (
     SecurityGroupSettings,
     StackSecurityGroups,
 )
+from controller.deploy.snapshot import RegionSnapshot
 from controller.deploy.tags import Tracking, describe_tags
 from controller.deploy.targetgroups import converge_target_group
 from controller.model import TARGET_GROUP, Stack, StackKind
@@ -69,6 +70,7 @@ class StackDeployer:
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
         self._batcher = DescribeBatcher(pool, clock=self._clock)
+        self._snapshot = RegionSnapshot(clock=self._clock)
         self._groups = StackSecurityGroups(
             cluster=settings.cluster_name, backend=backend, clock=self._clock,
             settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,
@@ -85,10 +87,14 @@ class StackDeployer:
     def backend(self) -> BackendSecurityGroup:
         return self._groups.backend
 
-    def _calls(self) -> Calls:
+    @property
+    def snapshot(self) -> RegionSnapshot:
+        return self._snapshot
+
+    def _calls(self, *, snapshot: bool = False, counts: CallCounts | None = None) -> Calls:
         return Calls(self._pool, before_mutation=self.before_mutation,
-                     after_mutation=self.after_mutation, counts=CallCounts(),
-                     batcher=self._batcher)
+                     after_mutation=self.after_mutation, counts=counts or CallCounts(),
+                     batcher=self._batcher, snapshot=self._snapshot if snapshot else None)
 
     def _tracking(self, kind: StackKind, stack_id: str,
                   external_managed_tags: Sequence[str] = ()) -> Tracking:
@@ -120,7 +126,20 @@ class StackDeployer:
         if stack.context.region != region:
             raise DeployError(f"stack {stack.id} is for region {stack.context.region}, the "
                               f"AWS clients for {region}")
-        calls = self._calls()
+        counts = CallCounts()
+        try:
+            # A verification reads from the region snapshot; if it finds anything to change,
+            # it is run again on fresh reads before changing it (snapshot.py).
+            return await self._deploy_once(stack, self._calls(snapshot=True, counts=counts),
+                                           fresh=fresh, rewrite_write_only=rewrite_write_only,
+                                           retain=retain)
+        except SnapshotStale:
+            return await self._deploy_once(stack, self._calls(counts=counts), fresh=fresh,
+                                           rewrite_write_only=rewrite_write_only,
+                                           retain=retain)
+
+    async def _deploy_once(self, stack: Stack, calls: Calls, *, fresh: bool,
+                           rewrite_write_only: bool, retain: Set[str]) -> DeployResult:
         key: StackKey = (stack.kind, stack.id)
         cold = not self._owned.known(key)
         owned = self._owned.get(key)

@@ -18,6 +18,12 @@ async def _describe(calls: Calls, operation: str, result_key: str, param: str,
     ask for each item alone and drop the missing ones."""
     if not values:
         return []
+    if calls.snapshot is not None:
+        listing = await calls.snapshot.listing(calls)
+        answered = listing.items(operation, param, values) if listing is not None else None
+        if answered is not None:
+            calls.from_snapshot = True
+            return answered
     if calls.batcher is not None:
         shared = await calls.batcher.describe(calls, operation, param, values)
         if shared is not None:
@@ -60,6 +66,13 @@ async def target_groups_by(calls: Calls, *, arns: Sequence[str] = (),
 
 async def target_groups_of_load_balancer(calls: Calls, lb_arn: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
+    if calls.snapshot is not None:
+        listing = await calls.snapshot.listing(calls)
+        if listing is not None:
+            # What DescribeTargetGroups(LoadBalancerArn) answers: the groups naming it.
+            calls.from_snapshot = True
+            return [d for d in listing.target_groups if lb_arn in (d.get("LoadBalancerArns")
+                                                                   or [])]
     try:
         async for page in calls.paginate("DescribeTargetGroups", LoadBalancerArn=lb_arn):
             found.extend(page.get("TargetGroups", []))

@@ -136,11 +136,13 @@ class StackSecurityGroups:
                 names = sorted(g.name for g in stack.security_groups.values())
                 found.update(await self._observe_names(calls, run.tracking, run.vpc_id, names))
                 found.update(await self._observe_ids(calls, run.tracking,
-                                                     sorted((known or set()) - set(found))))
+                                                     sorted((known or set()) - set(found)),
+                                                     vpc_id=run.vpc_id))
             elif known is None:
                 found.update(await self._observe(calls, run.tracking, run.vpc_id))
             elif known:
-                found.update(await self._observe_ids(calls, run.tracking, sorted(known)))
+                found.update(await self._observe_ids(calls, run.tracking, sorted(known),
+                                                     vpc_id=run.vpc_id))
 
         # Three independent look-ups (usually one call, or none).
         await run_all([names(), backend(), groups()])
@@ -252,20 +254,30 @@ class StackSecurityGroups:
 
     async def _observe_names(self, calls: Calls, tracking: Tracking, vpc_id: str,
                              names: list[str]) -> dict[str, dict[str, Any]]:
-        resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
-            {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": names}])
+        listed = await _vpc_groups(calls, vpc_id)
+        if listed is not None:
+            groups = [g for g in listed if g.get("GroupName") in names]
+        else:
+            resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
+                {"Name": "vpc-id", "Values": [vpc_id]},
+                {"Name": "group-name", "Values": names}])
+            groups = resp.get("SecurityGroups") or []
         found: dict[str, dict[str, Any]] = {}
-        for group in resp.get("SecurityGroups") or []:
+        for group in groups:
             if not tracking.owns(_tags(group)):
                 raise OwnershipConflict(f"security group name {group['GroupName']} is taken "
                                         f"in VPC {vpc_id} by a group this stack does not own")
             found[str(group["GroupId"])] = group
         return found
 
-    async def _observe_ids(self, calls: Calls, tracking: Tracking,
-                           group_ids: list[str]) -> dict[str, dict[str, Any]]:
+    async def _observe_ids(self, calls: Calls, tracking: Tracking, group_ids: list[str], *,
+                           vpc_id: str | None = None) -> dict[str, dict[str, Any]]:
         if not group_ids:
             return {}
+        listed = await _vpc_groups(calls, vpc_id) if vpc_id is not None else None
+        if listed is not None:
+            return {str(g["GroupId"]): g for g in listed
+                    if g.get("GroupId") in group_ids and tracking.owns(_tags(g))}
         try:
             resp = await calls.call("DescribeSecurityGroups", service="ec2", GroupIds=group_ids)
         except AWSError as exc:
@@ -282,6 +294,13 @@ class StackSecurityGroups:
 
     async def _observe(self, calls: Calls, tracking: Tracking,
                        vpc_id: str | None) -> dict[str, dict[str, Any]]:
+        listed = await _vpc_groups(calls, vpc_id) if vpc_id is not None else None
+        if listed is not None:
+            # The filters below, applied to the listing.
+            return {str(g["GroupId"]): g for g in listed
+                    if _tags(g).get(CLUSTER_TAG) == tracking.cluster
+                    and _tags(g).get(stack_tag(tracking.kind)) == tracking.stack_id
+                    and tracking.owns(_tags(g))}
         filters = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [tracking.cluster]},
                    {"Name": f"tag:{stack_tag(tracking.kind)}", "Values": [tracking.stack_id]}]
         if vpc_id is not None:
@@ -363,6 +382,18 @@ async def _resolve_names(calls: Calls, stack: Stack) -> dict[str, str]:
 
 def _tags(group: Mapping[str, Any]) -> dict[str, str]:
     return {str(t["Key"]): str(t.get("Value", "")) for t in group.get("Tags") or []}
+
+
+async def _vpc_groups(calls: Calls, vpc_id: str) -> list[dict[str, Any]] | None:
+    """A verification's view of the VPC's groups, from the region snapshot (snapshot.py);
+    None: ask EC2."""
+    if calls.snapshot is None:
+        return None
+    listing = await calls.snapshot.listing(calls)
+    if listing is None:
+        return None
+    calls.from_snapshot = True
+    return await calls.snapshot.security_groups(calls, listing, vpc_id)
 
 
 __all__ = ["PreparedGroups", "SecurityGroupSettings", "StackSecurityGroups", "uses_backend"]

@@ -81,13 +81,23 @@ def as_api_tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
 
 
-async def describe_tags(calls: Calls, arns: Iterable[str]) -> dict[str, dict[str, str]]:
+async def describe_tags(calls: Calls, arns: Iterable[str], *,
+                        snapshot: bool = True) -> dict[str, dict[str, str]]:
     """Tags of many ARNs of any ELBv2 type, in DescribeTags calls of at most 20 ARNs each.
-    ARNs that no longer exist are left out of the answer."""
+    ARNs that no longer exist are left out of the answer. A verification takes those of the
+    load balancers and target groups from the region snapshot (`snapshot=False`: the
+    snapshot's own listing)."""
     unique = sorted(set(arns))
+    result: dict[str, dict[str, str]] = {}
+    if snapshot and calls.snapshot is not None and unique:
+        listing = await calls.snapshot.listing(calls)
+        if listing is not None:
+            known, unique = listing.tags_of(unique)
+            if known:
+                calls.from_snapshot = True
+                result.update(known)
     chunks = [unique[i:i + DESCRIBE_TAGS_BATCH]
               for i in range(0, len(unique), DESCRIBE_TAGS_BATCH)]
-    result: dict[str, dict[str, str]] = {}
 
     async def one(chunk: list[str]) -> None:
         if calls.batcher is not None:

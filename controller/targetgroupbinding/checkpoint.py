@@ -34,6 +34,15 @@ def stored(obj: dict[str, Any]) -> str:
     return str(annotations.get(CHECKPOINT_ANNOTATION) or "")
 
 
+def written_at(obj: dict[str, Any]) -> float | None:
+    """The checkpoint-timestamp (Unix seconds), None when missing or not a whole number."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(CHECKPOINT_TIMESTAMP_ANNOTATION)
+    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > 12:
+        return None
+    return float(raw)
+
+
 def patch(value: str, timestamp: float) -> dict[str, Any]:
     """Merge patch writing the checkpoint and its Unix-seconds timestamp."""
     return {"metadata": {"annotations": {

@@ -12,7 +12,10 @@ One reconcile, in the steps every controller takes:
    → Warning Event, `Ready=False` condition, terminal error: no AWS write, not retried until
    the object changes);
 4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no register or deregister
-   call; a LOW one (the paced verification of a restart) always looks at AWS and repairs drift;
+   call; a LOW one (the paced verification of a restart or a resync) reads the target group
+   (shared reads) and, unless the binding's targets were read within `targets_trusted_for`
+   (its checkpoint-timestamp says when; half the sync period in `aiolbc run`), its targets
+   and networking rules, and repairs drift; that full look rewrites the timestamp;
 5. a target group other than the recorded one: drain the recorded one first (what this
    binding registered there is deregistered, unless another binding took it over); then the
    finalizer and the new record in one PATCH, before the first registration;
@@ -106,6 +109,8 @@ from runtime.reconcile import (
 from runtime.store import Store
 
 READY = "Ready"
+# Seconds a checkpoint-timestamp may lie ahead of this clock (another replica's) and count.
+CLOCK_SKEW = 60.0
 
 log = structlog.get_logger("targetgroupbinding")
 
@@ -116,7 +121,8 @@ class TargetGroupBindingReconciler:
                  recorder: Recorder, scope: Scope, clock: Clock | None = None,
                  checkpoints: bool = True, pods: Store | None = None,
                  requeue_duration: float = 15.0,
-                 networking: BindingNetworking | None = None) -> None:
+                 networking: BindingNetworking | None = None,
+                 targets_trusted_for: float | None = None) -> None:
         self._client = client
         self._bindings = bindings
         self._scope = scope
@@ -135,6 +141,7 @@ class TargetGroupBindingReconciler:
         self._checkpoints = checkpoints
         # None: `spec.networking` is not acted on (no cluster and VPC to act in).
         self._networking = networking
+        self._trusted_for = targets_trusted_for
         # resourceVersions our own writes produced during the running reconcile of a key, and,
         # once its checkpoint is written, that checkpoint with those versions. A reconcile that
         # runs while the cache still shows the reset state takes the checkpoint we wrote right
@@ -224,10 +231,14 @@ class TargetGroupBindingReconciler:
         value = checkpoint.compute(endpoints, self._checkpoint_spec(tgb))  # 4. checkpoint
         stored = self._stored_checkpoint(tgb)
         recorded = registered_target_group(tgb)
-        if (self._checkpoints and value == stored and reconcile_priority() >= NORMAL
+        verifying = reconcile_priority() < NORMAL
+        if (self._checkpoints and value == stored
+                and (not verifying or self._looked_at_lately(tgb))
                 and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)
                 and recorded in (None, tg.arn)
                 and not self._gates_pending(tgb, spec, target_type, family, endpoints)):
+            # A verification gets here having read the target group (exists, the same, ours
+            # to act on: shared reads, targetgroups.py); the targets were read lately.
             if recorded is None:
                 # Reconciled before the record existed: the checkpoint says it registered
                 # into this very target group, so that is what gets recorded.
@@ -250,7 +261,9 @@ class TargetGroupBindingReconciler:
         waiting = await self._update_gates(tgb, spec, target_type, family, tg,  # 7. gates
                                            endpoints)
         await self._set_ready(tgb, endpoints)  # 8. status, checkpoint
-        if value != stored or changed:
+        # A verification's full look is recorded too (the timestamp), so that the next one
+        # within the trusted time reads only the target group.
+        if value != stored or changed or (verifying and self._trusted_for is not None):
             await self._own(self._writer.patch(tgb, checkpoint.patch(value, self._clock.wall())))
             key = key_of(tgb)
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
@@ -258,6 +271,18 @@ class TargetGroupBindingReconciler:
             self._writer.event(tgb, "Normal", "SuccessfullyReconciled", "Successfully reconciled")
         # Target health moves at AWS with no event: look again while a gate waits for it.
         return Result(requeue_after=self._requeue) if waiting else Result()
+
+    def _looked_at_lately(self, tgb: Obj) -> bool:
+        """The binding's targets were read (and its checkpoint written) within the trusted
+        time. A timestamp that is not a number, or lies ahead by more than clock skew, does
+        not count: whoever can write the annotation can only make this binding look again."""
+        if self._trusted_for is None:
+            return False
+        written = checkpoint.written_at(tgb)
+        if written is None:
+            return False
+        age = self._clock.wall() - written
+        return -CLOCK_SKEW <= age < self._trusted_for
 
     def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
         spec: dict[str, Any] = tgb.get("spec") or {}

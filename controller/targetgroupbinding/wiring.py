@@ -68,6 +68,10 @@ class Settings:
     # readiness gates looks at target health again.
     requeue_duration: float = 15.0
     lanes: LaneSettings = field(default_factory=LaneSettings)
+    # How long after its last full look (the checkpoint-timestamp) a verification takes an
+    # unchanged binding's registered targets and networking rules as they were, reading only
+    # its target group; None: every verification reads them (reconciler.py, "verifications").
+    targets_trusted_for: float | None = None
     # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
     networking: NetworkingSettings | None = None
 
@@ -124,7 +128,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
         pods=pods_informer(manager).store, requeue_duration=settings.requeue_duration,
-        networking=networking)
+        networking=networking, targets_trusted_for=settings.targets_trusted_for)
 
 
 def _with_networking(bindings: list[Obj]) -> list[str]:

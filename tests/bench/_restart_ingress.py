@@ -65,7 +65,8 @@ MODES = (
                                                              "lane": False}),
     IngressMode("lane", {}, TGB(verify_qps=restart.VERIFY_QPS,
                                 verify_burst=restart.VERIFY_BURST,
-                                verify_max_wait=restart.VERIFY_MAX_WAIT), budget=True),
+                                verify_max_wait=restart.VERIFY_MAX_WAIT,
+                                targets_trusted_for=restart.TARGETS_TRUSTED_FOR), budget=True),
 )
 CONVERGE = IngressMode(
     "converge", {}, TGB(verify_qps=None, max_concurrent_reconciles=restart.CONVERGE_WORKERS),

@@ -22,7 +22,9 @@ burst 20) are switched on with full buckets;
 a new Manager and a new AWS client pool start (nothing cached: informers, deployer ARN cache,
 target group cache); right after, one new Service (with its EndpointSlice) is created. The
 controllers run with `aiolbc run`'s defaults (3 workers each, client-side throttle defaults,
-`--checkpoint-verify-qps 2`, burst 5, max wait 10 min), except for what the mode changes:
+the lane's pace following the verification budget, burst 5, max wait 10 min, a binding's
+targets trusted for half the sync period after its last full look), except for what the mode
+changes:
 - `off`: checkpoints off for both controllers (upstream before v2.9);
 - `skip`: upstream PR #3821's prototype: the Service reconciler skips a deploy when the
   checkpoint matches, every event NORMAL on one FIFO, no pace; TGB checkpoints off;
@@ -38,7 +40,9 @@ within `aws_calls_window_s` after the restart), mutating_calls_for_unchanged (mu
 naming an ARN of the N unchanged stacks), mutating_calls_unattributed (mutating calls naming
 no ARN the proxy can read, e.g. AddTags), all_verified_s (restart → queues empty; null and
 `all_verified_capped` at the cap), throttled_responses, peak_calls_per_10s, and for `lane`
-the LOW-lane pace actually seen.
+the LOW-lane pace actually seen (for bindings: those whose targets were read, which a
+verification skips for a binding looked at within the trusted time) and the reconciles each
+controller ran.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from controller import checkpoint
 from controller import service as service_controller
 from controller import targetgroupbinding as tgb_controller
 from controller.apis import TARGETGROUPBINDINGS
+from controller.app import lane_settings, targets_trusted_for
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.config import ControllerConfig
 from controller.model import Stack
@@ -95,10 +100,16 @@ REGION = "us-west-2"
 NAMESPACE = "default"
 NLB_CLASS = "service.k8s.aws/nlb"
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
-VERIFY_QPS, VERIFY_BURST, VERIFY_MAX_WAIT = 2.0, 5, 600.0  # `aiolbc run`'s defaults
+# `aiolbc run`'s lane defaults, as app.py derives them from the flags' defaults.
+_DEFAULT_LANES = lane_settings(ControllerConfig(cluster_name=CLUSTER))
+assert _DEFAULT_LANES.verify_qps is not None
+assert _DEFAULT_LANES.verify_max_wait is not None
+VERIFY_QPS, VERIFY_BURST, VERIFY_MAX_WAIT = (
+    _DEFAULT_LANES.verify_qps, _DEFAULT_LANES.verify_burst, _DEFAULT_LANES.verify_max_wait)
 # `aiolbc run`'s verification budget (--checkpoint-verify-aws-qps / -burst), lane mode only.
 VERIFY_AWS_QPS = float(ControllerConfig.model_fields["checkpoint_verify_aws_qps"].default)
 VERIFY_AWS_BURST = int(ControllerConfig.model_fields["checkpoint_verify_aws_burst"].default)
+TARGETS_TRUSTED_FOR = targets_trusted_for(ControllerConfig(cluster_name=CLUSTER))
 WINDOW = 300.0
 CONVERGE_WORKERS = 16
 IDLE_HOLD = 1.0
@@ -202,7 +213,8 @@ MODES = (
     Mode("off", {"checkpoints": False}, tgb_settings(checkpoints=False)),
     Mode("skip", {"checkpoints": True, "lane": False}, tgb_settings(checkpoints=False)),
     Mode("lane", {}, tgb_settings(verify_qps=VERIFY_QPS, verify_burst=VERIFY_BURST,
-                                  verify_max_wait=VERIFY_MAX_WAIT), budget=True),
+                                  verify_max_wait=VERIFY_MAX_WAIT,
+                                  targets_trusted_for=TARGETS_TRUSTED_FOR), budget=True),
 )
 # Set-up and re-convergence between modes: checkpoints on, no pace, wide concurrency.
 CONVERGE = Mode("converge", {"lane": False, "max_concurrent_reconciles": CONVERGE_WORKERS},
@@ -226,6 +238,17 @@ class Run:
                        for metric in self.pool_registry.collect()
                        if metric.name == "aiolbc_aws_verification_calls"
                        for sample in metric.samples if sample.name.endswith("_total")))
+
+    def reconciles(self) -> dict[str, int]:
+        """Reconciles each controller ran (any outcome), from the controllers' own metric."""
+        found: Counter[str] = Counter()
+        for metric in self.manager.registry.collect():
+            if metric.name != "controller_runtime_reconcile":
+                continue
+            for sample in metric.samples:
+                if sample.name.endswith("_total"):
+                    found[str(sample.labels.get("controller"))] += int(sample.value)
+        return dict(found)
 
     def idle(self) -> bool:
         if not self.manager.leading:
@@ -441,6 +464,7 @@ class Bench:
                                verified_at=verified_at, cap=cap)
         if mode.name == "lane":
             figures["pace"] = self.pace(records, t0=t0)
+            figures["reconciles"] = run.reconciles()
             figures["pace"]["budget"] = budget_figures(
                 run.verification_calls(), verified_at if verified_at is not None else elapsed)
         log(f"{mode.name}: {json.dumps(figures)}")

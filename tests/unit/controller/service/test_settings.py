@@ -34,3 +34,21 @@ def test_settings_from_flags() -> None:
 def test_vpc_is_required() -> None:
     with pytest.raises(ConfigError, match=r"^--aws-vpc-id: required by the Service controller$"):
         service_settings(parse_config(["--cluster-name", "prod"]), region="eu-west-1")
+
+
+@pytest.mark.parametrize(("flags", "qps"), [
+    ([], 5.0),  # the verification budget's default rate
+    (["--checkpoint-verify-aws-qps", "8"], 8.0),
+    (["--checkpoint-verify-aws-qps", "0"], 2.0),  # no budget: the lane keeps its own pace
+    (["--checkpoint-verify-aws-qps", "8", "--checkpoint-verify-qps", "1.5"], 1.5),
+])
+def test_lane_pace_follows_the_verification_budget_unless_given(flags: list[str],
+                                                                 qps: float) -> None:
+    config = parse_config(["--cluster-name", "prod", "--aws-vpc-id", "vpc-1", *flags])
+    assert service_settings(config, region="eu-west-1").lanes.verify_qps == qps
+
+
+def test_an_empty_lane_pace_is_the_default() -> None:
+    config = parse_config(["--cluster-name", "prod", "--aws-vpc-id", "vpc-1",
+                           "--checkpoint-verify-qps", ""])
+    assert service_settings(config, region="eu-west-1").lanes.verify_qps == 5.0
