@@ -130,7 +130,23 @@ class RegionSnapshot:
         self._listing = listing
         self._vpcs.clear()
         self.taken += 1
+        self._drop_later(listing)
         return listing
+
+    def _drop_later(self, listing: Listing) -> None:
+        """Let go of the listing once it is too old to be read, rather than holding a region's
+        worth of descriptions until the next restart's verifications."""
+        def drop() -> None:
+            if self._listing is not listing:
+                return
+            left = self._ttl - (self._clock.now() - listing.taken_at)
+            if left > 0:
+                asyncio.get_running_loop().call_later(left, drop)
+            else:
+                self._listing = None
+                self._vpcs.clear()
+
+        asyncio.get_running_loop().call_later(self._ttl, drop)
 
     async def _groups(self, calls: Calls, vpc_id: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []

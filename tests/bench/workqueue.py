@@ -5,8 +5,8 @@ The queue is measured twice with one worker: bare (no metrics registry, LOW item
 and as deployed: built as `aiolbc run` builds the TargetGroupBinding controller's (its options
 from the flags' defaults through `controller.app`, the paced LOW lane gated by the AWS pool's
 verification budget, a metrics registry, since metrics are recorded on the hot path). The
-deployed LOW lane lets two items a second through by design, so that run adds NORMAL and
-higher priorities only.
+deployed LOW lane lets a few items a second through by design (its pace follows the
+verification budget), so that run adds NORMAL and higher priorities only.
 
 Usage: python tests/bench/workqueue.py [--quick]
 The last stdout line is a JSON object: pq_ops_per_s, pq_ops_per_s_8_workers,
