@@ -136,7 +136,7 @@ async def _demo(local: StandIns, manifests: Path, objects: int, hold: bool,
         new_ip = await workload.scale_web()
         await workload.wait_leader(standby, display, since=killed_at)
         took_over = time.monotonic()
-        await workload.report_takeover(new_ip, display, took_over=took_over)
+        await workload.report_takeover(new_ip, display, standby, took_over=took_over)
         await workload.report_health(display)
         await rollout_with_gates(local, await workload.kube(), display)
         display.step("kubectl get targetgroupbindings,services,ingresses -A")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.demo.standins import CLUSTER, REGION
@@ -90,6 +91,26 @@ class Replica:
             return False
         wanted = f'{LEADER_METRIC}{{name="{DEFAULT_LEADER_ELECTION_ID}"}} 1.0'
         return any(line.strip() == wanted for line in text.splitlines())
+
+    async def metric(self, metric: str, /, **labels: str) -> float | None:
+        """The sum of the samples of `metric` carrying `labels`, from the replica's metrics
+        endpoint; None when it does not answer."""
+        if not self.alive:
+            return None
+        url = f"http://127.0.0.1:{self._metrics_port}/metrics"
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http, \
+                    http.get(url) as resp:
+                text = await resp.text()
+        except (aiohttp.ClientError, TimeoutError):
+            return None
+        total = 0.0
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == metric and all(sample.labels.get(k) == v
+                                               for k, v in labels.items()):
+                    total += sample.value
+        return total
 
     async def kill(self) -> None:
         """SIGKILL: no graceful stop, no lease release."""
