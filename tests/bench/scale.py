@@ -14,7 +14,8 @@ file descriptors from inside it).
 The cluster (default; `--quick` in brackets): 50 [4] NLB Services (`service.k8s.aws/nlb`, ip
 targets) with 1,000 [100] ready endpoints each in slices of 100; 20,000 [400] Pods; 5,000
 [200] ConfigMaps and 5,000 [200] Secrets; 500 [10] Nodes; 2,000 [50] other Services with a
-3-endpoint slice each. The controller runs with `aiolbc run`'s defaults (client-side AWS
+3-endpoint slice each. The NLBs carry no security group (`aws-load-balancer-disable-nlb-sg`,
+see _scale_cluster.py). The controller runs with `aiolbc run`'s defaults (client-side AWS
 throttle included: RegisterTargets 4/s bounds convergence).
 
 Phases and figures (the last stdout line is one JSON object):
