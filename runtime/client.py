@@ -1,7 +1,7 @@
 """Raw-JSON Kubernetes REST client.
 
-One aiohttp session (one connection pool) per client; bodies are `json.loads`-ed straight into
-dicts, never into generated model classes (5-6x slower on big lists). Error answers become the
+One aiohttp session (one connection pool) per client; bodies are decoded (jsonbody.py) straight
+into dicts, never into generated model classes (5-6x slower on big lists). Error answers become the
 typed exceptions of runtime/errors.py carrying the server's Status message.
 
 Reads (get, list, opening a watch) are retried on 429 (honouring Retry-After, capped), 5xx and
@@ -27,6 +27,7 @@ from typing import Any, Literal
 import aiohttp
 from prometheus_client import CollectorRegistry
 
+from runtime import jsonbody
 from runtime.client_metrics import RestClientMetrics
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, ServerError, TooManyRequests, Unauthorized, error_from_status
@@ -128,7 +129,7 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 def _decode_error(code: int, body: bytes, retry_after: float | None) -> ApiError:
     status: dict[str, Any] | None = None
     try:
-        parsed = json.loads(body) if body else None
+        parsed = jsonbody.loads(body) if body else None
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):
@@ -370,13 +371,13 @@ class KubeClient:
                         parts.append(tail)
                     for line in lines:
                         if line and not line.isspace():
-                            yield self._watch_event(json.loads(line))
+                            yield self._watch_event(jsonbody.loads(line))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.debug("watch %s ended: %r", res, exc)
                 return
             rest = b"".join(parts)
             if rest.strip():
-                yield self._watch_event(json.loads(rest))
+                yield self._watch_event(jsonbody.loads(rest))
 
     @staticmethod
     def _watch_event(event: Any) -> dict[str, Any]:
@@ -457,7 +458,7 @@ class KubeClient:
             self._metrics.observe(method=method, host=host, code=status,
                                   seconds=time.perf_counter() - started)
             if status < 400:
-                return json.loads(payload) if payload else None
+                return jsonbody.loads(payload) if payload else None
             error = _decode_error(status, payload, _retry_after(response.headers))
             if attempt + 1 < attempts and (status == 429 or status >= 500):
                 log.debug("%s %s: HTTP %d, retrying", method, path, status)
