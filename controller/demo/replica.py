@@ -80,17 +80,7 @@ class Replica:
         return self._proc is not None and self._proc.returncode is None
 
     async def leading(self) -> bool:
-        if not self.alive:
-            return False
-        url = f"http://127.0.0.1:{self._metrics_port}/metrics"
-        try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http, \
-                    http.get(url) as resp:
-                text = await resp.text()
-        except (aiohttp.ClientError, TimeoutError):
-            return False
-        wanted = f'{LEADER_METRIC}{{name="{DEFAULT_LEADER_ELECTION_ID}"}} 1.0'
-        return any(line.strip() == wanted for line in text.splitlines())
+        return await self.metric(LEADER_METRIC, name=DEFAULT_LEADER_ELECTION_ID) == 1.0
 
     async def metric(self, metric: str, /, **labels: str) -> float | None:
         """The sum of the samples of `metric` carrying `labels`, from the replica's metrics

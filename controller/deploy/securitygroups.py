@@ -296,11 +296,10 @@ class StackSecurityGroups:
                        vpc_id: str | None) -> dict[str, dict[str, Any]]:
         listed = await _vpc_groups(calls, vpc_id) if vpc_id is not None else None
         if listed is not None:
-            # The filters below, applied to the listing.
+            # The filters below (owns() checks the stack tag), applied to the listing.
             return {str(g["GroupId"]): g for g in listed
-                    if _tags(g).get(CLUSTER_TAG) == tracking.cluster
-                    and _tags(g).get(stack_tag(tracking.kind)) == tracking.stack_id
-                    and tracking.owns(_tags(g))}
+                    if tracking.owns(tags := _tags(g))
+                    and tags.get(CLUSTER_TAG) == tracking.cluster}
         filters = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [tracking.cluster]},
                    {"Name": f"tag:{stack_tag(tracking.kind)}", "Values": [tracking.stack_id]}]
         if vpc_id is not None:
