@@ -332,6 +332,7 @@ class KubeClient:
                     field_selector: str | None = None, send_initial_events: bool = False,
                     timeout: float | None = None,
                     on_open: Callable[[], None] | None = None,
+                    decode: Callable[[bytes], Any] | None = None,
                     ) -> AsyncGenerator[dict[str, Any], None]:
         """Yield `{"type", "object"}` events until the server closes the stream.
 
@@ -339,7 +340,10 @@ class KubeClient:
         silent for `watch_idle_timeout` ends the iteration like a clean close: the caller
         re-watches from its last resourceVersion. `timeout` bounds opening the stream only;
         `on_open` is called once the server has accepted it, before any event arrives.
+        `decode` reads one event's line (default `jsonbody.loads`); what it gives must be the
+        event as JSON decodes it, or less of the object (an informer transform's decoder).
         """
+        loads = decode or jsonbody.loads
         query = _query(watch=True, resourceVersion=resource_version,
                        timeoutSeconds=timeout_seconds, allowWatchBookmarks=allow_bookmarks,
                        labelSelector=label_selector, fieldSelector=field_selector)
@@ -371,13 +375,13 @@ class KubeClient:
                         parts.append(tail)
                     for line in lines:
                         if line and not line.isspace():
-                            yield self._watch_event(jsonbody.loads(line))
+                            yield self._watch_event(loads(line))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.debug("watch %s ended: %r", res, exc)
                 return
             rest = b"".join(parts)
             if rest.strip():
-                yield self._watch_event(jsonbody.loads(rest))
+                yield self._watch_event(loads(rest))
 
     @staticmethod
     def _watch_event(event: Any) -> dict[str, Any]:

@@ -19,10 +19,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import ConfigException
-from kubernetes_asyncio.config import kube_config as _kube_config
-from kubernetes_asyncio.config.incluster_config import (
+
+from runtime import kubelight
+
+# Before the loaders' first import: they come without the generated client (kubelight.py).
+kubelight.light()
+
+from kubernetes_asyncio.client import Configuration  # noqa: E402
+from kubernetes_asyncio.config import ConfigException  # noqa: E402
+from kubernetes_asyncio.config import kube_config as _kube_config  # noqa: E402
+from kubernetes_asyncio.config.incluster_config import (  # noqa: E402
     SERVICE_CERT_FILENAME,
     SERVICE_HOST_ENV_NAME,
     SERVICE_PORT_ENV_NAME,

@@ -36,6 +36,14 @@ log = logging.getLogger(__name__)
 
 WatchStream = AsyncGenerator[dict[str, Any], None]
 
+
+class WatchDecoding(Protocol):
+    """A transform that also decodes the watch's events: `decode_watch_event(line)` gives the
+    event as `jsonbody.loads` would, its object reduced to no less than what the transform
+    keeps of it (the transform then gets that object). Lists are decoded whole as always."""
+
+    def decode_watch_event(self, line: bytes) -> Any: ...
+
 # A watch that ends this fast without a single event is a server problem, not a timeout:
 # re-opening it at once would spin.
 _VERY_SHORT_WATCH = 1.0
@@ -338,7 +346,14 @@ class Reflector:
             label_selector=self._label_selector, field_selector=self._field_selector,
             send_initial_events=send_initial_events,
             # A watch opened for a streaming list proves nothing until its state is in.
-            on_open=None if send_initial_events else self._succeeded)
+            on_open=None if send_initial_events else self._succeeded,
+            decode=self._decoder())
+
+    def _decoder(self) -> Callable[[bytes], Any] | None:
+        """A transform may say how to decode a watch event's line (`WatchDecoding`): into
+        little more of the object than it keeps, which is cheaper than decoding it all."""
+        decode = getattr(self.transform, "decode_watch_event", None)
+        return decode if callable(decode) else None
 
     async def _watch_loop(self, stream: WatchStream | None) -> None:
         """Returns when a relist is needed; raises what needs a backoff first."""

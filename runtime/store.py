@@ -132,10 +132,19 @@ class Store:
         """Insert or replace; returns the previous object under the same key."""
         key = self._key_func(obj)
         old = self._items.get(key)
-        if old is not None:
-            self._unindex(key)
         self._items[key] = obj
-        self._index_obj(key, obj)
+        if old is None:
+            self._index_obj(key, obj)
+            return old
+        # Most updates keep every index value (a slice stays its Service's): only the indexes
+        # whose values changed are touched.
+        for name, func in self._indexers.items():
+            values = self._computed(name, func, key, obj)
+            if values is not None and values == self._values[name].get(key, ()):
+                continue
+            self._unindex_one(name, key)
+            if values is not None:
+                self._add_values(name, key, values)
         return old
 
     def delete(self, key: str) -> Obj | None:
@@ -158,7 +167,9 @@ class Store:
         for name, func in self._indexers.items():
             self._index_one(name, func, key, obj)
 
-    def _index_one(self, name: str, func: IndexFunc, key: str, obj: Obj) -> None:
+    def _computed(self, name: str, func: IndexFunc, key: str, obj: Obj
+                  ) -> tuple[str, ...] | None:
+        """The object's values in one index; None (reported) when the function fails."""
         try:
             values = tuple(func(obj))
             for value in values:
@@ -166,7 +177,15 @@ class Store:
                     raise TypeError(f"index value {value!r} is not a string")
         except Exception as exc:
             self._failures.failed(f"index {name!r}", key, exc)
-            return
+            return None
+        return values
+
+    def _index_one(self, name: str, func: IndexFunc, key: str, obj: Obj) -> None:
+        values = self._computed(name, func, key, obj)
+        if values is not None:
+            self._add_values(name, key, values)
+
+    def _add_values(self, name: str, key: str, values: tuple[str, ...]) -> None:
         if not values:
             return
         index = self._indices[name]
@@ -179,14 +198,17 @@ class Store:
         self._values[name][key] = values
 
     def _unindex(self, key: str) -> None:
-        for name, index in self._indices.items():
-            values = self._values[name].pop(key, ())
-            for value in values:
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+        for name in self._indices:
+            self._unindex_one(name, key)
+
+    def _unindex_one(self, name: str, key: str) -> None:
+        index = self._indices[name]
+        for value in self._values[name].pop(key, ()):
+            keys = index.get(value)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[value]
 
 
 def _describe(func: IndexFunc) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from controller.apis import TARGET_HEALTH_CONDITION_PREFIX
+from controller.targetgroupbinding.sliceendpoints import SliceEndpoint, endpoints_of
 from controller.targetgroupbinding.targets import Endpoint, Target
 from runtime.objects import Obj, as_list, dig, is_deleting, namespace_of
 from runtime.reconcile import Request
@@ -96,8 +97,8 @@ def waits_only_for_target_health(pod: Obj, condition: str) -> bool:
                if not _target_health(g))
 
 
-def pod_endpoints(service_port: Obj, slices: Iterable[Obj], *,
-                  ip_address_type: str = "ipv4") -> Iterator[tuple[Target, Obj, str]]:
+def pod_endpoints(service_port: Obj, slices: Iterable[Obj], *, ip_address_type: str = "ipv4"
+                  ) -> Iterator[tuple[Target, SliceEndpoint, str]]:
     """(target, slice endpoint, pod key) of every pod-backed endpoint at the Service port,
     whatever its conditions."""
     family = "IPv6" if ip_address_type == "ipv6" else "IPv4"
@@ -106,6 +107,7 @@ def pod_endpoints(service_port: Obj, slices: Iterable[Obj], *,
         if slice_.get("addressType", "IPv4") != family:
             continue
         namespace = namespace_of(slice_)
+        endpoints = endpoints_of(slice_)
         for port in as_list(slice_.get("ports")):
             if not isinstance(port, dict) or (wanted_name
                                               and (port.get("name") or "") != wanted_name):
@@ -113,15 +115,10 @@ def pod_endpoints(service_port: Obj, slices: Iterable[Obj], *,
             number = port.get("port")
             if not isinstance(number, int) or isinstance(number, bool):
                 continue
-            for endpoint in as_list(slice_.get("endpoints")):
-                ref = endpoint.get("targetRef") if isinstance(endpoint, dict) else None
-                addresses = endpoint.get("addresses") if isinstance(endpoint, dict) else None
-                if (not isinstance(ref, dict) or ref.get("kind") != "Pod"
-                        or not isinstance(ref.get("name"), str)
-                        or not isinstance(addresses, list) or not addresses
-                        or not isinstance(addresses[0], str)):
-                    continue
-                yield Target(addresses[0], number), endpoint, f"{namespace}/{ref['name']}"
+            for endpoint in endpoints:
+                if endpoint.pod:
+                    yield (Target(endpoint.address, number), endpoint,
+                           f"{namespace}/{endpoint.pod}")
 
 
 def pending_endpoints(service_port: Obj, slices: Iterable[Obj],
@@ -132,16 +129,14 @@ def pending_endpoints(service_port: Obj, slices: Iterable[Obj],
     found: dict[Target, Endpoint] = {}
     for target, endpoint, pod_key in pod_endpoints(service_port, slices,
                                                     ip_address_type=ip_address_type):
-        conds = endpoint.get("conditions")
-        conds = conds if isinstance(conds, dict) else {}
-        if conds.get("ready") is True or conds.get("terminating") is True:
+        if endpoint.ready or endpoint.terminating:
             continue
         cached = pod(pod_key)
-        uid = dig(endpoint, "targetRef", "uid")
+        uid = endpoint.uid
         if cached is None or (uid and dig(cached, "metadata", "uid") != uid):
             continue
         if waits_only_for_target_health(cached, condition):
-            found[target] = Endpoint(target, f"{target.identifier}:{uid or ''}")
+            found[target] = Endpoint(target, f"{target.identifier}:{uid}")
     return sorted(found.values())
 
 

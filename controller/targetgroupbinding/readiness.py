@@ -64,7 +64,7 @@ class ReadinessGates:
             if target not in targets:
                 continue
             pod = self._pods.get(pod_key)
-            uid = (endpoint.get("targetRef") or {}).get("uid")
+            uid = endpoint.uid
             if pod is None or (uid and uid_of(pod) != uid):
                 continue
             if condition in readiness_gates(pod):

@@ -5,8 +5,8 @@ Most Services of a cluster have no load balancer, and their EndpointSlices are m
 EndpointSlice cache holds. `SliceTrimmer` (the informer's transform) keeps, for a slice of a
 Service no binding uses, only an *index entry*: name, namespace, uid, resourceVersion and the
 service-name label, enough for the cache's index and for the event that tells a binding its
-Service changed. For a Service a binding uses it keeps the slice with its endpoints, less what
-target computation never reads (their nodes, zones and topology hints).
+Service changed. For a Service a binding uses it keeps the slice with its endpoints read into
+small tuples of what bindings read (sliceendpoints.py), not their nodes, zones or hints.
 
 Which Services are used is read from the bindings' cache at the time a slice arrives, which is
 why the slice informer lists only once the bindings' informer holds its initial list. When a
@@ -25,6 +25,8 @@ from typing import Any, Final
 
 import structlog
 
+from controller.targetgroupbinding.slicedecode import decode_slice_event
+from controller.targetgroupbinding.sliceendpoints import endpoints_of
 from controller.targetgroupbinding.watches import (
     SERVICE_INDEX,
     SERVICE_NAME_LABEL,
@@ -42,13 +44,11 @@ from runtime.store import Store
 
 log = structlog.get_logger("targetgroupbinding")
 
-# What neither target computation (targets.py) nor a pod lookup reads of an endpoint.
-_UNREAD_ENDPOINT_FIELDS: Final = ("nodeName", "zone", "hints", "deprecatedTopology")
 _INDEX_META: Final = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
 
 
 def is_index_entry(slice_: Obj) -> bool:
-    """A slice the cache kept no endpoints of. A kept slice always has an `endpoints` list."""
+    """A slice the cache kept no endpoints of. A kept slice always has its `endpoints`."""
     return "endpoints" not in slice_
 
 
@@ -64,28 +64,11 @@ def index_entry(slice_: Obj) -> Obj:
 
 
 def kept_slice(slice_: Obj) -> Obj:
-    """The slice without what target computation never reads of an endpoint (its node, zone
-    and topology hints), in place. Every endpoint's targetRef repeats the kind and the slice's
-    namespace: they are made one string each instead of one per endpoint."""
+    """The slice with its endpoints read into `SliceEndpoint` tuples (sliceendpoints.py): what
+    target computation, readiness gates and the watch's view read of them, and nothing else
+    (not their nodes, zones or topology hints), in place. Idempotent."""
     strip(slice_)
-    endpoints = slice_.get("endpoints")
-    if not isinstance(endpoints, list):
-        slice_["endpoints"] = []
-        return slice_
-    meta = slice_.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, dict) else None
-    # Removed in place: cheaper than building each endpoint again, on every event of a slice.
-    for endpoint in endpoints:
-        if type(endpoint) is not dict:
-            continue  # hostile: left for the reader to skip, as it always did
-        for field in _UNREAD_ENDPOINT_FIELDS:
-            endpoint.pop(field, None)
-        ref = endpoint.get("targetRef")
-        if type(ref) is dict:
-            if ref.get("kind") == "Pod":
-                ref["kind"] = "Pod"
-            if namespace is not None and ref.get("namespace") == namespace:
-                ref["namespace"] = namespace
+    slice_["endpoints"] = endpoints_of(slice_)
     return slice_
 
 
@@ -99,6 +82,11 @@ class SliceTrimmer:
 
     def used(self, service_key: str) -> bool:
         return bool(self._bindings.index_keys(SERVICE_INDEX, service_key))
+
+    @staticmethod
+    def decode_watch_event(line: bytes) -> Any:
+        """Watch events are decoded into what the cache keeps (slicedecode.py)."""
+        return decode_slice_event(line)
 
     def __call__(self, slice_: Obj) -> Obj:
         keys = slice_service_index(slice_)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from controller.apis import LabelSelector
 from controller.apis.targetgroupbinding import InvalidSpec
+from controller.targetgroupbinding.sliceendpoints import endpoints_of
 from runtime.objects import Obj, as_dict, as_list, as_str, dig, is_deleting, labels_of
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -67,12 +68,6 @@ def find_service_port(service: Obj | None, port: int | str, *, service_key: str)
     raise BackendNotFound(f"unable to find port {port} on service {service_key}")
 
 
-def _ready(endpoint: Obj) -> bool:
-    conditions = endpoint.get("conditions")
-    return (isinstance(conditions, dict) and conditions.get("ready") is True
-            and conditions.get("terminating") is not True)
-
-
 def address_family(ip_address_type: str) -> str:
     """The EndpointSlice `addressType` a binding's `ipAddressType` reads."""
     return "IPv6" if ip_address_type == "ipv6" else "IPv4"
@@ -87,6 +82,7 @@ def slice_ip_endpoints(slice_: Obj, *, port_name: str, family: str,
     found: dict[Target, Endpoint] = {}
     if slice_.get("addressType", "IPv4") != family:
         return found
+    endpoints = endpoints_of(slice_)
     for port in as_list(slice_.get("ports")):
         if not isinstance(port, dict):
             continue
@@ -95,17 +91,11 @@ def slice_ip_endpoints(slice_: Obj, *, port_name: str, family: str,
         number = port.get("port")
         if not isinstance(number, int) or isinstance(number, bool):
             continue
-        for endpoint in as_list(slice_.get("endpoints")):
-            if not isinstance(endpoint, dict) or not _ready(endpoint):
+        for endpoint in endpoints:
+            if not endpoint.ready or endpoint.terminating:
                 continue
-            ref = endpoint.get("targetRef")
-            addresses = endpoint.get("addresses")
-            if (not isinstance(ref, dict) or ref.get("kind") != "Pod"
-                    or not isinstance(addresses, list) or not addresses
-                    or not isinstance(addresses[0], str)):
-                continue
-            address = addresses[0]
-            checkpoint_id = f"{address}:{number}:{ref.get('uid', '')}"
+            address = endpoint.address
+            checkpoint_id = f"{address}:{number}:{endpoint.uid}"
             # A plain tuple finds a Target: equal, and hashed alike.
             old = previous.get((address, number)) if previous else None  # type: ignore[call-overload]
             if old is not None and old.checkpoint_id == checkpoint_id:

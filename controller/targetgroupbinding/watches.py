@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from runtime.objects import Obj, is_deleting, labels_of, name_of, namespace_of
+from controller.targetgroupbinding.pods import GATE_INDEX
+from controller.targetgroupbinding.sliceendpoints import endpoints_of, serving
+from runtime.objects import Obj, is_deleting, key_of, labels_of, name_of, namespace_of
+from runtime.predicates import Event, EventKind
 from runtime.reconcile import Request
 from runtime.store import Store
 
@@ -54,8 +57,49 @@ def service_view(obj: Obj) -> Any:
 
 
 def slice_view(obj: Obj) -> Any:
-    return (obj.get("endpoints"), obj.get("ports"), obj.get("addressType"),
+    return (endpoints_of(obj), obj.get("ports"), obj.get("addressType"),
             labels_of(obj).get(SERVICE_NAME_LABEL))
+
+
+def _service_label(obj: Obj) -> object:
+    """The service-name label as it is (only compared: no need to check it is a string)."""
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if type(meta) is dict else None
+    return labels.get(SERVICE_NAME_LABEL) if type(labels) is dict else None
+
+
+class SliceChanged:
+    """The slice predicate: an update passes when it changed what a binding of its Service
+    reads. That is the slice's ports, address type and Service, and the endpoints that serve
+    (ready, not terminating: the targets). Endpoints that do not serve (a pod starting, one
+    crash-looping, most of a rollout's events) are read only for pods gated on target health,
+    so a change among them passes only when a binding of the Service has such pods in the pod
+    cache. A gated pod that the pod cache does not hold yet wakes its binding itself when it
+    arrives (its gate names the binding), and finds the slice in the cache then."""
+
+    def __init__(self, bindings: Store, pods: Store | None) -> None:
+        self._bindings = bindings
+        self._pods = pods
+
+    def __call__(self, event: Event) -> bool:
+        old, new = event.old, event.obj
+        if event.kind is not EventKind.UPDATE or old is None:
+            return True
+        if (old.get("ports") != new.get("ports")
+                or old.get("addressType") != new.get("addressType")
+                or _service_label(old) != _service_label(new)):
+            return True
+        before, after = endpoints_of(old), endpoints_of(new)
+        if self._gated(new):
+            return before != after
+        return serving(before) != serving(after)
+
+    def _gated(self, slice_: Obj) -> bool:
+        if self._pods is None:
+            return False
+        return any(self._pods.index_keys(GATE_INDEX, key_of(binding))
+                   for service in slice_service_index(slice_)
+                   for binding in self._bindings.by_index(SERVICE_INDEX, service))
 
 
 def node_view(obj: Obj) -> Any:
@@ -97,6 +141,7 @@ __all__ = [
     "SERVICE_INDEX",
     "SLICE_SERVICE_INDEX",
     "TARGET_TYPE_INDEX",
+    "SliceChanged",
     "binding_service_index",
     "binding_target_type_index",
     "binding_view",

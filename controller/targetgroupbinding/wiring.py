@@ -31,6 +31,7 @@ from controller.targetgroupbinding.watches import (
     SERVICE_INDEX,
     SLICE_SERVICE_INDEX,
     TARGET_TYPE_INDEX,
+    SliceChanged,
     binding_service_index,
     binding_target_type_index,
     binding_view,
@@ -40,7 +41,6 @@ from controller.targetgroupbinding.watches import (
     node_view,
     service_view,
     slice_service_index,
-    slice_view,
 )
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
@@ -148,7 +148,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Contr
             .watches(transforms.informer(manager, SERVICES), bindings_of_service(bindings.store),
                      predicates=[ViewChanged(service_view)])
             .watches(manager.informer(ENDPOINTSLICES), bindings_of_slice(bindings.store),
-                     predicates=[ViewChanged(slice_view)])
+                     predicates=[SliceChanged(bindings.store, pods_informer(manager).store)])
             .watches(transforms.informer(manager, NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
             .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])

@@ -11,6 +11,7 @@ The first stdout line is the server URL; then each stdin line is a command and e
 JSON line:
 - `seed`: create the cluster; answers the object counts and the seconds it took;
 - `quiet N RATE`: N quiet endpoint events at RATE per second (below), answers what was sent;
+- `woken N RATE`: N woken endpoint events (below) at RATE per second;
 - `touch RATE`: one quiet endpoint event for every slice of the load-balanced Services;
 - `churn SECONDS RATE`: mixed churn for SECONDS at RATE changes per second, answers the
   changes made by kind;
@@ -20,9 +21,13 @@ JSON line:
 
 A *quiet endpoint event* is one EndpointSlice update of a load-balanced Service that leaves its
 target set unchanged: a pod that never became ready appears in, or leaves, the slice (as during
-a rollout or a crash loop). Every such event wakes the binding, whose reconcile finds its
-checkpoint unchanged and makes no AWS call, so the controller's CPU per event is the event
-path itself: watch decoding, cache, handlers, queue, target computation and checkpoint.
+a rollout or a crash loop). It changes no endpoint that serves, so it wakes no binding (the
+slice predicate, controller/targetgroupbinding/watches.py): the controller's CPU per event is
+watch decoding, the cache and the handlers. A *woken endpoint event* (`woken N RATE`) changes
+the order of a slice's ready endpoints, which the predicate does not look behind: it wakes the
+binding, whose reconcile computes the same targets, finds its checkpoint unchanged and makes
+no AWS call, so its CPU is the whole event path, queue, target computation and checkpoint
+included.
 """
 
 from __future__ import annotations
@@ -358,6 +363,17 @@ class Cluster:
         self._replace(rt, obj)
         return "quiet"
 
+    def woken_event(self) -> str:
+        """One slice of a load-balanced Service lists its endpoints in another order."""
+        rt = self.rt("discovery.k8s.io", "v1", "endpointslices")
+        namespace, name = self.rng.choice(self.lb_slices)
+        obj = self._current(rt, namespace, name)
+        eps = obj["endpoints"]
+        if len(eps) > 1:
+            eps.append(eps.pop(0))
+        self._replace(rt, obj)
+        return "woken"
+
     def touch_step(self) -> Callable[[], str]:
         """A step making a quiet event in each load-balanced slice in turn."""
         every = iter(list(self.lb_slices))
@@ -517,6 +533,9 @@ async def serve(args: argparse.Namespace) -> None:
             elif word == "quiet":
                 answer = await paced(float(rest[1]), count=int(rest[0]),
                                      step=cluster.quiet_event)
+            elif word == "woken":
+                answer = await paced(float(rest[1]), count=int(rest[0]),
+                                     step=cluster.woken_event)
             elif word == "touch":
                 answer = await paced(float(rest[0]), count=len(cluster.lb_slices),
                                      step=cluster.touch_step())

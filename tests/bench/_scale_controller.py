@@ -10,8 +10,9 @@ Each stdin line is a command; each answer is one JSON line on stdout:
   tasks), fds (open file descriptors), reconciles (per controller), queue depth and busy
   workers per controller (from the metrics registry), collections and seconds spent in the
   garbage collector by generation;
-- `profile-start` / `profile-stop N`: cProfile around a phase; the answer is the top N
-  functions by own time (`tottime_s`, `calls`);
+- `profile-start` / `profile-stop N [FILE]`: cProfile around a phase; the answer is the top N
+  functions by own time (`tottime_s`, `calls`); FILE, if given, gets the whole profile
+  (pstats format);
 - `sample-start [SECONDS]` / `sample-stop N`: a sampling profiler around a phase (no cost per
   call, so not skewed towards small functions); the top N lines by own samples and functions
   by inclusive samples, as shares of all samples;
@@ -114,7 +115,8 @@ class Probe:
             self.profiler.enable()
             return {}
         if word == "profile-stop":
-            return self._profile_top(int(arg or 20))
+            count, _, dump = arg.partition(" ")
+            return self._profile_top(int(count or 20), dump or None)
         if word == "trace-start":
             tracemalloc.start(int(arg or 1))
             return {}
@@ -144,11 +146,13 @@ class Probe:
                     "released": released}
         return {"error": f"unknown command {word!r}"}
 
-    def _profile_top(self, n: int) -> list[dict[str, Any]]:
+    def _profile_top(self, n: int, dump: str | None = None) -> list[dict[str, Any]]:
         profiler, self.profiler = self.profiler, None
         if profiler is None:
             return []
         profiler.disable()
+        if dump is not None:
+            profiler.dump_stats(dump)
         stats = pstats.Stats(profiler)
         rows = []
         for (filename, line, function), (_, calls, tottime, cumtime, _) in \

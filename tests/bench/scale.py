@@ -3,6 +3,7 @@ steady and after churn, tasks and file descriptors.
 
 Usage: python tests/bench/scale.py [--quick] [--churn-seconds S] [--churn-rate R]
                                   [--quiet-events N] [--quiet-rate R] [--trace] [--no-profile]
+                                  [--cprofile] [--cprofile-out FILE]
                                   [--controller-flag FLAG ...]
 
 Three processes, so that every figure is about aiolbc alone: moto's server (AWS), the local API
@@ -26,12 +27,17 @@ Phases and figures (the last stdout line is one JSON object):
    are idle: `rss_steady_mib`, `tasks_before`, `fds_before`, and the idle CPU rate,
    subtracted from the per-event figures below;
 3. quiet endpoint events (an EndpointSlice update of a load-balanced Service that leaves its
-   target set unchanged, see _scale_cluster.py) at `--quiet-rate`:
-   `cpu_ms_per_endpoint_event`, `events_per_s_one_core` (1,000 / that: the rate at which this
-   work alone would fill one core), `reconciles_per_event`, `gc_ms_per_event` (the part of it
-   spent in the garbage collector, by generation); then, unless `--no-profile`, half as many
-   again under a sampling profiler: `profile_top` (CPU µs per event by line, own time) and
-   `profile_inclusive` (by function, callees included);
+   serving endpoints unchanged, a pod starting or crash-looping, see _scale_cluster.py) at
+   `--quiet-rate`: `cpu_ms_per_endpoint_event`, `events_per_s_one_core` (1,000 / that: the
+   rate at which this work alone would fill one core), `reconciles_per_event` (0: such an
+   event wakes no binding), `gc_ms_per_event` (the part of it spent in the garbage collector,
+   by generation); then half as many woken endpoint events (the ready endpoints listed in
+   another order: the binding's reconcile runs and finds its checkpoint unchanged):
+   `cpu_ms_per_woken_endpoint_event`, `woken_events_per_s_one_core`,
+   `reconciles_per_woken_event`; then, unless `--no-profile`, half as many quiet events again
+   under a sampling profiler: `profile_top` (CPU µs per event by line, own time) and
+   `profile_inclusive` (by function, callees included); with `--cprofile`, half as many again
+   under cProfile: `cprofile_top` (by function, own and cumulative µs and calls per event);
 4. mixed churn for `--churn-seconds` at `--churn-rate` changes per second: annotations on Pods,
    ConfigMaps, Services and Secrets; readiness flips in load-balanced and other slices (real
    target changes, registered and deregistered within the AWS throttle); edits of other
@@ -274,7 +280,8 @@ def _tgb_reconciles(stats: dict[str, Any]) -> float:
 
 async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: float,
                   churn_seconds: float, churn_rate: float, profile: bool,
-                  trace: bool) -> dict[str, Any]:
+                  trace: bool, cprofile: bool = False,
+                  cprofile_out: str | None = None) -> dict[str, Any]:
     shape = bench.shape
     result: dict[str, Any] = {}
     hold = 1.0 if quick else 3.0
@@ -319,6 +326,18 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         events_per_s_one_core=round(1000 / per_event_ms) if per_event_ms > 0 else None,
         reconciles_per_event=round((_tgb_reconciles(end) - _tgb_reconciles(start))
                                    / sent["sent"], 3))
+    # 3b. woken endpoint events: the same, with the binding's reconcile in each
+    start = await bench.stats()
+    woken = await bench.cluster.ask(f"woken {max(quiet_events // 2, 1)} {quiet_rate}",
+                                    timeout=3600)
+    end = await bench.wait_idle("woken events", hold=hold, cap=300)
+    busy = end["cpu_s"] - start["cpu_s"] - idle_cpu_per_s * (woken["seconds"] + hold)
+    woken_ms = max(busy, 0.0) * 1000 / woken["sent"]
+    result.update(
+        woken_events=woken["sent"], cpu_ms_per_woken_endpoint_event=round(woken_ms, 3),
+        woken_events_per_s_one_core=round(1000 / woken_ms) if woken_ms > 0 else None,
+        reconciles_per_woken_event=round((_tgb_reconciles(end) - _tgb_reconciles(start))
+                                         / woken["sent"], 3))
     if profile:
         n = max(quiet_events // 2, 1)
         start = await bench.stats()
@@ -333,6 +352,19 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         result["profile_inclusive"] = [
             {"function": row["function"], "us_per_event": round(row["share"] * us)}
             for row in sampled["inclusive"]]
+    if cprofile:
+        # Deterministic, so skewed towards small functions (each call costs the profiler),
+        # but exact about who calls what: the sampler above cannot see into C calls.
+        n = max(quiet_events // 2, 1)
+        await bench.controller.ask("profile-start")
+        await bench.cluster.ask(f"quiet {n} {quiet_rate}", timeout=3600)
+        await bench.wait_idle("cProfiled quiet events", hold=hold, cap=300)
+        dump = f" {cprofile_out}" if cprofile_out else ""
+        rows = await bench.controller.ask(f"profile-stop 40{dump}")
+        result["cprofile_top"] = [
+            {"function": row["function"], "calls_per_event": round(row["calls"] / n, 2),
+             "own_us_per_event": round(row["tottime_s"] * 1e6 / n),
+             "cum_us_per_event": round(row["cumtime_s"] * 1e6 / n)} for row in rows]
 
     # 4. churn
     traced_before = 0.0
@@ -483,7 +515,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true",
                         help="tracemalloc over the churn: top allocation sites by growth")
     parser.add_argument("--no-profile", action="store_true",
-                        help="skip the cProfile pass over the quiet events")
+                        help="skip the sampling profiler's pass over the quiet events")
+    parser.add_argument("--cprofile", action="store_true",
+                        help="also a cProfile pass over quiet events: `cprofile_top`, by function")
+    parser.add_argument("--cprofile-out", metavar="FILE", default=None,
+                        help="with --cprofile: write the whole profile to FILE (pstats format)")
     parser.add_argument("--controller-flag", action="append", default=[], metavar="FLAG",
                         help="an extra `aiolbc run` flag, e.g. "
                              "--controller-flag=--enable-leader-election=false (repeatable)")
@@ -498,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
         churn_seconds=args.churn_seconds or (5.0 if quick else 600.0),
         churn_rate=args.churn_rate or (100.0 if quick else 300.0),
         profile=not args.no_profile, trace=bool(args.trace),
+        cprofile=bool(args.cprofile or args.cprofile_out),
+        cprofile_out=str(Path(args.cprofile_out).resolve()) if args.cprofile_out else None,
         extra_flags=list(args.controller_flag))))
     print(json.dumps(result))
     return 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
 from controller.standins import AWSFaultProxy
 from tests.support.cluster import Cluster
@@ -51,12 +49,20 @@ async def test_ip_targets_follow_endpoints(cluster: Cluster, aws_proxy: AWSFault
                                "default")
     await cluster.settled()
     assert cluster.reconciles() == before
-    # An endpoint that is not ready changes no target: a reconcile, and no AWS call.
+    # An endpoint that is not ready (its pod has no target-health gate) changes nothing the
+    # binding reads: no reconcile, no AWS call.
     await cluster.endpoints("web", ["10.0.1.1", "10.0.1.2", "10.0.1.3", "10.0.1.9"],
                             not_ready=("10.0.1.1", "10.0.1.9"))
-    await eventually(lambda: asyncio.sleep(0, cluster.reconciles() >= before + 1))
     await cluster.settled()
+    assert cluster.reconciles() == before
     assert [r.operation for r in aws_proxy.log] == []
+    # When it becomes ready, that is a change: one reconcile registers it.
+    await cluster.endpoints("web", ["10.0.1.1", "10.0.1.2", "10.0.1.3", "10.0.1.9"],
+                            not_ready=("10.0.1.1",))
+    await eventually(lambda: targets_are({("10.0.1.2", 8080), ("10.0.1.3", 8080),
+                                          ("10.0.1.9", 8080)}))
+    await cluster.settled()
+    assert cluster.reconciles() == before + 1
 
     # deletion deregisters everything and drops the finalizer
     await cluster.client.delete(TARGETGROUPBINDINGS, "web", "default")
