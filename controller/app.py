@@ -257,6 +257,7 @@ async def run(config: ControllerConfig) -> int:
             except BindError as exc:
                 raise ConfigError(f"{_BIND_FLAGS.get(exc.kind, exc.kind)}: {exc}") from None
             manager.install_signal_handlers()
+            await pool.warm()
             log.info("starting", cluster=config.cluster_name, region=settings.region,
                      leader_election=config.enable_leader_election,
                      checkpoints=config.enable_checkpoints)

@@ -26,6 +26,7 @@ import contextlib
 import inspect
 import logging
 import random
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -132,15 +133,19 @@ class HandlerRegistration:
 
     async def _run(self) -> None:
         delivered = 0
+        since = time.perf_counter()
         while True:
             while not self._pending:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+                delivered, since = 0, time.perf_counter()
             delivered += 1
-            if delivered % _YIELD_EVERY == 0:
-                # A replay of thousands of cached objects would otherwise hold the loop until
-                # it ends, and the workers could not start on what it has queued already.
+            if delivered % _YIELD_EVERY == 0 or time.perf_counter() - since > _YIELD_AFTER:
+                # A replay of thousands of cached objects (or handlers that take their time
+                # with each, as a checkpoint comparison does) would otherwise hold the loop
+                # until it ends, and the workers could not start on what it has queued.
                 await asyncio.sleep(0)
+                since = time.perf_counter()
             notification = self._pending.popleft()
             if isinstance(notification, _Synced):
                 self._synced = True
@@ -165,6 +170,9 @@ class HandlerRegistration:
 
 
 _YIELD_EVERY = 64
+# Seconds of deliveries without giving the loop back. Real time, not the injectable clock: it
+# decides only when other tasks get their turn, nothing a handler or test can observe.
+_YIELD_AFTER = 0.01
 
 
 def _name(func: object) -> str:

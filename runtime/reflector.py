@@ -35,6 +35,8 @@ from runtime.resources import Resource
 log = logging.getLogger(__name__)
 
 WatchStream = AsyncGenerator[dict[str, Any], None]
+# Seconds of consuming already-buffered events before the loop is given back once.
+_YIELD_AFTER = 0.01
 
 
 class WatchDecoding(Protocol):
@@ -283,7 +285,7 @@ class Reflector:
         bookmark_rv: str | None = None
         loop = asyncio.get_running_loop()
         timeout = self.settings.initial_events_timeout
-        moved = loop.time()
+        moved = yielded = loop.time()
         try:
             async with asyncio.timeout(timeout) as deadline:
                 async for event in stream:
@@ -293,6 +295,11 @@ class Reflector:
                     if now - moved > timeout / 4:
                         deadline.reschedule(now + timeout)
                         moved = now
+                    if now - yielded > _YIELD_AFTER:
+                        # Events already buffered come without a pause: thousands of them
+                        # would hold the loop (and the other informers' handlers) meanwhile.
+                        await asyncio.sleep(0)
+                        yielded = loop.time()
                     kind, obj = event.get("type"), event["object"]
                     if kind == "BOOKMARK":
                         meta = obj.get("metadata") or {}
@@ -382,7 +389,12 @@ class Reflector:
 
     async def _consume(self, stream: WatchStream) -> int:
         events = 0
+        loop = asyncio.get_running_loop()
+        yielded = loop.time()
         async for event in stream:
+            if events % 64 == 63 and loop.time() - yielded > _YIELD_AFTER:
+                await asyncio.sleep(0)  # a burst of buffered events, as in the initial stream
+                yielded = loop.time()
             kind, obj = event.get("type"), event["object"]
             meta = obj.get("metadata") or {}
             if kind == "BOOKMARK":

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
 
+import structlog
 from aiobotocore.config import AioConfig
 from aiobotocore.paginate import AioPaginator
 from aiobotocore.session import AioSession, get_session
@@ -34,6 +35,8 @@ from controller.aws.settings import AWSSettings
 from controller.aws.throttle import Throttler
 from runtime.clock import Clock, RealClock
 from runtime.reconcile import NORMAL, current_priority
+
+log = structlog.get_logger("aws")
 
 
 class _Client:
@@ -126,6 +129,18 @@ class AWSClientPool:
 
         async for page in AioPaginator(method, config, model).paginate(**params):
             yield page
+
+    async def warm(self, services: Iterable[str] = ("elbv2", "ec2")) -> None:
+        """Create the clients of `services` now. Creating one loads its service model (ec2's
+        is large) on the event loop, a few hundred milliseconds in all: at start-up, before
+        the informers list, rather than in the middle of the first reconcile after a restart.
+        No network call is made; a failure here is left to the first call to report."""
+        for service in services:
+            try:
+                await self._client(service, None)
+            except Exception as exc:
+                log.debug("could not create the client ahead of use", service=service,
+                          error=str(exc))
 
     async def raw_client(self, service: str, *, region: str | None = None) -> Any:
         """The shared aiobotocore client, for what `call` cannot express (waiters). Calls made

@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from controller.deploy.calls import Calls
 
 TTL: Final = 300.0
-PAGE_SIZE: Final = 400  # DescribeLoadBalancers' and DescribeTargetGroups' maximum
+# Not the 400 DescribeLoadBalancers and DescribeTargetGroups allow: a page's XML is parsed on
+# the event loop in one go (about a millisecond per load balancer), and a real change's
+# reconcile waits behind it; 100 keeps each pause short for a few calls more per listing.
+PAGE_SIZE: Final = 100
 _ITEM: Final = {
     ("DescribeLoadBalancers", "LoadBalancerArns"): ("load_balancers", "LoadBalancerArn"),
     ("DescribeLoadBalancers", "Names"): ("load_balancers", "LoadBalancerName"),

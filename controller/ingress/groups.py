@@ -264,6 +264,13 @@ class GroupLoader:
                             found[key_of(ing)] = ing
         return [found[k] for k in sorted(found)]
 
+    def versions(self, request: Request) -> tuple[tuple[str, str], ...]:
+        """(key, resourceVersion) of every Ingress that may be a member: what a decision
+        about the group's members can be remembered by (any change among them shows here),
+        for much less than `load`."""
+        return tuple((key_of(i), str(meta(i).get("resourceVersion")))
+                     for i in self._candidates(request))
+
     def load(self, request: Request) -> Group:
         members: list[Member] = []
         leaving: list[Obj] = []

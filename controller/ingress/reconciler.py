@@ -103,11 +103,11 @@ class IngressReconciler:
         self._settings = settings
         self._clock = clock or RealClock()
         self._checkpoints = checkpoints
-        # Replay decisions: request → (its members' resourceVersions, priority). A restart
+        # Replay decisions: request → (its candidate members' versions, priority). A restart
         # replays every member and every backend Service of a group, each asking for the same
         # decision; computing it once per group keeps a 1,000-Ingress replay short. Any other
         # event (a change) drops them all.
-        self._decisions: dict[Request, tuple[tuple[str, ...], int]] = {}
+        self._decisions: dict[Request, tuple[tuple[tuple[str, str], ...], int]] = {}
         self._cleanup_poll = cleanup_poll
         self._writer = ObjectWriter(client, INGRESSES, recorder, self._clock)
         self._bindings_writer = BindingWriter(client)
@@ -137,11 +137,13 @@ class IngressReconciler:
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             self._decisions.clear()
             return default
-        members = self._loader.load(request).members
-        versions = tuple(str(meta(m.ingress).get("resourceVersion")) for m in members)
+        # Each of a group's members, its Services, bindings and class ask at start-up: the
+        # group is built once, and the others find the decision by the candidates' versions.
+        versions = self._loader.versions(request)
         known = self._decisions.get(request)
         if known is not None and known[0] == versions:
             return known[1]
+        members = self._loader.load(request).members
         value = self.computed_checkpoint(request)
         decision = NORMAL
         if (value is not None and members

@@ -6,7 +6,8 @@ by the views (`GroupHandler`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Final
 
 import structlog
@@ -77,6 +78,9 @@ def labels_view(obj: Obj) -> Any:
     return meta(obj).get("labels")
 
 
+_CHUNK: Final = 16  # groups enqueued between giving the loop back
+
+
 class GroupHandler:
     """Like `runtime.handlers.EnqueueFromMap`, with a priority per group and a relevance view:
     an update whose view is unchanged enqueues nothing (resyncs always pass)."""
@@ -89,12 +93,31 @@ class GroupHandler:
         self._view = view
         self._deletes_only = deletes_only
 
-    def _emit(self, requests: Iterable[Request], kind: EventKind, obj: Obj) -> None:
+    def _emit(self, requests: Iterable[Request], kind: EventKind, obj: Obj
+              ) -> Coroutine[Any, Any, None] | None:
+        """Enqueue each group with its priority. The first `_CHUNK` at once; when one event
+        concerns more groups (an IngressClass, a namespace: every group at start-up), the rest
+        in a coroutine the informer awaits, giving the loop back between chunks: each priority
+        may build a group's model, and the workers must not wait for hundreds of them."""
         default = default_priority(kind)
         # An object being deleted (a member, a backend Service, a binding) is a real change for
         # every group it concerns, whatever the checkpoints say.
         deleting = bool(meta(obj).get("deletionTimestamp"))
-        for request in dict.fromkeys(requests):
+        pending = list(dict.fromkeys(requests))
+        self._enqueue(pending[:_CHUNK], kind, default, deleting)
+        if len(pending) <= _CHUNK:
+            return None
+        return self._enqueue_rest(pending[_CHUNK:], kind, default, deleting)
+
+    async def _enqueue_rest(self, requests: list[Request], kind: EventKind, default: int,
+                            deleting: bool) -> None:
+        for start in range(0, len(requests), _CHUNK):
+            await asyncio.sleep(0)
+            self._enqueue(requests[start:start + _CHUNK], kind, default, deleting)
+
+    def _enqueue(self, requests: list[Request], kind: EventKind, default: int,
+                 deleting: bool) -> None:
+        for request in requests:
             try:
                 prio = NORMAL if deleting else self._priority(request, kind, default)
             except Exception:  # never raise into the informer's delivery loop
@@ -109,29 +132,29 @@ class GroupHandler:
             log.exception("mapping an event to Ingress groups failed")
             return []
 
-    def on_add(self, obj: Obj, is_initial_list: bool) -> None:
+    def on_add(self, obj: Obj, is_initial_list: bool) -> Coroutine[Any, Any, None] | None:
         if self._deletes_only:
-            return
-        self._emit(self._safe_map(obj), EventKind.INITIAL_ADD if is_initial_list
-                   else EventKind.ADD, obj)
+            return None
+        return self._emit(self._safe_map(obj), EventKind.INITIAL_ADD if is_initial_list
+                          else EventKind.ADD, obj)
 
-    def on_update(self, old: Obj, new: Obj) -> None:
+    def on_update(self, old: Obj, new: Obj) -> Coroutine[Any, Any, None] | None:
         unchanged = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
         if unchanged:
             if not self._deletes_only:
-                self._emit(self._safe_map(new), EventKind.RESYNC, new)
-            return
+                return self._emit(self._safe_map(new), EventKind.RESYNC, new)
+            return None
         if self._deletes_only:
             if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
-                self._emit(self._safe_map(new), EventKind.UPDATE, new)
-            return
+                return self._emit(self._safe_map(new), EventKind.UPDATE, new)
+            return None
         if self._view is not None and self._view(old) == self._view(new):
-            return
-        self._emit([*self._safe_map(new), *self._safe_map(old)], EventKind.UPDATE, new)
+            return None
+        return self._emit([*self._safe_map(new), *self._safe_map(old)], EventKind.UPDATE, new)
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: Any) -> Coroutine[Any, Any, None] | None:
         gone = unwrap_tombstone(obj)
-        self._emit(self._safe_map(gone), EventKind.DELETE, gone)
+        return self._emit(self._safe_map(gone), EventKind.DELETE, gone)
 
 
 # ---- indexes -----------------------------------------------------------------------------

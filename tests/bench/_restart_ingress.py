@@ -116,6 +116,7 @@ class IngressBench(restart.Bench):
         targetgroupbinding.setup(manager, pool=pool, settings=self.tgb_settings(mode))
         ingress_controller.setup(manager, pool=pool,
                                  settings=self.ingress_settings(**mode.ingress))
+        await pool.warm()  # as `aiolbc run` does before its manager runs
         return restart.Run(manager, asyncio.create_task(manager.run()), client, pool,
                            pool_registry)
 

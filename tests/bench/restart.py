@@ -311,6 +311,7 @@ class Bench:
         tgb_controller.setup(manager, pool=pool, settings=self.tgb_settings(mode))
         service_controller.setup(manager, pool=pool,
                                  settings=self.service_settings(**mode.service))
+        await pool.warm()  # as `aiolbc run` does before its manager runs
         return Run(manager, asyncio.create_task(manager.run()), client, pool, pool_registry)
 
     # ---- Kubernetes objects -----------------------------------------------------------------

@@ -40,6 +40,19 @@ async def test_clients_are_created_lazily_and_shared(aws_pool: AWSClientPool) ->
     assert len(aws_pool.open_clients) == 3
 
 
+async def test_warm_creates_the_clients_ahead_without_calling_aws(
+        aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy) -> None:
+    aws_proxy.clear_log()
+    await aws_pool.warm()
+    assert sorted(aws_pool.open_clients) == [("ec2", "us-west-2"), ("elbv2", "us-west-2")]
+    assert aws_proxy.log == []
+    warmed = await aws_pool.raw_client("elbv2")
+    await aws_pool.call("elbv2", "DescribeLoadBalancers")
+    assert await aws_pool.raw_client("elbv2") is warmed  # the call used it
+    await aws_pool.warm(["no-such-service"])  # left to a call to report
+    assert len(aws_pool.open_clients) == 2
+
+
 async def test_injected_throttling_is_retried_and_counted(
         aws_pool: AWSClientPool, aws_proxy: AWSFaultProxy,
         aws_registry: CollectorRegistry) -> None:

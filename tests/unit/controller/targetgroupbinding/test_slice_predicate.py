@@ -9,8 +9,8 @@ from typing import Any
 
 from controller.apis import TARGET_HEALTH_CONDITION_PREFIX
 from controller.targetgroupbinding.pods import GATE_INDEX, gate_index, slim_pod
-from controller.targetgroupbinding.sliceendpoints import SliceEndpoint, compact, endpoints_of
 from controller.targetgroupbinding.slicecache import kept_slice
+from controller.targetgroupbinding.sliceendpoints import SliceEndpoint, compact, endpoints_of
 from controller.targetgroupbinding.watches import (
     SERVICE_INDEX,
     SliceChanged,
