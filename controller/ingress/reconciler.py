@@ -124,7 +124,10 @@ class IngressReconciler:
         return self._caches.ingresses.get(key) is not None
 
     def computed_checkpoint(self, request: Request) -> str | None:
-        settled = self._settle(self._loader.load(request))
+        return self._checkpoint_of(self._loader.load(request))
+
+    def _checkpoint_of(self, group: Group) -> str | None:
+        settled = self._settle(group)
         if settled.built is None or settled.group.unknown:
             return None
         return checkpoint.compute(settled.built.stack, version=BUILDER_VERSION)
@@ -143,8 +146,9 @@ class IngressReconciler:
         known = self._decisions.get(request)
         if known is not None and known[0] == versions:
             return known[1]
-        members = self._loader.load(request).members
-        value = self.computed_checkpoint(request)
+        group = self._loader.load(request)
+        members = group.members
+        value = self._checkpoint_of(group)
         decision = NORMAL
         if (value is not None and members
                 and all(checkpoint.stored(m.ingress) == value for m in members)):

@@ -29,11 +29,6 @@ class SliceEndpoint(NamedTuple):
     pod: str  # targetRef.name ("" when it is no string)
     uid: str  # targetRef.uid ("" when absent or no string)
 
-    @property
-    def serves(self) -> bool:
-        """Ready and not terminating: a target of the binding."""
-        return self.ready and not self.terminating
-
 
 class SliceEndpoints(tuple[SliceEndpoint, ...]):
     """A kept slice's endpoints, with those that serve (ready, not terminating) picked out
@@ -49,10 +44,8 @@ class SliceEndpoints(tuple[SliceEndpoint, ...]):
         return self
 
 
-Endpoints = SliceEndpoints
 
-
-def compact(endpoints: Any) -> Endpoints:
+def compact(endpoints: Any) -> SliceEndpoints:
     """The API's endpoint list read into tuples; anything that is not a pod-backed endpoint
     with an address is left out (no reader would have used it). One loop with no call per
     endpoint: it runs for every event of every slice of a used Service."""
@@ -82,7 +75,7 @@ def compact(endpoints: Any) -> Endpoints:
     return SliceEndpoints(found)
 
 
-def endpoints_of(slice_: Obj) -> Endpoints:
+def endpoints_of(slice_: Obj) -> SliceEndpoints:
     """The slice's endpoints, as the cache keeps them (JSON never decodes to a tuple) or read
     from the API's form."""
     endpoints = slice_.get("endpoints")
@@ -93,10 +86,6 @@ def endpoints_of(slice_: Obj) -> Endpoints:
     return compact(endpoints)
 
 
-def serving(endpoints: Endpoints) -> tuple[SliceEndpoint, ...]:
-    return endpoints.serving
-
-
 _NONE = SliceEndpoints()
 
-__all__ = ["Endpoints", "SliceEndpoint", "SliceEndpoints", "compact", "endpoints_of", "serving"]
+__all__ = ["SliceEndpoint", "SliceEndpoints", "compact", "endpoints_of"]

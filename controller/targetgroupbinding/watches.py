@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from controller.targetgroupbinding.pods import GATE_INDEX
-from controller.targetgroupbinding.sliceendpoints import endpoints_of, serving
+from controller.targetgroupbinding.sliceendpoints import endpoints_of
 from runtime.objects import Obj, is_deleting, key_of, labels_of, name_of, namespace_of
 from runtime.predicates import Event, EventKind
 from runtime.reconcile import Request
@@ -92,7 +92,7 @@ class SliceChanged:
         before, after = endpoints_of(old), endpoints_of(new)
         if self._gated(new):
             return before != after
-        return serving(before) != serving(after)
+        return before.serving != after.serving
 
     def _gated(self, slice_: Obj) -> bool:
         if self._pods is None:

@@ -59,6 +59,7 @@ from controller.targetgroupbinding.slicecache import (
     is_index_entry,
     kept_slice,
 )
+from controller.targetgroupbinding.slicedecode import decode_slice_event
 from controller.targetgroupbinding.targets import (
     find_service_port,
     instance_endpoints,
@@ -67,6 +68,7 @@ from controller.targetgroupbinding.targets import (
     node_fit_for_traffic,
 )
 from runtime.objects import Obj
+from runtime.predicates import Event, EventKind
 from runtime.reconcile import Request
 from runtime.store import Store
 from tests.unit.controller.ingress.caches import SETTINGS as INGRESS_SETTINGS
@@ -222,6 +224,7 @@ def test_ingress_functions(obj: Obj) -> None:
                    lambda: parse_params(obj)):
         _contained(parser)
     for request in [*loader.groups_of(obj), Request("", "g"), Request("default", "web")]:
+        loader.versions(request)
         group = loader.load(request)
         recorded_members(obj, request)
         vanished.unknown(request, recorded_unknown(group, lambda key: key in caches.ingresses))
@@ -277,6 +280,16 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
     trimmer = SliceTrimmer(bindings)
     for trim in (trimmer, kept_slice, index_entry, is_index_entry):
         trim(copy.deepcopy(obj))
+    # The slice predicate, on the objects as they come and as the cache keeps them, and the
+    # watch decoder on the objects' JSON: it decides for the one event only.
+    pods_store = Store()
+    pods_store.add_indexer(pods.GATE_INDEX, pods.gate_index)
+    changed = tgb_watches.SliceChanged(bindings, pods_store)
+    kept = [kept_slice(copy.deepcopy(o)) for o in (obj, other)]
+    for old, new in ((obj, other), (kept[0], kept[1]), (other, obj)):
+        changed(Event(EventKind.UPDATE, new, old))
+    decoded = decode_slice_event(json.dumps({"type": "MODIFIED", "object": obj}).encode())
+    assert isinstance(decoded, dict)
     _contained(lambda: instance_endpoints(obj, other, [obj], selector=None, service_key="k"))
 
 
