@@ -188,9 +188,15 @@ class Entries(Generic[K]):
             self._n_normal += delta
 
     def _promote_due(self, now: float) -> int:
+        """Make the delayed entries due by `now` ready, waking a parked getter for each.
+        Whoever gets there first promotes them (a getter, an add, `len`, `done`, the timer);
+        the timer, late on a busy loop, then finds nothing left to promote, so unless the
+        promotion itself wakes the getters they would sleep with a ready item queued."""
         due = self._delayed.pop_due(now)
         for key, priority, ready_at in due:
             self._make_ready(key, priority, ready_at)
+            if self._getters:
+                self._wake_one()
         return len(due)
 
     # ---- handing out ------------------------------------------------------------------------

@@ -268,13 +268,9 @@ class PriorityQueue(Entries[K]):
         await self._clock.sleep(deadline - self._now())
         self._timer = None
         self._timer_at = math.inf
-        wakes = self._promote_due(self._now())
-        if self._n_low:
-            wakes += 1  # the lane may admit a LOW item now
-        for _ in range(wakes):
-            if not self._getters:
-                break
-            self._wake_one()
+        self._promote_due(self._now())  # wakes a getter for each entry it made ready
+        if self._n_low and self._getters:
+            self._wake_one()  # the lane may admit a LOW item now
         self._reschedule()
 
     # ---- housekeeping -----------------------------------------------------------------------

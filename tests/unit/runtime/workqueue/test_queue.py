@@ -367,3 +367,52 @@ async def test_worker_loop_with_rate_limited_retries_on_fake_time() -> None:
 async def test_non_numeric_max_wait_is_rejected_clearly() -> None:
     with pytest.raises(ValueError, match="LOW lane: max_wait must be a number"):
         PriorityQueue[str]("q", options=low_lane(max_wait="soon"))
+
+
+class _LateTimerClock(FakeClock):
+    """Time that passes while the loop is busy: `now` moves at once, and sleepers wake only
+    when the test lets them (the queue's timer, late on a loaded event loop)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[asyncio.Future[None]] = []
+
+    async def sleep(self, seconds: float) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.held.append(fut)
+        await fut
+
+    def pass_time(self, seconds: float) -> None:
+        self._now += seconds
+
+    def release(self) -> None:
+        for fut in self.held:
+            if not fut.done():
+                fut.set_result(None)
+        self.held.clear()
+
+
+@pytest.mark.parametrize("promoter", ["len", "add", "done"])
+async def test_a_delayed_item_made_ready_before_the_timer_runs_still_wakes_a_getter(
+        promoter: str) -> None:
+    """Reading the depth, adding another key or finishing one makes due entries ready; the
+    timer, running late, then has nothing left to promote. The parked getter must still get
+    the item (it once waited until the next add: a retry stuck for good)."""
+    clock = _LateTimerClock()
+    queue: PriorityQueue[str] = PriorityQueue("test", clock=clock)
+    queue.add("busy")
+    assert await queue.get() == ("busy", NORMAL)
+    getter = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    queue.add("retry", after=5.0)
+    await asyncio.sleep(0)
+    assert not getter.done()
+    clock.pass_time(6.0)
+    if promoter == "len":
+        assert len(queue) == 1
+    elif promoter == "add":
+        queue.add("busy", after=60.0)  # in flight: deferred, and it promotes what is due
+    else:
+        queue.done("busy")
+    clock.release()
+    assert await asyncio.wait_for(getter, timeout=2.0) == ("retry", NORMAL)
