@@ -27,7 +27,7 @@ have left one); the backend group is looked up once per process.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,23 +185,8 @@ class StackSecurityGroups:
         """A binding's `spec.networking` as Kubernetes stores it, IDs filled in."""
         if networking is None:
             return None
-        rules = []
-        for rule in networking.ingress:
-            peers: list[Obj] = []
-            for peer in rule.from_:
-                if peer.security_group is not None:
-                    peers.append({"securityGroup": {
-                        "groupID": self._group_id(run, peer.security_group, prepared)}})
-                else:
-                    peers.append({"ipBlock": {"cidr": peer.ip_block}})
-            ports: list[Obj] = []
-            for port in rule.ports:
-                item: Obj = {"protocol": port.protocol}
-                if port.port is not None:
-                    item["port"] = port.port
-                ports.append(item)
-            rules.append({"from": peers, "ports": ports})
-        return {"ingress": rules}
+        return networking_object(networking,
+                                 lambda group: self._group_id(run, group, prepared))
 
     def _group_id(self, run: DeployRun, group: GroupReference, prepared: PreparedGroups) -> str:
         if isinstance(group, Ref):
@@ -395,4 +380,27 @@ async def _vpc_groups(calls: Calls, vpc_id: str) -> list[dict[str, Any]] | None:
     return await calls.snapshot.security_groups(calls, listing, vpc_id)
 
 
-__all__ = ["PreparedGroups", "SecurityGroupSettings", "StackSecurityGroups", "uses_backend"]
+def networking_object(networking: TargetGroupBindingNetworking,
+                      group_id: Callable[[GroupReference], str]) -> Obj:
+    """A binding's `spec.networking` as Kubernetes stores it, each group made an ID by
+    `group_id`."""
+    rules = []
+    for rule in networking.ingress:
+        peers: list[Obj] = []
+        for peer in rule.from_:
+            if peer.security_group is not None:
+                peers.append({"securityGroup": {"groupID": group_id(peer.security_group)}})
+            else:
+                peers.append({"ipBlock": {"cidr": peer.ip_block}})
+        ports: list[Obj] = []
+        for port in rule.ports:
+            item: Obj = {"protocol": port.protocol}
+            if port.port is not None:
+                item["port"] = port.port
+            ports.append(item)
+        rules.append({"from": peers, "ports": ports})
+    return {"ingress": rules}
+
+
+__all__ = ["PreparedGroups", "SecurityGroupSettings", "StackSecurityGroups", "networking_object",
+           "uses_backend"]

@@ -132,9 +132,24 @@ class IngressReconciler:
             return None
         return checkpoint.compute(settled.built.stack, version=BUILDER_VERSION)
 
+    def _deployed_checkpoint(self, group: Group) -> str | None:
+        """The group's checkpoint when the Kubernetes side of its last deploy is still what the
+        cache holds, else None: a managed binding deleted by hand while the controller was down
+        (one without its finalizer yet leaves no deletion event to replay), a member's
+        finalizer, address or member record gone, is a real change, not for the paced lane."""
+        settled = self._settle(group)
+        if settled.built is None or settled.group.unknown:
+            return None
+        value = checkpoint.compute(settled.built.stack, version=BUILDER_VERSION)
+        bindings = list(self._bindings.by_index(BINDING_STACK_INDEX, group.request.key))
+        if not self._converged_in_cache(settled.group, settled.built, value, bindings):
+            return None
+        return value
+
     def priority(self, request: Request, kind: EventKind, default: int) -> int:
-        """An initial-list add or resync of a group whose checkpoint matches on every member
-        goes to the paced LOW lane; anything else keeps its default (NORMAL)."""
+        """An initial-list add or resync of a group whose checkpoint matches on every member,
+        with the Kubernetes side of its last deploy intact, goes to the paced LOW lane; anything
+        else keeps its default (NORMAL)."""
         if not self._checkpoints:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
@@ -148,7 +163,7 @@ class IngressReconciler:
             return known[1]
         group = self._loader.load(request)
         members = group.members
-        value = self._checkpoint_of(group)
+        value = self._deployed_checkpoint(group)
         decision = NORMAL
         if (value is not None and members
                 and all(checkpoint.stored(m.ingress) == value for m in members)):

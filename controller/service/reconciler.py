@@ -41,7 +41,7 @@ from controller.service.model import (
     MODEL_VERSION,
     ModelSettings,
     build_stack,
-    checkpoint_of,
+    checkpoint_input,
     stack_id,
 )
 from controller.service.status import (
@@ -95,12 +95,21 @@ class ServiceReconciler:
     # ---- priority (cache reads only) --------------------------------------------------------
 
     def checkpoint_from_cache(self, obj: Obj) -> str | None:
-        return checkpoint_of(obj, settings=self._settings)
+        """The checkpoint to compare with the stored one, or None (no match possible) when the
+        Kubernetes side of the last deploy is no longer what the cache holds: a managed binding
+        deleted by hand while the controller was down (one without its finalizer yet leaves no
+        deletion event to replay), the finalizer, address or ready condition gone. A LOW
+        verification would repair those too, but only at the lane's pace."""
+        stack = checkpoint_input(obj, settings=self._settings)
+        if stack is None or not self._converged_in_cache(obj, stack):
+            return None
+        return checkpoint.compute(stack, version=MODEL_VERSION)
 
     @property
     def priority(self) -> PriorityFn:
-        """Checkpoint-matched restarts and resyncs go LOW; without the lane everything is
-        NORMAL, and a matching checkpoint only makes the reconcile skip."""
+        """Restarts and resyncs of Services deployed as they are (checkpoint matched, the
+        Kubernetes side intact) go LOW; without the lane everything is NORMAL, and a matching
+        checkpoint only makes the reconcile skip."""
         return checkpoint.priority_function(self.checkpoint_from_cache,
                                             enabled=self._checkpoints and self._lane)
 

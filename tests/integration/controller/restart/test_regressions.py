@@ -1,6 +1,6 @@
-"""Three changes made while the controller was down that a restart once treated as unchanged.
-Each test stops `aiolbc run`, makes the change, restarts it as a new process-level state with the
-LOW lane frozen, and reads the result from AWS (moto)."""
+"""Changes made while the controller was down that a restart once treated as unchanged. Each
+test stops `aiolbc run`, makes the change, restarts it as a new process-level state with the
+LOW lane frozen, and reads the result from AWS (moto) and the API server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller.apis import TARGETGROUPBINDINGS
+from controller.apis import INGRESS_STACK_NAME_LABEL, TARGETGROUPBINDINGS
 from runtime.resources import INGRESSES, SERVICES
 from tests.integration.controller.restart.cases import HTTPS, OIDC_SECRET
 from tests.integration.controller.restart.world import World
@@ -65,7 +65,12 @@ async def _changed(world: World, before: str) -> bool:
     return bool(now) and now != before
 
 
-async def test_binding_deleted_while_down_is_deregistered_at_once(world: World) -> None:
+@pytest.mark.parametrize("finalizer", [True, False], ids=["being-deleted", "gone"])
+async def test_binding_deleted_while_down_is_deregistered_at_once(world: World,
+                                                                  finalizer: bool) -> None:
+    """`finalizer`: the Service's managed binding still carries its finalizer when deleted
+    (the restart sees it being deleted), or had none yet, or lost it, so it is simply gone (the
+    restart sees nothing of it: only the Service's priority decision can tell)."""
     await world.nlb_service("backend", load_balancer_class="example.com/other",
                             endpoint_ips=("10.0.4.10", "10.0.4.11"))
     arn = await world.target_group("by-hand", target_type="ip")
@@ -75,16 +80,25 @@ async def test_binding_deleted_while_down_is_deregistered_at_once(world: World) 
     first = await world.run()
     try:
         async def registered() -> bool:
-            return len(await world.aws.registered(arn)) == 2 and bool(
-                await world.checkpoint(SERVICES, "web"))
+            managed = await _managed_binding(world, "web")
+            return (len(await world.aws.registered(arn)) == 2
+                    and bool(await world.checkpoint(SERVICES, "web"))
+                    and managed is not None
+                    and await world.aws.registered(managed["spec"]["targetGroupARN"])
+                    == {("10.0.2.10", 8080)})
         await eventually(registered, timeout=60)
+        await first.settled()
         managed = await _managed_binding(world, "web")
         assert managed is not None
     finally:
         await first.kill()
 
     await world.delete(TARGETGROUPBINDINGS, "mine")
-    await world.delete(TARGETGROUPBINDINGS, managed["metadata"]["name"])
+    name = managed["metadata"]["name"]
+    if not finalizer:
+        await world.patch(TARGETGROUPBINDINGS, name, {"metadata": {"finalizers": None}})
+    await world.delete(TARGETGROUPBINDINGS, name)
+    assert await world.gone(TARGETGROUPBINDINGS, name) is not finalizer
 
     second = await world.run()
     try:
@@ -102,6 +116,52 @@ async def test_binding_deleted_while_down_is_deregistered_at_once(world: World) 
         await eventually(recreated, timeout=30)
     finally:
         await second.kill()
+
+
+async def test_ingress_binding_gone_while_down_is_recreated_at_once(world: World) -> None:
+    """An Ingress's managed binding that is simply gone after the restart (deleted without
+    its finalizer): nothing of it is replayed, and the group's checkpoint still matches."""
+    await world.backend("app-be", endpoint_ips=("10.0.3.10",))
+    await world.ingress("app", {"target-type": "ip"}, backend="app-be")
+    first = await world.run()
+    try:
+        async def deployed() -> dict[str, Any] | None:
+            managed = await _ingress_binding(world)
+            if (managed is None or not await world.checkpoint(INGRESSES, "app")
+                    or await world.aws.registered(managed["spec"]["targetGroupARN"])
+                    != {("10.0.3.10", 8080)}):
+                return None
+            return managed
+        await eventually(deployed, timeout=60)
+        await first.settled()
+        managed = await deployed()
+        assert managed is not None
+    finally:
+        await first.kill()
+
+    name = managed["metadata"]["name"]
+    await world.patch(TARGETGROUPBINDINGS, name, {"metadata": {"finalizers": None}})
+    await world.delete(TARGETGROUPBINDINGS, name)
+    assert await world.gone(TARGETGROUPBINDINGS, name)
+
+    second = await world.run()
+    try:
+        async def recreated() -> bool:
+            again = await _ingress_binding(world)
+            return (again is not None and again["metadata"]["uid"] != managed["metadata"]["uid"]
+                    and again["spec"]["targetGroupARN"] == managed["spec"]["targetGroupARN"])
+        await eventually(recreated, timeout=30)
+    finally:
+        await second.kill()
+
+
+async def _ingress_binding(world: World) -> dict[str, Any] | None:
+    for item in (await world.client.list(TARGETGROUPBINDINGS, world.namespace))["items"]:
+        labels = item["metadata"].get("labels") or {}
+        if (labels.get(INGRESS_STACK_NAME_LABEL) == "app"
+                and not item["metadata"].get("deletionTimestamp")):
+            return dict(item)
+    return None
 
 
 async def _managed_binding(world: World, service: str) -> dict[str, Any] | None:

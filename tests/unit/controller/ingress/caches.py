@@ -3,10 +3,25 @@ tests/support/objects.py)."""
 
 from __future__ import annotations
 
+from controller import checkpoint
+from controller.apis import CHECKPOINT_ANNOTATION, GROUP_MEMBERS_ANNOTATION
 from controller.ingress.caches import Caches
-from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
-from controller.ingress.model import BuilderSettings
-from runtime.objects import Obj
+from controller.ingress.groups import (
+    CLASS_INDEX,
+    GROUP_INDEX,
+    GroupLoader,
+    class_keys,
+    finalizer_of,
+    index_keys,
+    is_explicit,
+)
+from controller.ingress.model import BUILDER_VERSION, BuilderSettings, build_group
+from controller.ingress.vanished import record
+from controller.ingress.watches import BINDING_STACK_INDEX, binding_stack_index
+from runtime.objects import Obj, key_of
+from runtime.reconcile import Request
+from runtime.store import Store
+from tests.support.deployed import HOSTNAME, bindings_as_deployed
 
 SETTINGS = BuilderSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
                            default_target_type="ip")
@@ -34,3 +49,31 @@ def caches(*objects: Obj) -> Caches:
 
 def loader(c: Caches, ingress_class: str = "alb") -> GroupLoader:
     return GroupLoader(c, ingress_class=ingress_class)
+
+
+def bindings_store(*objects: Obj) -> Store:
+    store = Store()
+    store.add_indexer(BINDING_STACK_INDEX, binding_stack_index)
+    for obj in objects:
+        store.upsert(obj)
+    return store
+
+
+def deploy_in_cache(c: Caches, request: Request, bindings: Store) -> str:
+    """Leave group `request` in the caches as its reconcile would after deploying it: every
+    member with the checkpoint, the member record, the finalizer and the address, and the
+    stack's managed bindings in `bindings`. Returns the checkpoint."""
+    group = loader(c).load(request)
+    built = build_group(group, c, SETTINGS)
+    value = checkpoint.compute(built.stack, version=BUILDER_VERSION)
+    members = [m.ingress for m in group.members]
+    for ing in members:
+        annotations = ing["metadata"].setdefault("annotations", {})
+        annotations[CHECKPOINT_ANNOTATION] = value
+        if is_explicit(request):
+            annotations[GROUP_MEMBERS_ANNOTATION] = record(request, map(key_of, members))
+        ing["metadata"]["finalizers"] = [finalizer_of(request)]
+        ing["status"] = {"loadBalancer": {"ingress": [{"hostname": HOSTNAME}]}}
+    for obj in bindings_as_deployed(built.stack):
+        bindings.upsert(obj)
+    return value

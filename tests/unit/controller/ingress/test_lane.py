@@ -19,13 +19,20 @@ from controller.ingress.reconciler import IngressReconciler
 from controller.reconcilers import LaneSettings
 from runtime.client import KubeClient
 from runtime.manager import Manager
+from runtime.objects import key_of
 from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
 from tests.support.objects import backend_service, ingress_class, ingress_path
 from tests.support.objects import ingress as ingress_obj
 from tests.support.queues import finish_ready
-from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
+from tests.unit.controller.ingress.caches import (
+    SETTINGS,
+    bindings_store,
+    caches,
+    deploy_in_cache,
+    loader,
+)
 
 GROUP = {"alb.ingress.kubernetes.io/group.name": "shop"}
 
@@ -59,16 +66,13 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             settings = _settings(lane=lane)
             manager = Manager(client, registry=CollectorRegistry())
             controller = ingress.setup(manager, pool=pool, settings=settings)
+            bindings = bindings_store()
             reconciler = IngressReconciler(
-                client=client, caches=c, bindings=Store(), loader=loader(c),
+                client=client, caches=c, bindings=bindings, loader=loader(c),
                 deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
                 pool=pool, settings=SETTINGS, recorder=manager.recorder)
-            value = reconciler.computed_checkpoint(unchanged)
-            assert value is not None
-            for name in ("a", "b"):  # the group was deployed: every member carries it
-                member = c.ingresses.get(f"default/{name}")
-                assert member is not None
-                member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
+            value = deploy_in_cache(c, unchanged, bindings)
+            assert value == reconciler.computed_checkpoint(unchanged)
             priority = ingress.group_priority(settings.lanes, reconciler.priority)
             matched = priority(unchanged, EventKind.INITIAL_ADD, LOW)
             assert priority(changed, EventKind.INITIAL_ADD, LOW) == NORMAL
@@ -91,16 +95,16 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
                       access_key="unused", secret_key="unused")
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        bindings = bindings_store()
         reconciler = IngressReconciler(
-            client=client, caches=c, bindings=Store(), loader=loader(c),
+            client=client, caches=c, bindings=bindings, loader=loader(c),
             deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
             pool=pool, settings=SETTINGS,
             recorder=Manager(client, registry=CollectorRegistry()).recorder)
-        value = reconciler.computed_checkpoint(group)
+        value = deploy_in_cache(c, group, bindings)
         for rv, name in enumerate(("a", "b"), start=1):
             member = c.ingresses.get(f"default/{name}")
             assert member is not None
-            member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
             member["metadata"]["resourceVersion"] = str(rv)
         builds: list[Request] = []
 
@@ -129,3 +133,46 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         c.services.upsert(backend_service("web", target_port=9090))
         assert reconciler.priority(group, EventKind.UPDATE, NORMAL) == NORMAL
         assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
+
+
+async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change(
+        envtest_kubeconfig: Path) -> None:
+    """What a deploy left in Kubernetes (the managed bindings, each member's finalizer and
+    address) taken away while the controller was down: no deletion event is replayed for a
+    binding that had no finalizer yet, so only the priority decision can see it."""
+    group = Request("", "shop")
+
+    def deployed() -> tuple[Any, Store]:
+        c = caches(ingress_class("alb"), backend_service("web"),
+                   ingress_obj("a", paths=[ingress_path("/a", "web")], annotations=dict(GROUP)),
+                   ingress_obj("b", paths=[ingress_path("/b", "web")], annotations=dict(GROUP)))
+        bindings = bindings_store()
+        deploy_in_cache(c, group, bindings)
+        return c, bindings
+
+    def lose_binding(c: Any, bindings: Store) -> None:
+        bindings.delete(key_of(bindings.list()[0]))
+
+    def lose_finalizer(c: Any, bindings: Store) -> None:
+        c.ingresses.get("default/b")["metadata"]["finalizers"] = []
+
+    def lose_address(c: Any, bindings: Store) -> None:
+        c.ingresses.get("default/a")["status"] = {}
+
+    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                      access_key="unused", secret_key="unused")
+    decided: dict[str, int] = {}
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+            AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        for name, change in (("none", None), ("binding", lose_binding),
+                             ("finalizer", lose_finalizer), ("address", lose_address)):
+            c, bindings = deployed()
+            if change is not None:
+                change(c, bindings)
+            reconciler = IngressReconciler(
+                client=client, caches=c, bindings=bindings, loader=loader(c),
+                deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
+                pool=pool, settings=SETTINGS,
+                recorder=Manager(client, registry=CollectorRegistry()).recorder)
+            decided[name] = reconciler.priority(group, EventKind.INITIAL_ADD, LOW)
+    assert decided == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL}

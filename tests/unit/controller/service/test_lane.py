@@ -3,22 +3,26 @@ prototype, PR #3821): every event is queued NORMAL on one unpaced FIFO."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
 from controller import service
-from controller.apis import CHECKPOINT_ANNOTATION, TARGETGROUPBINDINGS
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.deploy import StackDeployer
 from controller.reconcilers import LaneSettings
-from controller.service.model import checkpoint_of
 from controller.service.reconciler import ServiceReconciler
+from controller.service.watches import SERVICE_STACK_INDEX, service_stack_index
 from runtime.client import KubeClient
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.resources import SERVICES
+from runtime.store import Store
+from tests.support.deployed import service_as_deployed
 from tests.support.objects import web_service
 from tests.support.queues import finish_ready
 
@@ -37,10 +41,9 @@ def test_low_lane_pace() -> None:
 
 async def test_without_lane_unchanged_services_are_normal_and_unpaced(
         envtest_kubeconfig: Path) -> None:
-    unchanged = web_service({"aws-load-balancer-nlb-target-type": "ip"})
     model = _settings().model
-    unchanged["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = checkpoint_of(
-        unchanged, settings=model)
+    unchanged, bindings = service_as_deployed(
+        web_service({"aws-load-balancer-nlb-target-type": "ip"}), settings=model)
     aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
                       access_key="unused", secret_key="unused")
     seen: dict[bool, tuple[int, int]] = {}
@@ -49,6 +52,8 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
         for lane in (True, False):
             manager = Manager(client, registry=CollectorRegistry())
             controller = service.setup(manager, pool=pool, settings=_settings(lane=lane))
+            for binding in bindings:
+                manager.informer(TARGETGROUPBINDINGS).store.upsert(binding)
             reconciler = ServiceReconciler(
                 client=client, services=manager.informer(SERVICES).store,
                 bindings=manager.informer(TARGETGROUPBINDINGS).store,
@@ -60,3 +65,50 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
             seen[lane] = (priority, finish_ready(controller.queue))
     assert seen[True] == (LOW, 2)  # the burst; the rest wait for the pace
     assert seen[False] == (NORMAL, 6)
+
+
+async def test_a_service_whose_kubernetes_side_changed_while_down_is_a_real_change(
+        envtest_kubeconfig: Path) -> None:
+    """What a deploy left in Kubernetes (the managed bindings, the finalizer, the address, the
+    ready condition for this generation) taken away while the controller was down: no deletion
+    event is replayed for a binding that had no finalizer yet, so only the priority decision
+    can see it."""
+    model = _settings().model
+    deployed, bindings = service_as_deployed(
+        web_service({"aws-load-balancer-nlb-target-type": "ip"}), settings=model)
+
+    def lose_binding(svc: Obj, found: list[Obj]) -> None:
+        found.pop()
+
+    def lose_finalizer(svc: Obj, found: list[Obj]) -> None:
+        svc["metadata"]["finalizers"] = []
+
+    def lose_address(svc: Obj, found: list[Obj]) -> None:
+        svc["status"].pop("loadBalancer")
+
+    def new_generation(svc: Obj, found: list[Obj]) -> None:
+        svc["metadata"]["generation"] += 1  # a spec edit the model does not read
+
+    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                      access_key="unused", secret_key="unused")
+    decided: dict[str, int] = {}
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+            AWSClientPool(aws, registry=CollectorRegistry()) as pool:
+        for name, change in (("none", None), ("binding", lose_binding),
+                             ("finalizer", lose_finalizer), ("address", lose_address),
+                             ("generation", new_generation)):
+            svc, found = copy.deepcopy(deployed), copy.deepcopy(bindings)
+            if change is not None:
+                change(svc, found)
+            store = Store()
+            store.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
+            for binding in found:
+                store.upsert(binding)
+            reconciler = ServiceReconciler(
+                client=client, services=Store(), bindings=store,
+                deployer=StackDeployer(pool, _settings().deployer),
+                recorder=Manager(client, registry=CollectorRegistry()).recorder,
+                settings=model)
+            decided[name] = reconciler.priority(svc, EventKind.INITIAL_ADD, LOW)
+    assert decided == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL,
+                       "generation": NORMAL}
