@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.aws.budget import VerificationBudget
 from controller.aws.errors import AWSError
+from controller.aws.loader import with_shared_loader
 from controller.aws.metrics import AWSMetrics, metrics_for
 from controller.aws.settings import AWSSettings
 from controller.aws.throttle import Throttler
@@ -66,7 +67,7 @@ class AWSClientPool:
             self._budget = VerificationBudget(rate=settings.verify_calls_qps,
                                               burst=settings.verify_calls_burst,
                                               clock=self._clock)
-        self._session: AioSession = session or get_session()
+        self._session: AioSession = session or with_shared_loader(get_session())
         self._clients: dict[tuple[str, str], _Client] = {}
         self._create_lock = asyncio.Lock()
         self._semaphores: dict[str, asyncio.Semaphore] = {}

@@ -9,6 +9,7 @@ extra shows as an ImportError naming the missing module when the stand-ins are i
 from __future__ import annotations
 
 import logging
+import os
 import urllib.request
 import warnings
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)
     from moto.server import ThreadedMotoServer
 
+from controller.aws.loader import with_shared_loader
 from controller.aws.settings import DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY
 
 DEFAULT_REGION = "us-west-2"
@@ -57,6 +59,10 @@ class MotoStandIn:
         from controller.standins import moto_fidelity
 
         moto_fidelity.apply()
+        # moto's EC2 backend loads Amazon's public AMI catalogue each time it is created, that
+        # is after every reset: most of a reset's cost. Nothing here looks an AMI up (instances
+        # are made with an image ID of our own), so the catalogue is left out unless asked for.
+        os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
         # verbose=False leaves werkzeug's per-request access log on.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
@@ -109,7 +115,7 @@ class AwsSeed:
 
 def sync_client(service: str, endpoint_url: str, *, region: str = DEFAULT_REGION) -> Any:
     """A plain botocore client with dummy credentials, for seeding and inspecting a stand-in."""
-    session = botocore.session.get_session()
+    session = with_shared_loader(botocore.session.get_session())
     return session.create_client(
         service, region_name=region, endpoint_url=endpoint_url,
         aws_access_key_id=DUMMY_ACCESS_KEY, aws_secret_access_key=DUMMY_SECRET_KEY,

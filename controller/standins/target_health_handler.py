@@ -23,6 +23,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession
 from botocore.exceptions import ClientError
 
+from controller.aws.loader import with_shared_loader
 from controller.standins.aws_wire import (
     AWSRequest,
     error_response,
@@ -57,7 +58,7 @@ class TargetHealthHandler:
     def __init__(self, model: TargetHealth, upstream_url: str) -> None:
         self.model = model
         self._upstream = upstream_url
-        self._session = AioSession()
+        self._session = with_shared_loader(AioSession())
         self._clients: dict[tuple[str, str], Any] = {}
         self._exits = contextlib.AsyncExitStack()
         self._in_use: dict[tuple[str, str], frozenset[str]] = {}
