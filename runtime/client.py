@@ -148,6 +148,44 @@ def _namespace_name(obj: Mapping[str, Any]) -> tuple[str | None, str]:
     return (namespace if isinstance(namespace, str) and namespace else None), meta["name"]
 
 
+
+class _IdleWatchdog:
+    """Ends a watch stream silent for `timeout` seconds (None: never). The stream's reader
+    records when each chunk arrived (`last`); the check runs once per quiet `timeout`, not
+    per chunk. The response's own read timeout, which guarded its headers, is switched off:
+    aiohttp would otherwise cancel and re-create a timer for every chunk received."""
+
+    def __init__(self, response: aiohttp.ClientResponse, timeout: float | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.clock = loop.time
+        self.timeout = timeout
+        self.last = self.clock()
+        self.expired = False
+        self._response = response
+        self._handle: asyncio.TimerHandle | None = None
+        protocol = response.connection.protocol if response.connection is not None else None
+        if timeout is None or protocol is None:
+            return
+        protocol.read_timeout = None
+        protocol._drop_timeout()  # the timer armed for the headers
+        self._handle = loop.call_at(self.last + timeout, self._check)
+
+    def _check(self) -> None:
+        assert self.timeout is not None
+        due = self.last + self.timeout
+        if self.clock() < due:  # data arrived meanwhile: wait for the rest of the silence
+            self._handle = asyncio.get_running_loop().call_at(due, self._check)
+            return
+        self._handle = None
+        self.expired = True
+        self._response.close()  # the reader sees the end of the stream
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
 class KubeClient:
     """The Kubernetes API as plain dicts. Use `async with` or `await close()`."""
 
@@ -356,12 +394,17 @@ class KubeClient:
         assert isinstance(response, aiohttp.ClientResponse)
         if on_open is not None:
             on_open()
+        # The stream's idle timeout is ours from here on: aiohttp's read timeout, which guarded
+        # the response headers, would re-arm a timer for every chunk received.
+        idle = _IdleWatchdog(response, self.settings.watch_idle_timeout)
         async with response:
             # Lines are split here rather than by aiohttp's readline, which refuses lines
             # longer than its buffer; a partial line waits in `parts` (joined once, linear).
             parts: list[bytes] = []
             try:
+                clock = idle.clock
                 async for chunk in response.content.iter_any():
+                    idle.last = clock()
                     if b"\n" not in chunk:
                         parts.append(chunk)
                         continue
@@ -378,6 +421,11 @@ class KubeClient:
                             yield self._watch_event(loads(line))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.debug("watch %s ended: %r", res, exc)
+                return
+            finally:
+                idle.stop()
+            if idle.expired:
+                log.debug("watch %s ended: silent for %gs", res, idle.timeout)
                 return
             rest = b"".join(parts)
             if rest.strip():

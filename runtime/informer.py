@@ -441,6 +441,9 @@ class SharedInformer:
         for notification in notifications:
             self._notify(notification)
 
+    def cached(self, key: str) -> Obj | None:
+        return self.store.get(key)
+
     def on_event(self, event_type: str, obj: Obj) -> None:
         store = self.store
         if event_type == "DELETED":

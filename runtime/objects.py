@@ -46,7 +46,14 @@ _EMPTY: Mapping[str, Any] = {}
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """`metadata`, or an empty mapping when it is missing or not an object. Read-only."""
-    value = obj.get("metadata") if isinstance(obj, Mapping) else None
+    # Exact type checks first: an object decoded from JSON is a dict, and the ABC check costs
+    # more than the rest of a helper (they run several times for every watch event).
+    if type(obj) is dict:
+        value = obj.get("metadata")
+        if type(value) is dict:
+            return value
+    else:
+        value = obj.get("metadata") if isinstance(obj, Mapping) else None
     return value if isinstance(value, Mapping) else _EMPTY
 
 
@@ -66,6 +73,10 @@ def namespace_of(obj: Mapping[str, Any]) -> str:
 def key_of(obj: Mapping[str, Any]) -> str:
     """`namespace/name`, or `name` for a cluster-scoped object: the informer cache's key, always
     equal to `Request.for_object(obj).key`."""
+    m = meta(obj)
+    namespace, name = m.get("namespace"), m.get("name")
+    if type(namespace) is str and type(name) is str:  # the usual case, without a Request
+        return f"{namespace}/{name}" if namespace else name
     return Request.for_object(obj).key
 
 
@@ -87,7 +98,7 @@ def generation_of(obj: Mapping[str, Any]) -> int:
 
 
 def _string_map(value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return {}
     return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 

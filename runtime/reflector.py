@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 from collections.abc import AsyncGenerator, Callable
@@ -40,11 +41,13 @@ _YIELD_AFTER = 0.01
 
 
 class WatchDecoding(Protocol):
-    """A transform that also decodes the watch's events: `decode_watch_event(line)` gives the
-    event as `jsonbody.loads` would, its object reduced to no less than what the transform
-    keeps of it (the transform then gets that object). Lists are decoded whole as always."""
+    """A transform that also decodes the watch's events: `decode_watch_event(line, cached)`
+    gives the event as `jsonbody.loads` would, its object reduced to no less than what the
+    transform keeps of it (the transform then gets that object). `cached(key)` is what the
+    cache holds of an object now (None: nothing), for a decoder that reuses the parts of it an
+    event leaves unchanged. Lists are decoded whole as always."""
 
-    def decode_watch_event(self, line: bytes) -> Any: ...
+    def decode_watch_event(self, line: bytes, cached: Callable[[str], Any]) -> Any: ...
 
 # A watch that ends this fast without a single event is a server problem, not a timeout:
 # re-opening it at once would spin.
@@ -120,6 +123,10 @@ class ReflectorSink(Protocol):
 
     def on_event(self, event_type: str, obj: Obj) -> None:
         """`event_type` is ADDED, MODIFIED or DELETED."""
+        ...
+
+    def cached(self, key: str) -> Obj | None:
+        """What the sink holds of the object `key` now."""
         ...
 
 
@@ -360,7 +367,9 @@ class Reflector:
         """A transform may say how to decode a watch event's line (`WatchDecoding`): into
         little more of the object than it keeps, which is cheaper than decoding it all."""
         decode = getattr(self.transform, "decode_watch_event", None)
-        return decode if callable(decode) else None
+        if not callable(decode):
+            return None
+        return functools.partial(decode, cached=self._sink.cached)
 
     async def _watch_loop(self, stream: WatchStream | None) -> None:
         """Returns when a relist is needed; raises what needs a backoff first."""

@@ -21,6 +21,7 @@ more keeps its whole slices until each one next changes.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Final
 
 import structlog
@@ -84,9 +85,10 @@ class SliceTrimmer:
         return bool(self._bindings.index_keys(SERVICE_INDEX, service_key))
 
     @staticmethod
-    def decode_watch_event(line: bytes) -> Any:
-        """Watch events are decoded into what the cache keeps (slicedecode.py)."""
-        return decode_slice_event(line)
+    def decode_watch_event(line: bytes, cached: Callable[[str], Any] | None = None) -> Any:
+        """Watch events are decoded into what the cache keeps (slicedecode.py), reusing the
+        endpoints it holds that an event leaves unchanged."""
+        return decode_slice_event(line, cached)
 
     def __call__(self, slice_: Obj) -> Obj:
         keys = slice_service_index(slice_)

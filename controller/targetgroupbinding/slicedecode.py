@@ -3,8 +3,15 @@
 Decoding an event of a slice with 100 endpoints into dicts and lists, then reading its
 endpoints into `SliceEndpoint` tuples (sliceendpoints.py), was most of what an endpoint event
 cost. msgspec decodes the event against the few fields the cache keeps: the fields of an
-endpoint nobody reads (node, zone, hints, serving) are skipped without being built, and the
-endpoints come out as small structs that become `SliceEndpoint`s in one loop.
+endpoint nobody reads (node, zone, hints, serving) are skipped without being built.
+
+An event of a slice usually changes one endpoint of many (a pod starting, one becoming ready),
+so each endpoint first arrives as its raw JSON, and its fingerprint (the hash of those bytes)
+finds it among the endpoints the cache holds from the slice's previous event
+(`SliceEndpoints.keys`): only new or changed endpoints are decoded, into small structs that
+become `SliceEndpoint`s; the others are the very tuples the cache already holds, which the
+slice predicate then compares by identity. The fingerprint is Python's hash of the bytes,
+keyed afresh in every process, so no one can make two endpoints collide on purpose.
 
 The result is exactly what the JSON decoder and `sliceendpoints.compact` give for the same
 event: metadata, address type and ports as JSON decodes them, the endpoints as the tuples
@@ -16,6 +23,7 @@ instead, so the cache meets them exactly as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -50,7 +58,7 @@ class _Slice(msgspec.Struct):
     kind: Any = _UNSET
     addressType: Any = _UNSET
     ports: Any = _UNSET
-    endpoints: list[_Endpoint] | None = None
+    endpoints: list[msgspec.Raw] | None = None
 
 
 class _Event(msgspec.Struct):
@@ -59,48 +67,92 @@ class _Event(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Event)
+_ENDPOINT = msgspec.json.Decoder(_Endpoint)
+_NO_KEYS: frozenset[int] = frozenset()
+
+Cached = Callable[[str], Any]
 
 
-def _endpoints(endpoints: list[_Endpoint] | None) -> SliceEndpoints:
-    if not endpoints:
-        return SliceEndpoints()
-    found = []
-    serving = []
-    make = tuple.__new__  # a NamedTuple's own constructor is Python code
-    for endpoint in endpoints:
-        ref = endpoint.targetRef
-        addresses = endpoint.addresses
-        if ref is None or ref.kind != "Pod" or not addresses:
-            continue
-        conditions = endpoint.conditions
-        if conditions is None:
-            ready = terminating = False
-        else:
-            ready = conditions.ready is True
-            terminating = conditions.terminating is True
-        kept = make(SliceEndpoint, (addresses[0], ready, terminating, ref.name or "",
-                                    ref.uid or ""))
-        found.append(kept)
-        if ready and not terminating:
-            serving.append(kept)
-    return SliceEndpoints(found, tuple(serving))
+def _endpoint(endpoint: _Endpoint) -> SliceEndpoint | None:
+    """The endpoint as the cache keeps it, None when no reader would use it."""
+    ref = endpoint.targetRef
+    addresses = endpoint.addresses
+    if ref is None or ref.kind != "Pod" or not addresses:
+        return None
+    conditions = endpoint.conditions
+    if conditions is None:
+        ready = terminating = False
+    else:
+        ready = conditions.ready is True
+        terminating = conditions.terminating is True
+    # tuple.__new__: a NamedTuple's own constructor is Python code.
+    return tuple.__new__(SliceEndpoint, (addresses[0], ready, terminating, ref.name or "",
+                                         ref.uid or ""))
 
 
-def decode_slice_event(line: bytes) -> Any:
-    """One watch event's line, the object as the slice cache keeps it."""
+def _endpoints(raws: list[msgspec.Raw] | None, previous: Any) -> SliceEndpoints:
+    """Raises msgspec.ValidationError when an endpoint that must be decoded is not of the
+    typed form."""
+    if not raws:
+        return SliceEndpoints(keys=())
+    known: dict[int, SliceEndpoint] = {}
+    was_dropped = _NO_KEYS
+    if type(previous) is SliceEndpoints and previous.keys is not None:
+        # The keys are kept as int objects (not an array): boxing 100 ints here would cost
+        # more than the lookups save.
+        known = dict(zip(previous.keys, previous, strict=True))
+        was_dropped = previous.dropped
+    found: list[SliceEndpoint] = []
+    serving: list[SliceEndpoint] = []
+    keys: list[int] = []
+    dropped: set[int] = set()
+    # Bound once: this loop runs for every endpoint of every event of a used Service.
+    lookup, add, add_key, add_serving = known.get, found.append, keys.append, serving.append
+    for raw in raws:
+        key = hash(bytes(raw))
+        kept = lookup(key)
+        if kept is None:
+            if key not in was_dropped:
+                kept = _endpoint(_ENDPOINT.decode(raw))
+            if kept is None:
+                dropped.add(key)
+                continue
+        add(kept)
+        add_key(key)
+        if kept[1] and not kept[2]:  # ready and not terminating
+            add_serving(kept)
+    return SliceEndpoints(found, tuple(serving), keys=tuple(keys),
+                          dropped=frozenset(dropped) if dropped else _NO_KEYS)
+
+
+def _previous(metadata: Any, cached: Cached | None) -> Any:
+    """The endpoints the cache holds of this slice, if any."""
+    if cached is None or type(metadata) is not dict:
+        return None
+    namespace, name = metadata.get("namespace"), metadata.get("name")
+    if type(namespace) is not str or type(name) is not str:
+        return None
+    held = cached(f"{namespace}/{name}")
+    return held.get("endpoints") if type(held) is dict else None
+
+
+def decode_slice_event(line: bytes, cached: Cached | None = None) -> Any:
+    """One watch event's line, the object as the slice cache keeps it. `cached(key)`: what the
+    cache holds of a slice, whose endpoints are reused where their JSON is unchanged."""
     try:
         event = _DECODER.decode(line)
+        slice_ = event.object
+        if event.type == "ERROR" or slice_ is None:
+            return jsonbody.loads(line)  # a Status, read whole
+        endpoints = _endpoints(slice_.endpoints, _previous(slice_.metadata, cached))
     except msgspec.DecodeError:  # ValidationError included: not the typed form
         return jsonbody.loads(line)
-    slice_ = event.object
-    if event.type == "ERROR" or slice_ is None:
-        return jsonbody.loads(line)  # a Status, read whole
     obj: dict[str, Any] = {}
     for name in ("apiVersion", "kind", "metadata", "addressType", "ports"):
         value = getattr(slice_, name)
         if value is not _UNSET:
             obj[name] = value
-    obj["endpoints"] = _endpoints(slice_.endpoints)
+    obj["endpoints"] = endpoints
     return {"type": event.type, "object": obj}
 
 

@@ -32,15 +32,26 @@ class SliceEndpoint(NamedTuple):
 
 class SliceEndpoints(tuple[SliceEndpoint, ...]):
     """A kept slice's endpoints, with those that serve (ready, not terminating) picked out
-    once: the slice's next event compares its serving endpoints with these."""
+    once: the slice's next event compares its serving endpoints with these.
+
+    Read from a watch event (slicedecode.py), they also carry what the slice's next event
+    reuses: `keys`, a fingerprint of each endpoint's JSON as it arrived (in the order of the
+    endpoints), and `dropped`, those of the endpoints no reader uses. An endpoint whose JSON is
+    unchanged is then not decoded again; None when the endpoints came another way."""
 
     serving: tuple[SliceEndpoint, ...]
+    keys: tuple[int, ...] | None
+    dropped: frozenset[int]
 
     def __new__(cls, endpoints: Iterable[SliceEndpoint] = (),
-                serving: tuple[SliceEndpoint, ...] | None = None) -> SliceEndpoints:
+                serving: tuple[SliceEndpoint, ...] | None = None, *,
+                keys: tuple[int, ...] | None = None,
+                dropped: frozenset[int] = frozenset()) -> SliceEndpoints:
         self = super().__new__(cls, endpoints)
         self.serving = (serving if serving is not None
                         else tuple([e for e in self if e.ready and not e.terminating]))
+        self.keys = keys
+        self.dropped = dropped
         return self
 
 

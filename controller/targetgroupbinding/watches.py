@@ -40,9 +40,11 @@ def binding_target_type_index(obj: Obj) -> list[str]:
 
 
 def slice_service_index(obj: Obj) -> list[str]:
-    service = labels_of(obj).get(SERVICE_NAME_LABEL)
+    # Read directly rather than through labels_of (a copy of every label): this runs several
+    # times for each event of every EndpointSlice.
+    service = _service_label(obj)
     namespace = namespace_of(obj)
-    return [f"{namespace}/{service}"] if service and namespace else []
+    return [f"{namespace}/{service}"] if type(service) is str and service and namespace else []
 
 
 # ---- views --------------------------------------------------------------------------------

@@ -291,6 +291,37 @@ async def test_watch_ends_cleanly_when_server_closes(client: KubeClient,
     await asyncio.wait_for(task, 5)  # returns without raising
 
 
+async def test_a_silent_watch_ends_after_the_idle_timeout_and_not_before(
+        envtest_kubeconfig: Path, envtest: EnvTestServer) -> None:
+    """No event and no bookmark for `watch_idle_timeout`: the stream is given up (the caller
+    watches again); a stream with traffic stays open however long it lasts."""
+    settings = ClientSettings(watch_idle_timeout=0.6)
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig, settings=settings,
+                                                registry=CollectorRegistry()) as c:
+        rv = (await c.list(CONFIGMAPS, "default"))["metadata"]["resourceVersion"]
+        seen: list[str] = []
+
+        async def consume() -> None:
+            async for event in c.watch(CONFIGMAPS, "default", resource_version=rv,
+                                       timeout_seconds=60, allow_bookmarks=False):
+                seen.append(event["object"]["metadata"]["name"])
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        task = asyncio.create_task(consume())
+        for i in range(6):  # 1.2 s of traffic, never 0.6 s apart
+            await asyncio.sleep(0.2)
+            await c.create(CONFIGMAPS, configmap(f"busy-{i}"))
+        await _until(lambda: len(seen) == 6)
+        assert not task.done()
+        traffic_ended = loop.time()
+        await asyncio.wait_for(task, 5)  # ends without raising
+        silent_for = loop.time() - traffic_ended
+        assert 0.4 <= silent_for < 3.0, silent_for
+        assert loop.time() - started > 1.2
+        assert seen == [f"busy-{i}" for i in range(6)]
+
+
 async def test_bad_kubeconfig_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError, match="does not exist"):
         await KubeClient.from_kubeconfig(tmp_path / "absent")
