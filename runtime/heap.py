@@ -11,35 +11,90 @@ changes, both process-wide and so made by the process's entry point only (`Manag
   collector's permanent generation, which no collection walks. Frozen objects are still freed
   when their last reference goes (a replaced cache entry); only a reference cycle among them
   would outlive its use, and cached objects are plain JSON, which has none.
+
+And the C allocator (glibc's, where the process has it), whose free memory stays in the
+process unless handed back:
+- a fixed mmap threshold (`mmap_threshold`): glibc serves a large block from its own mapping,
+  returned to the system when freed, but raises that threshold to the size of each such block
+  freed, up to 32 MiB. After the first list pages (megabytes of response body, decoded and
+  dropped) every later buffer of that size comes from the heap, whose freed holes the process
+  keeps: about 20 MiB of a large cluster's memory. A fixed threshold keeps them mapped.
+  `MALLOC_MMAP_THRESHOLD_` in the environment, if set, is left to rule;
+- once the caches are synced, `malloc_trim` hands back what the initial lists left free.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import logging
+import os
+import sys
 from dataclasses import dataclass
 
-__all__ = ["HeapSettings", "freeze", "tune"]
+__all__ = ["HeapSettings", "freeze", "release_free_memory", "tune"]
+
+log = logging.getLogger(__name__)
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeapSettings:
     young_threshold: int = 10_000  # allocations between young collections (CPython: 700)
     freeze_after_sync: bool = True
+    # Bytes from which the C allocator maps a block of its own (None: the allocator's default).
+    mmap_threshold: int | None = 256 * 1024
+    trim_after_sync: bool = True
 
     def __post_init__(self) -> None:
         if self.young_threshold < 1:
             raise ValueError(f"young_threshold must be >= 1, got {self.young_threshold!r}")
+        if self.mmap_threshold is not None and self.mmap_threshold < 1:
+            raise ValueError(f"mmap_threshold must be >= 1, got {self.mmap_threshold!r}")
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """The process's C library when it is glibc (mallopt and malloc_trim are glibc's)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (only glibc has it)
+        libc.mallopt  # noqa: B018
+        libc.malloc_trim  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def tune(settings: HeapSettings) -> None:
     _, middle, old = gc.get_threshold()
     gc.set_threshold(settings.young_threshold, middle, old)
+    libc = _glibc()
+    if (settings.mmap_threshold is not None and libc is not None
+            and "MALLOC_MMAP_THRESHOLD_" not in os.environ
+            and not libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(settings.mmap_threshold))):
+        log.debug("mallopt refused an mmap threshold of %d", settings.mmap_threshold)
+
+
+def release_free_memory() -> bool:
+    """Hand the C allocator's free memory back to the system; False where it cannot."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    libc.malloc_trim(ctypes.c_size_t(0))
+    return True
 
 
 def freeze(settings: HeapSettings) -> int:
-    """Collect once, then freeze what is left; returns how many objects were frozen."""
-    if not settings.freeze_after_sync:
-        return 0
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
+    """Collect once, then freeze what is left (and hand back what the initial lists left
+    free); returns how many objects were frozen."""
+    frozen = 0
+    if settings.freeze_after_sync:
+        gc.collect()
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+    if settings.trim_after_sync:
+        release_free_memory()
+    return frozen

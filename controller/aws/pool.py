@@ -67,7 +67,7 @@ class AWSClientPool:
             self._budget = VerificationBudget(rate=settings.verify_calls_qps,
                                               burst=settings.verify_calls_burst,
                                               clock=self._clock)
-        self._session: AioSession = session or with_shared_loader(get_session())
+        self._session: AioSession = session or with_shared_loader(get_session(), trimmed=True)
         self._clients: dict[tuple[str, str], _Client] = {}
         self._create_lock = asyncio.Lock()
         self._semaphores: dict[str, asyncio.Semaphore] = {}
@@ -188,7 +188,9 @@ class AWSClientPool:
     def _check_operation(self, entry: _Client, operation: str) -> None:
         if operation not in entry.operations:
             raise ValueError(f"{entry.service} has no operation {operation!r} "
-                             "(use the PascalCase API name, e.g. DescribeLoadBalancers)")
+                             "(use the PascalCase API name, e.g. DescribeLoadBalancers; "
+                             "an operation of a trimmed model must be in "
+                             "controller.aws.loader.TRIMMED_OPERATIONS)")
 
     def _semaphore(self, service: str) -> asyncio.Semaphore:
         sem = self._semaphores.get(service)

@@ -13,9 +13,11 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from aiobotocore.session import get_session
 from prometheus_client import CollectorRegistry
 
 from controller.aws import AWSClientPool, AWSError, AWSSettings
+from controller.aws.loader import with_shared_loader
 from controller.aws.throttle import ThrottleConfig
 from runtime.objects import Obj
 
@@ -35,7 +37,10 @@ class AwsInspector:
     async def open(cls, url: str, *, region: str) -> AsyncIterator[AwsInspector]:
         settings = AWSSettings(region=region, endpoint_url=url, access_key="testing",
                                secret_key="testing", throttle=ThrottleConfig())
-        async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
+        # The whole service models (the controller's pool describes only what it calls): a
+        # test makes what the controller never would (VPCs, prefix lists).
+        session = with_shared_loader(get_session())
+        async with AWSClientPool(settings, registry=CollectorRegistry(), session=session) as pool:
             yield cls(pool)
 
     @property

@@ -24,6 +24,7 @@ from typing import Any
 import botocore.session
 import pytest
 
+from controller.aws.loader import TRIMMED_OPERATIONS
 from controller.deploy import CLUSTER_TAG
 from controller.deploy.calls import Calls
 from tests.support.paths import REPO
@@ -206,6 +207,19 @@ def test_policy_grants_exactly_the_actions_the_code_calls(policy: dict[str, Any]
     granted = policy_actions(policy)
     assert sorted(derived - granted) == [], "called but not granted"
     assert sorted(granted - derived) == [], "granted but never called"
+
+
+def test_trimmed_service_models_describe_exactly_the_operations_the_code_calls() -> None:
+    """The client pool's models of trimmed services (controller/aws/loader.py) hold only the
+    operations listed there: a call of another one would find no such method."""
+    called: dict[str, set[str]] = {}
+    for service, operation in called_operations():
+        called.setdefault(service, set()).add(operation)
+    for service, operations in TRIMMED_OPERATIONS.items():
+        assert sorted(called.get(service, set()) - operations) == [], \
+            f"{service}: called but trimmed away"
+        assert sorted(operations - called.get(service, set())) == [], \
+            f"{service}: kept but never called"
 
 
 def test_the_derivation_sees_both_call_shapes_and_indirection() -> None:

@@ -32,7 +32,7 @@ async def test_calls_reach_elbv2_ec2_and_acm(aws_pool: AWSClientPool, aws_seed: 
 async def test_clients_are_created_lazily_and_shared(aws_pool: AWSClientPool) -> None:
     assert aws_pool.open_clients == ()
     await asyncio.gather(*(aws_pool.call("elbv2", "DescribeLoadBalancers") for _ in range(10)),
-                         *(aws_pool.call("ec2", "DescribeVpcs") for _ in range(5)))
+                         *(aws_pool.call("ec2", "DescribeSubnets") for _ in range(5)))
     assert sorted(aws_pool.open_clients) == [("ec2", "us-west-2"), ("elbv2", "us-west-2")]
     first = await aws_pool.raw_client("elbv2")
     assert await aws_pool.raw_client("elbv2") is first
@@ -95,15 +95,15 @@ async def test_retries_give_up_after_max_retries(
     registry = CollectorRegistry()
     settings = AWSSettings(region="us-west-2", endpoint_url=aws_proxy.url, max_retries=2)
     async with AWSClientPool(settings, registry=registry) as pool:
-        aws_proxy.inject("ServiceUnavailable", operation="DescribeVpcs")
+        aws_proxy.inject("ServiceUnavailable", operation="DescribeSubnets")
         with pytest.raises(AWSError) as excinfo:
-            await pool.call("ec2", "DescribeVpcs")
+            await pool.call("ec2", "DescribeSubnets")
     assert excinfo.value.code == "ServiceUnavailable"
     assert excinfo.value.status == 503
     assert excinfo.value.retry_attempts == 2
-    assert len(aws_proxy.records(operation="DescribeVpcs")) == 3
+    assert len(aws_proxy.records(operation="DescribeSubnets")) == 3
     assert registry.get_sample_value("aws_api_call_retries_sum", {
-        "service": "EC2", "operation": "DescribeVpcs"}) == 2
+        "service": "EC2", "operation": "DescribeSubnets"}) == 2
 
 
 async def test_metrics_carry_upstream_names_and_labels(
@@ -150,10 +150,10 @@ async def test_unknown_or_unpageable_operations_are_rejected(aws_pool: AWSClient
 async def test_concurrency_per_service_is_bounded(aws_proxy: AWSFaultProxy) -> None:
     settings = AWSSettings(region="us-west-2", endpoint_url=aws_proxy.url,
                            throttle=ThrottleConfig(), max_concurrency_per_service=3)
-    aws_proxy.inject(latency=0.05, operation="DescribeVpcs")
+    aws_proxy.inject(latency=0.05, operation="DescribeSubnets")
     async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
-        await asyncio.gather(*(pool.call("ec2", "DescribeVpcs") for _ in range(12)))
-    assert len(aws_proxy.records(operation="DescribeVpcs")) == 12
+        await asyncio.gather(*(pool.call("ec2", "DescribeSubnets") for _ in range(12)))
+    assert len(aws_proxy.records(operation="DescribeSubnets")) == 12
     assert aws_proxy.max_in_flight == 3
 
 
