@@ -7,7 +7,11 @@ Delivery contract (client-go's processorListener, simplified for one event loop)
 - The store is updated before any handler hears of the change, so a handler that reads the
   cache sees at least the state it was told about.
 - Each handler has its own unbounded buffer and task: notifications reach it one at a time,
-  in the order the informer saw them; a slow handler delays only itself.
+  in the order the informer saw them; a slow handler delays only itself. A watch event that
+  finds a handler's buffer empty and its task idle is handed to it at once, on the watch's
+  task, and the rest of an async handler's work is left to its task; the order is the same,
+  and an event costs no task switch per handler (at a hundred events a second, with every
+  event met by cold caches, that switch was a tenth of an event's CPU).
 - `on_add(obj, is_initial_list)` is True for the initial list and for the replay a handler
   registered after start receives; `on_update(old, new)`; `on_delete(obj)` receives a
   `DeletedFinalStateUnknown` tombstone when the object vanished during a watch outage.
@@ -86,7 +90,21 @@ class _Synced:
 
 
 _SYNCED = _Synced()
-Notification = tuple[str, Any, Any] | _Synced
+
+
+class _Unfinished:
+    """What a handler given a notification at once returned to await: its task awaits it
+    before anything queued after it."""
+
+    __slots__ = ("awaitable", "kind", "obj")
+
+    def __init__(self, awaitable: Any, kind: str, obj: Any) -> None:
+        self.awaitable = awaitable
+        self.kind = kind
+        self.obj = obj
+
+
+Notification = tuple[str, Any, Any] | _Synced | _Unfinished
 
 
 class HandlerRegistration:
@@ -102,6 +120,7 @@ class HandlerRegistration:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._synced = False
+        self._idle = False  # the task waits for work, with nothing of it unfinished
 
     @property
     def has_synced(self) -> bool:
@@ -119,6 +138,17 @@ class HandlerRegistration:
         self._pending.append(notification)
         self._wakeup.set()
 
+    def _push_now(self, notification: tuple[str, Any, Any]) -> None:
+        """A watch event: delivered here and now when nothing is before it, queued if
+        anything is (so the order holds)."""
+        if self._pending or not self._idle:
+            self._push(notification)
+            return
+        kind, first, second = notification
+        result = self._call(kind, first, second)
+        if result is not None and inspect.isawaitable(result):
+            self._push(_Unfinished(result, kind, first))
+
     def _start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
@@ -131,13 +161,30 @@ class HandlerRegistration:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def _call(self, kind: str, first: Any, second: Any) -> object:
+        """The handler's result for one notification; an exception is logged (None)."""
+        try:
+            if kind == "add":
+                return self._on_add(first, second) if self._on_add else None
+            if kind == "update":
+                return self._on_update(first, second) if self._on_update else None
+            return self._on_delete(first) if self._on_delete else None
+        except Exception:
+            log.exception("%s: %s handler failed for %s", self._informer.name, kind,
+                          _describe(first))
+            return None
+
     async def _run(self) -> None:
         delivered = 0
         since = time.perf_counter()
         while True:
             while not self._pending:
                 self._wakeup.clear()
-                await self._wakeup.wait()
+                self._idle = True
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._idle = False
                 delivered, since = 0, time.perf_counter()
             delivered += 1
             if delivered % _YIELD_EVERY == 0 or time.perf_counter() - since > _YIELD_AFTER:
@@ -151,17 +198,17 @@ class HandlerRegistration:
                 self._synced = True
                 self._informer._sync_changed.set()
                 continue
-            kind, first, second = notification
+            if isinstance(notification, _Unfinished):
+                result: object = notification.awaitable
+                kind, first = notification.kind, notification.obj
+            else:
+                kind, first, second = notification
+                result = self._call(kind, first, second)
+            # `is not None` first: isawaitable's ABC check costs more than the handler.
+            if result is None or not inspect.isawaitable(result):
+                continue
             try:
-                if kind == "add":
-                    result = self._on_add(first, second) if self._on_add else None
-                elif kind == "update":
-                    result = self._on_update(first, second) if self._on_update else None
-                else:
-                    result = self._on_delete(first) if self._on_delete else None
-                # `is not None` first: isawaitable's ABC check costs more than the handler.
-                if result is not None and inspect.isawaitable(result):
-                    await result
+                await result
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -413,6 +460,10 @@ class SharedInformer:
         for registration in self._handlers:
             registration._push(notification)
 
+    def _notify_now(self, notification: tuple[str, Any, Any]) -> None:
+        for registration in self._handlers:
+            registration._push_now(notification)
+
     def on_replace(self, items: list[Obj], resource_version: str) -> None:
         store = self.store
         if not self._populated:
@@ -449,13 +500,13 @@ class SharedInformer:
         if event_type == "DELETED":
             old = store.delete(key_of(obj))
             if old is not None:
-                self._notify(("delete", obj, None))
+                self._notify_now(("delete", obj, None))
         else:
             old = store.upsert(obj)
             if old is None:
-                self._notify(("add", obj, False))
+                self._notify_now(("add", obj, False))
             else:
-                self._notify(("update", old, obj))
+                self._notify_now(("update", old, obj))
         rv = _rv(obj)
         if rv:
             store.resource_version = rv

@@ -252,3 +252,53 @@ async def test_exist_ok_cannot_hide_an_index_clash(informer: SharedInformer) -> 
         informer.add_indexer("thing", by_rv, exist_ok=True)
     informer.on_replace([svc("a", "1")], "1")
     assert informer.store.index_keys("thing", "a") == ["default/a"]
+
+
+async def test_a_watch_event_reaches_an_idle_handler_at_once_and_order_holds(
+        informer: SharedInformer) -> None:
+    """An idle handler with nothing queued hears of a watch event before `on_event` returns;
+    an async handler's unfinished part, and everything after it, wait for its task, in
+    order; a handler that raises loses nothing for the others."""
+    seen: list[str] = []
+    release = asyncio.Event()
+
+    class Slow:
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> Any:
+            seen.append(f"slow:{obj['metadata']['name']}")
+            if obj["metadata"]["name"] == "first":
+                return release.wait()  # finishes later, on the handler's task
+            return None
+
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+            seen.append(f"slow-update:{new['metadata']['name']}")
+
+        def on_delete(self, obj: Any) -> None:
+            pass
+
+    class Failing(Recorder):
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            raise RuntimeError("hostile")
+
+    rec = Recorder(informer)
+    informer.add_handler(rec)
+    informer.add_handler(Failing())
+    informer.add_handler(Slow())
+    informer.start()
+    informer.on_replace([], "1")
+    assert await informer.wait_for_sync(timeout=2)
+    await settle(informer)
+
+    informer.on_event("ADDED", svc("first", "2"))
+    # Delivered inside on_event: no task had to run.
+    assert rec.events == [("add", "first", "2", False)]
+    assert seen == ["slow:first"]
+    informer.on_event("ADDED", svc("second", "3"))
+    informer.on_event("MODIFIED", svc("first", "4"))
+    assert rec.events[-1] == ("update", "first", "2", "4")  # idle, so at once too
+    assert seen == ["slow:first"]  # behind the unfinished first: queued
+    await asyncio.sleep(0.05)
+    assert seen == ["slow:first"]
+    release.set()
+    await settle(informer)
+    assert seen == ["slow:first", "slow:second", "slow-update:first"]
+    assert rec.store_was_current
