@@ -8,10 +8,12 @@ read from AWS; so it is stable across restarts and computable from the informer 
 Bumping a builder's version invalidates every stored checkpoint of its kind at once: the next
 start verifies everything at normal priority.
 
-The priority decision happens in the event handler (no I/O there): an initial-list add or a
+The priority decision starts in the event handler (no I/O there): an initial-list add or a
 resync whose computed checkpoint equals the stored one goes to the paced LOW lane; anything
-else is NORMAL. "" is never a valid checkpoint, so it doubles as the reset marker written
-before a changed model is deployed.
+else is NORMAL. What needs the model (an object with a stored checkpoint) is decided off the
+event path (`runtime.decisions.Deferred`); an object without one is NORMAL at once. "" is
+never a valid checkpoint, so it doubles as the reset marker written before a changed model is
+deployed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from controller.apis import (
     CHECKPOINT_TIMESTAMP_ANNOTATION,
 )
 from controller.model import Stack, checkpoint_digest
-from runtime.handlers import PriorityFn
+from runtime.handlers import Deferred, PriorityFn
 from runtime.objects import Obj, is_deleting
 from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL
@@ -90,10 +92,23 @@ def priority_function(compute_from_cache: Callable[[Obj], str | Iterable[str] | 
     when there is nothing to compare (bad input, not ours); it must not do I/O. `current(obj)`
     reads the stored checkpoint. Initial-list adds and resyncs that match go LOW; other
     initial-list adds and resyncs go NORMAL, as does any object being deleted; other events keep
-    their default. Disabled: all NORMAL, so a restart reconciles everything at full speed, as
-    upstream does."""
+    their default. The comparison, which builds the model, is deferred (made off the event
+    path); an object with nothing stored is NORMAL at once. Disabled: all NORMAL, so a restart
+    reconciles everything at full speed, as upstream does."""
 
-    def priority(obj: Obj, kind: EventKind, default: int) -> int:
+    def decide(obj: Obj, have: str) -> int:
+        try:
+            value = compute_from_cache(obj)
+        except ValueError:
+            return NORMAL  # bad input: its reconcile reports it, at once and without AWS calls
+        except Exception:
+            # Decided where nothing may raise (an informer's delivery, the decisions' task).
+            log.exception("checkpoint computation failed", object=_name(obj))
+            return NORMAL
+        candidates = (value,) if value is None or isinstance(value, str) else tuple(value)
+        return LOW if any(matches(c, have) for c in candidates) else NORMAL
+
+    def priority(obj: Obj, kind: EventKind, default: int) -> int | Deferred:
         if not enabled:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
@@ -101,16 +116,13 @@ def priority_function(compute_from_cache: Callable[[Obj], str | Iterable[str] | 
         if is_deleting(obj):
             return NORMAL  # a deletion is always a real change
         try:
-            value = compute_from_cache(obj)
             have = current(obj)
-        except ValueError:
-            return NORMAL  # bad input: its reconcile reports it, at once and without AWS calls
         except Exception:
-            # A handler must never raise into the informer's delivery loop.
-            log.exception("checkpoint computation failed", object=_name(obj))
+            log.exception("checkpoint read failed", object=_name(obj))
             return NORMAL
-        candidates = (value,) if value is None or isinstance(value, str) else tuple(value)
-        return LOW if any(matches(c, have) for c in candidates) else NORMAL
+        if not have:
+            return NORMAL  # nothing deployed to compare with: no model to build
+        return Deferred(lambda: decide(obj, have))
 
     return priority
 

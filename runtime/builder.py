@@ -10,14 +10,15 @@
 map to requests, `watches_handler` a handler the controller builds itself. `with_event_filter`
 adds predicates to every `for_`/`watches` watch (controller-runtime's WithEventFilter). The
 queue is built from the options (`ControllerOptions`, defaults in `controller_options`) with the
-manager's clock and metrics registry, and `complete` registers the controller with the manager,
-which starts it while leading.
+manager's clock and metrics registry (a paced LOW lane also waits, a bounded while, for the real
+changes any controller of the manager is reconciling: `runtime.decisions.Foreground`), and
+`complete` registers the controller with the manager, which starts it while leading.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runtime.controller import Controller, ControllerOptions, Source, controller_options
@@ -26,7 +27,7 @@ from runtime.handlers import EnqueueForObject, EnqueueFromMap, Enqueuer, MapFn, 
 from runtime.manager import Manager
 from runtime.predicates import Predicate
 from runtime.reconcile import Reconciler, Request
-from runtime.workqueue import PriorityQueue
+from runtime.workqueue import AllGates, PriorityQueue, QueueOptions
 
 __all__ = ["ControllerBuilder"]
 
@@ -97,11 +98,12 @@ class ControllerBuilder:
         assert options.max_concurrent_reconciles is not None
         manager = self._manager
         queue: PriorityQueue[Request] = PriorityQueue(
-            self._name, clock=manager.clock, registry=manager.registry, options=options.queue)
+            self._name, clock=manager.clock, registry=manager.registry,
+            options=_behind_real_changes(options.queue, manager))
         controller = Controller(self._name, reconciler,
                                 max_concurrent_reconciles=options.max_concurrent_reconciles,
                                 queue=queue, clock=manager.clock, registry=manager.registry,
-                                hot_loop=options.hot_loop)
+                                hot_loop=options.hot_loop, foreground=manager.foreground)
         for watch in self._watches:
             controller.watch(watch.source, self._handler(watch, controller))
         manager.add_controller(controller)
@@ -118,3 +120,12 @@ class ControllerBuilder:
                                     failures=failures)
         return EnqueueFromMap(controller, watch.map_fn, priority=watch.priority,
                               predicates=predicates, failures=failures)
+
+
+def _behind_real_changes(options: QueueOptions, manager: Manager) -> QueueOptions:
+    """A paced LOW lane (verifications) also waits while a real change is being reconciled."""
+    low = options.low_lane
+    if low.qps is None:
+        return options
+    gate = manager.foreground if low.gate is None else AllGates(low.gate, manager.foreground)
+    return replace(options, low_lane=replace(low, gate=gate))

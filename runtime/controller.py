@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from runtime import metrics
 from runtime.clock import Clock, RealClock
+from runtime.decisions import Decisions, Deferred, Foreground
 from runtime.errors import ApiError
 from runtime.hotloop import HotLoopGuard, HotLoopOptions
 from runtime.reconcile import (
@@ -120,6 +121,12 @@ class _Metrics:
             reg, "aiolbc_controller_enqueues_total",
             "Requests enqueued by event handlers, by priority", ("controller", "priority"))
         self._enqueues_by_priority: dict[int, Any] = {}  # resolved children: no .labels() each
+        # Not a controller-runtime metric: requests waiting for their priority decision
+        # (runtime.decisions), so far not in the queue's depth; computed at scrape time.
+        self.pending_decisions = metrics.gauge(
+            reg, "aiolbc_controller_pending_priority_decisions",
+            "Requests waiting for a deferred priority decision before they are queued",
+            ("controller",)).labels(**label)
         self.name = name
 
     def enqueued(self, priority: int) -> None:
@@ -145,6 +152,7 @@ class Controller:
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
         hot_loop: HotLoopOptions | None = None,
+        foreground: Foreground | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be >= 1")
@@ -166,9 +174,23 @@ class Controller:
         self._guard: HotLoopGuard[Request] = HotLoopGuard(hot_loop or HotLoopOptions(),
                                                           clock=self._clock)
         self._admitted = 0
+        # The manager's, so that every controller's decisions give way to any real change.
+        self.foreground = foreground if foreground is not None else Foreground()
+        self.decisions = Decisions(name, self._enqueue_decided, self.foreground)
+        self._metrics.pending_decisions.set_function(self.decisions.__len__)
+        self.foreground.watch_settling(self.settling)
 
     # Enqueuer protocol, used by the event handlers.
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
+        if priority >= NORMAL:
+            self.decisions.settled(request)
+        self._enqueue_decided(request, priority)
+
+    def defer(self, request: Request, decision: Deferred) -> None:
+        """Enqueue `request` once `decision` is made, off the event path (runtime.decisions)."""
+        self.decisions.defer(request, decision)
+
+    def _enqueue_decided(self, request: Request, priority: int) -> None:
         self._metrics.enqueued(priority)
         running = self._running.get(request)
         if running is not None:
@@ -187,6 +209,13 @@ class Controller:
         events the previous leader already handled."""
         self._watches.append((source, handler))
 
+    def settling(self) -> bool:
+        """Running, and still replaying the caches to its handlers or deciding priorities."""
+        return bool(self._workers) and (
+            bool(len(self.decisions))
+            or any(not getattr(registration, "has_synced", True)
+                   for _, registration in self._registrations))
+
     @property
     def running(self) -> bool:
         return bool(self._workers) and not self._stopping
@@ -199,6 +228,7 @@ class Controller:
                                for source, handler in self._watches]
         self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
                          for i in range(self._workers_n)]
+        self.decisions.start()
 
     def _unwatch(self) -> None:
         for source, registration in self._registrations:
@@ -209,6 +239,7 @@ class Controller:
         """Stop taking work; give in-flight reconciles `timeout` seconds, then cancel them."""
         self._stopping = True
         self._unwatch()
+        await self.decisions.stop()
         for task in self._workers:
             if task not in self._busy:
                 task.cancel()
@@ -225,6 +256,7 @@ class Controller:
         race the new leader."""
         self._stopping = True
         self._unwatch()
+        await self.decisions.stop()
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -272,7 +304,8 @@ class Controller:
             try:
                 with (structlog.contextvars.bound_contextvars(
                         controller=self.name, key=request.key, reconcile_id=reconcile_id),
-                      current_reconcile(priority=cell, reconcile_id=reconcile_id)):
+                      current_reconcile(priority=cell, reconcile_id=reconcile_id),
+                      self.foreground.reconciling(priority)):
                     result = await self._reconciler.reconcile(request)
             finally:
                 self._running.pop(request, None)

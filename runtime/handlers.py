@@ -8,6 +8,10 @@ plug in there): it sees the object, the event kind and the default, and returns 
 Deletion is always a real change: a delete, or any event about an object whose
 `deletionTimestamp` is set, is never LOW, whatever the priority function says.
 
+A priority function may also answer `Deferred(decide)` (runtime.decisions) for an initial-list
+add or a resync it cannot judge cheaply: the controller then makes that decision off the event
+path, giving way to real changes, and enqueues the request with its result.
+
 `predicates=` filters events before anything is mapped (all must pass; runtime.predicates).
 
 User functions meet hostile objects: a map function that raises skips that object for this
@@ -21,12 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from runtime.decisions import Deferred
 from runtime.failures import FailureLog
 from runtime.objects import Obj, is_deleting, key_of, resource_version_of
 from runtime.predicates import Event, EventKind, Predicate
 from runtime.reconcile import LOW, NORMAL, Request
 
 __all__ = [
+    "Deferred",
     "EnqueueForObject",
     "EnqueueFromMap",
     "Enqueuer",
@@ -42,9 +48,12 @@ class Enqueuer(Protocol):
 
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None: ...
 
+    def defer(self, request: Request, decision: Deferred) -> None:
+        """Enqueue `request` with the priority `decision()` gives, made later."""
 
-PriorityFn = Callable[[Obj, EventKind, int], int]
-"""(object, event kind, default priority) → priority to use."""
+
+PriorityFn = Callable[[Obj, EventKind, int], int | Deferred]
+"""(object, event kind, default priority) → priority to use, or a decision to make later."""
 
 MapFn = Callable[[Obj], Iterable[Request]]
 
@@ -92,16 +101,19 @@ class _Handler:
                                                         type(predicate).__name__))
         return True
 
-    def _priority_of(self, obj: Obj, kind: EventKind) -> int:
+    def _priority_of(self, obj: Obj, kind: EventKind) -> int | Deferred:
         deletion = _deletion(obj, kind)
-        prio = NORMAL if deletion else default_priority(kind)
+        default = NORMAL if deletion else default_priority(kind)
+        prio: int | Deferred = default
         if self._priority is not None:
             try:
-                prio = self._priority(obj, kind, prio)
+                prio = self._priority(obj, kind, default)
             except Exception as exc:
                 self._failures.failed("priority function", key_of(obj), exc)
                 return NORMAL
-        return NORMAL if deletion and prio < NORMAL else prio
+        if deletion and (isinstance(prio, Deferred) or prio < NORMAL):
+            return NORMAL
+        return prio
 
     def _mapped(self, obj: Obj) -> list[Request]:
         try:
@@ -115,6 +127,10 @@ class _Handler:
         if not requests:
             return  # nothing to wake: the priority function need not run
         prio = self._priority_of(obj, kind)
+        if isinstance(prio, Deferred):
+            for request in requests:
+                self._target.defer(request, prio)
+            return
         for request in requests:
             self._target.enqueue(request, priority=prio)
 

@@ -50,6 +50,7 @@ from runtime import heap, metrics
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.controller import Controller
+from runtime.decisions import Foreground
 from runtime.delegatedauth import DelegatedAuth
 from runtime.events import EventRecorder
 from runtime.heap import HeapSettings
@@ -116,6 +117,8 @@ class Manager:
                 retry_period=self.options.retry_period, clock=self.clock,
                 registry=self.registry)
         self._controllers: list[Controller] = []
+        # Shared by the controllers: deferred priority decisions give way to real changes.
+        self.foreground = Foreground(clock=self.clock)
         self._runnables: list[LeaderRunnable] = []
         self._webhook_server: WebhookServer | None = None
         self._stopping: asyncio.Event | None = None

@@ -63,6 +63,7 @@ from controller.reconcilers import ObjectWriter, Recorder
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Conflict, NotFound
+from runtime.handlers import Deferred
 from runtime.objects import Obj, has_finalizer, is_deleting, key_of, meta, namespace_of
 from runtime.predicates import EventKind
 from runtime.reconcile import (
@@ -107,7 +108,7 @@ class IngressReconciler:
         # replays every member and every backend Service of a group, each asking for the same
         # decision; computing it once per group keeps a 1,000-Ingress replay short. Any other
         # event (a change) drops them all.
-        self._decisions: dict[Request, tuple[tuple[tuple[str, str], ...], int]] = {}
+        self._decisions: dict[Request, tuple[tuple[tuple[str, str], ...], int | Deferred]] = {}
         self._cleanup_poll = cleanup_poll
         self._writer = ObjectWriter(client, INGRESSES, recorder, self._clock)
         self._bindings_writer = BindingWriter(client)
@@ -146,10 +147,12 @@ class IngressReconciler:
             return None
         return value
 
-    def priority(self, request: Request, kind: EventKind, default: int) -> int:
+    def priority(self, request: Request, kind: EventKind, default: int) -> int | Deferred:
         """An initial-list add or resync of a group whose checkpoint matches on every member,
         with the Kubernetes side of its last deploy intact, goes to the paced LOW lane; anything
-        else keeps its default (NORMAL)."""
+        else keeps its default (NORMAL). A group whose members carry one checkpoint between them
+        needs its model built to tell: that is decided off the event path (Deferred); any other
+        is NORMAL at once."""
         if not self._checkpoints:
             return NORMAL
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
@@ -160,6 +163,21 @@ class IngressReconciler:
         versions = self._loader.versions(request)
         known = self._decisions.get(request)
         if known is not None and known[0] == versions:
+            return known[1]  # the others of the group ask for the same (deferred) decision
+        members = self._loader.load(request).members
+        stored = {checkpoint.stored(m.ingress) for m in members}
+        decision: int | Deferred = NORMAL
+        if len(stored) == 1 and next(iter(stored)):
+            decision = Deferred(lambda: self._decide(request))
+        # Else no member, a member without a checkpoint, or members that disagree: a change.
+        self._decisions[request] = (versions, decision)
+        return decision
+
+    def _decide(self, request: Request) -> int:
+        """The deferred half of `priority`, on the caches as they are by then."""
+        versions = self._loader.versions(request)
+        known = self._decisions.get(request)
+        if known is not None and known[0] == versions and not isinstance(known[1], Deferred):
             return known[1]
         group = self._loader.load(request)
         members = group.members

@@ -25,7 +25,7 @@ from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
-from runtime.handlers import Enqueuer, default_priority, unwrap_tombstone
+from runtime.handlers import Deferred, Enqueuer, default_priority, unwrap_tombstone
 from runtime.objects import (
     Obj,
     annotations_of,
@@ -50,7 +50,7 @@ SERVICE_SECRET_INDEX: Final = "ingress-service-secret"
 BINDING_STACK_INDEX: Final = "ingress-stack"  # managed TGB → Request.key of its group
 
 MapFn = Callable[[Obj], Iterable[Request]]
-GroupPriority = Callable[[Request, EventKind, int], int]
+GroupPriority = Callable[[Request, EventKind, int], int | Deferred]
 Relevant = Callable[[Obj], Any]
 
 
@@ -123,7 +123,10 @@ class GroupHandler:
             except Exception:  # never raise into the informer's delivery loop
                 log.exception("priority decision failed", group=request.key)
                 prio = default
-            self._target.enqueue(request, priority=prio)
+            if isinstance(prio, Deferred):
+                self._target.defer(request, prio)
+            else:
+                self._target.enqueue(request, priority=prio)
 
     def _safe_map(self, obj: Obj) -> list[Request]:
         try:

@@ -5,7 +5,13 @@ README.md in `runtime/` tells the whole story."""
 
 from __future__ import annotations
 
-from runtime.workqueue.options import LaneGate, LowLaneOptions, QueueOptions, with_defaults
+from runtime.workqueue.options import (
+    AllGates,
+    LaneGate,
+    LowLaneOptions,
+    QueueOptions,
+    with_defaults,
+)
 from runtime.workqueue.queue import PriorityQueue, ShutDown
 from runtime.workqueue.ratelimit import (
     BucketRateLimiter,
@@ -16,6 +22,7 @@ from runtime.workqueue.ratelimit import (
 )
 
 __all__ = [
+    "AllGates",
     "BucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
     "LaneGate",

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from runtime.workqueue.ratelimit import ItemExponentialFailureRateLimiter, RateLimiter
 
-__all__ = ["LaneGate", "LowLaneOptions", "QueueOptions", "with_defaults"]
+__all__ = ["AllGates", "LaneGate", "LowLaneOptions", "QueueOptions", "with_defaults"]
 
 
 class LaneGate(Protocol):
@@ -25,6 +25,18 @@ class LaneGate(Protocol):
     def time_to_open(self) -> float:
         """Seconds until the gate opens; 0.0 while it is open."""
         ...
+
+
+class AllGates:
+    """Several gates as one: open when every one of them is."""
+
+    __slots__ = ("gates",)
+
+    def __init__(self, *gates: LaneGate) -> None:
+        self.gates = gates
+
+    def time_to_open(self) -> float:
+        return max((g.time_to_open() for g in self.gates), default=0.0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -58,7 +58,8 @@ def _status_mib(field: str) -> float:
 # Only the collectors of these families run for `stats`: a full scrape of the registry costs
 # milliseconds, which the benchmark, polling for idleness, would count as the controller's CPU.
 _STATS_FAMILIES = ("controller_runtime_reconcile_total", "workqueue_depth",
-                   "controller_runtime_active_workers")
+                   "controller_runtime_active_workers",
+                   "aiolbc_controller_pending_priority_decisions")
 
 
 def _samples(registry: Any, name: str) -> dict[str, float]:
@@ -102,6 +103,7 @@ class Probe:
             "reconciles": _samples(registry, "controller_runtime_reconcile_total"),
             "depth": _samples(registry, "workqueue_depth"),
             "busy": _samples(registry, "controller_runtime_active_workers"),
+            "deciding": _samples(registry, "aiolbc_controller_pending_priority_decisions"),
             "gc": [s["collections"] for s in gc.get_stats()],
             "gc_s": [round(t, 3) for t in self.gc_s],
         }

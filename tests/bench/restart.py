@@ -255,6 +255,7 @@ class Run:
             return False
         # Waiting (rate-limited or delayed) entries count: they are not verified yet.
         return all(not c.queue._items and not c.queue._deferred and not c.queue.in_flight
+                   and not len(c.decisions)
                    for c in self.manager.controllers)
 
     async def kill(self) -> None:
@@ -449,7 +450,7 @@ class Bench:
                 else:
                     idle_since = None
                 if now - last >= 5:
-                    depth = {c.name: len(c.queue._items) + c.queue.in_flight
+                    depth = {c.name: len(c.queue._items) + c.queue.in_flight + len(c.decisions)
                              for c in run.manager.controllers}
                     log(f"{mode.name}: {now - t0:.0f}s, fresh "
                         f"{'ready' if fresh_at is not None else 'pending'}, queues {depth}, "

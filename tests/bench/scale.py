@@ -216,7 +216,8 @@ def _tgb_done(obj: dict[str, Any], ready: dict[str, int]) -> bool:
 
 
 def _idle(stats: dict[str, Any]) -> bool:
-    return not any(stats["depth"].values()) and not any(stats["busy"].values())
+    return not any(stats["depth"].values()) and not any(stats["busy"].values()) and not any(
+        stats.get("deciding", {}).values())
 
 
 class Bench:

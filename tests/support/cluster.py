@@ -193,8 +193,10 @@ class Cluster:
         deadline = since + timeout
         while True:
             await asyncio.sleep(0.05)
-            busy = [f"{c.name}: {len(c.queue)} queued, {c.queue.in_flight} in flight"
-                    for c in self.manager.controllers if len(c.queue) or c.queue.in_flight]
+            busy = [f"{c.name}: {len(c.queue)} queued, {c.queue.in_flight} in flight, "
+                    f"{len(c.decisions)} to decide"
+                    for c in self.manager.controllers
+                    if len(c.queue) or c.queue.in_flight or len(c.decisions)]
             now = loop.time()
             if busy or self._all_reconciles() != last:
                 last, since = self._all_reconciles(), now

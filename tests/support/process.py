@@ -52,7 +52,8 @@ class ControllerRun:
         last, since = self._reconciles(), loop.time()
         while True:
             await asyncio.sleep(0.05)
-            busy = any(len(c.queue) or c.queue.in_flight for c in self.manager.controllers)
+            busy = any(len(c.queue) or c.queue.in_flight or len(c.decisions)
+                       for c in self.manager.controllers)
             now = loop.time()
             if busy or self._reconciles() != last:
                 last, since = self._reconciles(), now

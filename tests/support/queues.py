@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Hashable
 from typing import Any, TypeVar
 
+from runtime.decisions import Deferred
 from runtime.workqueue import LowLaneOptions, PriorityQueue, QueueOptions
 
 K = TypeVar("K", bound=Hashable)
@@ -54,3 +55,9 @@ async def parked_getter(queue: PriorityQueue[K]) -> tuple[asyncio.Task[None], li
     task = asyncio.create_task(getter())
     await settle()
     return task, got
+
+
+def decided(priority: int | Deferred) -> int:
+    """A priority function's answer, with a deferred decision made now (as the controller's
+    decisions task would make it)."""
+    return priority() if isinstance(priority, Deferred) else priority

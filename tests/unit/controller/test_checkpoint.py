@@ -20,9 +20,10 @@ from controller.model import (
     StackContext,
     SubnetDiscovery,
 )
-from runtime.handlers import EnqueueForObject
+from runtime.handlers import Deferred, EnqueueForObject
 from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL, Request
+from tests.support.queues import decided
 
 
 def alb(*, client_secret: str = "s3cret", client_id: str = "id", port: int = 443,
@@ -105,9 +106,13 @@ class Recorded:
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
         self.items.append((request, priority))
 
+    def defer(self, request: Request, decision: Deferred) -> None:
+        self.enqueue(request, priority=decision())  # decided at once
+
 
 def _priority(compute: Any, *, enabled: bool = True) -> Any:
-    return checkpoint.priority_function(compute, enabled=enabled)
+    fn = checkpoint.priority_function(compute, enabled=enabled)
+    return lambda *args: decided(fn(*args))
 
 
 def test_initial_adds_and_resyncs_that_match_go_low() -> None:
@@ -121,6 +126,23 @@ def test_initial_adds_and_resyncs_that_match_go_low() -> None:
     for kind in (EventKind.ADD, EventKind.UPDATE, EventKind.DELETE):
         assert fn(stored, kind, NORMAL) == NORMAL
         assert fn(stored, kind, 7) == 7  # other events keep their default
+
+
+def test_only_a_stored_checkpoint_waits_for_the_model() -> None:
+    built: list[Any] = []
+
+    def compute(o: Any) -> str:
+        built.append(o)
+        return "v1:same"
+
+    fn = checkpoint.priority_function(compute, enabled=True)
+    assert fn(obj(), EventKind.INITIAL_ADD, LOW) == NORMAL  # nothing stored: decided at once
+    later = fn(obj({CHECKPOINT_ANNOTATION: "v1:same"}), EventKind.INITIAL_ADD, LOW)
+    assert isinstance(later, Deferred)
+    assert built == []  # the model is built when the decision is made, not in the handler
+    assert later() == LOW
+    assert later() == LOW
+    assert len(built) == 1  # once, however many requests share the decision
 
 
 def test_disabled_is_always_normal() -> None:
@@ -148,7 +170,7 @@ def test_custom_reader_for_groups() -> None:
     members = [obj({CHECKPOINT_ANNOTATION: "v1:g"}), obj()]
     fn = checkpoint.priority_function(lambda o: "v1:g", enabled=True,
                                       current=lambda o: checkpoint.group_stored(members))
-    assert fn(obj(), EventKind.INITIAL_ADD, LOW) == LOW
+    assert decided(fn(obj(), EventKind.INITIAL_ADD, LOW)) == LOW
 
 
 @given(st.text(min_size=1), st.text())

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from runtime.clock import FakeClock
 from runtime.controller import Controller
-from runtime.handlers import EnqueueForObject, EnqueueFromMap
+from runtime.handlers import Deferred, EnqueueForObject, EnqueueFromMap
 from runtime.reconcile import (
     LOW,
     NORMAL,
@@ -196,6 +196,9 @@ class Recording:
 
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
         self.added.append((request, priority))
+
+    def defer(self, request: Request, decision: Deferred) -> None:
+        self.enqueue(request, priority=decision())  # decided at once
 
 
 def test_default_handler_priorities() -> None:

@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 
 from runtime.clock import FakeClock
 from runtime.failures import FailureLog
-from runtime.handlers import EnqueueForObject, EnqueueFromMap
+from runtime.handlers import Deferred, EnqueueForObject, EnqueueFromMap
 from runtime.predicates import (
     Event,
     EventKind,
@@ -29,6 +29,9 @@ class Recording:
 
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
         self.added.append((request, priority))
+
+    def defer(self, request: Request, decision: Deferred) -> None:
+        self.enqueue(request, priority=decision())  # decided at once
 
 
 def obj(name: str, rv: str = "1", *, deleting: bool = False, generation: int = 1,

@@ -7,6 +7,7 @@ import copy
 
 from controller.ingress.groups import GroupLoader
 from controller.ingress.watches import GroupHandler, ingress_view
+from runtime.decisions import Deferred
 from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.objects import ingress, ingress_class
@@ -21,6 +22,9 @@ class Recorder:
 
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
         self.added.append((request.key, priority))
+
+    def defer(self, request: Request, decision: Deferred) -> None:
+        self.enqueue(request, priority=decision())  # decided at once
 
 
 def _handler(groups: GroupLoader, recorder: Recorder) -> GroupHandler:

@@ -18,6 +18,7 @@ from controller.ingress.model import build_group
 from controller.ingress.reconciler import IngressReconciler
 from controller.reconcilers import LaneSettings
 from runtime.client import KubeClient
+from runtime.decisions import Deferred
 from runtime.manager import Manager
 from runtime.objects import key_of
 from runtime.predicates import EventKind
@@ -25,7 +26,7 @@ from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
 from tests.support.objects import backend_service, ingress_class, ingress_path
 from tests.support.objects import ingress as ingress_obj
-from tests.support.queues import finish_ready
+from tests.support.queues import decided, finish_ready
 from tests.unit.controller.ingress.caches import (
     SETTINGS,
     bindings_store,
@@ -74,12 +75,12 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             value = deploy_in_cache(c, unchanged, bindings)
             assert value == reconciler.computed_checkpoint(unchanged)
             priority = ingress.group_priority(settings.lanes, reconciler.priority)
-            matched = priority(unchanged, EventKind.INITIAL_ADD, LOW)
-            assert priority(changed, EventKind.INITIAL_ADD, LOW) == NORMAL
+            matched = decided(priority(unchanged, EventKind.INITIAL_ADD, LOW))
+            assert decided(priority(changed, EventKind.INITIAL_ADD, LOW)) == NORMAL
             assert priority(unchanged, EventKind.UPDATE, NORMAL) == NORMAL
             for i in range(6):
                 controller.queue.add(Request("", f"group{i}"), priority=matched)
-            seen[lane] = (matched, priority(unchanged, EventKind.RESYNC, LOW),
+            seen[lane] = (matched, decided(priority(unchanged, EventKind.RESYNC, LOW)),
                           finish_ready(controller.queue))
     assert seen[True] == (LOW, LOW, 2)  # the burst; the rest wait for the pace
     assert seen[False] == (NORMAL, NORMAL, 6)
@@ -116,23 +117,29 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         # A restart replays both members and their Service: one decision for the group.
         for kind in (EventKind.INITIAL_ADD, EventKind.INITIAL_ADD, EventKind.INITIAL_ADD,
                      EventKind.RESYNC):
-            assert reconciler.priority(group, kind, LOW) == LOW
+            assert decided(reconciler.priority(group, kind, LOW)) == LOW
         assert len(builds) == 1
-        # A member rewritten (its checkpoint reset before a deploy): decided again.
+        # A member rewritten (its checkpoint reset before a deploy): NORMAL at once, since
+        # the members no longer carry one checkpoint between them; no model is built for that.
         member = c.ingresses.get("default/a")
         assert member is not None
         member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = ""
         member["metadata"]["resourceVersion"] = "3"
         assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
-        assert len(builds) == 2
+        assert len(builds) == 1
         member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
         member["metadata"]["resourceVersion"] = "4"
-        assert reconciler.priority(group, EventKind.RESYNC, LOW) == LOW
+        # One checkpoint again: only the model can tell, and that is left for later.
+        later = reconciler.priority(group, EventKind.RESYNC, LOW)
+        assert isinstance(later, Deferred)
+        assert len(builds) == 1
+        assert later() == LOW
+        assert len(builds) == 2
         # The backend Service changes (members untouched): its update event drops the
         # decisions, so the next replay sees that the checkpoint no longer matches.
         c.services.upsert(backend_service("web", target_port=9090))
         assert reconciler.priority(group, EventKind.UPDATE, NORMAL) == NORMAL
-        assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
+        assert decided(reconciler.priority(group, EventKind.RESYNC, LOW)) == NORMAL
 
 
 async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change(
@@ -161,7 +168,7 @@ async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change
 
     aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
                       access_key="unused", secret_key="unused")
-    decided: dict[str, int] = {}
+    decided_as: dict[str, int] = {}
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
         for name, change in (("none", None), ("binding", lose_binding),
@@ -174,5 +181,5 @@ async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change
                 deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
                 pool=pool, settings=SETTINGS,
                 recorder=Manager(client, registry=CollectorRegistry()).recorder)
-            decided[name] = reconciler.priority(group, EventKind.INITIAL_ADD, LOW)
-    assert decided == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL}
+            decided_as[name] = decided(reconciler.priority(group, EventKind.INITIAL_ADD, LOW))
+    assert decided_as == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL}

@@ -24,7 +24,7 @@ from runtime.resources import SERVICES
 from runtime.store import Store
 from tests.support.deployed import service_as_deployed
 from tests.support.objects import web_service
-from tests.support.queues import finish_ready
+from tests.support.queues import decided, finish_ready
 
 
 def _settings(*, lane: bool = True, checkpoints: bool = True) -> service.Settings:
@@ -59,7 +59,7 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
                 bindings=manager.informer(TARGETGROUPBINDINGS).store,
                 deployer=StackDeployer(pool, _settings().deployer),
                 recorder=manager.recorder, settings=model, lane=lane)
-            priority = reconciler.priority(unchanged, EventKind.INITIAL_ADD, LOW)
+            priority = decided(reconciler.priority(unchanged, EventKind.INITIAL_ADD, LOW))
             for i in range(6):
                 controller.queue.add(Request("shop", f"web{i}"), priority=priority)
             seen[lane] = (priority, finish_ready(controller.queue))
@@ -91,7 +91,7 @@ async def test_a_service_whose_kubernetes_side_changed_while_down_is_a_real_chan
 
     aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
                       access_key="unused", secret_key="unused")
-    decided: dict[str, int] = {}
+    decided_as: dict[str, int] = {}
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
         for name, change in (("none", None), ("binding", lose_binding),
@@ -109,6 +109,6 @@ async def test_a_service_whose_kubernetes_side_changed_while_down_is_a_real_chan
                 deployer=StackDeployer(pool, _settings().deployer),
                 recorder=Manager(client, registry=CollectorRegistry()).recorder,
                 settings=model)
-            decided[name] = reconciler.priority(svc, EventKind.INITIAL_ADD, LOW)
-    assert decided == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL,
+            decided_as[name] = decided(reconciler.priority(svc, EventKind.INITIAL_ADD, LOW))
+    assert decided_as == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL,
                        "generation": NORMAL}

@@ -19,7 +19,7 @@ from controller.service import ModelSettings, build_stack
 from controller.service.model import checkpoint_of
 from controller.service.status import CONDITION_TYPE, clear_patch, status_patch
 from controller.service.watches import service_for_binding, service_stack_index, services_we_build
-from runtime.handlers import EnqueueFromMap
+from runtime.handlers import Deferred, EnqueueFromMap
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.objects import web_service
 
@@ -161,6 +161,9 @@ class Recorded:
 
     def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
         self.items.append((request, priority))
+
+    def defer(self, request: Request, decision: Deferred) -> None:
+        self.enqueue(request, priority=decision())  # decided at once
 
 
 def _handler(target: Recorded, *, enabled: bool = True) -> EnqueueFromMap:
