@@ -98,7 +98,8 @@ class GroupHandler:
         """Enqueue each group with its priority. The first `_CHUNK` at once; when one event
         concerns more groups (an IngressClass, a namespace: every group at start-up), the rest
         in a coroutine the informer awaits, giving the loop back between chunks: each priority
-        may build a group's model, and the workers must not wait for hundreds of them."""
+        loads a group (its model, when needed, is built later, off the event path), and the
+        workers must not wait for hundreds of them."""
         default = default_priority(kind)
         # An object being deleted (a member, a backend Service, a binding) is a real change for
         # every group it concerns, whatever the checkpoints say.

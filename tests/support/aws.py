@@ -28,6 +28,13 @@ Rules = set[Rule]
 STACK_TAGS = ("ingress.k8s.aws/stack", "service.k8s.aws/stack")
 
 
+def unreachable_aws() -> AWSSettings:
+    """Settings of a pool that never reaches AWS (loopback, discard port): for a reconciler
+    whose part under test makes no AWS call, such as its priority decisions."""
+    return AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
+                       access_key="unused", secret_key="unused")
+
+
 class AwsInspector:
     def __init__(self, pool: AWSClientPool) -> None:
         self.pool = pool

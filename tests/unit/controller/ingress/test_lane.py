@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.apis import CHECKPOINT_ANNOTATION
-from controller.aws import AWSClientPool, AWSSettings
+from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress import reconciler as reconciler_module
 from controller.ingress import wiring as ingress
@@ -24,6 +24,7 @@ from runtime.objects import key_of
 from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
+from tests.support.aws import unreachable_aws
 from tests.support.objects import backend_service, ingress_class, ingress_path
 from tests.support.objects import ingress as ingress_obj
 from tests.support.queues import decided, finish_ready
@@ -57,8 +58,7 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
                ingress_obj("a", paths=[ingress_path("/a", "web")], annotations=dict(GROUP)),
                ingress_obj("b", paths=[ingress_path("/b", "web")], annotations=dict(GROUP)),
                ingress_obj("single", paths=[ingress_path("/", "web")]))
-    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
-                      access_key="unused", secret_key="unused")
+    aws = unreachable_aws()
     unchanged, changed = Request("", "shop"), Request("default", "single")
     seen: dict[bool, tuple[int, int, int]] = {}
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
@@ -92,8 +92,7 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
                ingress_obj("a", paths=[ingress_path("/a", "web")], annotations=dict(GROUP)),
                ingress_obj("b", paths=[ingress_path("/b", "web")], annotations=dict(GROUP)))
     group = Request("", "shop")
-    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
-                      access_key="unused", secret_key="unused")
+    aws = unreachable_aws()
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
         bindings = bindings_store()
@@ -166,8 +165,7 @@ async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change
     def lose_address(c: Any, bindings: Store) -> None:
         c.ingresses.get("default/a")["status"] = {}
 
-    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
-                      access_key="unused", secret_key="unused")
+    aws = unreachable_aws()
     decided_as: dict[str, int] = {}
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from controller import service
 from controller.apis import TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool, AWSSettings
+from controller.aws import AWSClientPool
 from controller.deploy import StackDeployer
 from controller.reconcilers import LaneSettings
 from controller.service.reconciler import ServiceReconciler
@@ -22,6 +22,7 @@ from runtime.predicates import EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.resources import SERVICES
 from runtime.store import Store
+from tests.support.aws import unreachable_aws
 from tests.support.deployed import service_as_deployed
 from tests.support.objects import web_service
 from tests.support.queues import decided, finish_ready
@@ -44,8 +45,7 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
     model = _settings().model
     unchanged, bindings = service_as_deployed(
         web_service({"aws-load-balancer-nlb-target-type": "ip"}), settings=model)
-    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
-                      access_key="unused", secret_key="unused")
+    aws = unreachable_aws()
     seen: dict[bool, tuple[int, int]] = {}
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
@@ -89,8 +89,7 @@ async def test_a_service_whose_kubernetes_side_changed_while_down_is_a_real_chan
     def new_generation(svc: Obj, found: list[Obj]) -> None:
         svc["metadata"]["generation"] += 1  # a spec edit the model does not read
 
-    aws = AWSSettings(region="us-west-2", endpoint_url="http://127.0.0.1:9",
-                      access_key="unused", secret_key="unused")
+    aws = unreachable_aws()
     decided_as: dict[str, int] = {}
     async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
