@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from controller import ingress, service, targetgroupbinding, webhooks
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ConfigError, ControllerConfig
+from controller.deploy import RegionSnapshot
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.frontend import BackendSettings
 from controller.networking.manager import NetworkingSettings
@@ -200,11 +201,15 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     # keep it while they use it.
     backend = BackendSecurityGroup(cluster=config.cluster_name, tags=config.default_tags,
                                    clock=manager.clock)
-    targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding_settings(config))
+    # One region listing for every controller's verifications after a restart: the deployers'
+    # and the bindings' target group lookups read the same load balancers, target groups and tags.
+    snapshot = RegionSnapshot(clock=manager.clock)
+    targetgroupbinding.setup(manager, pool=pool, settings=targetgroupbinding_settings(config),
+                             snapshot=snapshot)
     service.setup(manager, pool=pool, settings=service_settings(config, region=region),
-                  backend=backend)
+                  backend=backend, snapshot=snapshot)
     ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region),
-                  backend=backend)
+                  backend=backend, snapshot=snapshot)
     hooks = webhook_settings(config, region=region)
     if hooks is not None:
         webhooks.setup(manager, pool=pool, settings=hooks)

@@ -5,6 +5,7 @@ from controller.deploy.deployer import DeployerSettings, StackDeployer
 from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
 from controller.deploy.resolve import ResolverSettings, StackResolver
 from controller.deploy.result import DeployResult, LoadBalancerStatus, ResolvedTargetGroupBinding
+from controller.deploy.snapshot import RegionSnapshot
 from controller.deploy.tags import CLUSTER_TAG, resource_tag, stack_tag
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "DeployerSettings",
     "LoadBalancerStatus",
     "OwnershipConflict",
+    "RegionSnapshot",
     "ResolveError",
     "ResolvedTargetGroupBinding",
     "ResolverSettings",

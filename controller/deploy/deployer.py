@@ -61,16 +61,19 @@ class StackDeployer:
                  resolver: StackResolver | None = None, clock: Clock | None = None,
                  before_mutation: BeforeMutation | None = None,
                  after_mutation: AfterMutation | None = None,
-                 backend: BackendSecurityGroup | None = None) -> None:
+                 backend: BackendSecurityGroup | None = None,
+                 snapshot: RegionSnapshot | None = None) -> None:
         """`backend`: the shared backend security group, when several deployers share it (the
-        Service and Ingress controllers of one process); by default this deployer's own."""
+        Service and Ingress controllers of one process); by default this deployer's own.
+        `snapshot`: the region snapshot verifications read, shared likewise (and with the
+        TargetGroupBinding controller); by default this deployer's own."""
         self._pool = pool
         self._settings = settings
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
         self._batcher = DescribeBatcher(pool, clock=self._clock)
-        self._snapshot = RegionSnapshot(clock=self._clock)
+        self._snapshot = snapshot if snapshot is not None else RegionSnapshot(clock=self._clock)
         self._groups = StackSecurityGroups(
             cluster=settings.cluster_name, backend=backend, clock=self._clock,
             settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,

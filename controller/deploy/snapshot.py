@@ -55,6 +55,15 @@ class Listing:
     target_groups: list[dict[str, Any]] = field(default_factory=list)
     tags: dict[str, dict[str, str]] = field(default_factory=dict)  # by ARN
     security_groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by VPC
+    _target_groups_by_arn: dict[str, dict[str, Any]] | None = field(default=None, repr=False)
+
+    def target_group(self, arn: str) -> dict[str, Any] | None:
+        """The listed description of one target group (indexed on first use: the binding
+        controller looks up each of its bindings' target groups here)."""
+        if self._target_groups_by_arn is None:
+            self._target_groups_by_arn = {str(d.get("TargetGroupArn")): d
+                                          for d in self.target_groups}
+        return self._target_groups_by_arn.get(arn)
 
     def items(self, operation: str, param: str, values: Sequence[str]
               ) -> list[dict[str, Any]] | None:
@@ -80,8 +89,9 @@ class Listing:
 
 
 class RegionSnapshot:
-    """One per deployer; `listing` gives the current listing to a verification, None to
-    anyone else."""
+    """One per process, shared by the deployers and the TargetGroupBinding controller's
+    target group lookups (one listing serves the verifications of all of them); `listing`
+    gives the current listing to a verification, None to anyone else."""
 
     def __init__(self, *, clock: Clock | None = None, ttl: float = TTL) -> None:
         self._clock: Clock = clock or RealClock()

@@ -13,7 +13,7 @@ from controller import transforms
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
-from controller.deploy import DeployerSettings, StackDeployer
+from controller.deploy import DeployerSettings, RegionSnapshot, StackDeployer
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
 from controller.ingress.exclusions import GroupNamespaces
@@ -125,10 +125,11 @@ def admission_caches(manager: Manager) -> Caches:
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
-          backend: BackendSecurityGroup | None = None) -> Controller:
+          backend: BackendSecurityGroup | None = None,
+          snapshot: RegionSnapshot | None = None) -> Controller:
     """`backend`: the shared backend security group, when the Service controller of this
     process shares it (the caller then makes one for both); by default the Ingress
-    controller's own."""
+    controller's own. `snapshot`: the process's region snapshot, likewise."""
     ingresses = transforms.informer(manager, INGRESSES)
     services = transforms.informer(manager, SERVICES)
     classes = transforms.informer(manager, INGRESSCLASSES)
@@ -164,7 +165,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
         pool, DeployerSettings(cluster_name=settings.cluster_name,
                                in_use_backoff=settings.in_use_backoff,
                                security_group_backoff=settings.security_group_backoff),
-        clock=manager.clock, backend=backend)
+        clock=manager.clock, backend=backend, snapshot=snapshot)
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
         deployer=deployer, pool=pool, settings=settings.builder(),

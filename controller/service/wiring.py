@@ -10,7 +10,7 @@ from controller import transforms
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
-from controller.deploy import DeployerSettings, StackDeployer
+from controller.deploy import DeployerSettings, RegionSnapshot, StackDeployer
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.networking.frontend import BackendSettings
 from controller.reconcilers import LaneSettings, controller_options
@@ -64,17 +64,20 @@ class Settings:
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
           deployer: StackDeployer | None = None,
-          backend: BackendSecurityGroup | None = None) -> Controller:
+          backend: BackendSecurityGroup | None = None,
+          snapshot: RegionSnapshot | None = None) -> Controller:
     """Register the Service controller. `deployer` may be shared with another controller;
     by default it gets its own (with its own cache of the ARNs it owns). `backend`: the
-    shared backend security group, when the Ingress controller of this process shares it."""
+    shared backend security group, when the Ingress controller of this process shares it;
+    `snapshot`: the process's region snapshot, likewise."""
     services = transforms.informer(manager, SERVICES)
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster_name,
                                            tags=settings.defaults.tags, clock=manager.clock,
                                            delete_backoff=settings.security_group_backoff)
-        deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend)
+        deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend,
+                                 snapshot=snapshot)
     deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)

@@ -8,7 +8,15 @@ name and the cache does not hold (`read_ahead`): after a restart every binding i
 once, and each would otherwise cost its own DescribeTargetGroups and DescribeTags. What is read
 ahead is cached for the same `info_ttl` as what is read alone, so no check judges from older
 facts than before. Lookups of ARNs already being read wait for that read instead of asking
-again."""
+again.
+
+With the process's region snapshot (controller/deploy/snapshot.py), a paced verification's
+lookup is answered from its listing instead, when the listing holds the target group and its
+tags and is younger than `info_ttl`: the deployers' verifications list every target group of
+the region with its tags anyway, so the bindings' lookups then cost no call of their own. What
+the listing says is cached as read at the time it was taken, so no check judges from older
+facts than a read-ahead would have given it; a target group the listing does not hold (made
+since, or gone) is read as before."""
 
 from __future__ import annotations
 
@@ -19,6 +27,8 @@ from typing import Any, Final
 
 from controller.apis.targetgroupbinding import InvalidSpec
 from controller.aws import AWSClientPool, AWSError
+from controller.deploy.calls import Calls
+from controller.deploy.snapshot import Listing, RegionSnapshot
 from controller.ownership import FACTS_TTL, TargetGroupFacts, describe_tags
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
@@ -80,8 +90,10 @@ class _Health:
 class TargetGroups:
     def __init__(self, pool: AWSClientPool, *, clock: Clock | None = None,
                  health_ttl: float = HEALTH_CACHE_TTL, info_ttl: float = FACTS_TTL,
-                 read_ahead: Callable[[], Iterable[str]] | None = None) -> None:
+                 read_ahead: Callable[[], Iterable[str]] | None = None,
+                 snapshot: RegionSnapshot | None = None) -> None:
         self._pool = pool
+        self._snapshot = snapshot
         # ARNs worth reading along with a miss: those the bindings name.
         self._read_ahead = read_ahead
         # Reads in flight, by each ARN they read, and whether a paced verification made them.
@@ -128,6 +140,13 @@ class TargetGroups:
         # A real change does not wait for a read a paced verification started: that read
         # waits for the verification budget.
         paced = reconcile_priority() < NORMAL
+        if paced and self._snapshot is not None:
+            listing = await self._listing()
+            if listing is not None:
+                listed = self._listed(listing, arn)
+                if listed is not None:
+                    return listed
+                read_ahead = False  # the others the bindings name are in the listing
         reading = self._reading.get(arn)
         batch = [arn]
         if reading is not None and (paced or not reading[1]):
@@ -151,6 +170,26 @@ class TargetGroups:
             why = self._suspect.setdefault(arn, "not found")
             raise TargetGroupNotFound(f"target group {arn} not found: {why}")
         return found[arn]
+
+    async def _listing(self) -> Listing | None:
+        """The region snapshot's listing, when it is younger than what the cache keeps."""
+        assert self._snapshot is not None
+        listing = await self._snapshot.listing(Calls(self._pool))
+        if listing is None or self._clock.now() - listing.taken_at >= self._info_ttl:
+            return None
+        return listing
+
+    def _listed(self, listing: Listing, arn: str) -> TargetGroupInfo | None:
+        """The target group as the listing has it, None when it cannot say (not listed, or
+        its tags not read): remembered as read when the listing was taken."""
+        desc = listing.target_group(arn)
+        tags = listing.tags.get(arn)
+        if desc is None or tags is None:
+            return None
+        info = _info(desc, tags)
+        self._remember(arn, info, listing.taken_at)
+        self._suspect.pop(arn, None)
+        return info
 
     async def _join(self, read: asyncio.Future[dict[str, TargetGroupInfo]]
                     ) -> dict[str, TargetGroupInfo]:

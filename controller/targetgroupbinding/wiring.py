@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
+from controller.deploy.snapshot import RegionSnapshot
 from controller.networking.manager import NetworkingSettings
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options
@@ -98,10 +99,11 @@ def named_arns(bindings: Store) -> list[str]:
         TARGET_GROUP_INDEX) if value.startswith("arn:")]
 
 
-def build_reconciler(manager: Manager, *, pool: AWSClientPool,
-                     settings: Settings) -> TargetGroupBindingReconciler:
+def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+                     snapshot: RegionSnapshot | None = None) -> TargetGroupBindingReconciler:
     """The reconciler on the manager's shared informers (and their indexes), without a
-    controller: `setup` runs it on a queue; benchmarks call it directly."""
+    controller: `setup` runs it on a queue; benchmarks call it directly. `snapshot`: the
+    process's region snapshot, which paced verifications read target groups from."""
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
@@ -123,7 +125,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool,
         services=transforms.informer(manager, SERVICES).store, slices=slices.store,
         nodes=transforms.informer(manager, NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock,
-                                   read_ahead=lambda: named_arns(bindings.store)),
+                                   read_ahead=lambda: named_arns(bindings.store),
+                                   snapshot=snapshot),
         tracker=TargetTracker(manager.client), recorder=manager.recorder,
         scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
@@ -139,8 +142,9 @@ def _with_networking(bindings: list[Obj]) -> list[str]:
             and not is_deleting(b)]
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Controller:
-    reconciler = build_reconciler(manager, pool=pool, settings=settings)
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+          snapshot: RegionSnapshot | None = None) -> Controller:
+    reconciler = build_reconciler(manager, pool=pool, settings=settings, snapshot=snapshot)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(bindings, priority=reconciler.priority,

@@ -30,6 +30,7 @@ from controller import checkpoint, targetgroupbinding
 from controller import ingress as ingress_controller
 from controller.apis import ALB_CONTROLLER
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
+from controller.deploy import RegionSnapshot
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.merge import BuildError
@@ -113,9 +114,13 @@ class IngressBench(restart.Bench):
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        targetgroupbinding.setup(manager, pool=pool, settings=self.tgb_settings(mode))
+        # One region snapshot for both, as `aiolbc run` wires them (controller/app.py).
+        snapshot = RegionSnapshot(clock=manager.clock)
+        targetgroupbinding.setup(manager, pool=pool, settings=self.tgb_settings(mode),
+                                 snapshot=snapshot)
         ingress_controller.setup(manager, pool=pool,
-                                 settings=self.ingress_settings(**mode.ingress))
+                                 settings=self.ingress_settings(**mode.ingress),
+                                 snapshot=snapshot)
         await pool.warm()  # as `aiolbc run` does before its manager runs
         return restart.Run(manager, asyncio.create_task(manager.run()), client, pool,
                            pool_registry)

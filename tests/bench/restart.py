@@ -72,6 +72,7 @@ from controller.apis import TARGETGROUPBINDINGS
 from controller.app import lane_settings, targets_trusted_for
 from controller.aws import AWSClientPool, AWSSettings, parse_throttle
 from controller.config import ControllerConfig
+from controller.deploy import RegionSnapshot
 from controller.model import Stack
 from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings
@@ -309,9 +310,13 @@ class Bench:
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
         manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
-        tgb_controller.setup(manager, pool=pool, settings=self.tgb_settings(mode))
+        # One region snapshot for both, as `aiolbc run` wires them (controller/app.py).
+        snapshot = RegionSnapshot(clock=manager.clock)
+        tgb_controller.setup(manager, pool=pool, settings=self.tgb_settings(mode),
+                             snapshot=snapshot)
         service_controller.setup(manager, pool=pool,
-                                 settings=self.service_settings(**mode.service))
+                                 settings=self.service_settings(**mode.service),
+                                 snapshot=snapshot)
         await pool.warm()  # as `aiolbc run` does before its manager runs
         return Run(manager, asyncio.create_task(manager.run()), client, pool, pool_registry)
 

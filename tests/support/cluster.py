@@ -42,6 +42,7 @@ from controller.apis import (
 )
 from controller.aws import AWSClientPool
 from controller.config import parse_config
+from controller.deploy import RegionSnapshot
 from controller.standins import AwsSeed, create_pod_enis
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer
@@ -103,9 +104,12 @@ class Cluster:
                     ingress: ingress_controller.Settings | None = None,
                     targetgroupbinding: tgb_controller.Settings | None = None,
                     options: ManagerOptions | None = None, client: KubeClient | None = None,
-                    on_setup: Callable[[Manager], object] | None = None) -> Manager:
+                    on_setup: Callable[[Manager], object] | None = None,
+                    region_snapshot: bool = True) -> Manager:
         """Run a new Manager with this cluster's controllers (as `client`, default the test's
-        own; `on_setup` sees it before it runs) and return once it leads."""
+        own; `on_setup` sees it before it runs) and return once it leads. The controllers
+        share one region snapshot, as `aiolbc run` wires them, unless `region_snapshot` is
+        false (each deployer its own, the bindings' lookups none)."""
         given = {SERVICE: service, INGRESS: ingress, TARGETGROUPBINDING: targetgroupbinding}
         unused = [name for name, value in given.items()
                   if value is not None and name not in self.controllers]
@@ -113,16 +117,20 @@ class Cluster:
             raise ValueError(f"settings for {unused}, which this cluster does not run")
 
         def setup(manager: Manager) -> None:
+            snapshot = RegionSnapshot(clock=manager.clock) if region_snapshot else None
             for name in self.controllers:
                 if name == SERVICE:
                     service_controller.setup(manager, pool=self.pool,
-                                             settings=service or service_settings(self.seed))
+                                             settings=service or service_settings(self.seed),
+                                             snapshot=snapshot)
                 elif name == INGRESS:
                     ingress_controller.setup(manager, pool=self.pool,
-                                             settings=ingress or ingress_settings(self.seed))
+                                             settings=ingress or ingress_settings(self.seed),
+                                             snapshot=snapshot)
                 elif name == TARGETGROUPBINDING:
                     tgb_controller.setup(manager, pool=self.pool,
-                                         settings=targetgroupbinding or tgb_settings(self.seed))
+                                         settings=targetgroupbinding or tgb_settings(self.seed),
+                                         snapshot=snapshot)
                 else:
                     raise ValueError(f"unknown controller {name!r}")
             if on_setup is not None:

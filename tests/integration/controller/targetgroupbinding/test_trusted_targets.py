@@ -67,10 +67,14 @@ async def test_targets_are_read_again_only_once_the_trusted_time_is_over(
         operation="DescribeTargetHealth")}
     assert read == {arns[n] for n in STAMPS if n != "recent"}
     # The lately looked-at binding was verified all the same: its target group was read
-    # (with the others', in one call), and it stays as its last full look left it.
-    described = {arn for r in aws_proxy.records(operation="DescribeTargetGroups")
-                 for arn in r.params.get("TargetGroupArns") or []}
-    assert arns["recent"] in described
+    # (with the others', in the region listing: its pages and their tags), and it stays as
+    # its last full look left it.
+    pages = [r for r in aws_proxy.records(operation="DescribeTargetGroups")
+             if not r.params.get("TargetGroupArns") and not r.params.get("Names")]
+    tagged = {arn for r in aws_proxy.records(operation="DescribeTags")
+              for arn in r.params.get("ResourceArns") or []}
+    assert pages
+    assert arns["recent"] in tagged
     assert await cluster.aws.registered(arns["recent"]) == {("10.2.0.1", 8080)}
     assert not [r for r in aws_proxy.log if r.mutating
                 and r.params.get("TargetGroupArn") == arns["recent"]]
