@@ -29,6 +29,7 @@ from runtime.decisions import Decisions, Deferred, Foreground
 from runtime.errors import ApiError
 from runtime.hotloop import HotLoopGuard, HotLoopOptions
 from runtime.reconcile import (
+    LOW,
     NORMAL,
     ReconcileError,
     ReconcilePriority,
@@ -171,6 +172,9 @@ class Controller:
         self._watches: list[tuple[Source, Any]] = []
         self._registrations: list[tuple[Source, Any]] = []
         self._running: dict[Request, ReconcilePriority] = {}
+        # Requests the start-up replay enqueued, with the highest priority it gave each; None
+        # when some source's cache was not whole at start (see `_replay_is_news`).
+        self._replayed: dict[Request, int] | None = None
         self._guard: HotLoopGuard[Request] = HotLoopGuard(hot_loop or HotLoopOptions(),
                                                           clock=self._clock)
         self._admitted = 0
@@ -181,14 +185,35 @@ class Controller:
         self.foreground.watch_settling(self.settling)
 
     # Enqueuer protocol, used by the event handlers.
-    def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
+    def enqueue(self, request: Request, *, priority: int = NORMAL, replay: bool = False
+                ) -> None:
+        if replay and not self._replay_is_news(request, priority):
+            return
         if priority >= NORMAL:
             self.decisions.settled(request)
         self._enqueue_decided(request, priority)
 
-    def defer(self, request: Request, decision: Deferred) -> None:
+    def defer(self, request: Request, decision: Deferred, *, replay: bool = False) -> None:
         """Enqueue `request` once `decision` is made, off the event path (runtime.decisions)."""
+        if replay and self._replayed is not None and self._replayed.get(request, LOW) >= NORMAL:
+            return  # no decision can say more than the NORMAL the replay already gave it
         self.decisions.defer(request, decision)
+
+    def _replay_is_news(self, request: Request, priority: int) -> bool:
+        """Whether a start-up replay's enqueue may change anything. Every source's cache was
+        whole before its handlers were registered (`start`), and a reconcile reads the caches
+        as they are when it runs, so once the replay enqueued a request at some priority, the
+        replay of another object mapping to it at that priority or lower adds nothing: only a
+        new in-flight reconcile's re-run (a group's Ingress, its Services and its class each
+        naming it at start-up), competing with the first for the loop and the AWS APIs."""
+        replayed = self._replayed
+        if replayed is None:
+            return True
+        before = replayed.get(request)
+        if before is not None and before >= priority:
+            return False
+        replayed[request] = priority
+        return True
 
     def _enqueue_decided(self, request: Request, priority: int) -> None:
         self._metrics.enqueued(priority)
@@ -224,6 +249,10 @@ class Controller:
         if self._workers:
             return
         self._stopping = False
+        # A source listing for the first time (an informer started after the others) replays
+        # what it lists later, which a reconcile already run has not seen: no deduplication.
+        self._replayed = {} if all(getattr(source, "populated", True)
+                                   for source, _ in self._watches) else None
         self._registrations = [(source, source.add_handler(handler))
                                for source, handler in self._watches]
         self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
@@ -234,6 +263,7 @@ class Controller:
         for source, registration in self._registrations:
             source.remove_handler(registration)
         self._registrations = []
+        self._replayed = None
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Stop taking work; give in-flight reconciles `timeout` seconds, then cancel them."""

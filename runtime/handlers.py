@@ -44,11 +44,14 @@ __all__ = [
 
 
 class Enqueuer(Protocol):
-    """The part of a controller a handler needs."""
+    """The part of a controller a handler needs. `replay`: the event is an initial-list add
+    (a cached object replayed to a handler at start), which the controller may find adds
+    nothing to what the replay already enqueued (runtime.controller)."""
 
-    def enqueue(self, request: Request, *, priority: int = NORMAL) -> None: ...
+    def enqueue(self, request: Request, *, priority: int = NORMAL, replay: bool = False
+                ) -> None: ...
 
-    def defer(self, request: Request, decision: Deferred) -> None:
+    def defer(self, request: Request, decision: Deferred, *, replay: bool = False) -> None:
         """Enqueue `request` with the priority `decision()` gives, made later."""
 
 
@@ -127,12 +130,13 @@ class _Handler:
         if not requests:
             return  # nothing to wake: the priority function need not run
         prio = self._priority_of(obj, kind)
+        replay = kind is EventKind.INITIAL_ADD
         if isinstance(prio, Deferred):
             for request in requests:
-                self._target.defer(request, prio)
+                self._target.defer(request, prio, replay=replay)
             return
         for request in requests:
-            self._target.enqueue(request, priority=prio)
+            self._target.enqueue(request, priority=prio, replay=replay)
 
     def on_add(self, obj: Obj, is_initial_list: bool) -> None:
         kind = EventKind.INITIAL_ADD if is_initial_list else EventKind.ADD

@@ -118,6 +118,7 @@ class GroupHandler:
 
     def _enqueue(self, requests: list[Request], kind: EventKind, default: int,
                  deleting: bool) -> None:
+        replay = kind is EventKind.INITIAL_ADD
         for request in requests:
             try:
                 prio = NORMAL if deleting else self._priority(request, kind, default)
@@ -125,9 +126,9 @@ class GroupHandler:
                 log.exception("priority decision failed", group=request.key)
                 prio = default
             if isinstance(prio, Deferred):
-                self._target.defer(request, prio)
+                self._target.defer(request, prio, replay=replay)
             else:
-                self._target.enqueue(request, priority=prio)
+                self._target.enqueue(request, priority=prio, replay=replay)
 
     def _safe_map(self, obj: Obj) -> list[Request]:
         try:

@@ -194,10 +194,11 @@ class Recording:
     def __init__(self) -> None:
         self.added: list[tuple[Request, int]] = []
 
-    def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
+    def enqueue(self, request: Request, *, priority: int = NORMAL, replay: bool = False
+                ) -> None:
         self.added.append((request, priority))
 
-    def defer(self, request: Request, decision: Deferred) -> None:
+    def defer(self, request: Request, decision: Deferred, *, replay: bool = False) -> None:
         self.enqueue(request, priority=decision())  # decided at once
 
 

@@ -159,10 +159,11 @@ class Recorded:
     def __init__(self) -> None:
         self.items: list[tuple[Request, int]] = []
 
-    def enqueue(self, request: Request, *, priority: int = NORMAL) -> None:
+    def enqueue(self, request: Request, *, priority: int = NORMAL, replay: bool = False
+                ) -> None:
         self.items.append((request, priority))
 
-    def defer(self, request: Request, decision: Deferred) -> None:
+    def defer(self, request: Request, decision: Deferred, *, replay: bool = False) -> None:
         self.enqueue(request, priority=decision())  # decided at once
 
 
