@@ -95,34 +95,32 @@ def _endpoints(raws: list[msgspec.Raw] | None, previous: Any) -> SliceEndpoints:
     typed form."""
     if not raws:
         return SliceEndpoints(keys=())
-    known: dict[int, SliceEndpoint] = {}
-    was_dropped = _NO_KEYS
+    # Comprehensions, not one loop with appends: this runs for every endpoint of every event
+    # of a used Service, and most endpoints are found among the cached ones.
+    keys = [hash(bytes(raw)) for raw in raws]
     if type(previous) is SliceEndpoints and previous.keys is not None:
         # The keys are kept as int objects (not an array): boxing 100 ints here would cost
         # more than the lookups save.
-        known = dict(zip(previous.keys, previous, strict=True))
+        lookup = dict(zip(previous.keys, previous, strict=True)).get
+        found: list[SliceEndpoint | None] = [lookup(key) for key in keys]
         was_dropped = previous.dropped
-    found: list[SliceEndpoint] = []
-    serving: list[SliceEndpoint] = []
-    keys: list[int] = []
+    else:
+        found = [None] * len(keys)
+        was_dropped = _NO_KEYS
     dropped: set[int] = set()
-    # Bound once: this loop runs for every endpoint of every event of a used Service.
-    lookup, add, add_key, add_serving = known.get, found.append, keys.append, serving.append
-    for raw in raws:
-        key = hash(bytes(raw))
-        kept = lookup(key)
-        if kept is None:
+    if None in found:  # new or changed endpoints (or ones no reader uses): decode those
+        for index in [i for i, kept in enumerate(found) if kept is None]:
+            key = keys[index]
             if key not in was_dropped:
-                kept = _endpoint(_ENDPOINT.decode(raw))
-            if kept is None:
+                found[index] = _endpoint(_ENDPOINT.decode(raws[index]))
+            if found[index] is None:
                 dropped.add(key)
-                continue
-        add(kept)
-        add_key(key)
-        if kept[1] and not kept[2]:  # ready and not terminating
-            add_serving(kept)
-    return SliceEndpoints(found, tuple(serving), keys=tuple(keys),
-                          dropped=frozenset(dropped) if dropped else _NO_KEYS)
+        if dropped:
+            keys = [key for key, kept in zip(keys, found, strict=True) if kept is not None]
+            found = [kept for kept in found if kept is not None]
+    endpoints: list[SliceEndpoint] = found  # type: ignore[assignment]  # no None left
+    return SliceEndpoints(endpoints, tuple([e for e in endpoints if e[1] and not e[2]]),
+                          keys=tuple(keys), dropped=frozenset(dropped) if dropped else _NO_KEYS)
 
 
 def _previous(metadata: Any, cached: Cached | None) -> Any:

@@ -97,6 +97,10 @@ class IngressBench(restart.Bench):
     @classmethod
     def shape(cls, n: int) -> dict[str, Any]:
         return {"groups": len(groups_of(n))}
+
+    def stacks(self) -> int:
+        """One stack per ALB group."""
+        return len(groups_of(self.n))
     groups: list[list[int]] = field(default_factory=list)
 
 
