@@ -90,6 +90,25 @@ def _endpoint(endpoint: _Endpoint) -> SliceEndpoint | None:
                                          ref.uid or ""))
 
 
+_FEW = 8  # moved endpoints looked for one by one; more than that through a dict
+
+
+def _finder(before: tuple[int, ...], previous: Any, *, many: bool
+            ) -> Callable[[int], SliceEndpoint | None]:
+    """The cached endpoint whose key is given, None when there is none."""
+    if not before:
+        return lambda key: None
+    if many:
+        return dict(zip(before, previous, strict=True)).get
+
+    def one(key: int) -> SliceEndpoint | None:
+        try:
+            return previous[before.index(key)]  # type: ignore[no-any-return]
+        except ValueError:
+            return None
+    return one
+
+
 def _endpoints(raws: list[msgspec.Raw] | None, previous: Any) -> SliceEndpoints:
     """Raises msgspec.ValidationError when an endpoint that must be decoded is not of the
     typed form."""
@@ -98,20 +117,29 @@ def _endpoints(raws: list[msgspec.Raw] | None, previous: Any) -> SliceEndpoints:
     # Comprehensions, not one loop with appends: this runs for every endpoint of every event
     # of a used Service, and most endpoints are found among the cached ones.
     keys = [hash(bytes(raw)) for raw in raws]
+    before: tuple[int, ...] = ()
     if type(previous) is SliceEndpoints and previous.keys is not None:
-        # The keys are kept as int objects (not an array): boxing 100 ints here would cost
-        # more than the lookups save.
-        lookup = dict(zip(previous.keys, previous, strict=True)).get
-        found: list[SliceEndpoint | None] = [lookup(key) for key in keys]
+        # An event usually leaves the endpoints where they were (one changed, one added or
+        # removed at the end), so each is first compared with the one in its place; only
+        # those that moved are looked for (the keys are kept as int objects, not an array:
+        # boxing 100 ints here would cost more than the comparisons save).
+        before = previous.keys
+        found: list[SliceEndpoint | None] = [
+            kept if old == key else None
+            for old, kept, key in zip(before, previous, keys, strict=False)]
+        found += [None] * (len(keys) - len(found))
         was_dropped = previous.dropped
     else:
         found = [None] * len(keys)
         was_dropped = _NO_KEYS
     dropped: set[int] = set()
-    if None in found:  # new or changed endpoints (or ones no reader uses): decode those
-        for index in [i for i, kept in enumerate(found) if kept is None]:
+    if None in found:  # moved, new or changed endpoints (or ones no reader uses)
+        missing = [i for i, kept in enumerate(found) if kept is None]
+        moved = _finder(before, previous, many=len(missing) > _FEW)
+        for index in missing:
             key = keys[index]
-            if key not in was_dropped:
+            found[index] = moved(key)
+            if found[index] is None and key not in was_dropped:
                 found[index] = _endpoint(_ENDPOINT.decode(raws[index]))
             if found[index] is None:
                 dropped.add(key)
