@@ -97,6 +97,10 @@ class Store:
     def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         return sorted(self._index(index_name).get(value, ()))
 
+    def indexed(self, index_name: str, value: str) -> bool:
+        """Whether any object has `value` in the index (no list made: event paths ask this)."""
+        return bool(self._index(index_name).get(value))
+
     def list_index_values(self, index_name: str) -> builtins.list[str]:
         return sorted(self._index(index_name))
 

@@ -96,7 +96,7 @@ class ReferencedSecrets:
         routes to it (`service_index` maps Ingresses to their Services)."""
         def react(svc: Obj, deleted: bool) -> None:
             key = key_of(svc)
-            routed = not deleted and bool(ingresses.index_keys(service_index, key))
+            routed = not deleted and ingresses.indexed(service_index, key)
             self._set("service:" + key,
                       _in_namespace(svc, oidc_secret_names(svc)) if routed else set())
         return _Events(react)

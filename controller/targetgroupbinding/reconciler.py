@@ -538,7 +538,7 @@ class TargetGroupBindingReconciler:
     def _has_gated_pods(self, tgb: Obj) -> bool:
         """Some cached pod carries this binding's gate (the gate index says so at no cost, so
         that a binding without gated pods never walks its Service's endpoints for them)."""
-        return self._pods is not None and bool(self._pods.index_keys(GATE_INDEX, key_of(tgb)))
+        return self._pods is not None and self._pods.indexed(GATE_INDEX, key_of(tgb))
 
     def _gates_pending(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
                        family: str, endpoints: EndpointSet) -> bool:

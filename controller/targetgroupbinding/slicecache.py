@@ -82,7 +82,7 @@ class SliceTrimmer:
         self._bindings = bindings
 
     def used(self, service_key: str) -> bool:
-        return bool(self._bindings.index_keys(SERVICE_INDEX, service_key))
+        return self._bindings.indexed(SERVICE_INDEX, service_key)
 
     @staticmethod
     def decode_watch_event(line: bytes, cached: Callable[[str], Any] | None = None) -> Any:

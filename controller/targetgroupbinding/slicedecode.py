@@ -151,17 +151,6 @@ def _endpoints(raws: list[msgspec.Raw] | None, previous: Any) -> SliceEndpoints:
                           keys=tuple(keys), dropped=frozenset(dropped) if dropped else _NO_KEYS)
 
 
-def _previous(metadata: Any, cached: Cached | None) -> Any:
-    """The endpoints the cache holds of this slice, if any."""
-    if cached is None or type(metadata) is not dict:
-        return None
-    namespace, name = metadata.get("namespace"), metadata.get("name")
-    if type(namespace) is not str or type(name) is not str:
-        return None
-    held = cached(f"{namespace}/{name}")
-    return held.get("endpoints") if type(held) is dict else None
-
-
 def decode_slice_event(line: bytes, cached: Cached | None = None) -> Any:
     """One watch event's line, the object as the slice cache keeps it. `cached(key)`: what the
     cache holds of a slice, whose endpoints are reused where their JSON is unchanged."""
@@ -170,7 +159,15 @@ def decode_slice_event(line: bytes, cached: Cached | None = None) -> Any:
         slice_ = event.object
         if event.type == "ERROR" or slice_ is None:
             return jsonbody.loads(line)  # a Status, read whole
-        endpoints = _endpoints(slice_.endpoints, _previous(slice_.metadata, cached))
+        # The endpoints the cache holds of this slice, if any (inline: once per event).
+        previous = None
+        metadata = slice_.metadata
+        if cached is not None and type(metadata) is dict:
+            namespace, name = metadata.get("namespace"), metadata.get("name")
+            if type(namespace) is str and type(name) is str:
+                held = cached(f"{namespace}/{name}")
+                previous = held.get("endpoints") if type(held) is dict else None
+        endpoints = _endpoints(slice_.endpoints, previous)
     except msgspec.DecodeError:  # ValidationError included: not the typed form
         return jsonbody.loads(line)
     obj: dict[str, Any] = {}

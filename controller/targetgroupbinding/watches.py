@@ -99,7 +99,7 @@ class SliceChanged:
     def _gated(self, slice_: Obj) -> bool:
         if self._pods is None:
             return False
-        return any(self._pods.index_keys(GATE_INDEX, key_of(binding))
+        return any(self._pods.indexed(GATE_INDEX, key_of(binding))
                    for service in slice_service_index(slice_)
                    for binding in self._bindings.by_index(SERVICE_INDEX, service))
 

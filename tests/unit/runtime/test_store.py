@@ -68,11 +68,15 @@ def test_custom_index_follows_updates_and_deletes() -> None:
     store.upsert(svc("a", labels={"app": "db"}, rv="2"))
     assert store.index_keys("app", "web") == ["default/b"]
     assert store.index_keys("app", "db") == ["default/a"]
+    assert store.indexed("app", "web")
+    assert store.indexed("app", "db")
 
     removed = store.delete("default/b")
     assert removed is not None
     assert removed["metadata"]["name"] == "b"
     assert store.index_keys("app", "web") == []
+    assert not store.indexed("app", "web")
+    assert not store.indexed("app", "cache")
     assert "web" not in store.list_index_values("app")
     assert store.delete("default/b") is None
 
