@@ -21,6 +21,10 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
 - `SetSecurityGroups` (ELBv2 API reference): `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic`
   ("on" or "off", network load balancers with security groups) is stored, answered and shown by
   `DescribeLoadBalancers`; moto ignores it.
+- `DescribeTargetGroups` (ELBv2 API reference): answers at most `PageSize` target groups (1 to
+  400, 400 when not given) and a `NextMarker` while more follow, the next page starting after
+  the `Marker` given. moto answers every target group in one page whatever is asked, so a
+  region listing would look cheaper here than against AWS.
 """
 
 from __future__ import annotations
@@ -97,6 +101,7 @@ def apply() -> None:
     _security_group_dependencies()
     _rules_without_descriptions()
     _private_link_inbound_rules()
+    _paged_target_groups()
     _applied = True
 
 
@@ -185,3 +190,24 @@ def _private_link_inbound_rules() -> None:
         return result
 
     ELBV2Response.set_security_groups = set_security_groups  # type: ignore[method-assign]
+
+
+def _paged_target_groups() -> None:
+    from moto.core.responses import ActionResult
+    from moto.elbv2.responses import ELBV2Response
+
+    def describe_target_groups(self: Any) -> Any:
+        groups = list(self.elbv2_backend.describe_target_groups(
+            self._get_param("LoadBalancerArn"), self._get_param("TargetGroupArns", []),
+            self._get_param("Names", [])))
+        marker = self._get_param("Marker")
+        arns = [group.arn for group in groups]
+        # The marker is the last ARN of the page before (opaque to callers, as AWS's is).
+        start = arns.index(marker) + 1 if marker in arns else (len(groups) if marker else 0)
+        size = self._get_int_param("PageSize", 400)
+        page = groups[start:start + size]
+        more = start + size < len(groups)
+        return ActionResult({"TargetGroups": page,
+                             "NextMarker": page[-1].arn if more and page else None})
+
+    ELBV2Response.describe_target_groups = describe_target_groups  # type: ignore[method-assign]
