@@ -134,7 +134,7 @@ def _free_port() -> int:
 async def _start_moto() -> tuple[asyncio.subprocess.Process, str]:
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port),
+        sys.executable, "-m", "controller.standins", "--port", str(port),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

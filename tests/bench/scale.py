@@ -161,8 +161,8 @@ class LineProcess:
 async def start_moto(stderr: Path) -> tuple[LineProcess, str]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    moto = await LineProcess.start("moto", [sys.executable, "-m", "moto.server", "-H",
-                                            "127.0.0.1", "-p", str(port)], stderr=stderr)
+    moto = await LineProcess.start("moto", [sys.executable, "-m", "controller.standins",
+                                            "--port", str(port)], stderr=stderr)
 
     def probe() -> bool:
         try:
