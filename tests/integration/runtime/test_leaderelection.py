@@ -88,9 +88,16 @@ def kubeconfig_for(server: EnvTestServer, url: str, path: Path) -> Path:
 Intervals = list[tuple[str, float, float]]
 
 
-def leading(who: str, intervals: Intervals) -> Callable[[asyncio.Event], Awaitable[None]]:
+def leading(who: str, intervals: Intervals,
+            started: set[str] | None = None) -> Callable[[asyncio.Event], Awaitable[None]]:
+    """The guarded work: records when it ran. `is_leader` turns true while the winning request
+    is answered, a moment before the work starts; a test that stops the elector and then
+    expects an interval waits for `who in started` first (stopped in that moment, the elector
+    hands the lease back without running the work at all)."""
     async def work(stop: asyncio.Event) -> None:
         start = time.monotonic()
+        if started is not None:
+            started.add(who)
         try:
             await stop.wait()
         finally:
@@ -192,7 +199,8 @@ async def test_leader_gone_without_release_is_replaced_after_the_lease(cluster: 
     intervals: Intervals = []
     ta = asyncio.create_task(a.run(leading("a", intervals)))
     await wait_for(lambda: a.is_leader, 2.0)
-    tb = asyncio.create_task(b.run(leading("b", intervals)))
+    started: set[str] = set()
+    tb = asyncio.create_task(b.run(leading("b", intervals, started)))
     await asyncio.sleep(0.5)
     ta.cancel()  # a dies: no release
     await finish(ta)
@@ -203,6 +211,7 @@ async def test_leader_gone_without_release_is_replaced_after_the_lease(cluster: 
     # out the lease from then on its own clock, and acquires at the poll after that.
     assert takeover >= LEASE_DURATION - RETRY_PERIOD - SLACK
     assert takeover <= LEASE_DURATION + 2 * MAX_RETRY_WAIT + SLACK
+    await wait_for(lambda: "b" in started, 1.0)
     b.stop()
     await finish(tb)
     (_, _, end_a), (_, start_b, _) = intervals
@@ -217,7 +226,8 @@ async def test_graceful_release_lets_the_successor_in_within_a_retry_period(
     intervals: Intervals = []
     ta = asyncio.create_task(a.run(leading("a", intervals)))
     await wait_for(lambda: a.is_leader, 2.0)
-    tb = asyncio.create_task(b.run(leading("b", intervals)))
+    started: set[str] = set()
+    tb = asyncio.create_task(b.run(leading("b", intervals, started)))
     await asyncio.sleep(0.5)
     a.stop()
     await asyncio.wait_for(ta, 5)
@@ -227,6 +237,7 @@ async def test_graceful_release_lets_the_successor_in_within_a_retry_period(
     lease = await reader.get(LEASES, LEASE, NS)
     assert lease["spec"]["holderIdentity"] == "b"
     assert lease["spec"]["leaseTransitions"] == 1
+    await wait_for(lambda: "b" in started, 1.0)
     b.stop()
     await finish(tb)
     (_, _, end_a), (_, start_b, _) = intervals
@@ -242,7 +253,8 @@ async def test_cut_off_leader_steps_down_before_the_other_takes_over(cluster: Cl
     intervals: Intervals = []
     ta = asyncio.create_task(a.run(leading("a", intervals)))
     await wait_for(lambda: a.is_leader, 2.0)
-    tb = asyncio.create_task(b.run(leading("b", intervals)))
+    started: set[str] = set()
+    tb = asyncio.create_task(b.run(leading("b", intervals, started)))
     await asyncio.sleep(0.5)
     proxy.cut_off = True
     cut = time.monotonic()
@@ -252,6 +264,7 @@ async def test_cut_off_leader_steps_down_before_the_other_takes_over(cluster: Cl
     assert lost <= RENEW_DEADLINE + RETRY_PERIOD + SLACK
     assert reg_a.get_sample_value("leader_election_master_status", {"name": LEASE}) == 0
     await wait_for(lambda: b.is_leader, LEASE_DURATION + MAX_RETRY_WAIT + 2 * SLACK)
+    await wait_for(lambda: "b" in started, 1.0)
     b.stop()
     await finish(tb)
     (who_a, _, end_a), (who_b, start_b, _) = intervals
