@@ -174,9 +174,16 @@ class HandlerRegistration:
                           _describe(first))
             return None
 
+    def _turn(self) -> float:
+        """Seconds of deliveries before giving the loop back: shorter while a real change is
+        being reconciled, whose every await otherwise waits a whole turn of each handler
+        still replaying the cache."""
+        busy = self._informer.busy
+        return _YIELD_AFTER_BUSY if busy is not None and busy() else _YIELD_AFTER
+
     async def _run(self) -> None:
         delivered = 0
-        since = time.perf_counter()
+        since, turn = time.perf_counter(), self._turn()
         while True:
             while not self._pending:
                 self._wakeup.clear()
@@ -185,14 +192,14 @@ class HandlerRegistration:
                     await self._wakeup.wait()
                 finally:
                     self._idle = False
-                delivered, since = 0, time.perf_counter()
+                delivered, since, turn = 0, time.perf_counter(), self._turn()
             delivered += 1
-            if delivered % _YIELD_EVERY == 0 or time.perf_counter() - since > _YIELD_AFTER:
+            if delivered % _YIELD_EVERY == 0 or time.perf_counter() - since > turn:
                 # A replay of thousands of cached objects (or handlers that take their time
                 # with each, as a checkpoint comparison does) would otherwise hold the loop
                 # until it ends, and the workers could not start on what it has queued.
                 await asyncio.sleep(0)
-                since = time.perf_counter()
+                since, turn = time.perf_counter(), self._turn()
             notification = self._pending.popleft()
             if isinstance(notification, _Synced):
                 self._synced = True
@@ -220,6 +227,7 @@ _YIELD_EVERY = 64
 # Seconds of deliveries without giving the loop back. Real time, not the injectable clock: it
 # decides only when other tasks get their turn, nothing a handler or test can observe.
 _YIELD_AFTER = 0.01
+_YIELD_AFTER_BUSY = 0.002  # ... while `busy()` (as runtime.decisions slices its decisions)
 
 
 def _name(func: object) -> str:
@@ -245,8 +253,12 @@ class SharedInformer:
                  settings: InformerSettings | None = None,
                  transform: Transform | None = strip_managed_fields,
                  start_after: Sequence[SharedInformer] = (),
-                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+                 clock: Clock | None = None, rng: random.Random | None = None,
+                 busy: Callable[[], bool] | None = None) -> None:
         self.resource = resource
+        # Whether a real change is being reconciled (the manager's Foreground): handlers then
+        # give the loop back more often.
+        self.busy = busy
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -528,8 +540,10 @@ class SharedInformerFactory:
 
     def __init__(self, client: KubeClient, *, settings: InformerSettings | None = None,
                  transform: Transform | None = strip_managed_fields,
-                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+                 clock: Clock | None = None, rng: random.Random | None = None,
+                 busy: Callable[[], bool] | None = None) -> None:
         self._client = client
+        self._busy = busy
         self._settings = settings or InformerSettings()
         self._transform = transform
         self._clock = clock
@@ -560,7 +574,7 @@ class SharedInformerFactory:
                 self._client, resource, namespace=scope.namespace,
                 label_selector=scope.label_selector, field_selector=scope.field_selector,
                 settings=self._settings, transform=self._transform, clock=self._clock,
-                rng=self._rng)
+                rng=self._rng, busy=self._busy)
             self._informers[scope] = informer
         if transform is not None:
             informer.use_transform(transform)

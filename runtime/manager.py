@@ -101,8 +101,12 @@ class Manager:
         # The process-wide registry by default, where clients and pools created without one
         # also write, so that /metrics shows everything.
         self.registry = registry if registry is not None else metrics.default_registry()
+        # Shared by the controllers: deferred priority decisions, and the informers' handlers
+        # replaying their caches, give way to real changes.
+        self.foreground = Foreground(clock=self.clock)
+        foreground = self.foreground
         self.informers = SharedInformerFactory(client, settings=self.options.informer_settings,
-                                               clock=self.clock)
+                                               clock=self.clock, busy=lambda: foreground.busy)
         self.recorder = EventRecorder(client, component=self.options.event_component,
                                       clock=self.clock, registry=self.registry)
         self.metrics_server = self._metrics_server()
@@ -117,8 +121,6 @@ class Manager:
                 retry_period=self.options.retry_period, clock=self.clock,
                 registry=self.registry)
         self._controllers: list[Controller] = []
-        # Shared by the controllers: deferred priority decisions give way to real changes.
-        self.foreground = Foreground(clock=self.clock)
         self._runnables: list[LeaderRunnable] = []
         self._webhook_server: WebhookServer | None = None
         self._stopping: asyncio.Event | None = None

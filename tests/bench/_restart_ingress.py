@@ -38,7 +38,7 @@ from controller.ingress.model import BUILDER_VERSION, build_group
 from controller.standins import ServerLimits
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
-from runtime.manager import Manager, ManagerOptions
+from runtime.manager import Manager
 from runtime.objects import Obj
 from runtime.reconcile import Request
 from runtime.resources import ENDPOINTSLICES, INGRESSCLASSES, INGRESSES, SERVICES
@@ -117,7 +117,8 @@ class IngressBench(restart.Bench):
         assert isinstance(mode, IngressMode)
         client = await KubeClient.from_kubeconfig(self.kubeconfig)
         pool, pool_registry = mode.pool(self.proxy.url)
-        manager = Manager(client, options=ManagerOptions(), registry=CollectorRegistry())
+        manager = Manager(client, options=restart.manager_options(),
+                          registry=CollectorRegistry())
         # One region snapshot for both, as `aiolbc run` wires them (controller/app.py).
         snapshot = RegionSnapshot(clock=manager.clock)
         targetgroupbinding.setup(manager, pool=pool, settings=self.tgb_settings(mode),

@@ -271,3 +271,14 @@ async def test_a_paced_lane_waits_while_a_controller_is_still_settling(
     finally:
         await verifying.stop(timeout=1)
         await configmaps.stop()
+
+
+def test_the_manager_s_informers_know_when_a_real_change_is_reconciled(manager: Manager) -> None:
+    """Their handler tasks replay the caches in shorter turns then (runtime/informer.py)."""
+    informer = manager.informer(CONFIGMAPS)
+    assert informer.busy is not None
+    assert not informer.busy()
+    with manager.foreground.reconciling(NORMAL):
+        assert informer.busy()
+    with manager.foreground.reconciling(LOW):
+        assert not informer.busy()

@@ -45,6 +45,33 @@ def test_freeze_moves_what_survives_a_collection_out_of_every_collection() -> No
     assert gc.get_freeze_count() == 0
 
 
+@pytest.mark.usefixtures("restored")
+def test_freeze_collects_the_young_generations_only() -> None:
+    """Freezing right after the initial sync walks what is young, not every cached object:
+    a young cycle of garbage is collected, the old generation is left as it is."""
+    old = [{"cached": [i]} for i in range(1000)]
+    gc.collect()  # `old` is now in the oldest generation
+    ring: list[object] = []
+    ring.append(ring)  # young garbage with a cycle
+    del ring
+    collected: list[tuple[int, int]] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collected.append((info["generation"], info["collected"]))
+
+    gc.callbacks.append(seen)
+    try:
+        settings = HeapSettings(trim_after_sync=False)
+        freeze(settings)
+    finally:
+        gc.callbacks.remove(seen)
+    assert collected
+    assert max(generation for generation, _ in collected) <= 1
+    assert sum(n for _, n in collected) >= 1  # the ring
+    assert gc.get_freeze_count() >= 2 * len(old)
+
+
 def test_settings_refuse_nonsense() -> None:
     with pytest.raises(ValueError, match="young_threshold"):
         HeapSettings(young_threshold=0)
