@@ -118,37 +118,55 @@ def _endpoints(raws: list[msgspec.Raw] | None, previous: Any) -> SliceEndpoints:
     # of a used Service, and most endpoints are found among the cached ones.
     keys = [hash(bytes(raw)) for raw in raws]
     before: tuple[int, ...] = ()
+    serving: tuple[SliceEndpoint, ...] | None = None  # None: picked out of the endpoints anew
+    missing: list[int] | range
     if type(previous) is SliceEndpoints and previous.keys is not None:
-        # An event usually leaves the endpoints where they were (one changed, one added or
-        # removed at the end), so each is first compared with the one in its place; only
-        # those that moved are looked for (the keys are kept as int objects, not an array:
-        # boxing 100 ints here would cost more than the comparisons save).
         before = previous.keys
-        found: list[SliceEndpoint | None] = [
-            kept if old == key else None
-            for old, kept, key in zip(before, previous, keys, strict=False)]
-        found += [None] * (len(keys) - len(found))
+        held, now = len(before), len(keys)
         was_dropped = previous.dropped
+        if held <= now and before == tuple(keys[:held]):
+            # The most common event: pods added at the end, or none (a pod's start appends
+            # it). The cached endpoints are taken as a whole, in C, and only the new looked at.
+            found: list[SliceEndpoint | None] = list(previous)
+            found += [None] * (now - held)
+            missing = range(held, now)
+            serving = previous.serving
+        elif now < held and before[:now] == tuple(keys):
+            # ... or removed at the end: what serves is unchanged unless one of them served.
+            found = list(previous[:now])
+            missing = range(0)
+            if not any(e[1] and not e[2] for e in previous[now:]):
+                serving = previous.serving
+        else:
+            # Otherwise each endpoint is first compared with the one in its place (one changed
+            # in the middle); only those that moved are looked for (the keys are kept as int
+            # objects, not an array: boxing 100 ints here would cost more than it saves).
+            found = [kept if old == key else None
+                     for old, kept, key in zip(before, previous, keys, strict=False)]
+            found += [None] * (now - len(found))
+            missing = [i for i, kept in enumerate(found) if kept is None]
     else:
         found = [None] * len(keys)
+        missing = range(len(keys))
         was_dropped = _NO_KEYS
     dropped: set[int] = set()
-    if None in found:  # moved, new or changed endpoints (or ones no reader uses)
-        missing = [i for i, kept in enumerate(found) if kept is None]
+    if missing:  # moved, new or changed endpoints (or ones no reader uses)
         moved = _finder(before, previous, many=len(missing) > _FEW)
         for index in missing:
             key = keys[index]
-            found[index] = moved(key)
-            if found[index] is None and key not in was_dropped:
-                found[index] = _endpoint(_ENDPOINT.decode(raws[index]))
-            if found[index] is None:
+            found[index] = endpoint = moved(key)
+            if endpoint is None and key not in was_dropped:
+                found[index] = endpoint = _endpoint(_ENDPOINT.decode(raws[index]))
+            if endpoint is None:
                 dropped.add(key)
+            elif serving is not None and endpoint[1] and not endpoint[2]:
+                serving = None  # a new endpoint serves
         if dropped:
             keys = [key for key, kept in zip(keys, found, strict=True) if kept is not None]
             found = [kept for kept in found if kept is not None]
     endpoints: list[SliceEndpoint] = found  # type: ignore[assignment]  # no None left
-    return SliceEndpoints(endpoints, tuple([e for e in endpoints if e[1] and not e[2]]),
-                          keys=tuple(keys), dropped=frozenset(dropped) if dropped else _NO_KEYS)
+    return SliceEndpoints(endpoints, serving, keys=tuple(keys),
+                          dropped=frozenset(dropped) if dropped else _NO_KEYS)
 
 
 def decode_slice_event(line: bytes, cached: Cached | None = None) -> Any:

@@ -157,14 +157,31 @@ def test_the_next_event_reuses_unchanged_endpoints_and_decodes_the_rest_as_json_
     # new ones among them, in any order and number.
     pick = st.one_of(st.sampled_from(first), _ENDPOINT) if first else _ENDPOINT
     second = data.draw(st.lists(pick, max_size=14))
+    _check_next(first, second)
+
+
+def _check_next(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> None:
     held = decode_slice_event(_slice_line(first))["object"]
     line = _slice_line(second)
     event = decode_slice_event(line, {"ns/s": held}.get)
     assert _as_cached(event) == _as_cached(jsonbody.loads(line))
-    assert event["object"]["endpoints"] == decode_slice_event(line)["object"]["endpoints"]
+    fresh = decode_slice_event(line)["object"]["endpoints"]
+    assert event["object"]["endpoints"] == fresh
+    # What serves, whether picked out anew or carried over from the cached endpoints.
+    assert event["object"]["endpoints"].serving == fresh.serving
     # An endpoint whose JSON the cache holds is the very tuple it holds (the predicate then
     # compares by identity), wherever it now is.
     kept = {id(e) for e in held["endpoints"]}
     held_json = {json.dumps(e) for e in first}  # reused by its JSON, byte for byte
     reused = sum(1 for e in event["object"]["endpoints"] if id(e) in kept)
     assert reused == sum(1 for e in second if json.dumps(e) in held_json and _used(e))
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=st.lists(_ENDPOINT, max_size=12), cut=st.integers(0, 12),
+       added=st.lists(_ENDPOINT, max_size=4))
+def test_endpoints_added_or_removed_at_the_end_keep_the_cached_ones(
+        first: list[dict[str, Any]], cut: int, added: list[dict[str, Any]]) -> None:
+    """The common event (pods added at the end, or removed from it), which takes the cached
+    endpoints as a whole and what serves with them unless an added or removed one serves."""
+    _check_next(first, first[:cut] + added)
