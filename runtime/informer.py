@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from runtime.client import KubeClient, strip_managed_fields
 from runtime.clock import Clock, RealClock
+from runtime.decisions import BUSY_SLICE
 from runtime.failures import FailureLog
 from runtime.objects import Obj, resource_version_of
 from runtime.reflector import Reflector, ReflectorSettings
@@ -179,7 +180,7 @@ class HandlerRegistration:
         being reconciled, whose every await otherwise waits a whole turn of each handler
         still replaying the cache."""
         busy = self._informer.busy
-        return _YIELD_AFTER_BUSY if busy is not None and busy() else _YIELD_AFTER
+        return BUSY_SLICE if busy is not None and busy() else _YIELD_AFTER
 
     async def _run(self) -> None:
         delivered = 0
@@ -227,7 +228,7 @@ _YIELD_EVERY = 64
 # Seconds of deliveries without giving the loop back. Real time, not the injectable clock: it
 # decides only when other tasks get their turn, nothing a handler or test can observe.
 _YIELD_AFTER = 0.01
-_YIELD_AFTER_BUSY = 0.002  # ... while `busy()` (as runtime.decisions slices its decisions)
+# ... and while `busy()`: runtime.decisions' BUSY_SLICE, the turn its decisions take then.
 
 
 def _name(func: object) -> str:

@@ -4,7 +4,6 @@ fake clock."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,6 +23,7 @@ from runtime.reconcile import LOW, NORMAL, Request, Result, reconcile_priority
 from runtime.resources import CONFIGMAPS, NAMESPACES
 from runtime.workqueue import ItemExponentialFailureRateLimiter, LowLaneOptions, QueueOptions
 from tests.support.queues import settle
+from tests.support.reconcilers import Recording
 
 
 class Nothing:
@@ -180,27 +180,13 @@ def test_defaults_live_in_one_function() -> None:
     assert [short.queue.rate_limiter.when("k") for _ in range(4)] == [0.005, 0.01, 0.02, 0.02]
 
 
-class Holding:
-    """Reconciles by noting the key; `real` waits for `release`."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, int]] = []
-        self.release = asyncio.Event()
-
-    async def reconcile(self, request: Request) -> Result:
-        self.calls.append((request.key, reconcile_priority()))
-        if request.name == "real":
-            await self.release.wait()
-        return Result()
-
-
 async def test_a_paced_lane_waits_a_bounded_while_for_real_changes_of_any_controller(
         manager: Manager) -> None:
     clock = manager.clock
     assert isinstance(clock, FakeClock)
     paced = ControllerOptions(max_concurrent_reconciles=2, queue=QueueOptions(
         low_lane=LowLaneOptions(qps=100.0, burst=10, max_wait=math.inf)))
-    verifier, changer = Holding(), Holding()
+    verifier, changer = Recording(keyed=True), Recording(hold={"real"}, keyed=True)
     verifying = (ControllerBuilder(manager, "verifying").for_(manager.informer(CONFIGMAPS))
                  .with_options(paced).complete(verifier))
     changing = (ControllerBuilder(manager, "changing").for_(manager.informer(NAMESPACES))
@@ -216,15 +202,15 @@ async def test_a_paced_lane_waits_a_bounded_while_for_real_changes_of_any_contro
     try:
         changing.enqueue(Request("", "real"), priority=NORMAL)
         await settle()
-        assert changer.calls == [("real", NORMAL)]
+        assert changer.seen == [("real", NORMAL)]
         verifying.enqueue(Request("ns", "a"), priority=LOW)
         await settle()
         await clock.advance(1.0)
-        assert verifier.calls == []  # held: a real change is being reconciled
+        assert verifier.seen == []  # held: a real change is being reconciled
         changer.release.set()
         await settle()
         await clock.advance(0.1)
-        assert verifier.calls == [("ns/a", LOW)]  # let go once it is done
+        assert verifier.seen == [("ns/a", LOW)]  # let go once it is done
         # A real change that goes on and on holds the lane only `max_hold` at a stretch.
         changer.release.clear()
         changing.enqueue(Request("", "real"), priority=NORMAL)
@@ -232,9 +218,9 @@ async def test_a_paced_lane_waits_a_bounded_while_for_real_changes_of_any_contro
         verifying.enqueue(Request("ns", "b"), priority=LOW)
         await settle()
         await clock.advance(1.0)
-        assert verifier.calls == [("ns/a", LOW)]
+        assert verifier.seen == [("ns/a", LOW)]
         await clock.advance(1.5)
-        assert verifier.calls == [("ns/a", LOW), ("ns/b", LOW)]
+        assert verifier.seen == [("ns/a", LOW), ("ns/b", LOW)]
     finally:
         changer.release.set()
         await verifying.stop(timeout=1)
@@ -251,7 +237,7 @@ async def test_a_paced_lane_waits_while_a_controller_is_still_settling(
     assert isinstance(clock, FakeClock)
     paced = ControllerOptions(max_concurrent_reconciles=2, queue=QueueOptions(
         low_lane=LowLaneOptions(qps=100.0, burst=10, max_wait=math.inf)))
-    verifier = Holding()
+    verifier = Recording(keyed=True)
     configmaps = manager.informer(CONFIGMAPS)
     verifying = (ControllerBuilder(manager, "verifying").for_(configmaps)
                  .with_options(paced).complete(verifier))
@@ -262,12 +248,12 @@ async def test_a_paced_lane_waits_while_a_controller_is_still_settling(
         await settle()
         await clock.advance(1.0)
         assert verifying.settling()  # the informer has not listed: nothing replayed yet
-        assert verifier.calls == []
+        assert verifier.seen == []
         configmaps.on_replace([], "1")
         await settle()
         await clock.advance(0.1)
         assert not verifying.settling()
-        assert verifier.calls == [("ns/a", LOW)]
+        assert verifier.seen == [("ns/a", LOW)]
     finally:
         await verifying.stop(timeout=1)
         await configmaps.stop()

@@ -17,25 +17,10 @@ from runtime.controller import Controller
 from runtime.decisions import Deferred, Foreground
 from runtime.handlers import EnqueueForObject
 from runtime.predicates import EventKind
-from runtime.reconcile import LOW, NORMAL, Request, Result
+from runtime.reconcile import LOW, NORMAL, Request
 from runtime.workqueue import AllGates, PriorityQueue
 from tests.support.queues import settle
-
-
-class Recording:
-    """Reconciles by noting the key and its priority; keys in `hold` wait for `release`."""
-
-    def __init__(self, hold: set[str] | None = None) -> None:
-        self.seen: list[tuple[str, int]] = []
-        self.hold = hold or set()
-        self.release = asyncio.Event()
-
-    async def reconcile(self, request: Request) -> Result:
-        from runtime.reconcile import reconcile_priority
-        self.seen.append((request.name, reconcile_priority()))
-        if request.name in self.hold:
-            await self.release.wait()
-        return Result()
+from tests.support.reconcilers import Recording
 
 
 def _obj(name: str, checkpoint: str = "") -> dict[str, Any]:

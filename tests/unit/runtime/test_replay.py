@@ -12,25 +12,12 @@ from prometheus_client import CollectorRegistry
 
 from runtime.controller import Controller
 from runtime.handlers import EnqueueFromMap
-from runtime.reconcile import LOW, NORMAL, Request, Result, reconcile_priority
+from runtime.reconcile import LOW, NORMAL, Request
 from runtime.workqueue import PriorityQueue
 from tests.support.queues import settle
+from tests.support.reconcilers import Recording
 
 GROUP = Request("ns", "group")
-
-
-class Holding:
-    """Reconciles by noting the key and its priority; the first run waits for `release`."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, int]] = []
-        self.release = asyncio.Event()
-
-    async def reconcile(self, request: Request) -> Result:
-        self.seen.append((request.name, reconcile_priority()))
-        if len(self.seen) == 1:
-            await self.release.wait()
-        return Result()
 
 
 class Source:
@@ -65,7 +52,7 @@ def _obj(name: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "1"}}
 
 
-def _controller(reconciler: Holding) -> Controller:
+def _controller(reconciler: Recording) -> Controller:
     registry = CollectorRegistry()
     return Controller("groups", reconciler, max_concurrent_reconciles=2,
                       queue=PriorityQueue("groups", registry=registry), registry=registry)
@@ -78,7 +65,7 @@ def _handler(controller: Controller, priority: int) -> EnqueueFromMap:
 
 
 async def test_replays_of_a_request_in_flight_do_not_run_it_again() -> None:
-    reconciler = Holding()
+    reconciler = Recording(hold={"group"})
     controller = _controller(reconciler)
     # The group's Ingress replays at once; its Services' replay arrives once the group's
     # reconcile is in flight (the case that re-ran it).
@@ -97,7 +84,7 @@ async def test_replays_of_a_request_in_flight_do_not_run_it_again() -> None:
 
 
 async def test_a_higher_priority_and_a_real_event_still_run_it_again() -> None:
-    reconciler = Holding()
+    reconciler = Recording(hold={"group"})
     controller = _controller(reconciler)
     low = _handler(controller, LOW)
     normal = _handler(controller, NORMAL)
@@ -119,7 +106,7 @@ async def test_a_higher_priority_and_a_real_event_still_run_it_again() -> None:
 
 
 async def test_a_source_not_whole_at_start_is_never_deduplicated() -> None:
-    reconciler = Holding()
+    reconciler = Recording(hold={"group"})
     controller = _controller(reconciler)
     # An informer still listing when the controller starts: its initial list arrives after
     # the group's reconcile began, which could not have read it.
