@@ -355,9 +355,9 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         woken_events=woken["sent"], cpu_ms_per_woken_endpoint_event=round(woken_ms, 3),
         woken_events_per_s_one_core=per_core(woken_ms),
         reconciles_per_woken_event=reconciles(start, end, woken["sent"]))
-    # 3c. the quiet events again, as fast as the cluster process makes them: what one core
-    # sustains, measured under load rather than inferred from events 10 ms apart (between
-    # which the controller idles and its caches go cold).
+    # 3c. the quiet events again, as fast as the cluster process makes them: the cost of an
+    # event under load, from which what one core sustains is reckoned (1,000 / it), rather
+    # than from events 10 ms apart (between which the controller idles, its caches go cold).
     burst, burst_ms, start, end = await cost(f"quiet {quiet_events} {BURST_RATE}",
                                              "a burst of quiet events")
     result.update(
