@@ -20,11 +20,17 @@ process unless handed back:
   dropped) every later buffer of that size comes from the heap, whose freed holes the process
   keeps: about 20 MiB of a large cluster's memory. A fixed threshold keeps them mapped.
   `MALLOC_MMAP_THRESHOLD_` in the environment, if set, is left to rule;
-- once the caches are synced, `malloc_trim` hands back what the initial lists left free.
+- once the caches are synced, `malloc_trim` hands back what the initial lists left free;
+- and from then on every `trim_interval` seconds (`scavenge`), as Go's runtime scavenger hands
+  back a heap's free pages: under churn, buffers of every size are freed between live ones,
+  and the holes glibc keeps grew the RSS of a large cluster's controller by ~20 MiB over ten
+  minutes (1.11x its steady size) though the live heap had not grown. A trim costs a few
+  milliseconds (tens when there is much to hand back) and runs off the event loop's thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import gc
 import logging
@@ -32,7 +38,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-__all__ = ["HeapSettings", "freeze", "release_free_memory", "tune"]
+from runtime.clock import Clock
+
+__all__ = ["HeapSettings", "freeze", "release_free_memory", "scavenge", "tune"]
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +54,16 @@ class HeapSettings:
     # Bytes from which the C allocator maps a block of its own (None: the allocator's default).
     mmap_threshold: int | None = 256 * 1024
     trim_after_sync: bool = True
+    # Seconds between hand-backs of free memory once synced (None: none after the sync's).
+    trim_interval: float | None = 60.0
 
     def __post_init__(self) -> None:
         if self.young_threshold < 1:
             raise ValueError(f"young_threshold must be >= 1, got {self.young_threshold!r}")
         if self.mmap_threshold is not None and self.mmap_threshold < 1:
             raise ValueError(f"mmap_threshold must be >= 1, got {self.mmap_threshold!r}")
+        if self.trim_interval is not None and not self.trim_interval > 0:
+            raise ValueError(f"trim_interval must be > 0, got {self.trim_interval!r}")
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -104,3 +116,14 @@ def freeze(settings: HeapSettings) -> int:
     if settings.trim_after_sync:
         release_free_memory()
     return frozen
+
+
+async def scavenge(settings: HeapSettings, clock: Clock) -> None:
+    """Hand the C allocator's free memory back every `trim_interval` seconds, until cancelled;
+    returns at once where there is nothing to do (no interval, no glibc). The trim runs in a
+    worker thread (ctypes lets go of the interpreter): the loop goes on meanwhile."""
+    if settings.trim_interval is None or _glibc() is None:
+        return
+    while True:
+        await clock.sleep(settings.trim_interval)
+        await asyncio.to_thread(release_free_memory)

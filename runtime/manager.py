@@ -237,11 +237,14 @@ class Manager:
             heap.tune(self.options.heap)
         self.recorder.start()
         self.informers.start()
+        scavenger: asyncio.Task[None] | None = None
         try:
             if not await self._wait_for_caches():
                 return 0 if self._stopping.is_set() else 1
             if self.options.heap is not None:
                 log.info("caches synced; heap frozen", objects=heap.freeze(self.options.heap))
+                scavenger = asyncio.create_task(heap.scavenge(self.options.heap, self.clock),
+                                                name="heap-scavenger")
             if self.elector is None:
                 await self._lead(self._stopping)
                 return 0
@@ -254,6 +257,10 @@ class Manager:
                 return 1
             return 0
         finally:
+            if scavenger is not None:
+                scavenger.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scavenger
             with contextlib.suppress(Exception):
                 await self.recorder.stop()
             await self.informers.stop()
