@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.support.fixtures.aws",
     "tests.support.fixtures.cluster",
     "tests.support.fixtures.tenancy",
+    "tests.support.fixtures.heap",
 ]

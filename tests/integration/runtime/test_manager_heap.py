@@ -5,8 +5,6 @@ when it stops. The settings are process-wide: the test restores the collector af
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,21 +18,11 @@ from runtime.resources import CONFIGMAPS
 from tests.support.waiting import eventually
 
 
-@pytest.fixture
-def restored() -> Iterator[None]:
-    thresholds = gc.get_threshold()
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
 def scavengers() -> list[asyncio.Task[object]]:
     return [t for t in asyncio.all_tasks() if t.get_name() == "heap-scavenger"]
 
 
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("gc_restored")
 async def test_the_scavenger_runs_from_the_sync_until_the_manager_stops(
         envtest: EnvTestServer, tmp_path: Path) -> None:
     kubeconfig = envtest.write_kubeconfig(tmp_path / "kubeconfig")

@@ -6,7 +6,6 @@ import gc
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,24 +13,14 @@ from runtime.heap import HeapSettings, freeze, release_free_memory, tune
 from tests.support.paths import REPO
 
 
-@pytest.fixture
-def restored() -> Iterator[None]:
-    thresholds = gc.get_threshold()
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("gc_restored")
 def test_tune_sets_the_young_threshold_only() -> None:
     _, middle, old = gc.get_threshold()
     tune(HeapSettings(young_threshold=12_345))
     assert gc.get_threshold() == (12_345, middle, old)
 
 
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("gc_restored")
 def test_freeze_moves_what_survives_a_collection_out_of_every_collection() -> None:
     kept = [{"cached": [i]} for i in range(1000)]
     # Held in a name: a temporary settings object would be frozen and then freed, and the
@@ -49,7 +38,7 @@ def test_freeze_moves_what_survives_a_collection_out_of_every_collection() -> No
     assert gc.get_freeze_count() == 0
 
 
-@pytest.mark.usefixtures("restored")
+@pytest.mark.usefixtures("gc_restored")
 def test_freeze_collects_the_young_generations_only() -> None:
     """Freezing right after the initial sync walks what is young, not every cached object:
     a young cycle of garbage is collected, the old generation is left as it is."""
@@ -81,14 +70,26 @@ def test_settings_refuse_nonsense() -> None:
         HeapSettings(young_threshold=0)
 
 
-_ALLOCATOR_PROBE = """
-import gc, sys
-from runtime.heap import HeapSettings, tune
-
+_RSS = """
 def rss_mib():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
+"""
+
+
+def given_back(probe: str, arg: str) -> float:
+    """MiB a probe script (with `rss_mib()`) reports handed back, run in a process of its own
+    with the C allocator's environment settings left out."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", _RSS + probe, arg],
+                         capture_output=True, text=True, check=True, cwd=REPO, env=env)
+    return float(out.stdout)
+
+
+_ALLOCATOR_PROBE = """
+import gc, sys
+from runtime.heap import HeapSettings, tune
 
 if sys.argv[1] == "tuned":
     tune(HeapSettings())
@@ -108,15 +109,11 @@ print(before - rss_mib())
 def test_a_fixed_mmap_threshold_gives_large_freed_blocks_back(tuned: bool) -> None:
     """glibc's dynamic threshold keeps megabyte blocks freed below live ones in the process;
     with the tuned threshold they are mapped on their own and handed back when freed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    out = subprocess.run([sys.executable, "-c", _ALLOCATOR_PROBE,
-                          "tuned" if tuned else "default"],
-                         capture_output=True, text=True, check=True, cwd=REPO, env=env)
-    given_back = float(out.stdout)
+    freed = given_back(_ALLOCATOR_PROBE, "tuned" if tuned else "default")
     if tuned:
-        assert given_back > 48, given_back  # of the 64 MiB freed
+        assert freed > 48, freed  # of the 64 MiB freed
     else:
-        assert given_back < 16, given_back
+        assert freed < 16, freed
 
 
 def test_release_free_memory_works_here() -> None:
@@ -127,11 +124,6 @@ _SCAVENGER_PROBE = """
 import asyncio, sys
 from runtime.clock import RealClock
 from runtime.heap import HeapSettings, scavenge, tune
-
-def rss_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1]) / 1024
 
 settings = HeapSettings(trim_interval=float(sys.argv[1]) if sys.argv[1] != "none" else None)
 tune(settings)
@@ -153,14 +145,11 @@ asyncio.run(main())
 def test_the_scavenger_hands_back_memory_freed_between_live_blocks(interval: str) -> None:
     """Churn frees buffers between live ones; glibc keeps those holes resident until trimmed.
     The scavenger trims every `trim_interval` seconds; with no interval it does nothing."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    out = subprocess.run([sys.executable, "-c", _SCAVENGER_PROBE, interval],
-                         capture_output=True, text=True, check=True, cwd=REPO, env=env)
-    given_back = float(out.stdout)
+    freed = given_back(_SCAVENGER_PROBE, interval)
     if interval == "none":
-        assert given_back < 10, given_back
+        assert freed < 10, freed
     else:
-        assert given_back > 35, given_back  # of ~50 MiB of holes
+        assert freed > 35, freed  # of ~50 MiB of holes
 
 
 def test_settings_refuse_a_nonsense_trim_interval() -> None:
