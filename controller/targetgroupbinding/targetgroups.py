@@ -42,6 +42,8 @@ HEALTH_CACHE_TTL = 300.0  # upstream: 5 min
 # States whose targets are about to change on their own; a cache holding them is refreshed on
 # the next look instead of being trusted for five minutes.
 _VOLATILE_STATES = frozenset({"initial", "unhealthy", "draining", "unavailable"})
+# Distinct target healths kept as shared objects (state, reason and description).
+_STATES_KEPT = 256
 
 
 class TargetGroupNotFound(InvalidSpec):
@@ -107,6 +109,7 @@ class TargetGroups:
         # ownership checks rely on, so they are read again now and then.
         self._info: dict[str, tuple[float, TargetGroupInfo]] = {}
         self._health: dict[str, _Health] = {}
+        self._states: dict[tuple[str, str, str], TargetState] = {}
 
     def cached(self, *, arn: str | None, name: str | None) -> TargetGroupInfo | None:
         """What is known without asking AWS (for priority decisions)."""
@@ -303,6 +306,11 @@ class TargetGroups:
             if exc.code == "TargetGroupNotFound":
                 raise self._gone(arn) from None
             raise
+        # The cache keeps the objects it held for targets AWS still reports, and one object
+        # per distinct health: a reply builds a fresh Target and TargetState for each of
+        # thousands of targets, and keeping those grew a churned cluster's memory by ~10 MiB
+        # of copies of what was already held.
+        known = {t: t for t in cached.targets} if cached is not None else {}
         targets: set[Target] = set()
         states: dict[Target, TargetState] = {}
         volatile = False
@@ -316,11 +324,22 @@ class TargetGroups:
                 continue
             volatile = volatile or state in _VOLATILE_STATES
             key = Target(str(target["Id"]), int(target.get("Port") or 0))
+            key = known.get(key, key)
             targets.add(key)
-            states[key] = TargetState(state, health.get("Reason") or "",
+            states[key] = self._state(state, health.get("Reason") or "",
                                       health.get("Description") or "")
         self._health[arn] = _Health(targets, now, volatile, states)
         return set(targets)
+
+    def _state(self, state: str, reason: str, description: str) -> TargetState:
+        """The one TargetState object for this health (AWS reports a handful of them)."""
+        found = self._states.get((state, reason, description))
+        if found is None:
+            if len(self._states) >= _STATES_KEPT:  # descriptions AWS words anew: start over
+                self._states.clear()
+            found = self._states[(state, reason, description)] = TargetState(
+                state, reason, description)
+        return found
 
     def health(self, arn: str) -> dict[Target, TargetState]:
         """The targets' health as last described (`current_targets` reads it), with targets
