@@ -378,8 +378,9 @@ class KubeClient:
         silent for `watch_idle_timeout` ends the iteration like a clean close: the caller
         re-watches from its last resourceVersion. `timeout` bounds opening the stream only;
         `on_open` is called once the server has accepted it, before any event arrives.
-        `decode` reads one event's line (default `jsonbody.loads`); what it gives must be the
-        event as JSON decodes it, or less of the object (an informer transform's decoder).
+        `decode` reads one event's line, whose newline may end it (default `jsonbody.loads`);
+        what it gives must be the event as JSON decodes it, or less of the object (an informer
+        transform's decoder).
         """
         loads = decode or jsonbody.loads
         query = _query(watch=True, resourceVersion=resource_version,
@@ -405,8 +406,15 @@ class KubeClient:
                 clock = idle.clock
                 async for chunk in response.content.iter_any():
                     idle.last = clock()
-                    if b"\n" not in chunk:
+                    end = chunk.find(b"\n")
+                    if end < 0:
                         parts.append(chunk)
+                        continue
+                    if end == len(chunk) - 1 and not parts:
+                        # The usual read: one whole event, decoded as it came (its newline is
+                        # whitespace to JSON) instead of copied out of the read first.
+                        if not chunk.isspace():
+                            yield self._watch_event(loads(chunk))
                         continue
                     if parts:
                         parts.append(chunk)

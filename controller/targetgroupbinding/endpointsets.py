@@ -5,8 +5,9 @@ A Service with a thousand pods has ten or more EndpointSlices, and an endpoint e
 of them. Re-reading every slice, sorting every endpoint and digesting every checkpoint id on
 each reconcile made the reconcile cost grow with the Service instead of with the change. Here a
 slice is parsed once per version (its uid and resourceVersion identify its content), a Service's
-set is recombined only when one of its slices changed, and the endpoint digest of the checkpoint
-is computed once per combined set. The value is exactly what `targets.ip_endpoints` and
+set is recombined only when the endpoints of one of its slices changed (not for a new version
+that lists the same pods in another order), and the endpoint digest of the checkpoint is
+computed once per combined set. The value is exactly what `targets.ip_endpoints` and
 `checkpoint.compute` give: only the work is memoized, so the checkpoint still changes exactly
 when the target set (or a pod behind it) does.
 
@@ -87,8 +88,12 @@ class _Part:
 
 def _part(slice_: Obj, resource_version: str, *, port_name: str, family: str,
           previous: _Part | None = None) -> _Part:
+    """The slice's part; one holding the very `by_target` of `previous` when the new version
+    has the same endpoints (its pods reordered, or endpoints that serve nowhere changed)."""
     found = slice_ip_endpoints(slice_, port_name=port_name, family=family,
                                previous=previous.by_target if previous is not None else None)
+    if previous is not None and found == previous.by_target:
+        return _Part(resource_version, previous.by_target, previous.ids)
     return _Part(resource_version, found, sorted(e.checkpoint_id for e in found.values()))
 
 
@@ -167,15 +172,22 @@ class SliceMemo:
         if entry.result is not None and entry.versions == current:
             return entry.result
         parts: dict[str, _Part] = {}
+        # Unchanged when the same slices give the same endpoints as before (a new version
+        # that only reordered its pods): the combined set and its digest are kept, not
+        # recomputed over every endpoint of the Service.
+        same = entry.result is not None and len(entry.parts) == len(versions)
         for (uid, rv), slice_ in versions:
-            part = entry.parts.get(uid)
+            held = part = entry.parts.get(uid)
             if part is None or part.resource_version != rv:
                 if is_index_entry(slice_):
                     raise SlicesNotCached(service_key)
                 part = _part(slice_, rv, port_name=port_name, family=family, previous=part)
+            if held is None or part.by_target is not held.by_target:
+                same = False
             parts[uid] = part
         entry.versions, entry.parts = current, parts
-        entry.result = _combine(list(parts.values()))
+        if not same or len(parts) != len(versions) or entry.result is None:
+            entry.result = _combine(list(parts.values()))
         return entry.result
 
     def retain(self, used: Collection[str]) -> None:

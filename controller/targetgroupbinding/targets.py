@@ -91,9 +91,7 @@ def slice_ip_endpoints(slice_: Obj, *, port_name: str, family: str,
         number = port.get("port")
         if not isinstance(number, int) or isinstance(number, bool):
             continue
-        for endpoint in endpoints:
-            if not endpoint.ready or endpoint.terminating:
-                continue
+        for endpoint in endpoints.serving:  # ready and not terminating
             address = endpoint.address
             checkpoint_id = f"{address}:{number}:{endpoint.uid}"
             # A plain tuple finds a Target: equal, and hashed alike.

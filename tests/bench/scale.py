@@ -4,6 +4,7 @@ steady and after churn, tasks and file descriptors.
 Usage: python tests/bench/scale.py [--quick] [--churn-seconds S] [--churn-rate R]
                                   [--quiet-events N] [--quiet-rate R] [--trace] [--no-profile]
                                   [--cprofile] [--cprofile-out FILE]
+                                  [--profile-events quiet|woken]
                                   [--controller-flag FLAG ...]
 
 Three processes, so that every figure is about aiolbc alone: moto's server (AWS), the local API
@@ -40,7 +41,7 @@ Phases and figures (the last stdout line is one JSON object):
    `reconciles_per_burst_event` (at 100 a second the controller idles between events and
    each finds its caches cold; events back to back cost less each, so the rate one core
    sustains is higher than 1,000 / `cpu_ms_per_endpoint_event`); then, unless `--no-profile`,
-   half as many quiet events again
+   half as many quiet events again (woken ones with `--profile-events woken`)
    under a sampling profiler: `profile_top` (CPU µs per event by line, own time) and
    `profile_inclusive` (by function, callees included); with `--cprofile`, half as many again
    under cProfile: `cprofile_top` (by function, own and cumulative µs and calls per event);
@@ -291,7 +292,8 @@ def _tgb_reconciles(stats: dict[str, Any]) -> float:
 async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: float,
                   churn_seconds: float, churn_rate: float, profile: bool,
                   trace: bool, cprofile: bool = False,
-                  cprofile_out: str | None = None) -> dict[str, Any]:
+                  cprofile_out: str | None = None,
+                  profile_events: str = "quiet") -> dict[str, Any]:
     shape = bench.shape
     result: dict[str, Any] = {}
     hold = 1.0 if quick else 3.0
@@ -369,8 +371,8 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         n = max(quiet_events // 2, 1)
         start = await bench.stats()
         await bench.controller.ask("sample-start 0.0005")
-        await bench.cluster.ask(f"quiet {n} {quiet_rate}", timeout=3600)
-        await bench.wait_idle("profiled quiet events", hold=hold, cap=300)
+        await bench.cluster.ask(f"{profile_events} {n} {quiet_rate}", timeout=3600)
+        await bench.wait_idle(f"profiled {profile_events} events", hold=hold, cap=300)
         sampled = await bench.controller.ask("sample-stop 15")
         end = await bench.stats()
         us = (end["cpu_s"] - start["cpu_s"]) * 1e6 / n  # sampler included, idle left in
@@ -384,8 +386,8 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         # but exact about who calls what: the sampler above cannot see into C calls.
         n = max(quiet_events // 2, 1)
         await bench.controller.ask("profile-start")
-        await bench.cluster.ask(f"quiet {n} {quiet_rate}", timeout=3600)
-        await bench.wait_idle("cProfiled quiet events", hold=hold, cap=300)
+        await bench.cluster.ask(f"{profile_events} {n} {quiet_rate}", timeout=3600)
+        await bench.wait_idle(f"cProfiled {profile_events} events", hold=hold, cap=300)
         dump = f" {cprofile_out}" if cprofile_out else ""
         rows = await bench.controller.ask(f"profile-stop 40{dump}")
         result["cprofile_top"] = [
@@ -547,6 +549,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also a cProfile pass over quiet events: `cprofile_top`, by function")
     parser.add_argument("--cprofile-out", metavar="FILE", default=None,
                         help="with --cprofile: write the whole profile to FILE (pstats format)")
+    parser.add_argument("--profile-events", choices=("quiet", "woken"), default="quiet",
+                        help="the endpoint events the profilers run over (default: quiet)")
     parser.add_argument("--controller-flag", action="append", default=[], metavar="FLAG",
                         help="an extra `aiolbc run` flag, e.g. "
                              "--controller-flag=--enable-leader-election=false (repeatable)")
@@ -563,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=not args.no_profile, trace=bool(args.trace),
         cprofile=bool(args.cprofile or args.cprofile_out),
         cprofile_out=str(Path(args.cprofile_out).resolve()) if args.cprofile_out else None,
+        profile_events=str(args.profile_events),
         extra_flags=list(args.controller_flag))))
     print(json.dumps(result))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Any
 
 import certifi
 import pytest
+from aiohttp import web
+from kubernetes_asyncio.client import Configuration
 from prometheus_client import CollectorRegistry
 
 from runtime.client import ClientSettings, KubeClient
@@ -24,7 +27,13 @@ from runtime.errors import (
     ServerError,
     TooManyRequests,
 )
-from runtime.kubeconfig import KubeConfigError, load_in_cluster, load_kubeconfig
+from runtime.kubeconfig import (
+    Credentials,
+    KubeConfigError,
+    ServerEndpoint,
+    load_in_cluster,
+    load_kubeconfig,
+)
 from runtime.resources import CONFIGMAPS, NAMESPACES, SERVICES
 from tests.support.objects import service
 
@@ -364,3 +373,40 @@ async def _until(condition: Any, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.005)
+
+
+async def test_watch_lines_are_found_however_the_stream_is_cut() -> None:
+    """A watch body arriving in pieces cut anywhere (one whole line per read, several lines
+    in one, a line over several reads, blank lines between) gives each event once, whole."""
+    events = [{"type": "ADDED", "object": {"metadata": {"name": f"cm-{i}"},
+                                           "data": {"k": "v" * (i * 5000)}}} for i in range(6)]
+    lines = [json.dumps(e).encode() + b"\n" for e in events]
+    cuts = [lines[0], lines[1] + lines[2][:7], lines[2][7:-1], b"\n", b"\n",  # blank line
+            lines[3][:1], lines[3][1:] + lines[4], lines[5]]
+    assert b"".join(cuts) == b"".join([*lines[:3], b"\n", *lines[3:]])
+
+    async def serve(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for piece in cuts:
+            await response.write(piece)
+            await asyncio.sleep(0.02)  # each piece its own read, as far as timing allows
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/configmaps", serve)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    endpoint = ServerEndpoint(host=f"http://127.0.0.1:{runner.addresses[0][1]}", ssl=None,
+                              server_hostname=None, proxy=None)
+    client = KubeClient(endpoint, Credentials(Configuration()), registry=CollectorRegistry())
+    try:
+        got = [event async for event in client.watch(CONFIGMAPS, "default", resource_version="1")]
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert got == events

@@ -65,6 +65,28 @@ def test_a_slice_update_is_seen_and_only_changed_slices_are_parsed_again() -> No
     _check(third, [a, replaced])
 
 
+def test_a_new_version_with_the_same_endpoints_keeps_the_set_and_its_digest() -> None:
+    memo = SliceMemo()
+    a = _slice("web-a", ["10.0.0.1", "10.0.0.2", "10.0.0.3"], not_ready=("10.0.0.3",))
+    b = _slice("web-b", ["10.0.1.1"])
+    first = memo.ip_endpoints("default/web", PORT, [a, b])
+    # Its pods listed in another order, and a pod that serves nowhere gone: same endpoints.
+    reordered = _slice("web-a", ["10.0.0.2", "10.0.0.1"], rv="2")
+    assert memo.ip_endpoints("default/web", PORT, [reordered, b]) is first
+    _check(first, [reordered, b])
+    # The next real change is seen against that version.
+    grown = _slice("web-a", ["10.0.0.2", "10.0.0.1", "10.0.0.4"], rv="3")
+    second = memo.ip_endpoints("default/web", PORT, [grown, b])
+    assert second.digest != first.digest
+    _check(second, [grown, b])
+    # The same endpoints under another slice (uid) are another part: combined afresh, and
+    # the later slice (by uid) is the one whose endpoints count, as from scratch.
+    moved = _slice("web-c", ["10.0.0.2", "10.0.0.1", "10.0.0.4"], uid="uid-web-0")
+    third = memo.ip_endpoints("default/web", PORT, [moved, b])
+    assert third is not second
+    _check(third, [moved, b])
+
+
 def test_a_deleted_slice_takes_its_endpoints_along() -> None:
     memo = SliceMemo()
     a, b = _slice("web-a", ["10.0.0.1"]), _slice("web-b", ["10.0.1.1"])
