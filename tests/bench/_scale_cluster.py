@@ -12,6 +12,8 @@ JSON line:
 - `seed`: create the cluster; answers the object counts and the seconds it took;
 - `quiet N RATE`: N quiet endpoint events at RATE per second (below), answers what was sent;
 - `woken N RATE`: N woken endpoint events (below) at RATE per second;
+- `unused N RATE`: N readiness flips in slices of Services no load balancer uses (a few
+  endpoints each) at RATE per second;
 - `touch RATE`: one quiet endpoint event for every slice of the load-balanced Services;
 - `churn SECONDS RATE`: mixed churn for SECONDS at RATE changes per second, answers the
   changes made by kind;
@@ -374,6 +376,11 @@ class Cluster:
         self._replace(rt, obj)
         return "woken"
 
+    def unused_event(self) -> str:
+        """A readiness flip in a slice of a Service no load balancer uses."""
+        self.ready_flip(self.other_slices)
+        return "unused"
+
     def touch_step(self) -> Callable[[], str]:
         """A step making a quiet event in each load-balanced slice in turn."""
         every = iter(list(self.lb_slices))
@@ -536,6 +543,9 @@ async def serve(args: argparse.Namespace) -> None:
             elif word == "woken":
                 answer = await paced(float(rest[1]), count=int(rest[0]),
                                      step=cluster.woken_event)
+            elif word == "unused":
+                answer = await paced(float(rest[1]), count=int(rest[0]),
+                                     step=cluster.unused_event)
             elif word == "touch":
                 answer = await paced(float(rest[0]), count=len(cluster.lb_slices),
                                      step=cluster.touch_step())

@@ -35,7 +35,11 @@ Phases and figures (the last stdout line is one JSON object):
    by generation); then half as many woken endpoint events (the ready endpoints listed in
    another order: the binding's reconcile runs and finds its checkpoint unchanged):
    `cpu_ms_per_woken_endpoint_event`, `woken_events_per_s_one_core`,
-   `reconciles_per_woken_event`; then as many quiet events as fast as the cluster process
+   `reconciles_per_woken_event`; then as many readiness flips in slices of Services no
+   load balancer uses (3 endpoints each, kept as index entries: the cost of an event the
+   controller has no use for, mostly the watch's fixed cost per event):
+   `cpu_ms_per_unused_slice_event`, `reconciles_per_unused_slice_event` (0); then as many
+   quiet events as fast as the cluster process
    makes them (up to 5,000 a second; `burst_rate` says how fast it did): the same figures
    under load, `cpu_ms_per_endpoint_event_in_burst`, `events_per_s_one_core_in_burst`,
    `reconciles_per_burst_event` (at 100 a second the controller idles between events and
@@ -357,6 +361,12 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         woken_events=woken["sent"], cpu_ms_per_woken_endpoint_event=round(woken_ms, 3),
         woken_events_per_s_one_core=per_core(woken_ms),
         reconciles_per_woken_event=reconciles(start, end, woken["sent"]))
+    # 3b'. as many events of slices of Services nothing uses (kept as index entries only)
+    unused, unused_ms, start, end = await cost(
+        f"unused {max(quiet_events // 2, 1)} {quiet_rate}", "unused-slice events")
+    result.update(
+        unused_slice_events=unused["sent"], cpu_ms_per_unused_slice_event=round(unused_ms, 3),
+        reconciles_per_unused_slice_event=reconciles(start, end, unused["sent"]))
     # 3c. the quiet events again, as fast as the cluster process makes them: the cost of an
     # event under load, from which what one core sustains is reckoned (1,000 / it), rather
     # than from events 10 ms apart (between which the controller idles, its caches go cold).
