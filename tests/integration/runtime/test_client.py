@@ -35,6 +35,7 @@ from runtime.kubeconfig import (
     load_kubeconfig,
 )
 from runtime.resources import CONFIGMAPS, NAMESPACES, SERVICES
+from tests.support.loopback import serving
 from tests.support.objects import service
 
 FAST = ClientSettings(retry_initial_delay=0.005, retry_max_delay=0.02, max_retry_after=0.02)
@@ -397,16 +398,12 @@ async def test_watch_lines_are_found_however_the_stream_is_cut() -> None:
 
     app = web.Application()
     app.router.add_get("/api/v1/namespaces/default/configmaps", serve)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    endpoint = ServerEndpoint(host=f"http://127.0.0.1:{runner.addresses[0][1]}", ssl=None,
-                              server_hostname=None, proxy=None)
-    client = KubeClient(endpoint, Credentials(Configuration()), registry=CollectorRegistry())
-    try:
-        got = [event async for event in client.watch(CONFIGMAPS, "default", resource_version="1")]
-    finally:
-        await client.close()
-        await runner.cleanup()
+    async with serving(app) as url:
+        endpoint = ServerEndpoint(host=url, ssl=None, server_hostname=None, proxy=None)
+        client = KubeClient(endpoint, Credentials(Configuration()), registry=CollectorRegistry())
+        try:
+            got = [event async for event in client.watch(CONFIGMAPS, "default",
+                                                         resource_version="1")]
+        finally:
+            await client.close()
     assert got == events

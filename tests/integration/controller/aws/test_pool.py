@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSError, AWSSettings, ThrottleConfig
 from controller.standins import AWSFaultProxy, AwsSeed
+from tests.support.loopback import serving
 
 
 async def test_calls_reach_elbv2_ec2_and_acm(aws_pool: AWSClientPool, aws_seed: AwsSeed) -> None:
@@ -191,19 +192,12 @@ async def test_an_html_error_page_surfaces_as_an_aws_error(no_retry_backoff: Non
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", broken)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    settings = AWSSettings(region="us-west-2", endpoint_url=f"http://127.0.0.1:{port}",
-                           access_key="testing", secret_key="testing", max_retries=0)
-    try:
+    async with serving(app) as url:
+        settings = AWSSettings(region="us-west-2", endpoint_url=url, access_key="testing",
+                               secret_key="testing", max_retries=0)
         async with AWSClientPool(settings, registry=CollectorRegistry()) as pool:
             with pytest.raises(AWSError) as info:
                 await pool.call("elbv2", "DescribeLoadBalancers")
-    finally:
-        await runner.cleanup()
     assert info.value.code == "ResponseParserError"
     assert info.value.operation == "DescribeLoadBalancers"
 
