@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import gc
 import logging
 import os
@@ -66,6 +67,7 @@ class HeapSettings:
             raise ValueError(f"trim_interval must be > 0, got {self.trim_interval!r}")
 
 
+@functools.cache  # looked up once: the scavenger asks every trim_interval
 def _glibc() -> ctypes.CDLL | None:
     """The process's C library when it is glibc (mallopt and malloc_trim are glibc's)."""
     if not sys.platform.startswith("linux"):

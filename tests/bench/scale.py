@@ -39,14 +39,14 @@ Phases and figures (the last stdout line is one JSON object):
    load balancer uses (3 endpoints each, kept as index entries: the cost of an event the
    controller has no use for, mostly the watch's fixed cost per event):
    `cpu_ms_per_unused_slice_event`, `reconciles_per_unused_slice_event` (0); then as many
-   quiet events as fast as the cluster process
-   makes them (up to 5,000 a second; `burst_rate` says how fast it did): the same figures
+   quiet events as fast as the cluster process makes them (up to 5,000 a second;
+   `burst_rate` says how fast it did): the same figures
    under load, `cpu_ms_per_endpoint_event_in_burst`, `events_per_s_one_core_in_burst`,
    `reconciles_per_burst_event` (at 100 a second the controller idles between events and
    each finds its caches cold; events back to back cost less each, so the rate one core
    sustains is higher than 1,000 / `cpu_ms_per_endpoint_event`); then, unless `--no-profile`,
-   half as many quiet events again (woken ones with `--profile-events woken`)
-   under a sampling profiler: `profile_top` (CPU µs per event by line, own time) and
+   half as many quiet events again (woken ones with `--profile-events woken`) under a
+   sampling profiler: `profile_top` (CPU µs per event by line, own time) and
    `profile_inclusive` (by function, callees included); with `--cprofile`, half as many again
    under cProfile: `cprofile_top` (by function, own and cumulative µs and calls per event);
 4. mixed churn for `--churn-seconds` at `--churn-rate` changes per second: annotations on Pods,
@@ -345,6 +345,8 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     def reconciles(start: dict[str, Any], end: dict[str, Any], events: int) -> float:
         return round((_tgb_reconciles(end) - _tgb_reconciles(start)) / events, 3)
 
+    half = max(quiet_events // 2, 1)  # the woken, unused and profiled phases' events
+
     sent, per_event_ms, start, end = await cost(f"quiet {quiet_events} {quiet_rate}",
                                                 "quiet events")
     gc_ms = [round((b - a) * 1000 / sent["sent"], 3) for a, b in zip(start["gc_s"], end["gc_s"],
@@ -355,19 +357,18 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         events_per_s_one_core=per_core(per_event_ms),
         reconciles_per_event=reconciles(start, end, sent["sent"]))
     # 3b. woken endpoint events: the same, with the binding's reconcile in each
-    woken, woken_ms, start, end = await cost(f"woken {max(quiet_events // 2, 1)} {quiet_rate}",
-                                             "woken events")
+    woken, woken_ms, start, end = await cost(f"woken {half} {quiet_rate}", "woken events")
     result.update(
         woken_events=woken["sent"], cpu_ms_per_woken_endpoint_event=round(woken_ms, 3),
         woken_events_per_s_one_core=per_core(woken_ms),
         reconciles_per_woken_event=reconciles(start, end, woken["sent"]))
-    # 3b'. as many events of slices of Services nothing uses (kept as index entries only)
-    unused, unused_ms, start, end = await cost(
-        f"unused {max(quiet_events // 2, 1)} {quiet_rate}", "unused-slice events")
+    # 3c. as many events of slices of Services nothing uses (kept as index entries only)
+    unused, unused_ms, start, end = await cost(f"unused {half} {quiet_rate}",
+                                               "unused-slice events")
     result.update(
         unused_slice_events=unused["sent"], cpu_ms_per_unused_slice_event=round(unused_ms, 3),
         reconciles_per_unused_slice_event=reconciles(start, end, unused["sent"]))
-    # 3c. the quiet events again, as fast as the cluster process makes them: the cost of an
+    # 3d. the quiet events again, as fast as the cluster process makes them: the cost of an
     # event under load, from which what one core sustains is reckoned (1,000 / it), rather
     # than from events 10 ms apart (between which the controller idles, its caches go cold).
     burst, burst_ms, start, end = await cost(f"quiet {quiet_events} {BURST_RATE}",
@@ -378,7 +379,7 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
         events_per_s_one_core_in_burst=per_core(burst_ms),
         reconciles_per_burst_event=reconciles(start, end, burst["sent"]))
     if profile:
-        n = max(quiet_events // 2, 1)
+        n = half
         start = await bench.stats()
         await bench.controller.ask("sample-start 0.0005")
         await bench.cluster.ask(f"{profile_events} {n} {quiet_rate}", timeout=3600)
@@ -394,7 +395,7 @@ async def measure(bench: Bench, *, quick: bool, quiet_events: int, quiet_rate: f
     if cprofile:
         # Deterministic, so skewed towards small functions (each call costs the profiler),
         # but exact about who calls what: the sampler above cannot see into C calls.
-        n = max(quiet_events // 2, 1)
+        n = half
         await bench.controller.ask("profile-start")
         await bench.cluster.ask(f"{profile_events} {n} {quiet_rate}", timeout=3600)
         await bench.wait_idle(f"cProfiled {profile_events} events", hold=hold, cap=300)
