@@ -4,6 +4,9 @@ One aiohttp session (one connection pool) per client; bodies are decoded (jsonbo
 into dicts, never into generated model classes (5-6x slower on big lists). Error answers become the
 typed exceptions of runtime/errors.py carrying the server's Status message.
 
+Watches are read off their own connection, each event handed to its consumer within the read's
+callback (runtime/watchstream.py); through an HTTP proxy, aiohttp carries their bytes instead.
+
 Reads (get, list, opening a watch) are retried on 429 (honouring Retry-After, capped), 5xx and
 connection failures with capped, jittered exponential backoff; writes are never retried, since
 the caller must decide whether a write that may have landed can be repeated. Every HTTP attempt
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
+from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 from prometheus_client import CollectorRegistry
@@ -40,6 +44,7 @@ from runtime.kubeconfig import (
 )
 from runtime.resources import Resource
 from runtime.tokenbucket import TokenBucket
+from runtime.watchstream import EventStream, WatchProtocol, request_bytes
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +56,8 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
 
-# Large enough for any single watch line the API server can produce in one read; the watch
-# reader splits lines itself, so this only sizes aiohttp's read buffer.
+# aiohttp's read buffer. Watches read lines themselves (runtime/watchstream.py), also those
+# that go through aiohttp (behind an HTTP proxy), so this bounds no line's length.
 _READ_BUFSIZE = 2**21
 
 
@@ -147,43 +152,6 @@ def _namespace_name(obj: Mapping[str, Any]) -> tuple[str | None, str]:
     namespace = meta.get("namespace")
     return (namespace if isinstance(namespace, str) and namespace else None), meta["name"]
 
-
-
-class _IdleWatchdog:
-    """Ends a watch stream silent for `timeout` seconds (None: never). The stream's reader
-    records when each chunk arrived (`last`); the check runs once per quiet `timeout`, not
-    per chunk. The response's own read timeout, which guarded its headers, is switched off:
-    aiohttp would otherwise cancel and re-create a timer for every chunk received."""
-
-    def __init__(self, response: aiohttp.ClientResponse, timeout: float | None) -> None:
-        loop = asyncio.get_running_loop()
-        self.clock = loop.time
-        self.timeout = timeout
-        self.last = self.clock()
-        self.expired = False
-        self._response = response
-        self._handle: asyncio.TimerHandle | None = None
-        protocol = response.connection.protocol if response.connection is not None else None
-        if timeout is None or protocol is None:
-            return
-        protocol.read_timeout = None
-        protocol._drop_timeout()  # the timer armed for the headers
-        self._handle = loop.call_at(self.last + timeout, self._check)
-
-    def _check(self) -> None:
-        assert self.timeout is not None
-        due = self.last + self.timeout
-        if self.clock() < due:  # data arrived meanwhile: wait for the rest of the silence
-            self._handle = asyncio.get_running_loop().call_at(due, self._check)
-            return
-        self._handle = None
-        self.expired = True
-        self._response.close()  # the reader sees the end of the stream
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
 
 
 class KubeClient:
@@ -372,82 +340,47 @@ class KubeClient:
                     on_open: Callable[[], None] | None = None,
                     decode: Callable[[bytes], Any] | None = None,
                     ) -> AsyncGenerator[dict[str, Any], None]:
-        """Yield `{"type", "object"}` events until the server closes the stream.
+        """Yield `{"type", "object"}` events until the server closes the stream: `open_watch`
+        (which see) read one event at a time. `on_open` is called once the server has
+        accepted the watch, before any event arrives."""
+        stream = await self.open_watch(
+            res, namespace, resource_version=resource_version, timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks, label_selector=label_selector,
+            field_selector=field_selector, send_initial_events=send_initial_events,
+            timeout=timeout, decode=decode)
+        try:
+            if on_open is not None:
+                on_open()
+            async for event in stream:
+                yield event
+        finally:
+            stream.close()
 
-        An ERROR event raises its typed error (Gone for 410). A dropped connection or a stream
-        silent for `watch_idle_timeout` ends the iteration like a clean close: the caller
-        re-watches from its last resourceVersion. `timeout` bounds opening the stream only;
-        `on_open` is called once the server has accepted it, before any event arrives.
-        `decode` reads one event's line, whose newline may end it (default `jsonbody.loads`);
-        what it gives must be the event as JSON decodes it, or less of the object (an informer
-        transform's decoder).
-        """
-        loads = decode or jsonbody.loads
+    async def open_watch(self, res: Resource, namespace: str | None = None, *,
+                         resource_version: str | None = None, timeout_seconds: int | None = None,
+                         allow_bookmarks: bool = True, label_selector: str | None = None,
+                         field_selector: str | None = None, send_initial_events: bool = False,
+                         timeout: float | None = None,
+                         decode: Callable[[bytes], Any] | None = None) -> EventStream:
+        """Open a watch: its events, pushed to a handler (`EventStream.deliver`) or pulled
+        (`async for`), until the server ends the stream. An ERROR event raises its typed error
+        (Gone for 410). A dropped connection or a stream silent for `watch_idle_timeout` ends
+        it like a clean close: the caller re-watches from its last resourceVersion. `timeout`
+        bounds opening the stream only. `decode` reads one event's line, whose newline may end
+        it (default `jsonbody.loads`); what it gives must be the event as JSON decodes it, or
+        less of the object (an informer transform's decoder). Call `close()` when done."""
         query = _query(watch=True, resourceVersion=resource_version,
                        timeoutSeconds=timeout_seconds, allowWatchBookmarks=allow_bookmarks,
                        labelSelector=label_selector, fieldSelector=field_selector)
         if send_initial_events:
             query["sendInitialEvents"] = "true"
             query["resourceVersionMatch"] = "NotOlderThan"
-        response = await self._with_deadline(
-            self._send("GET", res.path(namespace), query=query, retry=True, stream=True),
+        stream = await self._with_deadline(
+            self._send("GET", res.path(namespace), query=query, retry=True, stream=True,
+                       decode=decode or jsonbody.loads),
             timeout, "GET", res.path(namespace))
-        assert isinstance(response, aiohttp.ClientResponse)
-        if on_open is not None:
-            on_open()
-        # The stream's idle timeout is ours from here on: aiohttp's read timeout, which guarded
-        # the response headers, would re-arm a timer for every chunk received.
-        idle = _IdleWatchdog(response, self.settings.watch_idle_timeout)
-        async with response:
-            # Lines are split here rather than by aiohttp's readline, which refuses lines
-            # longer than its buffer; a partial line waits in `parts` (joined once, linear).
-            parts: list[bytes] = []
-            try:
-                clock = idle.clock
-                async for chunk in response.content.iter_any():
-                    idle.last = clock()
-                    end = chunk.find(b"\n")
-                    if end < 0:
-                        parts.append(chunk)
-                        continue
-                    if end == len(chunk) - 1 and not parts:
-                        # The usual read: one whole event, decoded as it came (its newline is
-                        # whitespace to JSON) instead of copied out of the read first.
-                        if not chunk.isspace():
-                            yield self._watch_event(loads(chunk))
-                        continue
-                    if parts:
-                        parts.append(chunk)
-                        chunk = b"".join(parts)
-                        parts = []
-                    lines = chunk.split(b"\n")
-                    tail = lines.pop()
-                    if tail:
-                        parts.append(tail)
-                    for line in lines:
-                        if line and not line.isspace():
-                            yield self._watch_event(loads(line))
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                log.debug("watch %s ended: %r", res, exc)
-                return
-            finally:
-                idle.stop()
-            if idle.expired:
-                log.debug("watch %s ended: silent for %gs", res, idle.timeout)
-                return
-            rest = b"".join(parts)
-            if rest.strip():
-                yield self._watch_event(loads(rest))
-
-    @staticmethod
-    def _watch_event(event: Any) -> dict[str, Any]:
-        if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
-            raise ServerError(f"malformed watch event: {str(event)[:200]}", code=0)
-        if event.get("type") == "ERROR":
-            status = event["object"]
-            raise error_from_status(int(status.get("code") or 500), status)
-        strip_managed_fields(event["object"])
-        return event
+        assert isinstance(stream, EventStream)
+        return stream
 
     # ---- transport ---------------------------------------------------------------------------
 
@@ -473,16 +406,13 @@ class KubeClient:
 
     async def _send(self, method: str, path: str, *, query: dict[str, str] | None,
                     body: Any = None, content_type: str = "application/json",
-                    retry: bool, stream: bool) -> Any:
+                    retry: bool, stream: bool = False,
+                    decode: Callable[[bytes], Any] = jsonbody.loads) -> Any:
         settings = self.settings
         attempts = settings.read_attempts if retry else 1
         url = self.endpoint.host + path
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        if stream:
-            per_attempt = aiohttp.ClientTimeout(total=None, connect=settings.timeout,
-                                                sock_read=settings.watch_idle_timeout)
-        else:
-            per_attempt = aiohttp.ClientTimeout(total=settings.timeout)
+        per_attempt = aiohttp.ClientTimeout(total=settings.timeout)
         host = self.endpoint.netloc
         for attempt in range(attempts):
             delay = self._bucket.reserve()
@@ -492,40 +422,133 @@ class KubeClient:
             if data is not None:
                 headers["Content-Type"] = content_type
             started = time.perf_counter()
-            response: aiohttp.ClientResponse | None = None
             try:
-                response = await self._http().request(
-                    method, url, params=query, data=data, headers=headers, timeout=per_attempt,
-                    proxy=self.endpoint.proxy, server_hostname=self.endpoint.server_hostname)
-                if stream and response.status < 400:
-                    self._metrics.observe(method=method, host=host, code=response.status,
-                                          seconds=time.perf_counter() - started)
-                    return response
-                payload = await response.read()
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                if response is not None:
-                    response.release()
+                if stream:
+                    status, answer, payload = await self._open_stream(path, query, headers,
+                                                                      decode)
+                else:
+                    async with self._http().request(
+                            method, url, params=query, data=data, headers=headers,
+                            timeout=per_attempt, proxy=self.endpoint.proxy,
+                            server_hostname=self.endpoint.server_hostname) as response:
+                        payload = await response.read()
+                        status, answer = response.status, response.headers
+            except (aiohttp.ClientError, TimeoutError, OSError, ServerError) as exc:
                 self._metrics.observe(method=method, host=host, code=None,
                                       seconds=time.perf_counter() - started)
-                error: ApiError = ServerError(
-                    f"{method} {path}: {type(exc).__name__}: {exc}".rstrip(": "), code=0)
+                reason = exc.message if isinstance(exc, ServerError) else (
+                    f"{type(exc).__name__}: {exc}".rstrip(": "))
+                error: ApiError = ServerError(f"{method} {path}: {reason}", code=0)
                 if attempt + 1 < attempts:
                     await self._clock.sleep(self._backoff(attempt, None))
                     continue
                 raise error from exc
-            response.release()
-            status = response.status
             self._metrics.observe(method=method, host=host, code=status,
                                   seconds=time.perf_counter() - started)
+            if isinstance(payload, EventStream):
+                return payload
             if status < 400:
-                return jsonbody.loads(payload) if payload else None
-            error = _decode_error(status, payload, _retry_after(response.headers))
+                return decode(payload) if payload else None
+            error = _decode_error(status, payload, _retry_after(answer))
             if attempt + 1 < attempts and (status == 429 or status >= 500):
                 log.debug("%s %s: HTTP %d, retrying", method, path, status)
                 await self._clock.sleep(self._backoff(attempt, error.retry_after))
                 continue
             raise error
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _open_stream(self, path: str, query: dict[str, str] | None,
+                           headers: dict[str, str], decode: Callable[[bytes], Any],
+                           ) -> tuple[int, Mapping[str, str], bytes | EventStream]:
+        """One attempt at opening a watch: its stream once the server answers 200, or the
+        status, headers and body of any other answer."""
+        if self.endpoint.proxy:
+            return await self._open_stream_via_aiohttp(path, query, headers, decode)
+        split = urlsplit(self.endpoint.host)
+        secure = split.scheme == "https"
+        if not split.hostname:
+            raise ServerError(f"no host in the server address {self.endpoint.host!r}", code=0)
+        target = path + ("?" + urlencode(query, quote_via=quote) if query else "")
+        request = request_bytes("GET", target, split.netloc, {
+            "User-Agent": self.settings.user_agent, "Accept": "application/json", **headers})
+        protocol = WatchProtocol()
+        loop = asyncio.get_running_loop()
+        try:
+            # The head of a watch's answer comes at once (the server flushes it before any
+            # event), so the per-request timeout bounds it as it bounds any other request.
+            async with asyncio.timeout(self.settings.timeout):
+                await loop.create_connection(
+                    lambda: protocol, split.hostname, split.port or (443 if secure else 80),
+                    ssl=(self.endpoint.ssl or True) if secure else None,
+                    server_hostname=(self.endpoint.server_hostname or split.hostname)
+                    if secure else None)
+                assert protocol.transport is not None
+                protocol.transport.write(request)
+                head = await protocol.head
+                if head.status != 200:
+                    body = await protocol.error_body
+                    protocol.close()
+                    return head.status, head.headers, body
+        except BaseException:
+            protocol.close()
+            raise
+        stream = EventStream(decode=decode, idle_timeout=self.settings.watch_idle_timeout,
+                             close=protocol.close, pause=protocol.pause)
+        protocol.attach(stream)
+        return 200, head.headers, stream
+
+    async def _open_stream_via_aiohttp(self, path: str, query: dict[str, str] | None,
+                                       headers: dict[str, str], decode: Callable[[bytes], Any],
+                                       ) -> tuple[int, Mapping[str, str], bytes | EventStream]:
+        """`_open_stream` through the session, which knows HTTP proxies: a task reads the
+        body and feeds the stream."""
+        response = await self._http().request(
+            "GET", self.endpoint.host + path, params=query, headers=headers,
+            timeout=aiohttp.ClientTimeout(total=None, connect=self.settings.timeout,
+                                          sock_read=self.settings.timeout),
+            proxy=self.endpoint.proxy, server_hostname=self.endpoint.server_hostname)
+        if response.status != 200:
+            try:
+                return response.status, response.headers, await response.read()
+            finally:
+                response.release()
+        protocol = response.connection.protocol if response.connection is not None else None
+        if protocol is not None:
+            # The stream's silence is the stream's to judge from here on: aiohttp's read
+            # timeout, which guarded the headers, would re-arm a timer for every chunk.
+            protocol.read_timeout = None
+            protocol._drop_timeout()
+        reading = asyncio.Event()
+        reading.set()
+        pump: asyncio.Task[None] | None = None
+
+        def close() -> None:
+            response.close()
+            if pump is not None:
+                pump.cancel()
+
+        def pause(paused: bool) -> None:
+            (reading.clear if paused else reading.set)()
+
+        stream = EventStream(decode=decode, idle_timeout=self.settings.watch_idle_timeout,
+                             close=close, pause=pause)
+
+        async def feed() -> None:
+            try:
+                async for chunk in response.content.iter_any():
+                    stream.feed(chunk)
+                    if not reading.is_set():
+                        await reading.wait()
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                log.debug("watch %s ended: %r", path, exc)
+                stream.end(clean=False)
+            except Exception as exc:  # whatever it is, the consumer hears of it
+                stream.fail(ServerError(f"GET {path}: {type(exc).__name__}: {exc}", code=0))
+            else:
+                stream.end(clean=True)
+
+        pump = asyncio.get_running_loop().create_task(feed(), name=f"watch {path}")
+        return 200, response.headers, stream
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

@@ -22,7 +22,7 @@ import asyncio
 import functools
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,10 +32,10 @@ from runtime.errors import ApiError, Gone, ServerError, TooManyRequests
 from runtime.failures import FailureLog
 from runtime.objects import Obj, key_of
 from runtime.resources import Resource
+from runtime.watchstream import EventStream
 
 log = logging.getLogger(__name__)
 
-WatchStream = AsyncGenerator[dict[str, Any], None]
 # Seconds of consuming already-buffered events before the loop is given back once.
 _YIELD_AFTER = 0.01
 
@@ -169,6 +169,7 @@ class Reflector:
         self.lists = 0
         self.streamed_lists = 0
         self.watches = 0
+        self.applied = 0  # watch events applied to the sink (bookmarks and initial state aside)
         self.failures = 0  # lists and watches that failed (a relist on 410 is not a failure)
         self.last_error: str | None = None  # set by a failure, cleared by the next success
 
@@ -224,7 +225,7 @@ class Reflector:
     # ---- list --------------------------------------------------------------------------------
 
     async def _list_and_watch(self) -> None:
-        stream: WatchStream | None = None
+        stream: EventStream | None = None
         if self._streaming is not False:
             try:
                 stream = await self._stream_initial_state()
@@ -283,11 +284,11 @@ class Reflector:
             token = (page.get("metadata") or {}).get("continue")
         return items, list_rv
 
-    async def _stream_initial_state(self) -> WatchStream:
+    async def _stream_initial_state(self) -> EventStream:
         """Open a watch with sendInitialEvents, consume it up to the end-of-initial-events
         bookmark, replace the sink's contents, and return the still-open stream."""
         rv = "" if self._rv_unavailable else self._last_rv
-        stream = self._open_watch(rv, send_initial_events=True)
+        stream: EventStream | None = None
         collected: dict[str, Obj] = {}
         bookmark_rv: str | None = None
         loop = asyncio.get_running_loop()
@@ -295,6 +296,7 @@ class Reflector:
         moved = yielded = loop.time()
         try:
             async with asyncio.timeout(timeout) as deadline:
+                stream = await self._open_watch(rv, send_initial_events=True)
                 async for event in stream:
                     # Re-arming a timer per event costs more than the event itself; pushing
                     # the deadline a few times per window keeps the silence limit within 25%.
@@ -321,25 +323,21 @@ class Reflector:
                         collected.pop(key_of(obj), None)
                     else:
                         collected[key_of(obj)] = obj
-        except TimeoutError:
-            await stream.aclose()
-            raise _StreamingUnsupported(
-                f"no end-of-initial-events bookmark within {timeout:g}s") from None
-        except Gone:
-            await stream.aclose()
-            self._rv_unavailable = True
+        except BaseException as exc:
+            if stream is not None:
+                stream.close()
+            if isinstance(exc, TimeoutError):
+                raise _StreamingUnsupported(
+                    f"no end-of-initial-events bookmark within {timeout:g}s") from None
+            if isinstance(exc, Gone):
+                self._rv_unavailable = True
+            elif isinstance(exc, ApiError) and not isinstance(exc, (TooManyRequests,
+                                                                     ServerError)):
+                raise _StreamingUnsupported(f"HTTP {exc.code}: {exc.message}") from None
             raise
-        except (TooManyRequests, ServerError):
-            await stream.aclose()
-            raise
-        except ApiError as exc:
-            await stream.aclose()
-            raise _StreamingUnsupported(f"HTTP {exc.code}: {exc.message}") from None
-        except BaseException:
-            await stream.aclose()
-            raise
-        if bookmark_rv is None:
-            await stream.aclose()
+        if bookmark_rv is None or stream is None:
+            if stream is not None:
+                stream.close()
             raise _StreamingUnsupported("the stream ended before the initial-events bookmark")
         self._streaming = True
         self._rv_unavailable = False
@@ -351,17 +349,17 @@ class Reflector:
 
     # ---- watch -------------------------------------------------------------------------------
 
-    def _open_watch(self, rv: str, *, send_initial_events: bool = False) -> WatchStream:
+    async def _open_watch(self, rv: str, *, send_initial_events: bool = False) -> EventStream:
         timeout_seconds = int(self.settings.min_watch_timeout * (1.0 + self._rng.random()))
         self.watches += 1
-        return self._client.watch(
+        stream = await self._client.open_watch(
             self._resource, self._namespace, resource_version=rv or None,
             timeout_seconds=timeout_seconds, allow_bookmarks=True,
             label_selector=self._label_selector, field_selector=self._field_selector,
-            send_initial_events=send_initial_events,
-            # A watch opened for a streaming list proves nothing until its state is in.
-            on_open=None if send_initial_events else self._succeeded,
-            decode=self._decoder())
+            send_initial_events=send_initial_events, decode=self._decoder())
+        if not send_initial_events:  # a watch opened for a streaming list proves nothing yet
+            self._succeeded()
+        return stream
 
     def _decoder(self) -> Callable[[bytes], Any] | None:
         """A transform may say how to decode a watch event's line (`WatchDecoding`): into
@@ -371,14 +369,17 @@ class Reflector:
             return None
         return functools.partial(decode, cached=self._sink.cached)
 
-    async def _watch_loop(self, stream: WatchStream | None) -> None:
+    async def _watch_loop(self, stream: EventStream | None) -> None:
         """Returns when a relist is needed; raises what needs a backoff first."""
         while True:
-            if stream is None:
-                stream = self._open_watch(self._last_rv)
             started = self._clock.now()
             try:
-                events = await self._consume(stream)
+                if stream is None:
+                    stream = await self._open_watch(self._last_rv)
+                # Each event is applied as it is read, within the read's own callback: no
+                # task wakes for it (runtime/watchstream.py).
+                applied = self.applied
+                await stream.deliver(self._apply)
             except Gone as exc:
                 log.debug("%s: watch from %s: %s", self.name, self._last_rv, exc.message)
                 return
@@ -390,35 +391,29 @@ class Reflector:
                 await self._clock.sleep(self._backoff.next())
                 continue
             finally:
-                await stream.aclose()
+                if stream is not None:
+                    stream.close()
                 stream = None
-            if events == 0 and self._clock.now() - started < _VERY_SHORT_WATCH:
+            if self.applied == applied and self._clock.now() - started < _VERY_SHORT_WATCH:
                 log.debug("%s: very short watch with no events; backing off", self.name)
                 await self._clock.sleep(self._backoff.next())
 
-    async def _consume(self, stream: WatchStream) -> int:
-        events = 0
-        loop = asyncio.get_running_loop()
-        yielded = loop.time()
-        async for event in stream:
-            if events % 64 == 63 and loop.time() - yielded > _YIELD_AFTER:
-                await asyncio.sleep(0)  # a burst of buffered events, as in the initial stream
-                yielded = loop.time()
-            kind, obj = event.get("type"), event["object"]
-            meta = obj.get("metadata") or {}
-            if kind == "BOOKMARK":
-                rv = meta.get("resourceVersion")
-                if rv:
-                    self._last_rv = str(rv)
-                continue
-            if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                log.warning("%s: skipping watch event of type %r", self.name, kind)
-                continue
-            if self.transform is not None:
-                obj = self.transformed(obj)
-            self._sink.on_event(str(kind), obj)
+    def _apply(self, event: dict[str, Any]) -> None:
+        """One watch event into the sink (and the resourceVersion to re-watch from)."""
+        kind, obj = event.get("type"), event["object"]
+        meta = obj.get("metadata") or {}
+        if kind == "BOOKMARK":
             rv = meta.get("resourceVersion")
             if rv:
                 self._last_rv = str(rv)
-            events += 1
-        return events
+            return
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("%s: skipping watch event of type %r", self.name, kind)
+            return
+        if self.transform is not None:
+            obj = self.transformed(obj)
+        self._sink.on_event(str(kind), obj)
+        rv = meta.get("resourceVersion")
+        if rv:
+            self._last_rv = str(rv)
+        self.applied += 1

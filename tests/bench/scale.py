@@ -4,7 +4,7 @@ steady and after churn, tasks and file descriptors.
 Usage: python tests/bench/scale.py [--quick] [--churn-seconds S] [--churn-rate R]
                                   [--quiet-events N] [--quiet-rate R] [--trace] [--no-profile]
                                   [--cprofile] [--cprofile-out FILE]
-                                  [--profile-events quiet|woken]
+                                  [--profile-events quiet|woken|unused]
                                   [--controller-flag FLAG ...]
 
 Three processes, so that every figure is about aiolbc alone: moto's server (AWS), the local API
@@ -45,7 +45,7 @@ Phases and figures (the last stdout line is one JSON object):
    `reconciles_per_burst_event` (at 100 a second the controller idles between events and
    each finds its caches cold; events back to back cost less each, so the rate one core
    sustains is higher than 1,000 / `cpu_ms_per_endpoint_event`); then, unless `--no-profile`,
-   half as many quiet events again (woken ones with `--profile-events woken`) under a
+   half as many quiet events again (woken or unused-slice ones with `--profile-events`) under a
    sampling profiler: `profile_top` (CPU µs per event by line, own time) and
    `profile_inclusive` (by function, callees included); with `--cprofile`, half as many again
    under cProfile: `cprofile_top` (by function, own and cumulative µs and calls per event);
@@ -560,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also a cProfile pass over quiet events: `cprofile_top`, by function")
     parser.add_argument("--cprofile-out", metavar="FILE", default=None,
                         help="with --cprofile: write the whole profile to FILE (pstats format)")
-    parser.add_argument("--profile-events", choices=("quiet", "woken"), default="quiet",
+    parser.add_argument("--profile-events", choices=("quiet", "woken", "unused"), default="quiet",
                         help="the endpoint events the profilers run over (default: quiet)")
     parser.add_argument("--controller-flag", action="append", default=[], metavar="FLAG",
                         help="an extra `aiolbc run` flag, e.g. "
