@@ -264,6 +264,8 @@ class EventStream:
 
     def _check_idle(self) -> None:
         assert self.idle_timeout is not None
+        if self._paused:  # silent because we stopped reading, not the server
+            self._last = self._loop.time()
         due = self._last + self.idle_timeout
         if self._loop.time() < due:  # data arrived meanwhile: wait for the rest of the silence
             self._watchdog = self._loop.call_at(due, self._check_idle)

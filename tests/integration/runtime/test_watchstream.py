@@ -216,10 +216,12 @@ async def test_a_consumer_that_does_not_pull_pauses_the_socket() -> None:
     big = [event(i, size=100_000) for i in range(80)]  # ~8 MiB, more than the queue holds
     pieces = [OK_CHUNKED] + [chunk(line(e)) for e in big] + [b"0\r\n\r\n"]
     async with raw_serving(answering(pieces, pause=0)) as url:
-        client = client_for(url)
+        # Silent for longer than the idle timeout, because the client stopped reading: that
+        # is no reason to give the stream up.
+        client = client_for(url, ClientSettings(watch_idle_timeout=0.2))
         try:
             stream = await client.open_watch(CONFIGMAPS, "default")
-            await asyncio.sleep(0.5)  # the server writes as fast as the client reads
+            await asyncio.sleep(0.8)  # the server writes as fast as the client reads
             queued = stream._queued
             assert 4 * 2**20 < queued < 6 * 2**20, queued  # paused just past the mark
             got = [e async for e in stream]
