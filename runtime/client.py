@@ -42,6 +42,7 @@ from runtime.kubeconfig import (
     load_in_cluster,
     load_kubeconfig,
 )
+from runtime.objects import strip_managed_fields
 from runtime.resources import Resource
 from runtime.tokenbucket import TokenBucket
 from runtime.watchstream import EventStream, WatchProtocol, request_bytes
@@ -102,14 +103,6 @@ class ClientSettings:
         for ok, message in checks:
             if not ok:
                 raise ValueError(f"invalid client settings: {message}")
-
-
-def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    """Drop `metadata.managedFields` in place: large, and nothing in aiolbc reads it."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return obj
 
 
 def _query(**params: object) -> dict[str, str]:

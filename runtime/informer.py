@@ -36,11 +36,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runtime.client import KubeClient, strip_managed_fields
+from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.decisions import BUSY_SLICE
 from runtime.failures import FailureLog
-from runtime.objects import Obj, resource_version_of
+from runtime.objects import Obj, resource_version_of, strip_managed_fields
 from runtime.reflector import Reflector, ReflectorSettings
 from runtime.resources import Resource
 from runtime.store import (

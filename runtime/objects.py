@@ -209,3 +209,11 @@ def dig(value: object, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop `metadata.managedFields` in place: large, and nothing in aiolbc reads it."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj

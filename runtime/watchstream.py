@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 from collections.abc import Callable
 from typing import Any, cast
 
 from multidict import CIMultiDict
 
 from runtime.errors import ServerError, error_from_status
+from runtime.objects import strip_managed_fields
+
+log = logging.getLogger(__name__)
 
 Event = dict[str, Any]
 Handler = Callable[[Event], None]
@@ -57,9 +61,7 @@ def watch_event(event: Any) -> Event:
     if event.get("type") == "ERROR":
         code = obj.get("code")
         raise error_from_status(code if type(code) is int and code > 0 else 500, obj)
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)  # large, and nothing in aiolbc reads it
+    strip_managed_fields(obj)
     return event
 
 
@@ -87,9 +89,7 @@ class EventStream:
         self._ended = False
         self._error: BaseException | None = None
         self._finished: asyncio.Future[None] = self._loop.create_future()
-        self.events = 0  # events handed out so far
         self.idle_timeout = idle_timeout
-        self.expired = False  # ended because the server was silent for idle_timeout
         self._last = self._loop.time()
         self._watchdog: asyncio.TimerHandle | None = None
         if idle_timeout is not None:
@@ -153,9 +153,9 @@ class EventStream:
 
     # ---- what the consumer calls -------------------------------------------------------------
 
-    async def deliver(self, handler: Handler) -> int:
-        """Hand every event to `handler` as it is read, until the stream ends; the number of
-        events handed out. The events already read and not yet taken go first."""
+    async def deliver(self, handler: Handler) -> None:
+        """Hand every event to `handler` as it is read, until the stream ends. The events
+        already read and not yet taken go first."""
         while self._lines:
             line = self._lines.popleft()
             self._queued -= len(line)
@@ -173,7 +173,6 @@ class EventStream:
                 self._handler = None
         if self._error is not None:
             raise self._error
-        return self.events
 
     def __aiter__(self) -> EventStream:
         return self
@@ -199,9 +198,6 @@ class EventStream:
             self.close()
             raise
 
-    async def aclose(self) -> None:
-        self.close()
-
     def close(self) -> None:
         """Stop reading and release the connection; events not yet taken are dropped."""
         if not self._ended:
@@ -220,9 +216,7 @@ class EventStream:
             decoded = self._decode(line)
         except Exception as exc:
             raise ServerError(f"malformed watch event: {exc}"[:300], code=0) from None
-        event = watch_event(decoded)
-        self.events += 1
-        return event
+        return watch_event(decoded)
 
     def _line(self, line: bytes) -> None:
         handler = self._handler
@@ -271,7 +265,7 @@ class EventStream:
             self._watchdog = self._loop.call_at(due, self._check_idle)
             return
         self._watchdog = None
-        self.expired = True
+        log.debug("watch ended: silent for %gs", self.idle_timeout)
         self._finish(None)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from controller.apis import target_health_condition
 from controller.targetgroupbinding.pods import GATE_INDEX, gate_index, slim_pod
-from runtime.client import strip_managed_fields
+from runtime.objects import strip_managed_fields
 from runtime.store import Store
 
 Obj = dict[str, Any]
