@@ -12,9 +12,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from controller import ingress, service, targetgroupbinding, webhooks
-from controller.aws import AWSClientPool, AWSSettings
+from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
 from controller.config import ConfigError, ControllerConfig
-from controller.deploy import RegionSnapshot
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.frontend import BackendSettings
 from controller.networking.manager import NetworkingSettings

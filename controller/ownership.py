@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.apis import REGISTERED_TARGET_GROUP_ANNOTATION
-from controller.aws import AWSClientPool, AWSError
+from controller.aws import AWSClientPool, Caller, DirectReader
 from controller.deploy import CLUSTER_TAG, resource_tag, stack_tag
 from controller.errors import InvalidInput
 from runtime.clock import Clock, RealClock
@@ -180,20 +180,12 @@ def check_forward(tg: TargetGroupFacts, *, namespace: str, bindings: Iterable[Ob
 
 # ---- looking target groups up --------------------------------------------------------------
 
-async def describe_tags(pool: AWSClientPool, arn: str) -> dict[str, str]:
-    resp = await pool.call("elbv2", "DescribeTags", ResourceArns=[arn])
-    for desc in resp.get("TagDescriptions") or []:
-        if desc.get("ResourceArn") == arn:
-            return {str(t["Key"]): str(t.get("Value", "")) for t in desc.get("Tags") or []}
-    return {}
-
-
 class TargetGroupLookup:
     """Target groups by ARN, with the facts the checks need, cached for `ttl` seconds."""
 
     def __init__(self, pool: AWSClientPool, *, clock: Clock | None = None,
                  ttl: float = FACTS_TTL) -> None:
-        self._pool = pool
+        self._reader = DirectReader(Caller(pool))
         self._clock = clock or RealClock()
         self._ttl = ttl
         self._cache: dict[str, tuple[float, TargetGroupFacts]] = {}
@@ -203,21 +195,13 @@ class TargetGroupLookup:
         cached = self._cache.get(arn)
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
-        try:
-            resp = await self._pool.call("elbv2", "DescribeTargetGroups", TargetGroupArns=[arn])
-        except AWSError as exc:
-            if exc.code in ("TargetGroupNotFound", "ValidationError"):
-                self._cache.pop(arn, None)
-                raise TargetGroupMissing(f"target group {arn} not found") from None
-            raise
-        groups = resp.get("TargetGroups") or []
-        if not groups:
+        found = await self._reader.target_group(arn=arn)
+        if found.desc is None:
+            self._cache.pop(arn, None)
             raise TargetGroupMissing(f"target group {arn} not found")
-        desc = groups[0]
-        facts = TargetGroupFacts(arn=str(desc["TargetGroupArn"]),
-                                 name=str(desc.get("TargetGroupName", "")),
-                                 vpc_id=str(desc.get("VpcId", "")),
-                                 tags=await describe_tags(self._pool, arn))
+        facts = TargetGroupFacts(arn=str(found.desc["TargetGroupArn"]),
+                                 name=str(found.desc.get("TargetGroupName", "")),
+                                 vpc_id=str(found.desc.get("VpcId", "")), tags=found.tags)
         self._cache[arn] = (now, facts)
         return facts
 
@@ -238,7 +222,6 @@ __all__ = [
     "check_forward",
     "check_rivals",
     "check_target_group",
-    "describe_tags",
     "holds",
     "is_multi_cluster",
     "may_share",

@@ -1,4 +1,5 @@
-"""Errors of the AWS layer: answers from AWS, and bad AWS configuration found at startup."""
+"""Errors of the AWS layer: answers from AWS, bad AWS configuration found at startup, and a
+mutation refused because its reads came from the region snapshot."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ THROTTLING_CODES = frozenset({
     "TooManyRequestsException", "RequestThrottled", "RequestThrottledException",
     "SlowDown", "PriorRequestNotComplete", "EC2ThrottledException", "BandwidthLimitExceeded",
 })
+# What EC2 answers for a security group that is not there (a malformed ID included: one taken
+# from a tag or a spec may be).
+GROUP_NOT_FOUND_CODES = frozenset({"InvalidGroup.NotFound", "InvalidGroupId.NotFound",
+                                   "InvalidGroupId.Malformed"})
 
 
 class AWSConfigError(ValueError):
@@ -49,6 +54,10 @@ class AWSError(Exception):
         return self.code in THROTTLING_CODES
 
     @property
+    def is_group_not_found(self) -> bool:
+        return self.code in GROUP_NOT_FOUND_CODES
+
+    @property
     def is_not_found(self) -> bool:
         """AWS spells "not found" per resource type: LoadBalancerNotFound,
         TargetGroupNotFound, InvalidSubnetID.NotFound, ResourceNotFoundException, ..."""
@@ -58,6 +67,11 @@ class AWSError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (self.code, self.message, self.operation, self.status,
                            self.request_id, self.retry_attempts))
+
+
+class SnapshotStale(Exception):
+    """A deploy that read from the region snapshot (snapshot.py) was about to change AWS: the
+    call is refused before it is sent, and the deployer runs the deploy again on fresh reads."""
 
 
 def _rebuild(code: str, message: str, operation: str, status: int, request_id: str,

@@ -8,12 +8,23 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
-from controller.aws import AWSClientPool, AWSError
-from controller.deploy.batching import DescribeBatcher
-from controller.deploy.calls import AfterMutation, BeforeMutation, CallCounts, Calls
+from controller.aws import (
+    AfterMutation,
+    AWSClientPool,
+    AWSError,
+    BatchingReader,
+    BeforeMutation,
+    CallCounts,
+    Caller,
+    DescribeBatcher,
+    DirectReader,
+    Reader,
+    RegionSnapshot,
+    SnapshotReader,
+    SnapshotStale,
+)
 from controller.deploy.concurrency import run_all
-from controller.deploy.describe import target_groups_by, target_groups_of_load_balancer
-from controller.deploy.errors import DeployError, SnapshotStale
+from controller.deploy.errors import DeployError
 from controller.deploy.identity import find_load_balancer, follow_existing, match_target_groups
 from controller.deploy.listeners import (
     ObservedListeners,
@@ -32,8 +43,7 @@ from controller.deploy.securitygroups import (
     SecurityGroupSettings,
     StackSecurityGroups,
 )
-from controller.deploy.snapshot import RegionSnapshot
-from controller.deploy.tags import Tracking, describe_tags
+from controller.deploy.tags import Tracking
 from controller.deploy.targetgroups import converge_target_group
 from controller.model import TARGET_GROUP, Stack, StackKind
 from controller.networking.backend import BackendSecurityGroup
@@ -72,13 +82,13 @@ class StackDeployer:
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
         self._owned = OwnedArns(cluster=settings.cluster_name)
-        self._batcher = DescribeBatcher(pool, clock=self._clock)
+        self._batcher = DescribeBatcher(pool.verification_budget, clock=self._clock)
         self._snapshot = snapshot if snapshot is not None else RegionSnapshot(clock=self._clock)
         self._groups = StackSecurityGroups(
             cluster=settings.cluster_name, backend=backend, clock=self._clock,
             settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,
                                            delete_backoff=settings.security_group_backoff))
-        # Test seams: see `calls.BeforeMutation`.
+        # Test seams: see `controller.aws.BeforeMutation`.
         self.before_mutation = before_mutation
         self.after_mutation = after_mutation
 
@@ -94,10 +104,14 @@ class StackDeployer:
     def snapshot(self) -> RegionSnapshot:
         return self._snapshot
 
-    def _calls(self, *, snapshot: bool = False, counts: CallCounts | None = None) -> Calls:
-        return Calls(self._pool, before_mutation=self.before_mutation,
-                     after_mutation=self.after_mutation, counts=counts or CallCounts(),
-                     batcher=self._batcher, snapshot=self._snapshot if snapshot else None)
+    def _reader(self, *, snapshot: bool = False, counts: CallCounts | None = None) -> Reader:
+        """A deploy's reader, over a caller of its own (its counts, the test hooks): lookups
+        shared with other verifications, and for a verification's first run (`snapshot`)
+        answered from the region snapshot."""
+        caller = Caller(self._pool, counts=counts, before_mutation=self.before_mutation,
+                        after_mutation=self.after_mutation)
+        reader: Reader = BatchingReader(DirectReader(caller), self._batcher)
+        return SnapshotReader(reader, self._snapshot) if snapshot else reader
 
     def _tracking(self, kind: StackKind, stack_id: str,
                   external_managed_tags: Sequence[str] = ()) -> Tracking:
@@ -132,21 +146,21 @@ class StackDeployer:
         counts = CallCounts()
         try:
             # A verification reads from the region snapshot; if it finds anything to change,
-            # it is run again on fresh reads before changing it (snapshot.py).
-            return await self._deploy_once(stack, self._calls(snapshot=True, counts=counts),
+            # it is run again on fresh reads before changing it (controller/aws/snapshot.py).
+            return await self._deploy_once(stack, self._reader(snapshot=True, counts=counts),
                                            fresh=fresh, rewrite_write_only=rewrite_write_only,
                                            retain=retain)
         except SnapshotStale:
-            return await self._deploy_once(stack, self._calls(counts=counts), fresh=fresh,
+            return await self._deploy_once(stack, self._reader(counts=counts), fresh=fresh,
                                            rewrite_write_only=rewrite_write_only,
                                            retain=retain)
 
-    async def _deploy_once(self, stack: Stack, calls: Calls, *, fresh: bool,
+    async def _deploy_once(self, stack: Stack, reader: Reader, *, fresh: bool,
                            rewrite_write_only: bool, retain: Set[str]) -> DeployResult:
         key: StackKey = (stack.kind, stack.id)
         cold = not self._owned.known(key)
         owned = self._owned.get(key)
-        run = DeployRun(stack=stack, calls=calls,
+        run = DeployRun(stack=stack, reader=reader,
                         tracking=self._tracking(stack.kind, stack.id,
                                                 stack.context.external_managed_tags),
                         rewrite_write_only=rewrite_write_only)
@@ -172,15 +186,15 @@ class StackDeployer:
     async def _deploy(self, run: DeployRun, key: StackKey, owned: StackArns,
                       started: list[asyncio.Future[PreparedGroups]], *, cold: bool,
                       fresh: bool, retain: Set[str]) -> DeployResult:
-        calls = run.calls
+        calls, reader = run.calls, run.reader
         lb_id, lb_model = next(iter(run.stack.load_balancers.items()), (None, None))
 
         # Identify: the stack's load balancer by its tags (identity.py); a stack this process
         # has not seen, about to create one, first looks for it under older names.
-        lbs = await find_load_balancer(calls, run.tracking, owned, lb_id, lb_model)
+        lbs = await find_load_balancer(reader, run.tracking, owned, lb_id, lb_model)
         if lb_model is not None and lbs.current is None and cold:
-            await self._owned.ensure_scanned(calls)
-            lbs = await find_load_balancer(calls, run.tracking, owned, lb_id, lb_model)
+            await self._owned.ensure_scanned(reader)
+            lbs = await find_load_balancer(reader, run.tracking, owned, lb_id, lb_model)
         current_lb = lbs.current
         if lb_id is not None and lb_model is not None:
             followed = follow_existing(lb_model, current_lb, vpc_id=run.vpc_id)
@@ -196,7 +210,7 @@ class StackDeployer:
         # Observe target groups, listeners and rules concurrently, then all their tags at once.
         (tgs, in_use), current_listeners = await asyncio.gather(
             self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
-        tags = await describe_tags(calls, [*tgs, *current_listeners.arns()])
+        tags = await reader.tags([*tgs, *current_listeners.arns()])
         tags.update(lbs.tags)
         matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
                                       in_use=in_use)
@@ -204,16 +218,16 @@ class StackDeployer:
             # About to create: first by the model's names (a crashed run's creation, or a
             # name someone else holds), then, for a stack this process has not seen, by the
             # one-time scan (an older model may have left one, unattached, under another name).
-            found = await target_groups_by(calls, names=sorted(
+            found = await reader.target_groups(names=sorted(
                 stack.target_groups[rid].name for rid in matched.unmatched))
             if cold and not self._owned.scanned:
-                await self._owned.ensure_scanned(calls)
-                found += await target_groups_by(calls, arns=sorted(
+                await self._owned.ensure_scanned(reader)
+                found += await reader.target_groups(arns=sorted(
                     owned.target_groups - set(tgs) - {d["TargetGroupArn"] for d in found}))
             new = {d["TargetGroupArn"]: d for d in found if d["TargetGroupArn"] not in tgs}
             if new:
                 tgs.update(new)
-                tags.update(await describe_tags(calls, new))
+                tags.update(await reader.tags(new))
                 matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
                                               in_use=in_use)
         owned.load_balancers = {a for a in lbs.tags if run.tracking.owns(lbs.tags[a])}
@@ -284,13 +298,13 @@ class StackDeployer:
                                      ) -> tuple[dict[str, dict[str, Any]], set[str]]:
         """Target groups attached to the load balancer (also returned on their own: the live
         path) and the ones we know of."""
-        calls = run.calls
+        reader = run.reader
         tgs: dict[str, dict[str, Any]] = {}
         if lb_arn is not None:
-            for d in await target_groups_of_load_balancer(calls, lb_arn):
+            for d in await reader.target_groups_of_load_balancer(lb_arn):
                 tgs[d["TargetGroupArn"]] = d
         attached = set(tgs)
-        for d in await target_groups_by(calls, arns=sorted(owned.target_groups - set(tgs))):
+        for d in await reader.target_groups(arns=sorted(owned.target_groups - set(tgs))):
             tgs[d["TargetGroupArn"]] = d
         return tgs, attached
 
@@ -322,7 +336,7 @@ class StackDeployer:
                 await delete_listener(run, desc["ListenerArn"])
         return listener_arns, rule_arns
 
-    async def _delete_target_groups(self, calls: Calls, arns: list[str]) -> None:
+    async def _delete_target_groups(self, calls: Caller, arns: list[str]) -> None:
         pending = list(arns)
         for attempt in range(self._settings.in_use_retries + 1):
             still: list[str] = []
@@ -347,15 +361,16 @@ class StackDeployer:
         """Delete every load balancer, target group and security group tagged with this stack
         (listeners and rules go with their load balancer), then release the backend security
         group of `vpc_id`. Idempotent: NotFound counts as deleted."""
-        calls = self._calls()
+        reader = self._reader()
+        calls = reader.caller
         key: StackKey = (kind, stack_id)
         if not self._owned.known(key):
-            await self._owned.ensure_scanned(calls)
+            await self._owned.ensure_scanned(reader)
             await self._groups.ensure_scanned(calls)
         owned = self._owned.get(key)
         tracking = self._tracking(kind, stack_id)
         arns = sorted(owned.load_balancers | owned.target_groups)
-        tags = await describe_tags(calls, arns) if arns else {}
+        tags = await reader.tags(arns) if arns else {}
         for arn in sorted(owned.load_balancers):
             if arn in tags and tracking.owns(tags[arn]):
                 await _delete_load_balancer(calls, arn)
@@ -363,12 +378,12 @@ class StackDeployer:
         await self._delete_target_groups(calls, tg_arns)
         owned.load_balancers.clear()
         owned.target_groups.clear()
-        await self._groups.delete_stack(calls, tracking, key, vpc_id=vpc_id)
+        await self._groups.delete_stack(reader, tracking, key, vpc_id=vpc_id)
         return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
                             mutating_calls=calls.counts.mutating)
 
 
-async def _delete_load_balancer(calls: Calls, arn: str) -> None:
+async def _delete_load_balancer(calls: Caller, arn: str) -> None:
     try:
         await calls.call("DeleteLoadBalancer", LoadBalancerArn=arn)
     except AWSError as exc:

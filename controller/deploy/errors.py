@@ -15,7 +15,3 @@ class ResolveError(DeployError):
     """A placeholder could not be resolved (no subnets for a role, no certificate for a host,
     too few availability zones): bad input, not worth retrying until something changes."""
 
-
-class SnapshotStale(Exception):
-    """A deploy that read from the region snapshot (snapshot.py) was about to change AWS:
-    it is run again on fresh reads."""

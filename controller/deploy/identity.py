@@ -19,11 +19,10 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.deploy.calls import Calls
-from controller.deploy.describe import load_balancers_by
+from controller.aws import Reader
 from controller.deploy.errors import DeployError, OwnershipConflict
 from controller.deploy.ownership import StackArns
-from controller.deploy.tags import Tracking, describe_tags
+from controller.deploy.tags import Tracking
 from controller.model import LoadBalancer, SubnetDiscovery, TargetGroup
 from controller.model.naming import DEFAULT_PROTOCOL_VERSION
 
@@ -77,28 +76,28 @@ def match_load_balancer(tracking: Tracking, resource_id: str | None,
     return LoadBalancerMatch(current=current, orphans=sorted(set(tracked) - keep), tags=tags)
 
 
-async def find_load_balancer(calls: Calls, tracking: Tracking, owned: StackArns,
+async def find_load_balancer(reader: Reader, tracking: Tracking, owned: StackArns,
                              resource_id: str | None, model: LoadBalancer | None
                              ) -> LoadBalancerMatch:
     """The load balancers this process knows for the stack, plus the model's name unless a
     known one can already serve: one lookup by ARN, at most one by name, one DescribeTags."""
     descs = {d["LoadBalancerArn"]: d
-             for d in await load_balancers_by(calls, arns=sorted(owned.load_balancers))}
+             for d in await reader.load_balancers(arns=sorted(owned.load_balancers))}
     looked_up = False
     if model is not None and not any(
             compatible_load_balancer(model, d) or d.get("LoadBalancerName") == model.name
             for d in descs.values()):
         looked_up = True
-        for d in await load_balancers_by(calls, names=[model.name]):
+        for d in await reader.load_balancers(names=[model.name]):
             descs[d["LoadBalancerArn"]] = d
     match = match_load_balancer(tracking, resource_id, model, descs,
-                                await describe_tags(calls, descs))
+                                await reader.tags(descs))
     if match.current is None and model is not None and not looked_up:
         # The known ones cannot serve after all: the name must be free before a create.
-        for d in await load_balancers_by(calls, names=[model.name]):
+        for d in await reader.load_balancers(names=[model.name]):
             descs[d["LoadBalancerArn"]] = d
         match = match_load_balancer(tracking, resource_id, model, descs,
-                                    await describe_tags(calls, descs))
+                                    await reader.tags(descs))
     return match
 
 

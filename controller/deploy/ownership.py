@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from controller.deploy.calls import Calls
-from controller.deploy.tags import TAG_PREFIX, describe_tags, tagged_for_cluster
+from controller.aws import Reader
+from controller.deploy.tags import TAG_PREFIX, tagged_for_cluster
 from controller.model import StackKind
 
 StackKey = tuple[StackKind, str]
@@ -47,21 +47,21 @@ class OwnedArns:
     def forget(self, key: StackKey) -> None:
         self._stacks.pop(key, None)
 
-    async def ensure_scanned(self, calls: Calls) -> None:
+    async def ensure_scanned(self, reader: Reader) -> None:
         if self._scanned:
             return
         if self._scan is None or (self._scan.done() and self._scan.exception() is not None):
-            self._scan = asyncio.ensure_future(self._run_scan(calls))
+            self._scan = asyncio.ensure_future(self._run_scan(reader))
         await asyncio.shield(self._scan)
 
-    async def _run_scan(self, calls: Calls) -> None:
+    async def _run_scan(self, reader: Reader) -> None:
         lbs: list[str] = []
         tgs: list[str] = []
-        async for page in calls.paginate("DescribeLoadBalancers"):
+        async for page in reader.caller.paginate("DescribeLoadBalancers"):
             lbs.extend(lb["LoadBalancerArn"] for lb in page.get("LoadBalancers", []))
-        async for page in calls.paginate("DescribeTargetGroups"):
+        async for page in reader.caller.paginate("DescribeTargetGroups"):
             tgs.extend(tg["TargetGroupArn"] for tg in page.get("TargetGroups", []))
-        tags = await describe_tags(calls, lbs + tgs)
+        tags = await reader.tags(lbs + tgs)
         is_lb = set(lbs)
         found: dict[StackKey, StackArns] = {}
         for arn, resource_tags in tags.items():

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.deploy.calls import Calls
+from controller.aws import Caller
 from controller.deploy.errors import ResolveError
 from controller.model import (
     CertificateDiscovery,
@@ -59,7 +59,7 @@ class StackResolver:
     clock: Clock = field(default_factory=RealClock)
     _cache: dict[tuple[str, str], _Entry] = field(default_factory=dict, init=False, repr=False)
 
-    async def resolve(self, stack: Stack, calls: Calls) -> Stack:
+    async def resolve(self, stack: Stack, calls: Caller) -> Stack:
         update: dict[str, Any] = {}
         ctx = stack.context
         lbs = {rid: await self._load_balancer(lb, ctx, calls)
@@ -82,7 +82,7 @@ class StackResolver:
         self._cache[key] = _Entry(value, self.clock.now() + self.settings.ttl)
 
     async def _load_balancer(self, lb: LoadBalancer, ctx: StackContext,
-                             calls: Calls) -> LoadBalancer:
+                             calls: Caller) -> LoadBalancer:
         if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
             tags: dict[str, Sequence[str]]
             if isinstance(lb.subnets, SubnetDiscovery):
@@ -114,7 +114,7 @@ class StackResolver:
         return lb.model_copy(update={"subnets": subnets})
 
     async def _select(self, tags: Mapping[str, Sequence[str]], ctx: StackContext,
-                      calls: Calls) -> dict[str, list[str]]:
+                      calls: Caller) -> dict[str, list[str]]:
         """Zone → eligible subnet ids matching `tags`, best first."""
         key = ("subnet-select", json.dumps([ctx.vpc_id, ctx.cluster_name, tags],
                                            sort_keys=True))
@@ -137,7 +137,7 @@ class StackResolver:
         return zones
 
     async def _ids(self, items: tuple[str, ...], ctx: StackContext,
-                   calls: Calls) -> list[str]:
+                   calls: Caller) -> list[str]:
         """Subnet IDs for a list of IDs and Name tags (each name must name one subnet)."""
         names = sorted(item for item in items if not _SUBNET_ID.match(item))
         ids = [item for item in items if _SUBNET_ID.match(item)]
@@ -165,7 +165,7 @@ class StackResolver:
         ids += [str(self._cached(("subnet-name", f"{ctx.vpc_id}/{name}"))) for name in names]
         return sorted(set(ids))
 
-    async def _zones_of(self, subnets: tuple[str, ...], calls: Calls) -> dict[str, list[str]]:
+    async def _zones_of(self, subnets: tuple[str, ...], calls: Caller) -> dict[str, list[str]]:
         missing = [s for s in subnets if self._cached(("subnet-zone", s)) is None]
         if missing:
             async for page in calls.paginate("DescribeSubnets", service="ec2",
@@ -180,7 +180,7 @@ class StackResolver:
             zones.setdefault(zone, []).append(subnet_id)
         return zones
 
-    async def _listener(self, listener: Listener, calls: Calls) -> Listener:
+    async def _listener(self, listener: Listener, calls: Caller) -> Listener:
         if not isinstance(listener.certificates, CertificateDiscovery):
             return listener
         certs = await self._certificates(calls)
@@ -193,7 +193,7 @@ class StackResolver:
             chosen.extend(a for a in covering[:1] if a not in chosen)
         return listener.model_copy(update={"certificates": tuple(chosen)})
 
-    async def _certificates(self, calls: Calls) -> dict[str, list[str]]:
+    async def _certificates(self, calls: Caller) -> dict[str, list[str]]:
         key = ("acm", "certificates")
         cached = self._cached(key)
         if cached is not None:

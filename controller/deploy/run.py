@@ -1,12 +1,12 @@
-"""Per-deploy state shared by the synthesizers: calls, tracking tags, resolved `$ref`s, and
-whether write-only fields must be written."""
+"""Per-deploy state shared by the synthesizers: the reader and the caller, tracking tags,
+resolved `$ref`s, and whether write-only fields must be written."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from controller.deploy.calls import Calls
+from controller.aws import Caller, Reader
 from controller.deploy.errors import DeployError
 from controller.deploy.tags import Tracking
 from controller.model import Action, Ref, Stack, carries_write_only
@@ -16,7 +16,9 @@ from controller.model.base import MAX_TAGS
 @dataclass
 class DeployRun:
     stack: Stack
-    calls: Calls
+    # Lookups (load balancers, target groups, tags, security groups) go through the reader,
+    # everything else through its caller (`calls`), which counts the deploy's calls.
+    reader: Reader
     tracking: Tracking
     # AWS never returns write-only fields (an OIDC client secret), so they cannot be compared:
     # when set, every listener and rule carrying one is written whatever the comparison says.
@@ -24,6 +26,10 @@ class DeployRun:
     rewrite_write_only: bool = True
     # (resource type, resource id, status field) → value, filled as resources converge.
     status: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> Caller:
+        return self.reader.caller
 
     @property
     def vpc_id(self) -> str:

@@ -31,8 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.aws import AWSError
-from controller.deploy.calls import Calls
+from controller.aws import AWSError, Caller, Reader
 from controller.deploy.concurrency import run_all
 from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
 from controller.deploy.run import DeployRun
@@ -50,7 +49,7 @@ from controller.model import (
 )
 from controller.networking import rules as group_rules
 from controller.networking.backend import BackendGroupError, BackendSecurityGroup
-from controller.networking.calls import GroupInUse, delete_group, is_group_not_found
+from controller.networking.calls import GroupInUse, delete_group
 from controller.networking.permissions import expand, from_model
 from runtime.clock import Clock, RealClock
 from runtime.objects import Obj
@@ -111,19 +110,19 @@ class StackSecurityGroups:
                       fresh: bool = False) -> PreparedGroups:
         """`fresh`: no deploy of this stack can have written to AWS yet (the deployer's
         meaning), so there is nothing of it to look for."""
-        stack, calls = run.stack, run.calls
+        stack, reader = run.stack, run.reader
         prepared = PreparedGroups()
         if uses_backend(stack):
             self._backend.note(key, uses=True)
         known = self._known.get(key, set() if self._scanned or fresh else None)
 
         async def names() -> None:
-            prepared.names = await _resolve_names(calls, stack)
+            prepared.names = await _resolve_names(run.calls, stack)
 
         async def backend() -> None:
             if uses_backend(stack):
                 try:
-                    prepared.backend_id = await self._backend.ensure(calls, run.vpc_id)
+                    prepared.backend_id = await self._backend.ensure(run.calls, run.vpc_id)
                 except BackendGroupError as exc:
                     raise DeployError(str(exc)) from None
 
@@ -134,14 +133,14 @@ class StackSecurityGroups:
                 # By their deterministic names (upstream's too), which EC2 answers cheaply;
                 # groups this process remembers beyond those by ID.
                 names = sorted(g.name for g in stack.security_groups.values())
-                found.update(await self._observe_names(calls, run.tracking, run.vpc_id, names))
-                found.update(await self._observe_ids(calls, run.tracking,
+                found.update(await self._observe_names(reader, run.tracking, run.vpc_id, names))
+                found.update(await self._observe_ids(reader, run.tracking,
                                                      sorted((known or set()) - set(found)),
                                                      vpc_id=run.vpc_id))
             elif known is None:
-                found.update(await self._observe(calls, run.tracking, run.vpc_id))
+                found.update(await self._observe(reader, run.tracking, run.vpc_id))
             elif known:
-                found.update(await self._observe_ids(calls, run.tracking, sorted(known),
+                found.update(await self._observe_ids(reader, run.tracking, sorted(known),
                                                      vpc_id=run.vpc_id))
 
         # Three independent look-ups (usually one call, or none).
@@ -204,19 +203,19 @@ class StackSecurityGroups:
 
     # ---- delete -----------------------------------------------------------------------------
 
-    async def delete_stack(self, calls: Calls, tracking: Tracking, key: StackKey, *,
+    async def delete_stack(self, reader: Reader, tracking: Tracking, key: StackKey, *,
                            vpc_id: str | None) -> None:
         """After the stack's load balancer is gone: its groups, then the backend group."""
         known = self._known.get(key, set() if self._scanned else None)
         ids = set(known) if known is not None else set(
-            await self._observe(calls, tracking, vpc_id))
+            await self._observe(reader, tracking, vpc_id))
         for group_id in sorted(ids):
-            await self._delete(calls, group_id)
+            await self._delete(reader.caller, group_id)
         self._known[key] = set()
         if vpc_id is not None:
-            await self._release(calls, vpc_id, key)
+            await self._release(reader.caller, vpc_id, key)
 
-    async def ensure_scanned(self, calls: Calls) -> None:
+    async def ensure_scanned(self, calls: Caller) -> None:
         """Every group of this cluster's stacks, by their tags, once per process: with the load
         balancer scan it lets a deletion of a stack this process never saw find everything
         (or nothing) without a call per stack."""
@@ -237,61 +236,29 @@ class StackSecurityGroups:
 
     # ---- steps ------------------------------------------------------------------------------
 
-    async def _observe_names(self, calls: Calls, tracking: Tracking, vpc_id: str,
+    async def _observe_names(self, reader: Reader, tracking: Tracking, vpc_id: str,
                              names: list[str]) -> dict[str, dict[str, Any]]:
-        listed = await _vpc_groups(calls, vpc_id)
-        if listed is not None:
-            groups = [g for g in listed if g.get("GroupName") in names]
-        else:
-            resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
-                {"Name": "vpc-id", "Values": [vpc_id]},
-                {"Name": "group-name", "Values": names}])
-            groups = resp.get("SecurityGroups") or []
         found: dict[str, dict[str, Any]] = {}
-        for group in groups:
+        for group in await reader.security_groups(vpc_id=vpc_id, names=names):
             if not tracking.owns(_tags(group)):
                 raise OwnershipConflict(f"security group name {group['GroupName']} is taken "
                                         f"in VPC {vpc_id} by a group this stack does not own")
             found[str(group["GroupId"])] = group
         return found
 
-    async def _observe_ids(self, calls: Calls, tracking: Tracking, group_ids: list[str], *,
+    async def _observe_ids(self, reader: Reader, tracking: Tracking, group_ids: list[str], *,
                            vpc_id: str | None = None) -> dict[str, dict[str, Any]]:
         if not group_ids:
             return {}
-        listed = await _vpc_groups(calls, vpc_id) if vpc_id is not None else None
-        if listed is not None:
-            return {str(g["GroupId"]): g for g in listed
-                    if g.get("GroupId") in group_ids and tracking.owns(_tags(g))}
-        try:
-            resp = await calls.call("DescribeSecurityGroups", service="ec2", GroupIds=group_ids)
-        except AWSError as exc:
-            if not is_group_not_found(exc):
-                raise
-            if len(group_ids) == 1:
-                return {}
-            found: dict[str, dict[str, Any]] = {}
-            for group_id in group_ids:  # one is gone: AWS then answers for none
-                found.update(await self._observe_ids(calls, tracking, [group_id]))
-            return found
-        return {str(g["GroupId"]): g for g in resp.get("SecurityGroups") or []
+        return {str(g["GroupId"]): g
+                for g in await reader.security_groups(vpc_id=vpc_id, ids=group_ids)
                 if tracking.owns(_tags(g))}
 
-    async def _observe(self, calls: Calls, tracking: Tracking,
+    async def _observe(self, reader: Reader, tracking: Tracking,
                        vpc_id: str | None) -> dict[str, dict[str, Any]]:
-        listed = await _vpc_groups(calls, vpc_id) if vpc_id is not None else None
-        if listed is not None:
-            # The filters below (owns() checks the stack tag), applied to the listing.
-            return {str(g["GroupId"]): g for g in listed
-                    if tracking.owns(tags := _tags(g))
-                    and tags.get(CLUSTER_TAG) == tracking.cluster}
-        filters = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [tracking.cluster]},
-                   {"Name": f"tag:{stack_tag(tracking.kind)}", "Values": [tracking.stack_id]}]
-        if vpc_id is not None:
-            filters.insert(0, {"Name": "vpc-id", "Values": [vpc_id]})
-        resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=filters)
-        return {str(g["GroupId"]): g for g in resp.get("SecurityGroups") or []
-                if tracking.owns(_tags(g))}
+        groups = await reader.security_groups(vpc_id=vpc_id, tags={
+            CLUSTER_TAG: tracking.cluster, stack_tag(tracking.kind): tracking.stack_id})
+        return {str(g["GroupId"]): g for g in groups if tracking.owns(_tags(g))}
 
     async def _converge(self, run: DeployRun, resource_id: str, model: SecurityGroup,
                         current: Mapping[str, Any] | None) -> str:
@@ -331,7 +298,7 @@ class StackSecurityGroups:
             raise
         return str(resp["GroupId"])
 
-    async def _delete(self, calls: Calls, group_id: str) -> None:
+    async def _delete(self, calls: Caller, group_id: str) -> None:
         try:
             await delete_group(calls, group_id, retries=self._settings.delete_retries,
                                backoff=self._settings.delete_backoff, clock=self._clock)
@@ -339,14 +306,14 @@ class StackSecurityGroups:
             raise DeployError(f"security group {group_id} is still in use "
                               f"(DependencyViolation: {exc}); retrying later") from None
 
-    async def _release(self, calls: Calls, vpc_id: str, key: StackKey) -> None:
+    async def _release(self, calls: Caller, vpc_id: str, key: StackKey) -> None:
         try:
             await self._backend.release(calls, vpc_id, key)
         except BackendGroupError as exc:
             raise DeployError(str(exc)) from None
 
 
-async def _resolve_names(calls: Calls, stack: Stack) -> dict[str, str]:
+async def _resolve_names(calls: Caller, stack: Stack) -> dict[str, str]:
     """User-given group names → IDs in the stack's VPC (IDs pass through)."""
     names = sorted({g for lb in stack.load_balancers.values() for g in lb.security_groups
                     if isinstance(g, str) and not g.startswith(_GROUP_ID_PREFIX)})
@@ -366,18 +333,6 @@ async def _resolve_names(calls: Calls, stack: Stack) -> dict[str, str]:
 
 def _tags(group: Mapping[str, Any]) -> dict[str, str]:
     return {str(t["Key"]): str(t.get("Value", "")) for t in group.get("Tags") or []}
-
-
-async def _vpc_groups(calls: Calls, vpc_id: str) -> list[dict[str, Any]] | None:
-    """A verification's view of the VPC's groups, from the region snapshot (snapshot.py);
-    None: ask EC2."""
-    if calls.snapshot is None:
-        return None
-    listing = await calls.snapshot.listing(calls)
-    if listing is None:
-        return None
-    calls.from_snapshot = True
-    return await calls.snapshot.security_groups(calls, listing, vpc_id)
 
 
 def networking_object(networking: TargetGroupBindingNetworking,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from controller.aws import AWSError
-from controller.deploy.describe import target_groups_by
 from controller.deploy.errors import DeployError, OwnershipConflict
 from controller.deploy.normalize import api_health_check, health_check_differs
 from controller.deploy.run import DeployRun
@@ -64,7 +63,7 @@ async def _create(run: DeployRun, resource_id: str, tg: TargetGroup, health: dic
             raise
     # Someone (a crashed earlier run, most likely) created it after our lookup; adopt it only if
     # its tags say it is ours.
-    found = await target_groups_by(run.calls, names=[tg.name])
+    found = await run.reader.target_groups(names=[tg.name])
     if not found:
         raise DeployError(f"target group {tg.name}: duplicate name but not found")
     arn = found[0]["TargetGroupArn"]

@@ -11,9 +11,9 @@ from typing import Literal
 
 from controller import transforms
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool
+from controller.aws import AWSClientPool, RegionSnapshot
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
-from controller.deploy import DeployerSettings, RegionSnapshot, StackDeployer
+from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
 from controller.ingress.exclusions import GroupNamespaces

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from controller.aws import AWSError
+from controller.aws import AWSError, Caller
 from controller.model import backend_security_group_name
-from controller.networking.calls import Caller, GroupInUse, delete_group
+from controller.networking.calls import GroupInUse, delete_group
 from runtime.clock import Clock, RealClock
 from runtime.prioritylock import InheritingLock
 

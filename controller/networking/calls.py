@@ -1,35 +1,13 @@
-"""How networking code reaches AWS: anything with the deployer's `call(operation, service=...)`
-shape, so a deploy counts and can interrupt these calls like its own, and the
-TargetGroupBinding controller goes straight to the shared client pool."""
+"""Deleting a security group, for a stack's frontend group and the backend group alike: AWS
+refuses while a deleted load balancer's interfaces still use it, so the deletion waits that
+out."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
 
-from controller.aws import AWSClientPool, AWSError
+from controller.aws import AWSError, Caller
 from runtime.clock import Clock
-
-
-class Caller(Protocol):
-    async def call(self, operation: str, /, *, service: str = ...,
-                   **params: Any) -> dict[str, Any]: ...
-
-
-class PoolCaller:
-    """The client pool in the `Caller` shape."""
-
-    def __init__(self, pool: AWSClientPool) -> None:
-        self._pool = pool
-
-    async def call(self, operation: str, /, *, service: str = "ec2",
-                   **params: Any) -> dict[str, Any]:
-        return await self._pool.call(service, operation, **params)
-
-
-def is_group_not_found(exc: AWSError) -> bool:
-    return exc.code in ("InvalidGroup.NotFound", "InvalidGroupId.NotFound",
-                        "InvalidGroupId.Malformed")
 
 
 class GroupInUse(Exception):
@@ -48,7 +26,7 @@ async def delete_group(calls: Caller, group_id: str, *, retries: int, backoff: f
             await calls.call("DeleteSecurityGroup", service="ec2", GroupId=group_id)
             return True
         except AWSError as exc:
-            if is_group_not_found(exc):
+            if exc.is_group_not_found:
                 return True
             if exc.code != "DependencyViolation":
                 raise
@@ -60,4 +38,4 @@ async def delete_group(calls: Caller, group_id: str, *, retries: int, backoff: f
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-__all__ = ["Caller", "GroupInUse", "PoolCaller", "delete_group", "is_group_not_found"]
+__all__ = ["GroupInUse", "delete_group"]

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.networking.calls import Caller
+from controller.aws import Caller
 from runtime.clock import Clock, RealClock
 
 ADDRESS_CHUNK = 199

@@ -28,9 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.aws import AWSError
+from controller.aws import AWSError, Caller
 from controller.networking import rules as group_rules
-from controller.networking.calls import Caller, is_group_not_found
 from controller.networking.enis import CLUSTER_TAG_PREFIX
 from controller.networking.permissions import Permission, description_for, expand
 from runtime.clock import Clock, RealClock
@@ -175,7 +174,7 @@ class NetworkingManager:
             try:
                 made += await group_rules.apply(self._calls, group_id, changes)
             except AWSError as exc:
-                if not is_group_not_found(exc):
+                if not exc.is_group_not_found:
                     raise
                 self._tracked.discard(group_id)
                 continue
@@ -200,7 +199,7 @@ class NetworkingManager:
                 resp = await self._calls.call("DescribeSecurityGroups", service="ec2",
                                               GroupIds=chunk)
             except AWSError as exc:
-                if not is_group_not_found(exc):
+                if not exc.is_group_not_found:
                     raise
                 if len(chunk) == 1:
                     continue

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from controller.aws import AWSError
-from controller.networking.calls import Caller
+from controller.aws import AWSError, Caller
 from controller.networking.permissions import Permission, to_api
 
 Owned = Callable[[Permission], bool]

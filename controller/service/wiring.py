@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from controller import transforms
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool
+from controller.aws import AWSClientPool, RegionSnapshot
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
-from controller.deploy import DeployerSettings, RegionSnapshot, StackDeployer
+from controller.deploy import DeployerSettings, StackDeployer
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.networking.frontend import BackendSettings
 from controller.reconcilers import LaneSettings, controller_options

@@ -23,8 +23,7 @@ from controller.apis.targetgroupbinding import (
     NetworkingPort,
     TargetGroupBindingSpec,
 )
-from controller.aws import AWSClientPool
-from controller.networking.calls import PoolCaller
+from controller.aws import AWSClientPool, Caller
 from controller.networking.enis import InterfaceResolver, NetworkingError, PodAddress
 from controller.networking.manager import (
     OWNED_DESCRIPTION,
@@ -93,7 +92,7 @@ class BindingNetworking:
     def create(cls, pool: AWSClientPool, settings: NetworkingSettings, *,
                bindings_with_networking: Callable[[], Iterable[str]],
                clock: Clock) -> BindingNetworking:
-        calls = PoolCaller(pool)
+        calls = Caller(pool)
         return cls(NetworkingManager(calls, settings, clock=clock,
                                      bindings_with_networking=bindings_with_networking),
                    InterfaceResolver(calls, vpc_id=settings.vpc_id,

@@ -10,7 +10,7 @@ ahead is cached for the same `info_ttl` as what is read alone, so no check judge
 facts than before. Lookups of ARNs already being read wait for that read instead of asking
 again.
 
-With the process's region snapshot (controller/deploy/snapshot.py), a paced verification's
+With the process's region snapshot (controller/aws/snapshot.py), a paced verification's
 lookup is answered from its listing instead, when the listing holds the target group and its
 tags and is younger than `info_ttl`: the deployers' verifications list every target group of
 the region with its tags anyway, so the bindings' lookups then cost no call of their own. What
@@ -26,10 +26,17 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.apis.targetgroupbinding import InvalidSpec
-from controller.aws import AWSClientPool, AWSError
-from controller.deploy.calls import Calls
-from controller.deploy.snapshot import Listing, RegionSnapshot
-from controller.ownership import FACTS_TTL, TargetGroupFacts, describe_tags
+from controller.aws import (
+    TAGS,
+    TARGET_GROUPS_BY_ARN,
+    AWSClientPool,
+    AWSError,
+    Caller,
+    DirectReader,
+    Listing,
+    RegionSnapshot,
+)
+from controller.ownership import FACTS_TTL, TargetGroupFacts
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
 from runtime.reconcile import NORMAL, current_priority, reconcile_priority
@@ -94,7 +101,8 @@ class TargetGroups:
                  health_ttl: float = HEALTH_CACHE_TTL, info_ttl: float = FACTS_TTL,
                  read_ahead: Callable[[], Iterable[str]] | None = None,
                  snapshot: RegionSnapshot | None = None) -> None:
-        self._pool = pool
+        self._calls = Caller(pool)
+        self._reader = DirectReader(self._calls)
         self._snapshot = snapshot
         # ARNs worth reading along with a miss: those the bindings name.
         self._read_ahead = read_ahead
@@ -127,15 +135,10 @@ class TargetGroups:
             return cached[1]
         if arn:
             return await self._by_arn(arn, read_ahead=read_ahead)
-        try:
-            resp = await self._pool.call("elbv2", "DescribeTargetGroups", Names=[name])
-        except AWSError as exc:
-            raise _not_found(exc, str(name)) from None
-        groups = resp.get("TargetGroups") or []
-        if not groups:
-            raise TargetGroupNotFound(f"target group {name} not found")
-        found = str(groups[0]["TargetGroupArn"])
-        info = _info(groups[0], await describe_tags(self._pool, found))
+        found = await self._reader.target_group(name=name)
+        if found.desc is None:
+            raise _not_found(str(name), found.refused)
+        info = _info(found.desc, found.tags)
         self._remember(key, info, now)
         return info
 
@@ -177,7 +180,7 @@ class TargetGroups:
     async def _listing(self) -> Listing | None:
         """The region snapshot's listing, when it is younger than what the cache keeps."""
         assert self._snapshot is not None
-        listing = await self._snapshot.listing(Calls(self._pool))
+        listing = await self._snapshot.listing(self._reader)
         if listing is None or self._clock.now() - listing.taken_at >= self._info_ttl:
             return None
         return listing
@@ -236,26 +239,23 @@ class TargetGroups:
         """The target groups of `batch` that exist, with their tags, by ARN; the first ARN is
         the one asked for, which raises when AWS refuses it for another reason than its
         absence. The tags are read once the target groups are known, so that one gone since
-        costs its share of a bisection, not a failed DescribeTags too."""
+        costs its share of a bisection, not a failed DescribeTags too; one gone between the
+        two reads is left out (and bisected out of the DescribeTags)."""
         now = self._clock.now()
         groups = await self._describe(batch)
         arns = [str(tg["TargetGroupArn"]) for tg in groups]
-        try:
-            resp = await self._pool.call("elbv2", "DescribeTags", ResourceArns=arns) \
-                if arns else {}
-        except AWSError as exc:
-            if len(batch) > 1 and (exc.is_not_found or exc.code in _MISSING):
-                return await self._read(batch[:1])  # one vanished meanwhile
-            raise _not_found(exc, batch[0]) from None
-        tags = {str(d.get("ResourceArn")): {str(t["Key"]): str(t.get("Value", ""))
-                                             for t in d.get("Tags") or []}
-                for d in resp.get("TagDescriptions") or []}
+        answer = await self._reader.answer(TAGS, arns, halves=True)
+        self._suspect.update({arn: exc.message or exc.code
+                              for arn, exc in answer.refused.items()})
+        tags = answer.tags()
         found: dict[str, TargetGroupInfo] = {}
         for tg, arn in zip(groups, arns, strict=True):
+            if arn in answer.refused:
+                continue
             found[arn] = _info(tg, tags.get(arn, {}))
             self._remember(arn, found[arn], now)
             self._suspect.pop(arn, None)
-        if len(batch) == 1 and len(groups) == 1 and batch[0] not in found:
+        if len(batch) == 1 and len(found) == 1 and batch[0] not in found:
             # Spelt differently by AWS than by the spec: the answer is still the one asked for.
             found[batch[0]] = next(iter(found.values()))
             self._remember(batch[0], found[batch[0]], now)
@@ -266,20 +266,10 @@ class TargetGroups:
         call when any ARN of it is missing (or malformed): then each half is asked on its own,
         so that one missing ARN among 20 costs about ten calls, not twenty; it is remembered
         and not read ahead again until a lookup of its own finds it."""
-        try:
-            resp = await self._pool.call("elbv2", "DescribeTargetGroups", TargetGroupArns=arns)
-        except AWSError as exc:
-            if not (exc.is_not_found or exc.code in _MISSING):
-                raise
-            if len(arns) == 1:
-                self._suspect[arns[0]] = exc.message or exc.code
-                return []
-            half = len(arns) // 2
-            first, second = await asyncio.gather(self._describe(arns[:half]),
-                                                 self._describe(arns[half:]))
-            return first + second
-        groups: list[dict[str, Any]] = resp.get("TargetGroups") or []
-        return groups
+        answer = await self._reader.answer(TARGET_GROUPS_BY_ARN, arns, halves=True)
+        self._suspect.update({arn: exc.message or exc.code
+                              for arn, exc in answer.refused.items()})
+        return answer.items
 
     def _remember(self, key: str, info: TargetGroupInfo, now: float) -> None:
         self._info[key] = (now, info)
@@ -301,7 +291,7 @@ class TargetGroups:
         if cached is not None and not cached.volatile and now - cached.fetched_at < self._ttl:
             return set(cached.targets)
         try:
-            resp = await self._pool.call("elbv2", "DescribeTargetHealth", TargetGroupArn=arn)
+            resp = await self._calls.call("DescribeTargetHealth", TargetGroupArn=arn)
         except AWSError as exc:
             if exc.code == "TargetGroupNotFound":
                 raise self._gone(arn) from None
@@ -349,15 +339,15 @@ class TargetGroups:
 
     async def register(self, arn: str, targets: Sequence[Target]) -> None:
         for chunk in _chunks(targets):
-            await self._pool.call("elbv2", "RegisterTargets", TargetGroupArn=arn,
-                                  Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
+            await self._calls.call("RegisterTargets", TargetGroupArn=arn,
+                                   Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
             self._adjust(arn, add=chunk)
 
     async def deregister(self, arn: str, targets: Sequence[Target]) -> None:
         for chunk in _chunks(targets):
             try:
-                await self._pool.call("elbv2", "DeregisterTargets", TargetGroupArn=arn,
-                                      Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
+                await self._calls.call("DeregisterTargets", TargetGroupArn=arn,
+                                       Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
             except AWSError as exc:
                 if exc.code != "InvalidTarget":
                     raise
@@ -382,13 +372,11 @@ class TargetGroups:
         cached.volatile = cached.volatile or bool(add)
 
 
-_MISSING = frozenset({"TargetGroupNotFound", "ValidationError"})
-
-
-def _not_found(exc: AWSError, what: str) -> Exception:
-    if exc.code in _MISSING:
-        return TargetGroupNotFound(f"target group {what} not found: {exc.message or exc.code}")
-    return exc
+def _not_found(what: str, refused: AWSError | None) -> TargetGroupNotFound:
+    if refused is None:
+        return TargetGroupNotFound(f"target group {what} not found")
+    return TargetGroupNotFound(f"target group {what} not found: "
+                               f"{refused.message or refused.code}")
 
 
 def _info(tg: Mapping[str, Any], tags: Mapping[str, str]) -> TargetGroupInfo:

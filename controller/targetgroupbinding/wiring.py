@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 
 from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool
-from controller.deploy.snapshot import RegionSnapshot
+from controller.aws import AWSClientPool, RegionSnapshot
 from controller.networking.manager import NetworkingSettings
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import LaneSettings, controller_options

@@ -30,7 +30,7 @@ from controller import checkpoint, targetgroupbinding
 from controller import ingress as ingress_controller
 from controller.apis import ALB_CONTROLLER
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
-from controller.deploy import RegionSnapshot
+from controller.aws import RegionSnapshot
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.merge import BuildError

@@ -70,9 +70,8 @@ from controller import service as service_controller
 from controller import targetgroupbinding as tgb_controller
 from controller.apis import TARGETGROUPBINDINGS
 from controller.app import lane_settings, targets_trusted_for
-from controller.aws import AWSClientPool, AWSSettings, parse_throttle
+from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot, parse_throttle
 from controller.config import ControllerConfig
-from controller.deploy import RegionSnapshot
 from controller.model import Stack
 from controller.networking.manager import NetworkingSettings
 from controller.reconcilers import LaneSettings

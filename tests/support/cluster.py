@@ -40,9 +40,8 @@ from controller.apis import (
     SERVICE_STACK_NAMESPACE_LABEL,
     TARGETGROUPBINDINGS,
 )
-from controller.aws import AWSClientPool
+from controller.aws import AWSClientPool, RegionSnapshot
 from controller.config import parse_config
-from controller.deploy import RegionSnapshot
 from controller.standins import AwsSeed, create_pod_enis
 from runtime.client import KubeClient, PatchType
 from runtime.envtest import EnvTestServer

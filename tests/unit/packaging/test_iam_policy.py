@@ -4,8 +4,8 @@ The set is re-derived from the source on every run, so the policy cannot drift: 
 `<x>.call(...)` / `<x>.paginate(...)` under `controller/` (except the local stand-ins in
 `controller/standins/`) is read with `ast`. Two call shapes exist:
 - the client pool: `pool.call("elbv2", "DescribeTargetGroups", ...)` (service, operation);
-- the deployer's `Calls`: `calls.call("CreateRule", ..., service="ec2")` (operation first, the
-  service a keyword defaulting to `Calls`' own default).
+- the `Caller`: `calls.call("CreateRule", ..., service="ec2")` (operation first, the service a
+  keyword defaulting to `Caller`'s own default).
 An operation passed through a variable is followed to the literal arguments of the function
 that received it (same module). Every (service, operation) must exist in botocore's model, so a
 typo or an unrelated `.call()` fails here with its file and line instead of being skipped."""
@@ -24,9 +24,9 @@ from typing import Any
 import botocore.session
 import pytest
 
+from controller.aws.caller import Caller
 from controller.aws.loader import TRIMMED_OPERATIONS
 from controller.deploy import CLUSTER_TAG
-from controller.deploy.calls import Calls
 from tests.support.paths import REPO
 
 SOURCE = REPO / "controller"
@@ -52,7 +52,7 @@ IMPLIED_BY = {
 }
 
 _OPERATION = re.compile(r"[A-Z][A-Za-z0-9]+")
-_CALLS_DEFAULT_SERVICE = str(inspect.signature(Calls.call).parameters["service"].default)
+_CALLS_DEFAULT_SERVICE = str(inspect.signature(Caller.call).parameters["service"].default)
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class _Module:
 
 
 def _forwards(module: _Module, call: ast.Call) -> bool:
-    """A wrapper's `call`/`paginate` handing its own parameters on (`Calls.call` to the pool):
+    """A wrapper's `call`/`paginate` handing its own parameters on (`Caller.call` to the pool):
     its callers are where the operations are named."""
     function = module.enclosing_function(call)
     if function is None or function.name not in ("call", "paginate"):
@@ -222,15 +222,19 @@ def test_trimmed_service_models_describe_exactly_the_operations_the_code_calls()
             f"{service}: kept but never called"
 
 
-def test_the_derivation_sees_both_call_shapes_and_indirection() -> None:
+def test_the_derivation_sees_both_call_shapes() -> None:
     found = called_operations()
-    # pool.call("elbv2", ...) in the TargetGroupBinding controller
+    # pool.call("elbv2", ...) in the demo's workload
+    assert any(site.path.name == "workload.py" for site in found[("elbv2",
+                                                                  "DescribeTargetHealth")])
+    # calls.call("RegisterTargets", ...), the service by default, in the TargetGroupBinding
+    # controller
     assert ("elbv2", "RegisterTargets") in found
     # calls.paginate("DescribeSubnets", service="ec2") in the deployer
     assert ("ec2", "DescribeSubnets") in found
-    # calls.call(operation, ...) reached through describe._describe("DescribeLoadBalancers", ...)
-    assert any(site.path.name == "describe.py" for site in found[("elbv2",
-                                                                  "DescribeLoadBalancers")])
+    # calls.call("DescribeLoadBalancers", ...) where every lookup by key is sent
+    assert any(site.path.name == "reader.py" for site in found[("elbv2",
+                                                                "DescribeLoadBalancers")])
 
 
 def test_derivation_rejects_what_it_cannot_resolve(tmp_path: Path) -> None:

@@ -1,18 +1,21 @@
-"""The deployer's view of the AWS client pool: ELBv2 and EC2 calls, counted, with an optional
-hook before every mutating call (tests use it to simulate a crash at any point)."""
+"""The one way the controller's code calls AWS: `Caller.call(operation, service=..., **params)`
+and `Caller.paginate`, over the shared client pool.
+
+Readers (reader.py, batching.py, snapshot.py), the deployer's synthesizers, the networking code
+and the TargetGroupBinding controller all call through a `Caller`. A deploy makes one per run:
+it counts that run's calls, runs the test hooks before and after every mutating call (the
+crash tests raise there), and refuses mutations once a read of the run came from the region
+snapshot (`confirm_only`). Everyone else uses a plain `Caller(pool)`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from controller.aws import AWSClientPool
-from controller.deploy.errors import SnapshotStale
-
-if TYPE_CHECKING:
-    from controller.deploy.batching import DescribeBatcher
-    from controller.deploy.snapshot import RegionSnapshot
+from controller.aws.errors import SnapshotStale
+from controller.aws.pool import AWSClientPool
 
 _READ_ONLY_PREFIXES = ("Describe", "List", "Get")
 
@@ -33,28 +36,34 @@ class CallCounts:
     by_operation: dict[str, int] = field(default_factory=dict)
 
 
-class Calls:
-    def __init__(self, pool: AWSClientPool, *, before_mutation: BeforeMutation | None = None,
-                 after_mutation: AfterMutation | None = None,
-                 counts: CallCounts | None = None,
-                 batcher: DescribeBatcher | None = None,
-                 snapshot: RegionSnapshot | None = None) -> None:
+class Caller:
+    """Calls of one service client pool. `service` is the botocore client name (`elbv2`, the
+    default, `ec2`, `acm`), `operation` the PascalCase API name."""
+
+    def __init__(self, pool: AWSClientPool, *, counts: CallCounts | None = None,
+                 before_mutation: BeforeMutation | None = None,
+                 after_mutation: AfterMutation | None = None) -> None:
         self._pool = pool
-        # Describe calls by ARN or name may be shared with other verifications (batching.py).
-        self.batcher = batcher
-        # A verification's lookups may be answered by the region snapshot (snapshot.py);
-        # `from_snapshot` says one was, and then no mutating call may be sent.
-        self.snapshot = snapshot
-        self.from_snapshot = False
         self._before_mutation = before_mutation
         self._after_mutation = after_mutation
+        self._confirm_only = False
         self.counts = counts or CallCounts()
+
+    @property
+    def pool(self) -> AWSClientPool:
+        return self._pool
+
+    def confirm_only(self) -> None:
+        """From now on this caller may only confirm: a mutating call raises `SnapshotStale`
+        before anything is sent. The snapshot reader says so when it answered a read from its
+        listing, which may be minutes old: nothing is changed on the strength of it."""
+        self._confirm_only = True
 
     def _count(self, operation: str, params: dict[str, Any]) -> None:
         self.counts.calls += 1
         self.counts.by_operation[operation] = self.counts.by_operation.get(operation, 0) + 1
         if is_mutating(operation):
-            if self.from_snapshot:
+            if self._confirm_only:
                 raise SnapshotStale(operation)
             self.counts.mutating += 1
             if self._before_mutation is not None:
@@ -70,6 +79,10 @@ class Calls:
 
     async def paginate(self, operation: str, /, *, service: str = "elbv2",
                        **params: Any) -> AsyncIterator[dict[str, Any]]:
+        """Each page is one call, counted once it arrived."""
         async for page in self._pool.paginate(service, operation, **params):
             self._count(operation, params)
             yield page
+
+
+__all__ = ["AfterMutation", "BeforeMutation", "CallCounts", "Caller", "is_mutating"]
