@@ -75,19 +75,18 @@ class DescribeBatcher:
         """The items of `query` for `values`, from a shared call; None when this lookup is
         not to be shared (or the shared call was refused for a missing item): the reader
         below then asks."""
-        key = query
         wanted = set(values)
         cell = current_priority()
         if (cell is None or cell.value >= NORMAL or query not in SHARED or not wanted
                 or len(wanted) > BATCH_LIMIT):
             return None
-        batch = self._open.get(key)
+        batch = self._open.get(query)
         if batch is None or len(wanted | set(batch.values)) > BATCH_LIMIT:
             wait = self._wait()
             if wait <= 0:
                 return None
             batch = _Batch(values=sorted(wanted))
-            self._open[key] = batch
+            self._open[query] = batch
             batch.sent = asyncio.ensure_future(self._send(caller, query, batch, wait))
             # Members that leave early (promoted) do not read its outcome; it is not lost.
             batch.sent.add_done_callback(lambda t: t.cancelled() or t.exception())

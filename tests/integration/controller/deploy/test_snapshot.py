@@ -1,4 +1,4 @@
-"""The region snapshot (controller/deploy/snapshot.py): verifications of unchanged stacks
+"""The region snapshot (controller/aws/snapshot.py): verifications of unchanged stacks
 read load balancers, target groups, their tags and the VPC's security groups from one listing;
 real changes never do; a verification that finds something to change changes it only after
 reading AWS again; a listing older than its time is taken again."""
