@@ -128,13 +128,14 @@ async def test_the_security_groups_of_the_listing_are_those_ec2_answers(
                 {"ResourceType": "security-group",
                  "Tags": [{"Key": "team", "Value": team}, {"Key": "kind", "Value": "test"}]}],
         )["GroupId"]
-    asked: dict[str, Any] = {
+    queries: dict[str, dict[str, Any]] = {
         "names": {"names": ["reader-a", "reader-b", "not-there"]},
         # One well-formed ID that names no group: EC2 refuses the call, it is left out.
         "ids": {"ids": [made["reader-b"], "sg-0123456789abcdef0", made["reader-c"]]},
         "tags": {"tags": {"team": "a", "kind": "test"}},
         "vpc": {},
-    }[query]
+    }
+    asked = queries[query]
     direct = DirectReader(Caller(aws_pool))
     expected = sorted(g["GroupId"] for g in await direct.security_groups(
         vpc_id=aws_seed.vpc_id, **asked))
