@@ -31,8 +31,8 @@ from controller.apis import (
 from controller.model import Stack, checkpoint_digest
 from runtime.handlers import Deferred, PriorityFn
 from runtime.objects import Obj, is_deleting
-from runtime.predicates import EventKind
-from runtime.reconcile import LOW, NORMAL
+from runtime.predicates import Event, EventKind
+from runtime.reconcile import LOW, NORMAL, Request
 
 log = structlog.get_logger("checkpoint")
 
@@ -87,14 +87,15 @@ def priority_function(compute_from_cache: Callable[[Obj], str | Iterable[str] | 
     """The one priority decision of every controller, as a handler priority function
     (runtime.handlers.PriorityFn).
 
-    `compute_from_cache(obj)` runs the pure stage from the informer caches and returns the
-    checkpoint (or the checkpoints it could be, when one input is known only from AWS), or None
-    when there is nothing to compare (bad input, not ours); it must not do I/O. `current(obj)`
-    reads the stored checkpoint. Initial-list adds and resyncs that match go LOW; other
-    initial-list adds and resyncs go NORMAL, as does any object being deleted; other events keep
-    their default. The comparison, which builds the model, is deferred (made off the event
-    path); an object with nothing stored is NORMAL at once. Disabled: all NORMAL, so a restart
-    reconciles everything at full speed, as upstream does."""
+    It prices the object of the event (the controller's own kind: its request is the
+    object's). `compute_from_cache(obj)` runs the pure stage from the informer caches and
+    returns the checkpoint (or the checkpoints it could be, when one input is known only from
+    AWS), or None when there is nothing to compare (bad input, not ours); it must not do I/O.
+    `current(obj)` reads the stored checkpoint. Initial-list adds and resyncs that match go
+    LOW; other initial-list adds and resyncs go NORMAL, as does any object being deleted; other
+    events keep their default. The comparison, which builds the model, is deferred (made off
+    the event path); an object with nothing stored is NORMAL at once. Disabled: all NORMAL, so
+    a restart reconciles everything at full speed, as upstream does."""
 
     def decide(obj: Obj, have: str) -> int:
         try:
@@ -108,9 +109,10 @@ def priority_function(compute_from_cache: Callable[[Obj], str | Iterable[str] | 
         candidates = (value,) if value is None or isinstance(value, str) else tuple(value)
         return LOW if any(matches(c, have) for c in candidates) else NORMAL
 
-    def priority(obj: Obj, kind: EventKind, default: int) -> int | Deferred:
+    def priority(request: Request, event: Event, default: int) -> int | Deferred:
         if not enabled:
             return NORMAL
+        obj, kind = event.obj, event.kind
         if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
         if is_deleting(obj):

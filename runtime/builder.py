@@ -7,8 +7,10 @@
                   .complete(MirrorTeam(...)))
 
 `for_` watches the primary kind (each object enqueues itself), `watches` any kind whose objects
-map to requests, `watches_handler` a handler the controller builds itself. `with_event_filter`
-adds predicates to every `for_`/`watches` watch (controller-runtime's WithEventFilter). The
+map to requests (a controller whose requests are not objects, such as the Ingress controller's
+groups, has only `watches`). Every watch takes the same three things: predicates (with the
+builder's `with_event_filter` ones, controller-runtime's WithEventFilter, first), a map function
+and a priority function that prices each mapped request (runtime.handlers). The
 queue is built from the options (`ControllerOptions`, defaults in `controller_options`) with the
 manager's clock and metrics registry (a paced LOW lane also waits, a bounded while, for the real
 changes any controller of the manager is reconciling: `runtime.decisions.Foreground`), and
@@ -17,13 +19,12 @@ changes any controller of the manager is reconciling: `runtime.decisions.Foregro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from runtime.controller import Controller, ControllerOptions, Source, controller_options
 from runtime.failures import FailureLog
-from runtime.handlers import EnqueueForObject, EnqueueFromMap, Enqueuer, MapFn, PriorityFn
+from runtime.handlers import EnqueueForObject, EnqueueFromMap, MapFn, PriorityFn
 from runtime.manager import Manager
 from runtime.predicates import Predicate
 from runtime.reconcile import Reconciler, Request
@@ -31,17 +32,12 @@ from runtime.workqueue import AllGates, PriorityQueue, QueueOptions
 
 __all__ = ["ControllerBuilder"]
 
-HandlerFactory = Callable[[Enqueuer], Any]
-"""Builds a watch's event handler for the controller being completed."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Watch:
     source: Source
     map_fn: MapFn | None  # None: the object itself (`for_`)
     priority: PriorityFn | None
     predicates: tuple[Predicate, ...]
-    factory: HandlerFactory | None = None  # `watches_handler`
 
 
 class ControllerBuilder:
@@ -69,12 +65,6 @@ class ControllerBuilder:
                 predicates: Sequence[Predicate] = ()) -> ControllerBuilder:
         """Another kind: `map_fn` says which requests one of its objects concerns."""
         self._watches.append(_Watch(informer, map_fn, priority, tuple(predicates)))
-        return self
-
-    def watches_handler(self, informer: Source, factory: HandlerFactory) -> ControllerBuilder:
-        """A handler of the controller's own making (`factory(controller)`); event filters do
-        not apply to it."""
-        self._watches.append(_Watch(informer, None, None, (), factory))
         return self
 
     def with_event_filter(self, *predicates: Predicate) -> ControllerBuilder:
@@ -110,9 +100,8 @@ class ControllerBuilder:
         self._completed = True
         return controller
 
-    def _handler(self, watch: _Watch, controller: Controller) -> Any:
-        if watch.factory is not None:
-            return watch.factory(controller)
+    def _handler(self, watch: _Watch, controller: Controller
+                 ) -> EnqueueForObject | EnqueueFromMap:
         predicates = (*self._filters, *watch.predicates)
         failures = FailureLog(clock=self._manager.clock)
         if watch.map_fn is None:

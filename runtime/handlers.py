@@ -1,18 +1,25 @@
 """Event handlers: map informer notifications to (request, priority) and enqueue. They never do
 I/O, so an informer's delivery loop is never held up by a reconciler.
 
+One shape for every watch (controller-runtime's builder `doWatch`): predicates filter the event,
+a map function says which requests it concerns (`EnqueueForObject`: the object itself), and a
+priority function, if any, prices each mapped request.
+
 Priorities follow controller-runtime's handlers: an add from the informer's initial list and an
 update whose resourceVersion did not change (a resync, or a relist that found nothing new) are
 LOW; everything else is NORMAL. A controller may pass its own `priority` function (checkpoints
-plug in there): it sees the object, the event kind and the default, and returns the priority.
-Deletion is always a real change: a delete, or any event about an object whose
+plug in there): it sees the mapped request, the event and the default, and returns the
+priority. Deletion is always a real change: a delete, or any event about an object whose
 `deletionTimestamp` is set, is never LOW, whatever the priority function says.
 
 A priority function may also answer `Deferred(decide)` (runtime.decisions) for an initial-list
 add or a resync it cannot judge cheaply: the controller then makes that decision off the event
 path, giving way to real changes, and enqueues the request with its result.
 
-`predicates=` filters events before anything is mapped (all must pass; runtime.predicates).
+One event may concern many requests (an IngressClass: every Ingress group of the class). The
+first `CHUNK` are enqueued at once; the rest in a coroutine the informer awaits before this
+handler's next event, giving the loop back between chunks, so a priority function that loads
+what it prices is never run hundreds of times in one go.
 
 User functions meet hostile objects: a map function that raises skips that object for this
 handler, a priority function that raises gives NORMAL, a predicate that raises lets the event
@@ -22,8 +29,9 @@ handlers are not affected.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, Final, Protocol
 
 from runtime.decisions import Deferred
 from runtime.failures import FailureLog
@@ -32,6 +40,7 @@ from runtime.predicates import Event, EventKind, Predicate
 from runtime.reconcile import LOW, NORMAL, Request
 
 __all__ = [
+    "CHUNK",
     "Deferred",
     "EnqueueForObject",
     "EnqueueFromMap",
@@ -41,6 +50,8 @@ __all__ = [
     "default_priority",
     "unwrap_tombstone",
 ]
+
+CHUNK: Final = 16  # requests of one event enqueued between giving the loop back
 
 
 class Enqueuer(Protocol):
@@ -55,10 +66,12 @@ class Enqueuer(Protocol):
         """Enqueue `request` with the priority `decision()` gives, made later."""
 
 
-PriorityFn = Callable[[Obj, EventKind, int], int | Deferred]
-"""(object, event kind, default priority) → priority to use, or a decision to make later."""
+PriorityFn = Callable[[Request, Event, int], int | Deferred]
+"""(mapped request, the event, default priority) → priority to use, or a decision to make
+later."""
 
 MapFn = Callable[[Obj], Iterable[Request]]
+
 
 def unwrap_tombstone(obj: Any) -> Obj:
     """A delete missed by the watch and found at relist arrives as a tombstone holding the last
@@ -75,8 +88,9 @@ def default_priority(kind: EventKind) -> int:
     return LOW if kind in (EventKind.INITIAL_ADD, EventKind.RESYNC) else NORMAL
 
 
-def _deletion(obj: Obj, kind: EventKind) -> bool:
-    return kind is EventKind.DELETE or is_deleting(obj)
+Emitted = Coroutine[Any, Any, None] | None
+"""What a handler method returns: None, or the rest of a large fan-out for the informer to
+await."""
 
 
 class _Handler:
@@ -90,33 +104,16 @@ class _Handler:
     def _requests(self, obj: Obj) -> Iterable[Request]:
         raise NotImplementedError
 
-    def _passes(self, kind: EventKind, obj: Obj, old: Obj | None) -> bool:
-        if not self._predicates:
-            return True
-        event = Event(kind, obj, old)
+    def _passes(self, event: Event) -> bool:
         for predicate in self._predicates:
             try:
                 if not predicate(event):
                     return False
             except Exception as exc:  # fail open: a reconcile too many beats a change missed
-                self._failures.failed("event predicate", key_of(obj), exc,
+                self._failures.failed("event predicate", key_of(event.obj), exc,
                                       predicate=getattr(predicate, "__name__",
                                                         type(predicate).__name__))
         return True
-
-    def _priority_of(self, obj: Obj, kind: EventKind) -> int | Deferred:
-        deletion = _deletion(obj, kind)
-        default = NORMAL if deletion else default_priority(kind)
-        prio: int | Deferred = default
-        if self._priority is not None:
-            try:
-                prio = self._priority(obj, kind, default)
-            except Exception as exc:
-                self._failures.failed("priority function", key_of(obj), exc)
-                return NORMAL
-        if deletion and (isinstance(prio, Deferred) or prio < NORMAL):
-            return NORMAL
-        return prio
 
     def _mapped(self, obj: Obj) -> list[Request]:
         try:
@@ -125,38 +122,64 @@ class _Handler:
             self._failures.failed("map function", key_of(obj), exc)
             return []
 
-    def _emit(self, obj: Obj, kind: EventKind, requests: list[Request] | dict[Request, None]
-              ) -> None:
+    def _emit(self, event: Event, requests: Sequence[Request]) -> Emitted:
         if not requests:
-            return  # nothing to wake: the priority function need not run
-        prio = self._priority_of(obj, kind)
+            return None  # nothing to wake: the priority function need not run
+        self._enqueue(event, requests[:CHUNK])
+        if len(requests) <= CHUNK:
+            return None
+        return self._enqueue_rest(event, requests[CHUNK:])
+
+    async def _enqueue_rest(self, event: Event, requests: Sequence[Request]) -> None:
+        for start in range(0, len(requests), CHUNK):
+            await asyncio.sleep(0)
+            self._enqueue(event, requests[start:start + CHUNK])
+
+    def _enqueue(self, event: Event, requests: Sequence[Request]) -> None:
+        kind = event.kind
+        deletion = kind is EventKind.DELETE or is_deleting(event.obj)
+        default = NORMAL if deletion else default_priority(kind)
         replay = kind is EventKind.INITIAL_ADD
-        if isinstance(prio, Deferred):
-            for request in requests:
-                self._target.defer(request, prio, replay=replay)
-            return
+        target = self._target
         for request in requests:
-            self._target.enqueue(request, priority=prio, replay=replay)
+            prio = default if self._priority is None else self._priced(request, event, default)
+            if deletion and (isinstance(prio, Deferred) or prio < NORMAL):
+                prio = NORMAL
+            if isinstance(prio, Deferred):
+                target.defer(request, prio, replay=replay)
+            else:
+                target.enqueue(request, priority=prio, replay=replay)
 
-    def on_add(self, obj: Obj, is_initial_list: bool) -> None:
-        kind = EventKind.INITIAL_ADD if is_initial_list else EventKind.ADD
-        if self._passes(kind, obj, None):
-            self._emit(obj, kind, self._mapped(obj))
+    def _priced(self, request: Request, event: Event, default: int) -> int | Deferred:
+        assert self._priority is not None
+        try:
+            return self._priority(request, event, default)
+        except Exception as exc:
+            self._failures.failed("priority function", key_of(event.obj), exc,
+                                  request=request.key)
+            return NORMAL
 
-    def on_update(self, old: Obj, new: Obj) -> None:
+    def on_add(self, obj: Obj, is_initial_list: bool) -> Emitted:
+        event = Event(EventKind.INITIAL_ADD if is_initial_list else EventKind.ADD, obj)
+        if not self._passes(event):
+            return None
+        return self._emit(event, self._mapped(obj))
+
+    def on_update(self, old: Obj, new: Obj) -> Emitted:
         unchanged = resource_version_of(old) == resource_version_of(new)
-        kind = EventKind.RESYNC if unchanged else EventKind.UPDATE
-        if self._passes(kind, new, old):
-            self._emit(new, kind, self._update_requests(old, new, unchanged))
+        event = Event(EventKind.RESYNC if unchanged else EventKind.UPDATE, new, old)
+        if not self._passes(event):
+            return None
+        return self._emit(event, self._update_requests(old, new, unchanged))
 
-    def _update_requests(self, old: Obj, new: Obj, unchanged: bool
-                         ) -> list[Request] | dict[Request, None]:
+    def _update_requests(self, old: Obj, new: Obj, unchanged: bool) -> Sequence[Request]:
         return self._mapped(new)
 
-    def on_delete(self, obj: Any) -> None:
-        state = unwrap_tombstone(obj)
-        if self._passes(EventKind.DELETE, state, None):
-            self._emit(state, EventKind.DELETE, self._mapped(state))
+    def on_delete(self, obj: Any) -> Emitted:
+        event = Event(EventKind.DELETE, unwrap_tombstone(obj))
+        if not self._passes(event):
+            return None
+        return self._emit(event, self._mapped(event.obj))
 
 
 class EnqueueForObject(_Handler):
@@ -173,7 +196,7 @@ class EnqueueForObject(_Handler):
 
 class EnqueueFromMap(_Handler):
     """Enqueue whatever `map_fn` says the object affects (e.g. an EndpointSlice → the
-    TargetGroupBindings of its Service, found through an indexer)."""
+    TargetGroupBindings of its Service, found through an indexer), each request once."""
 
     def __init__(self, target: Enqueuer, map_fn: MapFn, *,
                  priority: PriorityFn | None = None, predicates: Sequence[Predicate] = (),
@@ -184,11 +207,17 @@ class EnqueueFromMap(_Handler):
     def _requests(self, obj: Obj) -> Iterable[Request]:
         return self._map(obj)
 
-    def _update_requests(self, old: Obj, new: Obj, unchanged: bool
-                         ) -> list[Request] | dict[Request, None]:
+    def _mapped(self, obj: Obj) -> list[Request]:
+        requests = super()._mapped(obj)
+        return requests if len(requests) < 2 else list(dict.fromkeys(requests))
+
+    def _update_requests(self, old: Obj, new: Obj, unchanged: bool) -> Sequence[Request]:
         # As controller-runtime: both states are mapped, so a change that moves the object from
         # one owner to another (a relabelled EndpointSlice) wakes both.
-        requests: dict[Request, None] = dict.fromkeys(self._mapped(new))
-        if not unchanged:
-            requests.update(dict.fromkeys(self._mapped(old)))
-        return requests
+        requests = self._mapped(new)
+        if unchanged:
+            return requests
+        before = self._mapped(old)
+        if not before or before == requests:
+            return requests
+        return list(dict.fromkeys([*requests, *before]))

@@ -21,7 +21,9 @@ The problems, in order:
    - `single`: every group stays within one namespace.
    A group's namespace is that of its oldest established Ingress (leaving or vanished ones
    included), else of its oldest member;
-4. what cannot be built: the established members' stack must build (else the group is held);
+4. forwards to target groups the member may not use (`qualify.py`): such a newcomer is left
+   out (`refused`), an established member holds the group;
+5. what cannot be built: the established members' stack must build (else the group is held);
    then newcomers join one by one, oldest first, and one that cannot — an Exclusive
    annotation that conflicts, a second default backend, a missing backend — is left out with
    the build's message.
@@ -30,7 +32,7 @@ The problems, in order:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -80,8 +82,10 @@ def _with_members(group: Group, members: Sequence[Member]) -> Group:
 
 
 def settle(group: Group, *, caches: Caches, policy: GroupNamespaces,
-           build: Callable[[Group], T], unknown: Sequence[Obj] = ()) -> Settled[T]:
-    """`build` raises `InvalidInput` for a group it cannot build."""
+           build: Callable[[Group], T], unknown: Sequence[Obj] = (),
+           refused: Mapping[str, str] | None = None) -> Settled[T]:
+    """`build` raises `InvalidInput` for a group it cannot build. `refused`: member key → why
+    it may not forward where it does (`qualify.py`), judged after the membership problems."""
     problems: dict[str, str] = {}
     for ing, message in group.errors:
         problems.setdefault(key_of(ing), message)
@@ -89,16 +93,20 @@ def settle(group: Group, *, caches: Caches, policy: GroupNamespaces,
     if is_explicit(group.request):
         for member, message in _policy(group, caches, policy):
             problems.setdefault(member.key, message)
+    refusals = {k: v for k, v in (refused or {}).items() if k not in problems}
+    problems.update(refusals)
     excluded: list[tuple[Obj, str]] = []
+    forwarding: list[tuple[Obj, str]] = []
     for member in group.members:
         problem = problems.get(member.key)
         if problem is None:
             continue
         if group.established(member.ingress):
             return _held(group, member, problem)
-        excluded.append((member.ingress, problem))
+        (forwarding if member.key in refusals else excluded).append((member.ingress, problem))
     members = [m for m in group.members if m.key not in problems]
-    group = dataclasses.replace(group, members=tuple(members), excluded=tuple(excluded))
+    group = dataclasses.replace(group, members=tuple(members), excluded=tuple(excluded),
+                                refused=tuple(forwarding))
     if not members:
         return Settled(group)
     try:

@@ -213,7 +213,8 @@ class Group:
     members whose class or group annotations cannot be used).
 
     Once settled (`controller.ingress.exclusions`): `excluded` are the members left out, each
-    with its reason, `held` says why the group must not be deployed at all, and `unknown` are
+    with its reason (`refused`: those left out for forwarding to a target group they may not
+    use), `held` says why the group must not be deployed at all, and `unknown` are
     members that vanished while carrying its finalizer."""
 
     request: Request
@@ -224,6 +225,7 @@ class Group:
     excluded: tuple[tuple[Obj, str], ...] = field(default=())
     held: str | None = None
     unknown: tuple[Obj, ...] = field(default=())
+    refused: tuple[tuple[Obj, str], ...] = field(default=())
 
     @property
     def stack_id(self) -> str:

@@ -1,16 +1,14 @@
-"""What the Ingress controller watches, and what each event means to it. Every watched kind maps
-to the Ingress groups it concerns (`GroupMapper`, cache reads only); the priority is decided per
-group (checkpoints), and updates that change nothing the model reads — our own status and
-checkpoint writes, a Service's status, the TargetGroupBinding controller's writes — are dropped
-by the views (`GroupHandler`)."""
+"""What the Ingress controller watches, and what each event means to it: the indexes its map
+functions read, the map functions (`GroupMapper`: every watched kind to the Ingress groups it
+concerns, cache reads only), and the views its `ViewChanged` predicates compare, which drop
+updates that change nothing the model reads — our own status and checkpoint writes, a
+Service's status, the TargetGroupBinding controller's writes. The priority of each group is
+`priority.py`'s."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
-
-import structlog
 
 from controller.annotations import load_json
 from controller.apis import (
@@ -25,7 +23,6 @@ from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
-from runtime.handlers import Deferred, Enqueuer, default_priority, unwrap_tombstone
 from runtime.objects import (
     Obj,
     annotations_of,
@@ -37,21 +34,14 @@ from runtime.objects import (
     labels_of,
     meta,
 )
-from runtime.predicates import EventKind
-from runtime.reconcile import NORMAL, Request
+from runtime.reconcile import Request
 from runtime.store import NAMESPACE_INDEX
-
-log = structlog.get_logger("ingress")
 
 SERVICE_INDEX: Final = "ingress-service"  # Ingress → namespace/name of every Service it names
 SECRET_INDEX: Final = "ingress-secret"  # Ingress → namespace/name of its OIDC Secret
 # Service → namespace/name of the OIDC Secret its own auth-idp-oidc annotation names.
 SERVICE_SECRET_INDEX: Final = "ingress-service-secret"
 BINDING_STACK_INDEX: Final = "ingress-stack"  # managed TGB → Request.key of its group
-
-MapFn = Callable[[Obj], Iterable[Request]]
-GroupPriority = Callable[[Request, EventKind, int], int | Deferred]
-Relevant = Callable[[Obj], Any]
 
 
 def ingress_view(obj: Obj) -> Any:
@@ -76,90 +66,6 @@ def spec_and_annotations(obj: Obj) -> Any:
 
 def labels_view(obj: Obj) -> Any:
     return meta(obj).get("labels")
-
-
-_CHUNK: Final = 16  # groups enqueued between giving the loop back
-
-
-class GroupHandler:
-    """Like `runtime.handlers.EnqueueFromMap`, with a priority per group and a relevance view:
-    an update whose view is unchanged enqueues nothing (resyncs always pass)."""
-
-    def __init__(self, target: Enqueuer, map_fn: MapFn, *, priority: GroupPriority,
-                 view: Relevant | None = None, deletes_only: bool = False) -> None:
-        self._target = target
-        self._map = map_fn
-        self._priority = priority
-        self._view = view
-        self._deletes_only = deletes_only
-
-    def _emit(self, requests: Iterable[Request], kind: EventKind, obj: Obj
-              ) -> Coroutine[Any, Any, None] | None:
-        """Enqueue each group with its priority. The first `_CHUNK` at once; when one event
-        concerns more groups (an IngressClass, a namespace: every group at start-up), the rest
-        in a coroutine the informer awaits, giving the loop back between chunks: each priority
-        loads a group (its model, when needed, is built later, off the event path), and the
-        workers must not wait for hundreds of them."""
-        default = default_priority(kind)
-        # An object being deleted (a member, a backend Service, a binding) is a real change for
-        # every group it concerns, whatever the checkpoints say.
-        deleting = bool(meta(obj).get("deletionTimestamp"))
-        pending = list(dict.fromkeys(requests))
-        self._enqueue(pending[:_CHUNK], kind, default, deleting)
-        if len(pending) <= _CHUNK:
-            return None
-        return self._enqueue_rest(pending[_CHUNK:], kind, default, deleting)
-
-    async def _enqueue_rest(self, requests: list[Request], kind: EventKind, default: int,
-                            deleting: bool) -> None:
-        for start in range(0, len(requests), _CHUNK):
-            await asyncio.sleep(0)
-            self._enqueue(requests[start:start + _CHUNK], kind, default, deleting)
-
-    def _enqueue(self, requests: list[Request], kind: EventKind, default: int,
-                 deleting: bool) -> None:
-        replay = kind is EventKind.INITIAL_ADD
-        for request in requests:
-            try:
-                prio = NORMAL if deleting else self._priority(request, kind, default)
-            except Exception:  # never raise into the informer's delivery loop
-                log.exception("priority decision failed", group=request.key)
-                prio = default
-            if isinstance(prio, Deferred):
-                self._target.defer(request, prio, replay=replay)
-            else:
-                self._target.enqueue(request, priority=prio, replay=replay)
-
-    def _safe_map(self, obj: Obj) -> list[Request]:
-        try:
-            return list(self._map(obj))
-        except Exception:
-            log.exception("mapping an event to Ingress groups failed")
-            return []
-
-    def on_add(self, obj: Obj, is_initial_list: bool) -> Coroutine[Any, Any, None] | None:
-        if self._deletes_only:
-            return None
-        return self._emit(self._safe_map(obj), EventKind.INITIAL_ADD if is_initial_list
-                          else EventKind.ADD, obj)
-
-    def on_update(self, old: Obj, new: Obj) -> Coroutine[Any, Any, None] | None:
-        unchanged = meta(old).get("resourceVersion") == meta(new).get("resourceVersion")
-        if unchanged:
-            if not self._deletes_only:
-                return self._emit(self._safe_map(new), EventKind.RESYNC, new)
-            return None
-        if self._deletes_only:
-            if meta(new).get("deletionTimestamp") and not meta(old).get("deletionTimestamp"):
-                return self._emit(self._safe_map(new), EventKind.UPDATE, new)
-            return None
-        if self._view is not None and self._view(old) == self._view(new):
-            return None
-        return self._emit([*self._safe_map(new), *self._safe_map(old)], EventKind.UPDATE, new)
-
-    def on_delete(self, obj: Any) -> Coroutine[Any, Any, None] | None:
-        gone = unwrap_tombstone(obj)
-        return self._emit(self._safe_map(gone), EventKind.DELETE, gone)
 
 
 # ---- indexes -----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Wiring of the Ingress controller into a Manager: its settings, the informers and indexes it
 reads, its watches (each kind mapped to the groups it concerns, through views that drop
-writes the model does not read), the referenced Secrets (watched by name while leading), the
-record of vanished members, the queue's LOW lane, the deployer and the reconciler."""
+writes the model does not read, each group priced by `priority.py`), the referenced Secrets
+(watched by name while leading), the record of vanished members, the queue's LOW lane, the
+deployer, the qualify step and the reconciler."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from controller.ingress.groups import (
     index_keys,
 )
 from controller.ingress.model import BuilderSettings
+from controller.ingress.priority import GroupPriority
+from controller.ingress.qualify import Qualifier
 from controller.ingress.reconciler import IngressReconciler
 from controller.ingress.secrets import ReferencedSecrets
 from controller.ingress.vanished import VanishedMembers
@@ -34,11 +37,7 @@ from controller.ingress.watches import (
     SECRET_INDEX,
     SERVICE_INDEX,
     SERVICE_SECRET_INDEX,
-    GroupHandler,
     GroupMapper,
-    GroupPriority,
-    MapFn,
-    Relevant,
     binding_stack_index,
     ingress_secret_index,
     ingress_service_index,
@@ -51,15 +50,17 @@ from controller.ingress.watches import (
 )
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.networking.frontend import BackendSettings
-from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
+from controller.ownership import (
+    TARGET_GROUP_INDEX,
+    TargetGroupLookup,
+    binding_target_group_index,
+)
 from controller.reconcilers import LaneSettings, controller_options
-from runtime.builder import ControllerBuilder, HandlerFactory
+from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
-from runtime.handlers import Enqueuer
 from runtime.manager import Manager
 from runtime.objects import Obj
-from runtime.predicates import EventKind
-from runtime.reconcile import NORMAL, Request
+from runtime.predicates import DeletionStarted, ViewChanged
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SERVICES
 
 CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
@@ -95,19 +96,6 @@ class Settings:
                                default_tags=dict(self.default_tags),
                                external_managed_tags=self.external_managed_tags,
                                backend_sg=self.backend_sg)
-
-
-def group_priority(lanes: LaneSettings, checkpointed: GroupPriority) -> GroupPriority:
-    """The handlers' priority function: the checkpoint decision when the LOW lane is on;
-    otherwise every event is NORMAL (a matching checkpoint then only makes the reconcile
-    skip its AWS calls)."""
-    if lanes.prioritised:
-        return checkpointed
-
-    def normal(request: Request, kind: EventKind, default: int) -> int:
-        return NORMAL
-
-    return normal
 
 
 def admission_caches(manager: Manager) -> Caches:
@@ -166,30 +154,35 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                                in_use_backoff=settings.in_use_backoff,
                                security_group_backoff=settings.security_group_backoff),
         clock=manager.clock, backend=backend, snapshot=snapshot)
+    qualifier = Qualifier(caches=caches, settings=settings.builder(),
+                          policy=settings.group_namespaces, vanished=vanished,
+                          target_groups=TargetGroupLookup(pool, clock=manager.clock),
+                          bindings_by_index=bindings.store.by_index)
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
-        deployer=deployer, pool=pool, settings=settings.builder(),
+        qualifier=qualifier, deployer=deployer, vpc_id=settings.vpc_id,
         recorder=manager.recorder, clock=manager.clock,
         checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
-        group_namespaces=settings.group_namespaces, secrets=secrets, vanished=vanished)
+        secrets=secrets, vanished=vanished)
     groups = GroupMapper(loader, caches)
-    prio = group_priority(settings.lanes, reconciler.priority)
-
-    def handler(map_fn: MapFn, view: Relevant | None = None, *,
-                deletes_only: bool = False) -> HandlerFactory:
-        def factory(controller: Enqueuer) -> GroupHandler:
-            return GroupHandler(controller, map_fn, priority=prio, view=view,
-                                deletes_only=deletes_only)
-        return factory
-
+    priority = GroupPriority(loader=loader, qualifier=qualifier, bindings=bindings.store,
+                             enabled=settings.lanes.prioritised)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
-            .watches_handler(ingresses, handler(groups.groups_for_ingress, ingress_view))
-            .watches_handler(services, handler(groups.groups_for_service, service_view))
-            .watches_handler(secrets, handler(groups.groups_for_secret, secret_view))
-            .watches_handler(classes, handler(groups.groups_for_class, spec_and_annotations))
-            .watches_handler(params, handler(groups.groups_for_params, spec_and_annotations))
-            .watches_handler(namespaces, handler(groups.groups_for_namespace, labels_view))
-            .watches_handler(bindings, handler(groups.group_for_binding, deletes_only=True))
+            .watches(ingresses, groups.groups_for_ingress, priority=priority,
+                     predicates=[ViewChanged(ingress_view)])
+            .watches(services, groups.groups_for_service, priority=priority,
+                     predicates=[ViewChanged(service_view)])
+            .watches(secrets, groups.groups_for_secret, priority=priority,
+                     predicates=[ViewChanged(secret_view)])
+            .watches(classes, groups.groups_for_class, priority=priority,
+                     predicates=[ViewChanged(spec_and_annotations)])
+            .watches(params, groups.groups_for_params, priority=priority,
+                     predicates=[ViewChanged(spec_and_annotations)])
+            .watches(namespaces, groups.groups_for_namespace, priority=priority,
+                     predicates=[ViewChanged(labels_view)])
+            # A managed binding matters only when it goes (deleted by hand: put back).
+            .watches(bindings, groups.group_for_binding, priority=priority,
+                     predicates=[DeletionStarted()])
             .with_options(controller_options(
                 settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
                 max_backoff=settings.max_backoff, gate=pool.verification_budget))
@@ -201,4 +194,4 @@ def _claimed_stacks(ingresses: list[Obj]) -> list[StackKey]:
     return [("ingress", request.key) for ing in ingresses for request in former_groups(ing)]
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "admission_caches", "group_priority", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "admission_caches", "setup"]

@@ -15,13 +15,11 @@ One reconcile, in the steps every controller takes:
    converged in the caches (finalizer, address, ready condition, managed bindings), makes no
    call at all. A LOW reconcile (the paced verification of a restart or a resync) always
    deploys: that is where drift in AWS gets repaired;
-5. finalizer, in the same PATCH as the reset of a stored checkpoint that holds an older model
-   (a crash mid-deploy then cannot leave a false match);
-6. deploy (resolve stage included), keeping target groups a binding still points at; then the
-   bindings, matched to target groups by ARN (never renamed); bindings the model no longer has
-   are deleted only now, after the listeners moved, and their target groups on a later pass;
-7. status (address and ready condition), then the new checkpoint (not while old bindings or
-   their target groups remain).
+5.-7. the tail every load-balancer reconcile shares (controller/stackapply.py): the finalizer
+   (with the reset of a stored checkpoint of an older model), deploy (resolve stage included),
+   the managed bindings, status (address and ready condition), then the new checkpoint (not
+   while old bindings or their target groups remain). A deploy failure is reported as a Warning
+   Event and the ready condition False, and retried.
 """
 
 from __future__ import annotations
@@ -29,9 +27,9 @@ from __future__ import annotations
 import structlog
 
 from controller import checkpoint
-from controller.apis import CHECKPOINT_ANNOTATION, SERVICE_FINALIZER
+from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
-from controller.bindings import BindingWriter, matches_model, retained_arns
+from controller.bindings import BindingWriter, matches_model
 from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
@@ -53,6 +51,7 @@ from controller.service.status import (
     status_patch,
 )
 from controller.service.watches import SERVICE_STACK_INDEX
+from controller.stackapply import StackApplier
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.conditions import find_condition
@@ -89,6 +88,8 @@ class ServiceReconciler:
         self._clock: Clock = clock or RealClock()
         self._writer = ObjectWriter(client, SERVICES, recorder, self._clock)
         self._bindings_writer = BindingWriter(client)
+        self._apply = StackApplier(deployer=deployer, writer=self._writer,
+                                   bindings=self._bindings_writer, clock=self._clock)
         # Safety net only: a binding's deletion event wakes the Service anyway.
         self._cleanup_poll = cleanup_poll
 
@@ -134,11 +135,10 @@ class ServiceReconciler:
             await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
         value = checkpoint.compute(stack, version=MODEL_VERSION)  # 4. checkpoint
-        stored = checkpoint.stored(svc)
-        if (self._checkpoints and reconcile_priority() >= NORMAL and value == stored
-                and self._converged_in_cache(svc, stack)):
+        if (self._checkpoints and reconcile_priority() >= NORMAL
+                and value == checkpoint.stored(svc) and self._converged_in_cache(svc, stack)):
             return Result()
-        return await self._deploy(svc, stack, value, stored)
+        return await self._deploy(svc, stack, value)
 
     def _managed_bindings(self, svc: Obj) -> dict[str, Obj]:
         return {name_of(b): b
@@ -153,57 +153,26 @@ class ServiceReconciler:
         return matches_model(self._managed_bindings(svc).values(),
                              stack.target_group_bindings.values())
 
-    async def _deploy(self, svc: Obj, stack: Stack, value: str, stored: str) -> Result:
-        writes = 0
-        fresh = not has_finalizer(svc, SERVICE_FINALIZER)  # never deployed: nothing in AWS yet
-        matched = stored == value  # write-only fields were written for exactly this stack
-        reset = self._checkpoints and bool(stored) and stored != value
-        before = svc
-        svc = await self._writer.patch_metadata(  # 5. finalizer (+ checkpoint reset)
-            svc, add_finalizer=SERVICE_FINALIZER,
-            annotations={CHECKPOINT_ANNOTATION: ""} if reset else None)
-        writes += svc is not before
-        if reset:
-            stored = ""
-        # 6. Deploy, then the bindings. A target group a binding still points at is kept
-        # (`retain`), and bindings the model dropped are deleted only now that the listeners
-        # point elsewhere: their finalizer deregisters targets from a target group nothing
-        # forwards to any more, which a later pass deletes once they are gone.
-        cached = list(self._managed_bindings(svc).values())
+    async def _deploy(self, svc: Obj, stack: Stack, value: str) -> Result:
+        """5.-7.: the shared tail (controller/stackapply.py) for this one Service."""
+        def status(obj: Obj, hostname: str) -> Obj | None:
+            return status_patch(obj, ready=True, reason=REASON_RECONCILED,
+                                message=READY_MESSAGE, now=self._clock.wall(),
+                                hostname=hostname or None)
+
         try:
-            result = await self._deployer.deploy(stack, fresh=fresh,
-                                                 rewrite_write_only=not matched,
-                                                 retain=retained_arns(cached))
+            applied = await self._apply.apply(
+                stack, value=value, owners=[svc], finalizer=SERVICE_FINALIZER,
+                current=list(self._managed_bindings(svc).values()), status=status)
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc
-        applied = await self._bindings_writer.apply(result.target_group_bindings.values(),
-                                                    cached)
-        writes += applied.writes
-        for name in applied.taken:
-            self._writer.event(svc, "Warning", "BindingNameTaken",
-                               f"TargetGroupBinding {name} exists and points at another target "
-                               "group; not replaced")
-        # Not done while old bindings or their target groups remain: no checkpoint yet, so the
-        # pass after them deploys again.
-        unfinished = bool(result.retained_target_groups or applied.blocked)
-        hostname = result.load_balancer.dns_name if result.load_balancer else None
-        body = status_patch(svc, ready=True, reason=REASON_RECONCILED,  # 7. status
-                            message=READY_MESSAGE, now=self._clock.wall(),
-                            hostname=hostname or None)
-        if body is not None:
-            await self._writer.patch_status(svc, body)
-            writes += 1
-        if unfinished:
+        if applied.unfinished:
             return Result(requeue_after=self._cleanup_poll)
-        if self._checkpoints and stored != value:
-            await self._writer.patch(svc, checkpoint.patch(value, timestamp=self._clock.wall()))
-            writes += 1
-        if result.mutating_calls or writes:
+        if applied.changed:
             log.info("service reconciled", service=stack_id(svc),
-                     aws_mutations=result.mutating_calls, kubernetes_writes=writes)
-            self._writer.event(svc, "Normal", "SuccessfullyReconciled",
-                               "Successfully reconciled")
+                     aws_mutations=applied.result.mutating_calls,
+                     binding_writes=applied.binding_writes)
         return Result()
 
     async def _cleanup(self, svc: Obj) -> Result:

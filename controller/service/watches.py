@@ -5,7 +5,6 @@ controller's (its checkpoint and status) are outside them, so they never wake a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 from controller.apis import (
@@ -15,6 +14,7 @@ from controller.apis import (
 )
 from controller.service.annotations import qualifies, relevant_annotations
 from runtime.objects import Obj, has_finalizer, is_deleting, labels_of, meta
+from runtime.predicates import Event, EventKind, Predicate
 from runtime.reconcile import Request
 
 SERVICE_STACK_INDEX: Final = "service-stack"  # managed TGB → "namespace/service name"
@@ -32,15 +32,18 @@ def service_for_binding(obj: Obj) -> list[Request]:
     return [Request(*key.split("/", 1)) for key in service_stack_index(obj)]
 
 
-def services_we_build(load_balancer_class: str) -> Callable[[Obj], list[Request]]:
-    """Services we build for, or still hold a finalizer on; the rest never need us, so they
-    are not even queued (most Services of a cluster are not load balancers)."""
-    def map_fn(obj: Obj) -> list[Request]:
-        if has_finalizer(obj, SERVICE_FINALIZER) or qualifies(
-                obj, load_balancer_class=load_balancer_class):
-            return [Request.for_object(obj)]
-        return []
-    return map_fn
+def services_we_build(load_balancer_class: str) -> Predicate:
+    """Events of Services we build for, or still hold a finalizer on (an update: in either
+    state); the rest never need us, so they are not even queued (most Services of a cluster
+    are not load balancers)."""
+    def ours(obj: Obj) -> bool:
+        return has_finalizer(obj, SERVICE_FINALIZER) or qualifies(
+            obj, load_balancer_class=load_balancer_class)
+
+    def predicate(event: Event) -> bool:
+        return ours(event.obj) or (event.kind is EventKind.UPDATE and event.old is not None
+                                   and ours(event.old))
+    return predicate
 
 
 def service_view(obj: Obj) -> Any:

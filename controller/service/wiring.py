@@ -88,8 +88,9 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
         cleanup_poll=settings.cleanup_poll)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
-            .watches(services, services_we_build(settings.load_balancer_class),
-                     priority=reconciler.priority, predicates=[ViewChanged(service_view)])
+            .for_(services, priority=reconciler.priority,
+                  predicates=[services_we_build(settings.load_balancer_class),
+                              ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
             # never lift a Service's paced verification into a NORMAL reconcile the checkpoint

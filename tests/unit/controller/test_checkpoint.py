@@ -20,8 +20,8 @@ from controller.model import (
     StackContext,
     SubnetDiscovery,
 )
-from runtime.handlers import Deferred, EnqueueForObject
-from runtime.predicates import EventKind
+from runtime.handlers import Deferred, EnqueueForObject, PriorityFn
+from runtime.predicates import Event, EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.queues import decided
 
@@ -111,9 +111,14 @@ class Recorded:
         self.enqueue(request, priority=decision())  # decided at once
 
 
+def _ask(fn: PriorityFn, o: dict[str, Any], kind: EventKind, default: int) -> int | Deferred:
+    """What the handler of `o`'s own kind asks: its request, the event, the default."""
+    return fn(Request.for_object(o), Event(kind, o), default)
+
+
 def _priority(compute: Any, *, enabled: bool = True) -> Any:
     fn = checkpoint.priority_function(compute, enabled=enabled)
-    return lambda *args: decided(fn(*args))
+    return lambda o, kind, default: decided(_ask(fn, o, kind, default))
 
 
 def test_initial_adds_and_resyncs_that_match_go_low() -> None:
@@ -137,8 +142,8 @@ def test_only_a_stored_checkpoint_waits_for_the_model() -> None:
         return "v1:same"
 
     fn = checkpoint.priority_function(compute, enabled=True)
-    assert fn(obj(), EventKind.INITIAL_ADD, LOW) == NORMAL  # nothing stored: decided at once
-    later = fn(obj({CHECKPOINT_ANNOTATION: "v1:same"}), EventKind.INITIAL_ADD, LOW)
+    assert _ask(fn, obj(), EventKind.INITIAL_ADD, LOW) == NORMAL  # nothing stored: at once
+    later = _ask(fn, obj({CHECKPOINT_ANNOTATION: "v1:same"}), EventKind.INITIAL_ADD, LOW)
     assert isinstance(later, Deferred)
     assert built == []  # the model is built when the decision is made, not in the handler
     assert later() == LOW
@@ -163,7 +168,8 @@ def test_a_failing_computation_never_escapes_the_handler() -> None:
     target = Recorded()
     stored = obj({CHECKPOINT_ANNOTATION: "v1:same"})
     for compute in (bad_input, bug):
-        EnqueueForObject(target, priority=_priority(compute)).on_add(stored, True)
+        fn = checkpoint.priority_function(compute, enabled=True)
+        EnqueueForObject(target, priority=fn).on_add(stored, True)
     assert target.items == [(Request("default", "web"), NORMAL)] * 2
 
 
@@ -171,7 +177,7 @@ def test_custom_reader_for_groups() -> None:
     members = [obj({CHECKPOINT_ANNOTATION: "v1:g"}), obj()]
     fn = checkpoint.priority_function(lambda o: "v1:g", enabled=True,
                                       current=lambda o: checkpoint.group_stored(members))
-    assert decided(fn(obj(), EventKind.INITIAL_ADD, LOW)) == LOW
+    assert decided(_ask(fn, obj(), EventKind.INITIAL_ADD, LOW)) == LOW
 
 
 @given(st.text(min_size=1), st.text())

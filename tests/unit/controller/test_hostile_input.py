@@ -238,7 +238,8 @@ def test_ingress_functions(obj: Obj) -> None:
 @SETTINGS
 @given(objects)
 def test_service_functions(obj: Obj) -> None:
-    service_watches.services_we_build("service.k8s.aws/nlb")(obj)
+    for kind in EventKind:
+        service_watches.services_we_build("service.k8s.aws/nlb")(Event(kind, obj, obj))
     service_watches.service_view(obj)
     service_watches.binding_view(obj)
     service_watches.service_stack_index(obj)

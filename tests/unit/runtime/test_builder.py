@@ -146,23 +146,6 @@ async def test_mistakes_are_refused(manager: Manager) -> None:
     assert [c.name for c in manager.controllers] == ["c"]
 
 
-async def test_a_handler_of_the_controllers_own_making(manager: Manager) -> None:
-    made: list[Any] = []
-
-    class Handler:
-        def __init__(self, target: Any) -> None:
-            self.target = target
-            made.append(self)
-
-        def on_add(self, obj: dict[str, Any], initial: bool) -> None:
-            self.target.enqueue(Request("group", "g"), priority=NORMAL)
-
-    controller = (ControllerBuilder(manager, "groups")
-                  .watches_handler(manager.informer(CONFIGMAPS), Handler)
-                  .complete(Nothing()))
-    assert [h.target for h in made] == [controller]
-
-
 def test_defaults_live_in_one_function() -> None:
     options = controller_options()
     assert options.max_concurrent_reconciles == 1

@@ -216,7 +216,7 @@ def test_default_handler_priorities() -> None:
 
 def test_priority_hook_overrides_default() -> None:
     target = Recording()
-    handler = EnqueueForObject(target, priority=lambda obj, kind, default: NORMAL)
+    handler = EnqueueForObject(target, priority=lambda request, event, default: NORMAL)
     handler.on_add(_obj("a", "1"), True)
     assert target.added == [(Request("default", "a"), NORMAL)]
 

@@ -15,8 +15,8 @@ from runtime import decisions
 from runtime.clock import FakeClock
 from runtime.controller import Controller
 from runtime.decisions import Deferred, Foreground
-from runtime.handlers import EnqueueForObject
-from runtime.predicates import EventKind
+from runtime.handlers import EnqueueForObject, PriorityFn
+from runtime.predicates import Event, EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.workqueue import AllGates, PriorityQueue
 from tests.support.queues import settle
@@ -36,10 +36,11 @@ def _controller(reconciler: Recording, *, workers: int = 2,
                       foreground=foreground)
 
 
-def _priority(decide: Callable[[dict[str, Any]], int]) -> Any:
+def _priority(decide: Callable[[dict[str, Any]], int]) -> PriorityFn:
     """Like a checkpoint priority: nothing stored is NORMAL at once, the rest deferred."""
-    def priority(obj: dict[str, Any], kind: EventKind, default: int) -> int | Deferred:
-        if kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
+    def priority(request: Request, event: Event, default: int) -> int | Deferred:
+        obj = event.obj
+        if event.kind not in (EventKind.INITIAL_ADD, EventKind.RESYNC):
             return default
         if not obj["metadata"]["annotations"]:
             return NORMAL

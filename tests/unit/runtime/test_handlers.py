@@ -3,6 +3,7 @@ raises costs one log line and that object only."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -11,7 +12,7 @@ from structlog.testing import capture_logs
 
 from runtime.clock import FakeClock
 from runtime.failures import FailureLog
-from runtime.handlers import Deferred, EnqueueForObject, EnqueueFromMap
+from runtime.handlers import CHUNK, Deferred, EnqueueForObject, EnqueueFromMap
 from runtime.predicates import (
     Event,
     EventKind,
@@ -44,7 +45,7 @@ def obj(name: str, rv: str = "1", *, deleting: bool = False, generation: int = 1
     return {"metadata": meta}
 
 
-def always_low(o: dict[str, Any], kind: EventKind, default: int) -> int:
+def always_low(request: Request, event: Event, default: int) -> int:
     return LOW
 
 
@@ -61,7 +62,7 @@ def test_a_terminating_object_is_never_low() -> None:
 def test_a_priority_function_cannot_make_deletion_low() -> None:
     seen: list[int] = []
 
-    def low_but_record(o: dict[str, Any], kind: EventKind, default: int) -> int:
+    def low_but_record(request: Request, event: Event, default: int) -> int:
         seen.append(default)
         return LOW
 
@@ -161,8 +162,8 @@ async def test_a_failing_map_function_skips_that_object_for_that_handler(
 
 
 def test_a_failing_priority_function_gives_normal(clock: FakeClock) -> None:
-    def explode(o: dict[str, Any], kind: EventKind, default: int) -> int:
-        if o["metadata"]["name"] == "bad":
+    def explode(request: Request, event: Event, default: int) -> int:
+        if event.obj["metadata"]["name"] == "bad":
             raise ValueError("checkpoint\nmultiline detail")
         return LOW
 
@@ -194,8 +195,8 @@ def test_a_failing_predicate_lets_the_event_through(clock: FakeClock) -> None:
 def test_priority_function_is_not_asked_when_nothing_is_mapped() -> None:
     asked: list[str] = []
 
-    def priority(o: dict[str, Any], kind: EventKind, default: int) -> int:
-        asked.append(o["metadata"]["name"])
+    def priority(request: Request, event: Event, default: int) -> int:
+        asked.append(event.obj["metadata"]["name"])
         return default
 
     target = Recording()
@@ -215,3 +216,38 @@ def test_hostile_objects_reach_the_handler_without_raising() -> None:
     handler.on_delete({})
     # The add passes, the update changed no generation (neither is a number), the delete passes.
     assert target.added == [(Request("", ""), LOW), (Request("", ""), NORMAL)]
+
+
+def test_the_priority_function_prices_each_mapped_request() -> None:
+    asked: list[tuple[str, EventKind, int]] = []
+
+    def per_group(request: Request, event: Event, default: int) -> int:
+        asked.append((request.name, event.kind, default))
+        return LOW if request.name == "quiet" else NORMAL
+
+    target = Recording()
+    handler = EnqueueFromMap(target, lambda o: [Request("", "quiet"), Request("", "busy"),
+                                                 Request("", "quiet")], priority=per_group)
+    handler.on_add(obj("a"), True)
+    assert target.added == [(Request("", "quiet"), LOW), (Request("", "busy"), NORMAL)]
+    assert asked == [("quiet", EventKind.INITIAL_ADD, LOW), ("busy", EventKind.INITIAL_ADD, LOW)]
+
+
+async def test_a_large_fan_out_is_enqueued_in_chunks_giving_the_loop_back() -> None:
+    many = [Request("", f"g{i:03d}") for i in range(3 * CHUNK + 1)]
+    target = Recording()
+    handler = EnqueueFromMap(target, lambda o: many)
+    rest = handler.on_add(obj("class"), False)
+    assert [r for r, _ in target.added] == many[:CHUNK]  # at once; the rest is awaited
+    assert rest is not None
+    other_ran: list[int] = []
+
+    async def other() -> None:
+        other_ran.append(len(target.added))
+
+    task = asyncio.ensure_future(other())
+    await rest
+    await task
+    assert [r for r, _ in target.added] == many
+    assert other_ran
+    assert other_ran[0] < len(many)

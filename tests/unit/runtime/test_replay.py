@@ -61,7 +61,7 @@ def _controller(reconciler: Recording) -> Controller:
 def _handler(controller: Controller, priority: int) -> EnqueueFromMap:
     """Every object maps to the one group, at `priority`."""
     return EnqueueFromMap(controller, lambda obj: [GROUP],
-                          priority=lambda obj, kind, default: priority)
+                          priority=lambda request, event, default: priority)
 
 
 async def test_replays_of_a_request_in_flight_do_not_run_it_again() -> None:

@@ -16,8 +16,11 @@ from controller.ingress.groups import (
     is_explicit,
 )
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, build_group
-from controller.ingress.vanished import record
+from controller.ingress.priority import GroupPriority
+from controller.ingress.qualify import Qualifier
+from controller.ingress.vanished import VanishedMembers, record
 from controller.ingress.watches import BINDING_STACK_INDEX, binding_stack_index
+from controller.ownership import TargetGroupLookup
 from runtime.objects import Obj, key_of
 from runtime.reconcile import Request
 from runtime.store import Store
@@ -49,6 +52,16 @@ def caches(*objects: Obj) -> Caches:
 
 def loader(c: Caches, ingress_class: str = "alb") -> GroupLoader:
     return GroupLoader(c, ingress_class=ingress_class)
+
+
+def group_priority(c: Caches, bindings: Store, *, lookup: TargetGroupLookup,
+                   enabled: bool = True) -> GroupPriority:
+    """The Ingress controller's priority function on these caches (`lookup` is never asked:
+    priorities settle groups without looking at AWS)."""
+    return GroupPriority(loader=loader(c), bindings=bindings, enabled=enabled,
+                         qualifier=Qualifier(caches=c, settings=SETTINGS, policy="params",
+                                             vanished=VanishedMembers(), target_groups=lookup,
+                                             bindings_by_index=Store().by_index))
 
 
 def bindings_store(*objects: Obj) -> Store:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import copy
 
 from controller.ingress.groups import GroupLoader
-from controller.ingress.watches import GroupHandler, ingress_view
+from controller.ingress.watches import ingress_view
 from runtime.decisions import Deferred
-from runtime.predicates import EventKind
+from runtime.handlers import EnqueueFromMap
+from runtime.predicates import Event, EventKind, ViewChanged
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.objects import ingress, ingress_class
 from tests.unit.controller.ingress.caches import caches, loader
@@ -28,11 +29,13 @@ class Recorder:
         self.enqueue(request, priority=decision())  # decided at once
 
 
-def _handler(groups: GroupLoader, recorder: Recorder) -> GroupHandler:
-    def priority(request: Request, kind: EventKind, default: int) -> int:
-        return LOW if request.key == "g" and kind is EventKind.INITIAL_ADD else default
+def _handler(groups: GroupLoader, recorder: Recorder) -> EnqueueFromMap:
+    """The Ingress controller's watch of Ingresses, as its wiring declares it."""
+    def priority(request: Request, event: Event, default: int) -> int:
+        return LOW if request.key == "g" and event.kind is EventKind.INITIAL_ADD else default
 
-    return GroupHandler(recorder, groups.groups_of, priority=priority, view=ingress_view)
+    return EnqueueFromMap(recorder, groups.groups_of, priority=priority,
+                          predicates=[ViewChanged(ingress_view)])
 
 
 def test_irrelevant_updates_are_dropped_and_moves_wake_both() -> None:

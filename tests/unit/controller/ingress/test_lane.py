@@ -11,17 +11,17 @@ from prometheus_client import CollectorRegistry
 
 from controller.apis import CHECKPOINT_ANNOTATION
 from controller.aws import AWSClientPool
-from controller.deploy import DeployerSettings, StackDeployer
-from controller.ingress import reconciler as reconciler_module
+from controller.ingress import qualify as qualify_module
 from controller.ingress import wiring as ingress
 from controller.ingress.model import build_group
-from controller.ingress.reconciler import IngressReconciler
+from controller.ingress.priority import GroupPriority
+from controller.ownership import TargetGroupLookup
 from controller.reconcilers import LaneSettings
 from runtime.client import KubeClient
 from runtime.decisions import Deferred
 from runtime.manager import Manager
 from runtime.objects import key_of
-from runtime.predicates import EventKind
+from runtime.predicates import Event, EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
 from tests.support.aws import unreachable_aws
@@ -29,10 +29,10 @@ from tests.support.objects import backend_service, ingress_class, ingress_path
 from tests.support.objects import ingress as ingress_obj
 from tests.support.queues import decided, finish_ready
 from tests.unit.controller.ingress.caches import (
-    SETTINGS,
     bindings_store,
     caches,
     deploy_in_cache,
+    group_priority,
     loader,
 )
 
@@ -44,6 +44,12 @@ def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.Setting
                             default_target_type="ip", lanes=LaneSettings(
                                 verify_qps=2.0, verify_burst=2, lane=lane,
                                 checkpoints=checkpoints))
+
+
+def ask(priority: GroupPriority, group: Request, kind: EventKind, default: int
+        ) -> int | Deferred:
+    """What a handler asks for `group` on an event of `kind` (of any object mapping to it)."""
+    return priority(group, Event(kind, {"metadata": {"name": "any"}}), default)
 
 
 def test_low_lane_pace() -> None:
@@ -68,19 +74,17 @@ async def test_without_lane_unchanged_groups_are_normal_and_unpaced(
             manager = Manager(client, registry=CollectorRegistry())
             controller = ingress.setup(manager, pool=pool, settings=settings)
             bindings = bindings_store()
-            reconciler = IngressReconciler(
-                client=client, caches=c, bindings=bindings, loader=loader(c),
-                deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
-                pool=pool, settings=SETTINGS, recorder=manager.recorder)
+            priority = group_priority(c, bindings, lookup=TargetGroupLookup(pool),
+                                      enabled=settings.lanes.prioritised)
             value = deploy_in_cache(c, unchanged, bindings)
-            assert value == reconciler.computed_checkpoint(unchanged)
-            priority = ingress.group_priority(settings.lanes, reconciler.priority)
-            matched = decided(priority(unchanged, EventKind.INITIAL_ADD, LOW))
-            assert decided(priority(changed, EventKind.INITIAL_ADD, LOW)) == NORMAL
-            assert priority(unchanged, EventKind.UPDATE, NORMAL) == NORMAL
+            assert value == group_priority(c, bindings, lookup=TargetGroupLookup(pool)
+                                           ).deployed_checkpoint(loader(c).load(unchanged))
+            matched = decided(ask(priority, unchanged, EventKind.INITIAL_ADD, LOW))
+            assert decided(ask(priority, changed, EventKind.INITIAL_ADD, LOW)) == NORMAL
+            assert ask(priority, unchanged, EventKind.UPDATE, NORMAL) == NORMAL
             for i in range(6):
                 controller.queue.add(Request("", f"group{i}"), priority=matched)
-            seen[lane] = (matched, decided(priority(unchanged, EventKind.RESYNC, LOW)),
+            seen[lane] = (matched, decided(ask(priority, unchanged, EventKind.RESYNC, LOW)),
                           finish_ready(controller.queue))
     assert seen[True] == (LOW, LOW, 2)  # the burst; the rest wait for the pace
     assert seen[False] == (NORMAL, NORMAL, 6)
@@ -93,14 +97,10 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
                ingress_obj("b", paths=[ingress_path("/b", "web")], annotations=dict(GROUP)))
     group = Request("", "shop")
     aws = unreachable_aws()
-    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig), \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
         bindings = bindings_store()
-        reconciler = IngressReconciler(
-            client=client, caches=c, bindings=bindings, loader=loader(c),
-            deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
-            pool=pool, settings=SETTINGS,
-            recorder=Manager(client, registry=CollectorRegistry()).recorder)
+        priority = group_priority(c, bindings, lookup=TargetGroupLookup(pool))
         value = deploy_in_cache(c, group, bindings)
         for rv, name in enumerate(("a", "b"), start=1):
             member = c.ingresses.get(f"default/{name}")
@@ -112,11 +112,11 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
             builds.append(g.request)
             return build_group(g, *args, **kwargs)
 
-        monkeypatch.setattr(reconciler_module, "build_group", counting_build)
+        monkeypatch.setattr(qualify_module, "build_group", counting_build)
         # A restart replays both members and their Service: one decision for the group.
         for kind in (EventKind.INITIAL_ADD, EventKind.INITIAL_ADD, EventKind.INITIAL_ADD,
                      EventKind.RESYNC):
-            assert decided(reconciler.priority(group, kind, LOW)) == LOW
+            assert decided(ask(priority, group, kind, LOW)) == LOW
         assert len(builds) == 1
         # A member rewritten (its checkpoint reset before a deploy): NORMAL at once, since
         # the members no longer carry one checkpoint between them; no model is built for that.
@@ -124,12 +124,12 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         assert member is not None
         member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = ""
         member["metadata"]["resourceVersion"] = "3"
-        assert reconciler.priority(group, EventKind.RESYNC, LOW) == NORMAL
+        assert ask(priority, group, EventKind.RESYNC, LOW) == NORMAL
         assert len(builds) == 1
         member["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = value
         member["metadata"]["resourceVersion"] = "4"
         # One checkpoint again: only the model can tell, and that is left for later.
-        later = reconciler.priority(group, EventKind.RESYNC, LOW)
+        later = ask(priority, group, EventKind.RESYNC, LOW)
         assert isinstance(later, Deferred)
         assert len(builds) == 1
         assert later() == LOW
@@ -137,8 +137,8 @@ async def test_replay_decisions_are_made_once_per_group_and_dropped_on_change(
         # The backend Service changes (members untouched): its update event drops the
         # decisions, so the next replay sees that the checkpoint no longer matches.
         c.services.upsert(backend_service("web", target_port=9090))
-        assert reconciler.priority(group, EventKind.UPDATE, NORMAL) == NORMAL
-        assert decided(reconciler.priority(group, EventKind.RESYNC, LOW)) == NORMAL
+        assert ask(priority, group, EventKind.UPDATE, NORMAL) == NORMAL
+        assert decided(ask(priority, group, EventKind.RESYNC, LOW)) == NORMAL
 
 
 async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change(
@@ -167,17 +167,13 @@ async def test_a_group_whose_kubernetes_side_changed_while_down_is_a_real_change
 
     aws = unreachable_aws()
     decided_as: dict[str, int] = {}
-    async with await KubeClient.from_kubeconfig(envtest_kubeconfig) as client, \
+    async with await KubeClient.from_kubeconfig(envtest_kubeconfig), \
             AWSClientPool(aws, registry=CollectorRegistry()) as pool:
         for name, change in (("none", None), ("binding", lose_binding),
                              ("finalizer", lose_finalizer), ("address", lose_address)):
             c, bindings = deployed()
             if change is not None:
                 change(c, bindings)
-            reconciler = IngressReconciler(
-                client=client, caches=c, bindings=bindings, loader=loader(c),
-                deployer=StackDeployer(pool, DeployerSettings(cluster_name="test-cluster")),
-                pool=pool, settings=SETTINGS,
-                recorder=Manager(client, registry=CollectorRegistry()).recorder)
-            decided_as[name] = decided(reconciler.priority(group, EventKind.INITIAL_ADD, LOW))
+            priority = group_priority(c, bindings, lookup=TargetGroupLookup(pool))
+            decided_as[name] = decided(ask(priority, group, EventKind.INITIAL_ADD, LOW))
     assert decided_as == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL}

@@ -18,7 +18,7 @@ from controller.service.watches import SERVICE_STACK_INDEX, service_stack_index
 from runtime.client import KubeClient
 from runtime.manager import Manager
 from runtime.objects import Obj
-from runtime.predicates import EventKind
+from runtime.predicates import Event, EventKind
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.resources import SERVICES
 from runtime.store import Store
@@ -59,7 +59,8 @@ async def test_without_lane_unchanged_services_are_normal_and_unpaced(
                 bindings=manager.informer(TARGETGROUPBINDINGS).store,
                 deployer=StackDeployer(pool, _settings().deployer),
                 recorder=manager.recorder, settings=model, lane=lane)
-            priority = decided(reconciler.priority(unchanged, EventKind.INITIAL_ADD, LOW))
+            priority = decided(reconciler.priority(Request.for_object(unchanged),
+                                                  Event(EventKind.INITIAL_ADD, unchanged), LOW))
             for i in range(6):
                 controller.queue.add(Request("shop", f"web{i}"), priority=priority)
             seen[lane] = (priority, finish_ready(controller.queue))
@@ -108,6 +109,7 @@ async def test_a_service_whose_kubernetes_side_changed_while_down_is_a_real_chan
                 deployer=StackDeployer(pool, _settings().deployer),
                 recorder=Manager(client, registry=CollectorRegistry()).recorder,
                 settings=model)
-            decided_as[name] = decided(reconciler.priority(svc, EventKind.INITIAL_ADD, LOW))
+            decided_as[name] = decided(reconciler.priority(
+                Request.for_object(svc), Event(EventKind.INITIAL_ADD, svc), LOW))
     assert decided_as == {"none": LOW, "binding": NORMAL, "finalizer": NORMAL, "address": NORMAL,
                        "generation": NORMAL}

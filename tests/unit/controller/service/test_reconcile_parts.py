@@ -19,7 +19,7 @@ from controller.service import ModelSettings, build_stack
 from controller.service.model import checkpoint_of
 from controller.service.status import CONDITION_TYPE, clear_patch, status_patch
 from controller.service.watches import service_for_binding, service_stack_index, services_we_build
-from runtime.handlers import Deferred, EnqueueFromMap
+from runtime.handlers import Deferred, EnqueueForObject
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.objects import web_service
 
@@ -167,9 +167,10 @@ class Recorded:
         self.enqueue(request, priority=decision())  # decided at once
 
 
-def _handler(target: Recorded, *, enabled: bool = True) -> EnqueueFromMap:
-    return EnqueueFromMap(
-        target, services_we_build("service.k8s.aws/nlb"),
+def _handler(target: Recorded, *, enabled: bool = True) -> EnqueueForObject:
+    """The Service controller's `for_` watch, as its wiring declares it."""
+    return EnqueueForObject(
+        target, predicates=[services_we_build("service.k8s.aws/nlb")],
         priority=checkpoint.priority_function(partial(checkpoint_of, settings=SETTINGS),
                                               enabled=enabled))
 
