@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 # ELBv2's Tag rules (the API reference's TagKey/TagValue): `^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`.
 TAG_KEY_MAX = 128
@@ -78,7 +78,7 @@ def tag_value_problem(key: str, value: str) -> str | None:
     return None
 
 
-def tags_problem(tags: dict[str, str]) -> str | None:
+def tags_problem(tags: Mapping[str, str]) -> str | None:
     """Tags the controller adds to every resource it creates, next to its tracking tags."""
     for key, value in tags.items():
         problem = tag_key_problem(key) or tag_value_problem(key, value)

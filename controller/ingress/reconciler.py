@@ -262,8 +262,8 @@ class IngressReconciler:
                 try:
                     facts = await self._target_groups.facts(arn)
                     ownership.check_target_group(facts, namespace=namespace,
-                                                 vpc_id=self._settings.vpc_id,
-                                                 cluster_name=self._settings.cluster_name)
+                                                 vpc_id=self._settings.cluster.vpc_id,
+                                                 cluster_name=self._settings.cluster.name)
                     ownership.check_forward(
                         facts, namespace=namespace,
                         bindings=ownership.bindings_of(self._bindings.by_index, facts))
@@ -379,7 +379,7 @@ class IngressReconciler:
             # Their deletion events wake the group again; the poll is a safety net.
             return Result(requeue_after=self._cleanup_poll)
         await self._deployer.delete_stack(group.stack_id, "ingress",
-                                          vpc_id=self._settings.vpc_id or None)
+                                          vpc_id=self._settings.cluster.vpc_id or None)
         for ing in group.leaving:
             await self._release(ing, group.request, clear=True)
         return Result()

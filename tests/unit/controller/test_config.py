@@ -12,30 +12,31 @@ from hypothesis import strategies as st
 from controller import app
 from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
-from controller.config import MAX_DURATION, ConfigError, parse_config, parse_duration
+from controller.config import ConfigError, parse_config
+from runtime.flags import MAX_DURATION, parse_duration
 
 
 def test_defaults_match_upstream() -> None:
     cfg = parse_config(["--cluster-name", "prod"])
-    assert cfg.cluster_name == "prod"
-    assert cfg.ingress_class == "alb"
-    assert cfg.load_balancer_class == "service.k8s.aws/nlb"
-    assert cfg.leader_election_id == "aws-load-balancer-controller-leader"
-    assert cfg.enable_leader_election is True
-    assert cfg.metrics_bind_addr == ":8080"
-    assert cfg.health_probe_bind_addr == ":61779"
-    assert cfg.aws_api_throttle == DEFAULT_THROTTLE
-    assert cfg.sync_period == 36000.0
-    assert cfg.targetgroupbinding_max_exponential_backoff_delay == 1000.0
-    assert cfg.ingress_max_concurrent_reconciles == 3
-    assert cfg.aws_max_retries == 10
-    assert cfg.default_ssl_policy == "ELBSecurityPolicy-2016-08"
-    assert (cfg.leader_election_lease_duration, cfg.leader_election_renew_deadline,
-            cfg.leader_election_retry_period) == (15.0, 10.0, 2.0)
+    assert cfg.cluster.name == "prod"
+    assert cfg.ingress.ingress_class == "alb"
+    assert cfg.service.load_balancer_class == "service.k8s.aws/nlb"
+    assert cfg.runtime.leader_election_id == "aws-load-balancer-controller-leader"
+    assert cfg.runtime.leader_election is True
+    assert cfg.metrics.bind_addr == ":8080"
+    assert cfg.metrics.health_probe_bind_addr == ":61779"
+    assert cfg.aws.api_throttle == DEFAULT_THROTTLE
+    assert cfg.runtime.sync_period == 36000.0
+    assert cfg.targetgroupbinding.max_exponential_backoff_delay == 1000.0
+    assert cfg.ingress.max_concurrent_reconciles == 3
+    assert cfg.aws.max_retries == 10
+    assert cfg.defaults.ssl_policy == "ELBSecurityPolicy-2016-08"
+    assert (cfg.runtime.lease_duration, cfg.runtime.renew_deadline,
+            cfg.runtime.retry_period) == (15.0, 10.0, 2.0)
     # pkg/config/controller_config.go: the backend group on, its rules for user groups off.
-    assert (cfg.enable_backend_security_group, cfg.backend_security_group,
-            cfg.enable_manage_backend_security_group_rules,
-            cfg.disable_restricted_sg_rules, cfg.service_target_eni_security_group_tags) == (
+    assert (cfg.networking.enabled, cfg.networking.group_id,
+            cfg.networking.manage_rules_default,
+            cfg.networking.disable_restricted_rules, cfg.networking.eni_security_group_tags) == (
         True, "", False, False, {})
 
 
@@ -44,17 +45,17 @@ def test_security_group_flags_reach_the_controllers() -> None:
         "--cluster-name", "c", "--aws-vpc-id", "vpc-1", "--backend-security-group", "sg-0b",
         "--enable-manage-backend-security-group-rules", "--disable-restricted-sg-rules=true",
         "--service-target-eni-security-group-tags", "team=web,aws:eks:cluster-name=c"])
-    backend = app.backend_settings(cfg)
+    backend = cfg.networking
     assert (backend.enabled, backend.group_id, backend.manage_rules_default,
             backend.restricted_rules) == (True, "sg-0b", True, False)
     assert app.service_settings(cfg, region="us-west-2").backend_sg == backend
     assert app.ingress_settings(cfg, region="us-west-2").backend_sg == backend
     networking = app.targetgroupbinding_settings(cfg).networking
     assert networking is not None
-    assert (networking.cluster_name, networking.vpc_id, networking.restricted_rules) == (
-        "c", "vpc-1", False)
-    assert dict(networking.eni_security_group_tags) == {"team": "web",
-                                                        "aws:eks:cluster-name": "c"}
+    assert (networking.cluster.name, networking.cluster.vpc_id,
+            networking.backend.restricted_rules) == ("c", "vpc-1", False)
+    assert dict(networking.backend.eni_security_group_tags) == {"team": "web",
+                                                                "aws:eks:cluster-name": "c"}
 
 
 def test_values_are_parsed() -> None:
@@ -65,14 +66,14 @@ def test_values_are_parsed() -> None:
         "--enable-leader-election", "false", "--service-max-concurrent-reconciles", "7",
         "--aws-api-endpoints", "elbv2=http://127.0.0.1:5000",
     ])
-    assert cfg.sync_period == 5400.0
-    assert cfg.metrics_bind_addr == "0"
-    assert cfg.health_probe_bind_addr == "127.0.0.1:9000"
-    assert cfg.default_tags == {"team": "a", "env": "prod"}
-    assert cfg.enable_leader_election is False
-    assert cfg.service_max_concurrent_reconciles == 7
-    assert cfg.aws_api_endpoints == {"elbv2": "http://127.0.0.1:5000"}
-    assert cfg.aws_api_throttle != DEFAULT_THROTTLE
+    assert cfg.runtime.sync_period == 5400.0
+    assert cfg.metrics.bind_addr == "0"
+    assert cfg.metrics.health_probe_bind_addr == "127.0.0.1:9000"
+    assert cfg.defaults.tags == {"team": "a", "env": "prod"}
+    assert cfg.runtime.leader_election is False
+    assert cfg.service.max_concurrent_reconciles == 7
+    assert cfg.aws.api_endpoints == {"elbv2": "http://127.0.0.1:5000"}
+    assert cfg.aws.api_throttle != DEFAULT_THROTTLE
 
 
 @pytest.mark.parametrize(
@@ -233,11 +234,11 @@ def test_values_aws_and_kubernetes_accept_are_accepted(argv: list[str]) -> None:
 
 
 def test_secure_metrics_flags() -> None:
-    assert parse_config(["--cluster-name", "c"]).metrics_secure is False
-    assert parse_config(["--cluster-name", "c", "--metrics-secure"]).metrics_secure is True
-    assert parse_config(["--cluster-name", "c", "--metrics-secure=false"]).metrics_secure is False
+    assert parse_config(["--cluster-name", "c"]).metrics.secure is False
+    assert parse_config(["--cluster-name", "c", "--metrics-secure"]).metrics.secure is True
+    assert parse_config(["--cluster-name", "c", "--metrics-secure=false"]).metrics.secure is False
     cfg = parse_config(["--cluster-name", "c"])
-    assert (cfg.metrics_cert_dir, cfg.api_server_startup_timeout) == (None, 30.0)
+    assert (cfg.metrics.cert_dir, cfg.runtime.api_server_startup_timeout) == (None, 30.0)
 
 
 def test_a_certificate_directory_needs_both_files(tmp_path: Path) -> None:
@@ -249,7 +250,7 @@ def test_a_certificate_directory_needs_both_files(tmp_path: Path) -> None:
     (tmp_path / "tls.key").write_text("x")
     # Whether they hold a usable certificate is found when the server is built.
     assert parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(tmp_path)]
-                        ).metrics_cert_dir == str(tmp_path)
+                        ).metrics.cert_dir == str(tmp_path)
     file = tmp_path / "tls.crt"
     with pytest.raises(ConfigError, match="is not a directory"):
         parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(file)])
@@ -265,9 +266,9 @@ def test_the_new_flags_reach_the_manager_options() -> None:
 def test_the_ingress_group_namespace_policy_reaches_the_ingress_controller() -> None:
     """By default a group named in annotations stays within one namespace (`params`)."""
     default = parse_config(["--cluster-name", "c"])
-    assert ingress_settings(default, region="us-west-2").group_namespaces == "params"
+    assert ingress_settings(default, region="us-west-2").config.group_namespaces == "params"
     upstream = parse_config(["--cluster-name", "c", "--ingress-group-namespaces", "any"])
-    assert ingress_settings(upstream, region="us-west-2").group_namespaces == "any"
+    assert ingress_settings(upstream, region="us-west-2").config.group_namespaces == "any"
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

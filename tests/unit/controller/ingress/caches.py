@@ -18,13 +18,15 @@ from controller.ingress.groups import (
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, build_group
 from controller.ingress.vanished import record
 from controller.ingress.watches import BINDING_STACK_INDEX, binding_stack_index
+from controller.settings import ClusterScope, StackDefaults
 from runtime.objects import Obj, key_of
 from runtime.reconcile import Request
 from runtime.store import Store
 from tests.support.deployed import HOSTNAME, bindings_as_deployed
 
-SETTINGS = BuilderSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
-                           default_target_type="ip")
+SETTINGS = BuilderSettings(
+    cluster=ClusterScope(name="test-cluster", region="us-west-2", vpc_id="vpc-1"),
+    defaults=StackDefaults(target_type="ip"))
 
 
 def caches(*objects: Obj) -> Caches:
