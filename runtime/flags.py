@@ -139,19 +139,26 @@ def parse_duration(text: str) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest Go duration text for `seconds`: 36000 -> "10h", 1000 -> "16m40s",
-    0.3 -> "300ms"."""
-    if seconds <= 0:
+    """The shortest Go duration text for `seconds`, to the nanosecond: 36000 -> "10h",
+    1000 -> "16m40s", 0.3 -> "300ms"."""
+    ns = round(seconds * 1e9)
+    if ns <= 0:
         return "0s"
-    if seconds < 1:
-        for unit, size in (("ms", 1e-3), ("us", 1e-6)):
-            if seconds >= size:
-                return f"{seconds / size:g}{unit}"
-        return f"{seconds / 1e-9:g}ns"
-    hours, rest = divmod(seconds, 3600.0)
-    minutes, secs = divmod(rest, 60.0)
-    text = (f"{int(hours)}h" if hours else "") + (f"{int(minutes)}m" if minutes else "")
-    return text + (f"{secs:g}s" if secs or not text else "")
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("us", 1_000)):
+            if ns >= size:
+                return _decimal(ns, size) + unit
+        return f"{ns}ns"
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return text + (_decimal(rest, 1_000_000_000) + "s" if rest or not text else "")
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, part = divmod(value, unit)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{part:0{digits}d}".rstrip("0").rstrip(".")
 
 
 # ---- checks: value -> None, or why it cannot be used -------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from pathlib import Path
 
@@ -9,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import app
+from controller import app, main
 from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
-from controller.config import ConfigError, parse_config
+from controller.config import ConfigError, ControllerConfig, parse_config
+from controller.ingress import IngressConfig
+from runtime import flags
 from runtime.flags import MAX_DURATION, parse_duration
 
 
@@ -284,3 +287,38 @@ def test_every_message_is_one_line_even_for_values_with_newlines() -> None:
         with pytest.raises(ConfigError) as info:
             parse_config(["--cluster-name", "c", *argv])
         assert "\n" not in str(info.value), argv
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in main.build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices["run"]
+    return parser
+
+
+def test_each_declared_flag_is_in_the_parser_its_help_shows_the_default_and_it_loads() -> None:
+    """A flag is one declaration on a section's field: `aiolbc run` parses it, `--help` shows
+    its default as the user would type it, and that text loads as the default."""
+    helps = {a.option_strings[0]: a.help or "" for a in _run_parser()._actions}
+    defaults = flags.defaults_of(ControllerConfig)
+    baseline = parse_config(["--cluster-name", "c"])
+    declared = flags.flags_of(ControllerConfig)
+    assert len({f.name for f in declared}) == len(declared) == 58
+    for flag in declared:
+        assert flag.name in helps, flag.name
+        default = defaults[flag.name]
+        shown = None if default is None or default is flags.REQUIRED else flag.show(default)
+        if not shown:
+            continue
+        assert helps[flag.name].endswith(f"(default: {shown})"), flag.name
+        assert parse_config(["--cluster-name", "c", f"{flag.name}={shown}"]) == baseline
+
+
+def test_an_ingress_flag_is_one_field_of_the_ingress_section() -> None:
+    cfg = parse_config(["--cluster-name", "c", "--ingress-max-concurrent-reconciles", "5"])
+    assert cfg.ingress == IngressConfig(max_concurrent_reconciles=5)
+    settings = ingress_settings(cfg, region="us-west-2")
+    assert settings.config is cfg.ingress
+    assert settings.config.workers.max_concurrent_reconciles == 5
+    assert "how many Ingress groups are reconciled at once (default: 3)" in " ".join(
+        _run_parser().format_help().split())
