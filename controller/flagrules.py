@@ -1,8 +1,8 @@
 """What AWS and Kubernetes accept of `aiolbc run`'s values, checked before anything starts: tag
 keys and values (ELBv2's rules), object names (Kubernetes' DNS-1123 and qualified-name rules),
 cluster and region names. Each check returns None when the value is fine, else one line saying
-why, for config.py to prefix with the flag. (Annotation values have their own rules, in
-validators.py.)"""
+why: the `check=` of a flag's declaration (runtime/flags.py), which prefixes the flag. (Annotation
+values have their own rules, in validators.py.)"""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 from pathlib import Path
 
@@ -322,3 +323,22 @@ def test_an_ingress_flag_is_one_field_of_the_ingress_section() -> None:
     assert settings.config.workers.max_concurrent_reconciles == 5
     assert "how many Ingress groups are reconciled at once (default: 3)" in " ".join(
         _run_parser().format_help().split())
+
+
+def test_only_the_process_imports_the_configuration() -> None:
+    """Controllers get their sections through their settings: only app.py and main.py (and
+    the configuration's own modules) import `controller.config`."""
+    root = Path(__file__).resolve().parents[3]
+    importers = set()
+    for path in (root / "controller").rglob("*.py"):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        if module.startswith("controller.config"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "controller.config" or n.startswith("controller.config.")
+                   for n in names):
+                importers.add(module)
+    assert importers == {"controller.app", "controller.main"}
