@@ -12,7 +12,7 @@ from controller import flagrules
 from controller.defaults import DEFAULT_SSL_POLICY
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
-from runtime import flags
+from runtime import flags, flagvalues
 from runtime.flags import flag
 
 
@@ -34,20 +34,20 @@ class StackDefaults:
 
     scheme: Scheme = flag(
         "--default-load-balancer-scheme", default="internal",
-        parse=flags.choice("internal", "internet-facing"),
+        parse=flagvalues.choice("internal", "internet-facing"),
         help="scheme of load balancers whose annotations do not name one")
     target_type: TargetType = flag(
-        "--default-target-type", default="instance", parse=flags.choice("instance", "ip"),
+        "--default-target-type", default="instance", parse=flagvalues.choice("instance", "ip"),
         help="target type of target groups whose annotations do not name one")
     ssl_policy: str = flag(
         "--default-ssl-policy", default=DEFAULT_SSL_POLICY, parse=str,
         help="SSL policy of TLS listeners whose annotations do not name one")
     # On every resource, winning over the tags annotations (as upstream).
     tags: Mapping[str, str] = flag(
-        "--default-tags", default={}, parse=flags.parse_key_values,
+        "--default-tags", default={}, parse=flagvalues.parse_key_values,
         check=flagrules.tags_problem, help="tags on every AWS resource: key=value,...")
     external_managed_tags: frozenset[str] = flag(
-        "--external-managed-tags", default=frozenset(), parse=flags.parse_names,
+        "--external-managed-tags", default=frozenset(), parse=flagvalues.parse_names,
         check=flagrules.tag_keys_problem,
         help="tag keys managed outside the controller: never removed, refused in annotations")
 

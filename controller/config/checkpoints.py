@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.reconcilers import LaneSettings
-from runtime import flags
+from runtime import flagvalues
 from runtime.flags import flag
 
 # The lane's own pace when there is no verification budget to follow.
@@ -16,31 +16,32 @@ UNBUDGETED_VERIFY_QPS = 2.0
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointConfig:
     enabled: bool = flag(
-        "--enable-checkpoints", default=True, parse=flags.parse_bool,
+        "--enable-checkpoints", default=True, parse=flagvalues.parse_bool,
         help="skip unchanged objects after a restart, verifying them in a paced low-priority "
         "lane")
     # None: follow the verification budget (its rate; 2 when there is no budget).
     verify_qps: float | None = flag(
-        "--checkpoint-verify-qps", default=None, parse=flags.parse_float,
-        check=flags.greater_than(0),
+        "--checkpoint-verify-qps", default=None, parse=flagvalues.parse_float,
+        check=flagvalues.greater_than(0),
         help="most verification reconciles per second per controller for checkpoint-matched "
         "objects (default: --checkpoint-verify-aws-qps, which paces them by their AWS calls; "
         "2 when that is 0)")
     verify_burst: int = flag(
-        "--checkpoint-verify-burst", default=5, parse=flags.parse_int, check=flags.at_least(1),
+        "--checkpoint-verify-burst", default=5, parse=flagvalues.parse_int,
+        check=flagvalues.at_least(1),
         help="verification reconciles that may start at once")
     max_wait: float = flag(
-        "--checkpoint-max-wait", default=600.0, parse=flags.parse_duration,
-        check=flags.greater_than(0),
+        "--checkpoint-max-wait", default=600.0, parse=flagvalues.parse_duration,
+        check=flagvalues.greater_than(0),
         help="a deferred verification waits at most this long behind real changes")
     # 0 = no budget: verifications are paced by reconciles only.
     verify_aws_qps: float = flag(
-        "--checkpoint-verify-aws-qps", default=5.0, parse=flags.parse_float,
-        check=flags.at_least(0),
+        "--checkpoint-verify-aws-qps", default=5.0, parse=flagvalues.parse_float,
+        check=flagvalues.at_least(0),
         help="AWS calls per second all verifications together may make (0: no limit)")
     verify_aws_burst: int = flag(
-        "--checkpoint-verify-aws-burst", default=10, parse=flags.parse_int,
-        check=flags.at_least(1), help="AWS calls verifications may make at once")
+        "--checkpoint-verify-aws-burst", default=10, parse=flagvalues.parse_int,
+        check=flagvalues.at_least(1), help="AWS calls verifications may make at once")
 
     @property
     def budget_qps(self) -> float | None:

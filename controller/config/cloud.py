@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from controller import flagrules
 from controller.aws import DEFAULT_THROTTLE, ThrottleConfig, parse_endpoints, parse_throttle
 from controller.defaults import DEFAULT_AWS_MAX_RETRIES
-from runtime import flags
+from runtime import flags, flagvalues
 from runtime.flags import flag
 
 
@@ -34,8 +34,8 @@ class CloudConfig:
         "--aws-endpoint-url", default=None, parse=str,
         help="one endpoint for every AWS service (e.g. a local stand-in)")
     max_retries: int = flag(
-        "--aws-max-retries", default=DEFAULT_AWS_MAX_RETRIES, parse=flags.parse_int,
-        check=flags.within(0, 100), help="AWS SDK retries")
+        "--aws-max-retries", default=DEFAULT_AWS_MAX_RETRIES, parse=flagvalues.parse_int,
+        check=flagvalues.within(0, 100), help="AWS SDK retries")
 
     def __post_init__(self) -> None:
         flags.freeze(self)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller import flagrules
-from runtime import flags
+from runtime import flagvalues
 from runtime.flags import flag
 
 
@@ -13,7 +13,7 @@ from runtime.flags import flag
 class ClusterConfig:
     name: str = flag(
         "--cluster-name", parse=str,
-        check=flags.all_of(flags.non_empty, flagrules.cluster_name_problem),
+        check=flagvalues.all_of(flagvalues.non_empty, flagrules.cluster_name_problem),
         help="name of the cluster; tags every AWS resource the controller owns")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.defaults import DEFAULT_HEALTH_PROBE_BIND_ADDR, DEFAULT_METRICS_BIND_ADDR
-from runtime import flags
+from runtime import flagvalues
 from runtime.flags import flag
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.servingcerts import CERT_FILE, KEY_FILE
@@ -47,7 +47,7 @@ class MetricsConfig:
         "--metrics-bind-addr", default=DEFAULT_METRICS_BIND_ADDR, parse=str, check=_bind_address,
         help="address /metrics is served on (0: not served)")
     secure: bool = flag(
-        "--metrics-secure", default=False, parse=flags.parse_bool,
+        "--metrics-secure", default=False, parse=flagvalues.parse_bool,
         help="serve /metrics over HTTPS, to callers the API server authenticates (TokenReview) "
         "and authorizes for GET /metrics (SubjectAccessReview)")
     cert_dir: str | None = flag(

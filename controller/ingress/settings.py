@@ -14,7 +14,7 @@ from controller.ingress.model import BuilderSettings
 from controller.networking.settings import BackendSettings
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, LaneSettings, Workers
 from controller.settings import ClusterScope, StackDefaults
-from runtime import flags
+from runtime import flagvalues
 from runtime.featuregates import FeatureGates
 from runtime.flags import flag
 
@@ -32,13 +32,13 @@ class IngressConfig:
         "the kubernetes.io/ingress.class: alb annotation, or no class at all)")
     group_namespaces: GroupNamespaces = flag(
         "--ingress-group-namespaces", default="params",
-        parse=flags.choice("single", "params", "any"),
+        parse=flagvalues.choice("single", "params", "any"),
         help="which namespaces an Ingress group may span: params (a group named in annotations "
         "stays in one namespace; IngressClassParams groups span the namespaces they select), "
         "single (every group in one namespace), any (upstream: any namespace joins any group)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
-        parse=flags.parse_int, check=flags.within(1, MAX_CONCURRENT_RECONCILES),
+        parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
         help="how many Ingress groups are reconciled at once")
 
     @property

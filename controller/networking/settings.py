@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from controller import flagrules
 from controller.model import GroupReference, SharedBackendSecurityGroup
 from controller.settings import ClusterScope
-from runtime import flags
+from runtime import flags, flagvalues
 from runtime.flags import flag
 
 _SECURITY_GROUP_ID = re.compile(r"sg-[0-9a-f]{1,32}")
@@ -39,22 +39,22 @@ class BackendSettings:
     groups."""
 
     enabled: bool = flag(
-        "--enable-backend-security-group", default=True, parse=flags.parse_bool,
+        "--enable-backend-security-group", default=True, parse=flagvalues.parse_bool,
         help="attach a shared backend security group to load balancers with a managed "
         "frontend group and admit it on the targets' groups")
     group_id: str = flag(  # a user-managed backend group; "" = the controller's own
         "--backend-security-group", default="", parse=str, check=_security_group_id,
         help="use this security group (ID) as the shared backend group instead of creating one")
     manage_rules_default: bool = flag(
-        "--enable-manage-backend-security-group-rules", default=False, parse=flags.parse_bool,
+        "--enable-manage-backend-security-group-rules", default=False, parse=flagvalues.parse_bool,
         help="manage the targets' rules for load balancers with user-given security groups too "
         "(the default of the manage-backend-security-group-rules annotations)")
     disable_restricted_rules: bool = flag(
-        "--disable-restricted-sg-rules", default=False, parse=flags.parse_bool,
+        "--disable-restricted-sg-rules", default=False, parse=flagvalues.parse_bool,
         help="admit load balancers on every port of the targets' groups, not only the target "
         "ports")
     eni_security_group_tags: Mapping[str, str] = flag(
-        "--service-target-eni-security-group-tags", default={}, parse=flags.parse_key_values,
+        "--service-target-eni-security-group-tags", default={}, parse=flagvalues.parse_key_values,
         check=_tags_to_match,
         help="key=value,...: of a target ENI's security groups, the one carrying these tags "
         "(besides the cluster tag) gets the rules")

@@ -14,7 +14,7 @@ from controller.networking.settings import BackendSettings
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, LaneSettings, Workers
 from controller.service.model import ModelSettings
 from controller.settings import ClusterScope, StackDefaults
-from runtime import flags
+from runtime import flagvalues
 from runtime.featuregates import FeatureGates
 from runtime.flags import flag
 
@@ -27,7 +27,7 @@ class ServiceConfig:
         help="the spec.loadBalancerClass of the LoadBalancer Services this controller serves")
     max_concurrent_reconciles: int = flag(
         "--service-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
-        parse=flags.parse_int, check=flags.within(1, MAX_CONCURRENT_RECONCILES),
+        parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
         help="how many Services are reconciled at once")
 
     @property

@@ -15,7 +15,7 @@ from controller.defaults import (
 from controller.networking.settings import NetworkingSettings
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, LaneSettings, Workers
 from controller.settings import ClusterScope
-from runtime import flags
+from runtime import flagvalues
 from runtime.featuregates import FeatureGates
 from runtime.flags import flag
 
@@ -24,17 +24,17 @@ from runtime.flags import flag
 class TargetGroupBindingConfig:
     max_concurrent_reconciles: int = flag(
         "--targetgroupbinding-max-concurrent-reconciles",
-        default=DEFAULT_MAX_CONCURRENT_RECONCILES, parse=flags.parse_int,
-        check=flags.within(1, MAX_CONCURRENT_RECONCILES),
+        default=DEFAULT_MAX_CONCURRENT_RECONCILES, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
         help="how many TargetGroupBindings are reconciled at once")
     max_exponential_backoff_delay: float = flag(
         "--targetgroupbinding-max-exponential-backoff-delay", default=DEFAULT_MAX_BACKOFF,
-        parse=flags.parse_duration, check=flags.greater_than(0),
+        parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
         help="the longest wait before a failed TargetGroupBinding is retried")
     # How soon a binding whose pods wait for their readiness gates looks at target health again.
     requeue_duration: float = flag(
         "--targetgroupbinding-requeue-duration", default=DEFAULT_TGB_REQUEUE_DURATION,
-        parse=flags.parse_duration, check=flags.greater_than(0),
+        parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
         help="while pods wait for their readiness gates, how often target health is read again")
 
     @property

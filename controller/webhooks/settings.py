@@ -17,7 +17,7 @@ from controller.defaults import (
 )
 from controller.service.settings import ServiceConfig
 from controller.targetgroupbinding import Scope
-from runtime import flags
+from runtime import flagvalues
 from runtime.featuregates import FeatureGates
 from runtime.flags import flag
 from runtime.webhook import SelfManagedTLS, WebhookServerOptions, service_dns_names
@@ -39,45 +39,45 @@ def _host(text: str) -> str:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WebhookConfig:
     bind_port: int = flag(
-        "--webhook-bind-port", default=DEFAULT_WEBHOOK_BIND_PORT, parse=flags.parse_int,
-        check=flags.within(0, 65535),
+        "--webhook-bind-port", default=DEFAULT_WEBHOOK_BIND_PORT, parse=flagvalues.parse_int,
+        check=flagvalues.within(0, 65535),
         help="port the admission webhook server listens on (0: no webhook server)")
     bind_host: str = flag(
         "--webhook-bind-host", default="", parse=_host,
         help="address the webhook server listens on (default: every interface)")
     cert_dir: str = flag(
         "--webhook-cert-dir", default=DEFAULT_WEBHOOK_CERT_DIR, parse=str,
-        check=flags.non_empty, help="directory of the webhook serving certificate and key")
+        check=flagvalues.non_empty, help="directory of the webhook serving certificate and key")
     cert_file: str = flag(
-        "--webhook-cert-file", default="tls.crt", parse=str, check=flags.non_empty,
+        "--webhook-cert-file", default="tls.crt", parse=str, check=flagvalues.non_empty,
         help="certificate file in --webhook-cert-dir")
     key_file: str = flag(
-        "--webhook-key-file", default="tls.key", parse=str, check=flags.non_empty,
+        "--webhook-key-file", default="tls.key", parse=str, check=flagvalues.non_empty,
         help="key file in --webhook-cert-dir")
     tls_mode: Literal["self-managed", "files"] = flag(
         "--webhook-tls-mode", default="self-managed",
-        parse=flags.choice("self-managed", "files"),
+        parse=flagvalues.choice("self-managed", "files"),
         help="self-managed: the controller keeps its own CA and certificate in "
         "--webhook-secret-name and injects the CA into its webhook configurations; files: serve "
         "the files in --webhook-cert-dir (e.g. mounted from cert-manager), reloaded on change")
     secret_name: str = flag(
         "--webhook-secret-name", default=DEFAULT_WEBHOOK_SECRET_NAME, parse=str,
-        check=flags.non_empty,
+        check=flagvalues.non_empty,
         help="Secret (in the controller's namespace) of the self-managed certificate")
     service_name: str = flag(
         "--webhook-service-name", default=DEFAULT_WEBHOOK_SERVICE_NAME, parse=str,
-        check=flags.non_empty,
+        check=flagvalues.non_empty,
         help="Service the API server calls the webhooks through (the certificate's DNS names)")
     configuration_name: str = flag(
         "--webhook-configuration-name", default=DEFAULT_WEBHOOK_CONFIGURATION_NAME, parse=str,
-        check=flags.non_empty,
+        check=flagvalues.non_empty,
         help="Mutating- and ValidatingWebhookConfiguration that get the self-managed CA bundle")
     pod_readiness_gate_inject: bool = flag(
-        "--enable-pod-readiness-gate-inject", default=True, parse=flags.parse_bool,
+        "--enable-pod-readiness-gate-inject", default=True, parse=flagvalues.parse_bool,
         help="add target-health readiness gates to new pods in namespaces labelled "
         "elbv2.k8s.aws/pod-readiness-gate-inject=enabled")
     service_mutator: bool = flag(
-        "--enable-service-mutator-webhook", default=False, parse=flags.parse_bool,
+        "--enable-service-mutator-webhook", default=False, parse=flagvalues.parse_bool,
         help="give LoadBalancer Services without spec.loadBalancerClass --load-balancer-class "
         "(needs the mservice webhook in the MutatingWebhookConfiguration)")
 

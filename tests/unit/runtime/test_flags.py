@@ -11,23 +11,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from runtime import flags
+from runtime import flags, flagvalues
 from runtime.flags import FlagError, flag, section
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timing:
-    period: float = flag("--period", default=600.0, parse=flags.parse_duration,
-                         check=flags.greater_than(0), help="how often")
-    workers: int = flag("--workers", default=3, parse=flags.parse_int,
-                        check=flags.within(1, 10), help="how many at once")
-    verbose: bool = flag("--verbose", default=False, parse=flags.parse_bool, help="say more")
-    mode: Literal["a", "b"] = flag("--mode", default="a", parse=flags.choice("a", "b"),
+    period: float = flag("--period", default=600.0, parse=flagvalues.parse_duration,
+                         check=flagvalues.greater_than(0), help="how often")
+    workers: int = flag("--workers", default=3, parse=flagvalues.parse_int,
+                        check=flagvalues.within(1, 10), help="how many at once")
+    verbose: bool = flag("--verbose", default=False, parse=flagvalues.parse_bool, help="say more")
+    mode: Literal["a", "b"] = flag("--mode", default="a", parse=flagvalues.choice("a", "b"),
                                    help="which")
-    labels: Mapping[str, str] = flag("--labels", default={}, parse=flags.parse_key_values,
+    labels: Mapping[str, str] = flag("--labels", default={}, parse=flagvalues.parse_key_values,
                                      help="key=value,...")
     home: str | None = flag("--home", default=None, parse=str, help="where (default: here)")
     not_a_flag: int = 7
@@ -43,7 +41,7 @@ class Timing:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Named:
-    name: str = flag("--name", parse=str, check=flags.non_empty, help="who")
+    name: str = flag("--name", parse=str, check=flagvalues.non_empty, help="who")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,18 +137,3 @@ def test_settings_built_in_code_are_checked_by_validate_and_stay_immutable() -> 
     assert hash(timing) == hash(Timing(labels={"a": "1"}))
     with pytest.raises(FlagError, match=r"^--workers: Input should be greater than or equal"):
         flags.validate(Timing(workers=0))
-
-
-@pytest.mark.parametrize(("seconds", "text"), [
-    (36000.0, "10h"), (1000.0, "16m40s"), (600.0, "10m"), (15.0, "15s"), (0.3, "300ms"),
-    (10.2, "10.2s"), (3661.5, "1h1m1.5s"), (0.0, "0s"),
-])
-def test_durations_are_shown_as_go_would_read_them(seconds: float, text: str) -> None:
-    assert flags.format_duration(seconds) == text
-    assert flags.parse_duration(text) == pytest.approx(seconds)
-
-
-@given(st.floats(min_value=0, max_value=1e7, allow_nan=False))
-def test_a_shown_duration_reads_back(seconds: float) -> None:
-    assert flags.parse_duration(flags.format_duration(seconds)) == pytest.approx(
-        seconds, rel=1e-5, abs=1e-9)
