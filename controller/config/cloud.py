@@ -12,9 +12,9 @@ from runtime import flags, flagvalues
 from runtime.flags import flag
 
 
-def _throttle_text(throttle: ThrottleConfig) -> str:
-    # The defaults are per service and long: the help says what they are instead.
-    return "" if throttle == DEFAULT_THROTTLE else "..."
+def _no_text(throttle: ThrottleConfig) -> str:
+    # The defaults are upstream's per-service limits, too long to show: the help says so.
+    return ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,9 +24,9 @@ class CloudConfig:
         help="AWS region (default: from the environment)")
     vpc_id: str | None = flag("--aws-vpc-id", default=None, parse=str, help="VPC of the cluster")
     api_throttle: ThrottleConfig = flag(
-        "--aws-api-throttle", default=DEFAULT_THROTTLE, parse=parse_throttle, show=_throttle_text,
+        "--aws-api-throttle", default=DEFAULT_THROTTLE, parse=parse_throttle, show=_no_text,
         help="client-side AWS throttles: serviceID:operationRegex=rate:burst,... (overrides a "
-        "service's defaults)")
+        "service's defaults, upstream's)")
     api_endpoints: Mapping[str, str] = flag(
         "--aws-api-endpoints", default={}, parse=parse_endpoints,
         help="per-service endpoints: service=URL,...")
