@@ -1,14 +1,14 @@
 """What AWS and Kubernetes accept of `aiolbc run`'s values, checked before anything starts: tag
 keys and values (ELBv2's rules), object names (Kubernetes' DNS-1123 and qualified-name rules),
 cluster and region names. Each check returns None when the value is fine, else one line saying
-why, for config.py to prefix with the flag. (Annotation values have their own rules, in
-validators.py.)"""
+why: the `check=` of a flag's declaration (runtime/flags.py), which prefixes the flag. (Annotation
+values have their own rules, in validators.py.)"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 # ELBv2's Tag rules (the API reference's TagKey/TagValue): `^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`.
 TAG_KEY_MAX = 128
@@ -78,7 +78,7 @@ def tag_value_problem(key: str, value: str) -> str | None:
     return None
 
 
-def tags_problem(tags: dict[str, str]) -> str | None:
+def tags_problem(tags: Mapping[str, str]) -> str | None:
     """Tags the controller adds to every resource it creates, next to its tracking tags."""
     for key, value in tags.items():
         problem = tag_key_problem(key) or tag_value_problem(key, value)

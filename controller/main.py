@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-from controller import config, demo
+from controller import app, config, demo
 from controller.aws import AWSConfigError
 from runtime.client import ApiServerUnavailable
 from runtime.logging import configure_logging
@@ -57,10 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         try:
             cfg = config.config_from_args(args)
-            # Imported only to run: a bad flag is reported without loading every controller.
-            from controller import app
-
-            configure_logging(level=cfg.log_level)
+            configure_logging(level=cfg.runtime.log_level)
             return run_main(lambda: app.run(cfg))
         except (config.ConfigError, AWSConfigError) as exc:
             print(f"aiolbc run: {exc}", file=sys.stderr)

@@ -2,9 +2,10 @@
 way: read -> qualify -> build (pure stage) -> checkpoint/priority -> finalizer -> deploy ->
 status -> checkpoint.
 
-- `LaneSettings`: how unchanged objects are told apart and verified after a restart, one nested
-  settings object in each controller's `Settings`; `controller_options` turns it into the
-  queue's options (a paced LOW lane gated on the AWS pool's verification budget).
+- `LaneSettings`: how unchanged objects are told apart and verified after a restart, and
+  `Workers`: how many reconciles run at once and how failures back off; both nested in each
+  controller's settings; `controller_options` turns them into the controller's options (a
+  paced LOW lane gated on the AWS pool's verification budget).
 - `ObjectWriter`: the writes a reconciler makes to its own kind — merge patches (several parts
   for one object in one PATCH), finalizers added or removed only when that changes anything,
   Events, and the status condition with which a failure is reported.
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from controller.defaults import DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENT_RECONCILES
 from runtime.client import KubeClient
 from runtime.clock import Clock
 from runtime.conditions import find_condition, set_condition
@@ -61,18 +63,31 @@ class LaneSettings:
         return self.checkpoints and self.lane
 
 
-def controller_options(lanes: LaneSettings, *, max_concurrent_reconciles: int,
-                       max_backoff: float = 1000.0, gate: LaneGate | None = None
-                       ) -> ControllerOptions:
+# More workers than this is a typing slip, not a tuning choice: each one is a task.
+MAX_CONCURRENT_RECONCILES = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workers:
+    """`max_concurrent_reconciles`: the controller's workers (`--<kind>-max-concurrent-
+    reconciles`); `max_backoff`: the longest wait before a failed object is retried."""
+
+    max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES
+    max_backoff: float = DEFAULT_MAX_BACKOFF
+
+
+def controller_options(lanes: LaneSettings, workers: Workers, *,
+                       gate: LaneGate | None = None) -> ControllerOptions:
     """A paced LOW lane also waits for `gate` (the AWS pool's verification budget, shared by
     every controller) and never holds more than all workers but one, so a real change always
     finds a worker even while verifications wait for the budget."""
     qps = lanes.low_lane_qps
     paced = qps is not None
     max_wait = lanes.verify_max_wait
+    max_concurrent_reconciles = workers.max_concurrent_reconciles
     return ControllerOptions(
         max_concurrent_reconciles=max_concurrent_reconciles,
-        queue=QueueOptions(max_backoff=max_backoff, low_lane=LowLaneOptions(
+        queue=QueueOptions(max_backoff=workers.max_backoff, low_lane=LowLaneOptions(
             qps=qps, burst=lanes.verify_burst,
             max_wait=math.inf if max_wait is None else max_wait,
             gate=gate if paced else None,
@@ -191,9 +206,11 @@ class ObjectWriter:
 
 
 __all__ = [
+    "MAX_CONCURRENT_RECONCILES",
     "LaneSettings",
     "ObjectWriter",
     "Recorder",
+    "Workers",
     "condition_patch",
     "controller_options",
     "stable_message",

@@ -6,7 +6,9 @@ the same code."""
 from controller.ingress.admission import admit, admit_params
 from controller.ingress.caches import Caches
 from controller.ingress.model import BUILDER_VERSION, BuilderSettings, BuiltGroup, build_group
-from controller.ingress.wiring import CONTROLLER_NAME, Settings, admission_caches, setup
+from controller.ingress.settings import IngressConfig, Settings
+from controller.ingress.wiring import CONTROLLER_NAME, admission_caches, setup
 
 __all__ = ["BUILDER_VERSION", "CONTROLLER_NAME", "BuilderSettings", "BuiltGroup", "Caches",
-           "Settings", "admission_caches", "admit", "admit_params", "build_group", "setup"]
+           "IngressConfig", "Settings", "admission_caches", "admit", "admit_params",
+           "build_group", "setup"]

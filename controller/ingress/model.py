@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 
 from controller.annotations import AnnotationError
+from controller.defaults import DEFAULT_INGRESS_CLASS
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
 from controller.ingress.caches import Caches
@@ -68,12 +69,14 @@ from controller.model import (
     load_balancer_name,
 )
 from controller.networking.frontend import (
-    BackendSettings,
     LoadBalancerGroups,
     frontend_rules,
     is_ipv6,
     load_balancer_groups,
 )
+from controller.networking.settings import BackendSettings
+from controller.settings import ClusterScope, StackDefaults
+from runtime.featuregates import FeatureGates
 from runtime.objects import Obj, meta
 
 # Bump when the same inputs would build a different stack (every stored checkpoint of a group
@@ -90,24 +93,19 @@ LOAD_BALANCER_ID: Final = "LoadBalancer"
 class BuilderSettings:
     """Every controller setting that shapes a group's stack, and so its checkpoint."""
 
-    cluster_name: str
-    region: str
-    vpc_id: str
-    ingress_class: str = "alb"
-    default_scheme: Literal["internal", "internet-facing"] = "internal"
-    default_target_type: Literal["instance", "ip"] = "instance"
-    default_ssl_policy: str = "ELBSecurityPolicy-2016-08"
+    cluster: ClusterScope
+    ingress_class: str = DEFAULT_INGRESS_CLASS
     # --default-tags: on every resource, winning over the tags annotation (as upstream).
-    default_tags: Mapping[str, str] = field(default_factory=dict)
-    external_managed_tags: frozenset[str] = frozenset()
+    defaults: StackDefaults = field(default_factory=StackDefaults)
     quotas: Quotas = field(default_factory=Quotas)
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
+    gates: FeatureGates = field(default_factory=FeatureGates)
 
     @property
     def context(self) -> StackContext:
-        return StackContext(cluster_name=self.cluster_name, region=self.region,
-                            vpc_id=self.vpc_id,
-                            external_managed_tags=tuple(self.external_managed_tags))
+        return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
+                            vpc_id=self.cluster.vpc_id,
+                            external_managed_tags=tuple(self.defaults.external_managed_tags))
 
 
 @dataclass(frozen=True)
@@ -153,25 +151,25 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         except AnnotationError as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
         parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
-    lb = merge_load_balancer(parsed, default_scheme=settings.default_scheme,
-                             default_ssl_policy=settings.default_ssl_policy,
-                             default_tags=settings.default_tags,
-                             external_managed_tags=settings.external_managed_tags)
+    lb = merge_load_balancer(parsed, default_scheme=settings.defaults.scheme,
+                             default_ssl_policy=settings.defaults.ssl_policy,
+                             default_tags=settings.defaults.tags,
+                             external_managed_tags=settings.defaults.external_managed_tags)
     request = group.request
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     ports = _listen_ports(parsed)
     groups = _security_groups(group, lb, ports, builder, settings)
-    backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster_name,
+    backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
-                        default_target_type=settings.default_target_type, tags=lb.tags,
+                        default_target_type=settings.defaults.target_type, tags=lb.tags,
                         target_source=groups.target_source,
                         restricted_rules=settings.backend_sg.restricted_rules)
     # Listeners and rules carry the default tags only (the tags annotation is for the load
     # balancer and its target groups).
-    listener_tags = dict(settings.default_tags)
+    listener_tags = dict(settings.defaults.tags)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(
-        settings.cluster_name, str(meta(first).get("namespace")), str(meta(first).get("name")),
+        settings.cluster.name, str(meta(first).get("namespace")), str(meta(first).get("name")),
         lb.scheme, group=request.name if is_explicit(request) else None)
     try:
         lb_ref = builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
@@ -263,7 +261,7 @@ def _security_groups(group: Group, lb: LoadBalancerConfig,
         try:
             managed = builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
                 name=ingress_security_group_name(
-                    settings.cluster_name, str(meta(first).get("namespace")),
+                    settings.cluster.name, str(meta(first).get("namespace")),
                     str(meta(first).get("name")),
                     group=request.name if is_explicit(request) else None),
                 ingress=frontend_rules(((p, port) for port, p in sorted(ports.items())),

@@ -68,8 +68,8 @@ class Qualifier:
             try:
                 facts = await self._target_groups.facts(arn)
                 ownership.check_target_group(facts, namespace=namespace,
-                                             vpc_id=settings.vpc_id,
-                                             cluster_name=settings.cluster_name)
+                                             vpc_id=settings.cluster.vpc_id,
+                                             cluster_name=settings.cluster.name)
                 ownership.check_forward(facts, namespace=namespace, bindings=ownership.bindings_of(
                     self._bindings_by_index, facts))
             except InvalidInput as exc:

@@ -1,23 +1,17 @@
-"""Wiring of the Ingress controller into a Manager: its settings, the informers and indexes it
-reads, its watches (each kind mapped to the groups it concerns, through views that drop
-writes the model does not read, each group priced by `priority.py`), the referenced Secrets
-(watched by name while leading), the record of vanished members, the queue's LOW lane, the
-deployer, the qualify step and the reconciler."""
+"""Wiring of the Ingress controller into a Manager (its settings are in settings.py): the
+informers and indexes it reads, its watches (each kind mapped to the groups it concerns,
+through views that drop writes the model does not read, each group priced by `priority.py`),
+the referenced Secrets (watched by name while leading), the record of vanished members, the
+queue's LOW lane, the deployer, the qualify step and the reconciler."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
 
 from controller import transforms
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
-from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_SSL_POLICY
 from controller.deploy import DeployerSettings, StackDeployer
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
-from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.groups import (
     CLASS_INDEX,
     GROUP_INDEX,
@@ -26,11 +20,11 @@ from controller.ingress.groups import (
     former_groups,
     index_keys,
 )
-from controller.ingress.model import BuilderSettings
 from controller.ingress.priority import GroupPriority
 from controller.ingress.qualify import Qualifier
 from controller.ingress.reconciler import IngressReconciler
 from controller.ingress.secrets import ReferencedSecrets
+from controller.ingress.settings import Settings
 from controller.ingress.vanished import VanishedMembers
 from controller.ingress.watches import (
     BINDING_STACK_INDEX,
@@ -49,13 +43,12 @@ from controller.ingress.watches import (
     spec_and_annotations,
 )
 from controller.networking.backend import BackendSecurityGroup, StackKey
-from controller.networking.frontend import BackendSettings
 from controller.ownership import (
     TARGET_GROUP_INDEX,
     TargetGroupLookup,
     binding_target_group_index,
 )
-from controller.reconcilers import LaneSettings, controller_options
+from controller.reconcilers import controller_options
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
 from runtime.manager import Manager
@@ -64,38 +57,6 @@ from runtime.predicates import DeletionStarted, ViewChanged
 from runtime.resources import INGRESSCLASSES, INGRESSES, NAMESPACES, SERVICES
 
 CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    cluster_name: str
-    region: str
-    vpc_id: str
-    ingress_class: str = DEFAULT_INGRESS_CLASS  # --ingress-class
-    default_scheme: Literal["internal", "internet-facing"] = "internal"
-    default_target_type: Literal["instance", "ip"] = "instance"
-    default_ssl_policy: str = DEFAULT_SSL_POLICY
-    default_tags: Mapping[str, str] = field(default_factory=dict)
-    external_managed_tags: frozenset[str] = frozenset()
-    max_concurrent_reconciles: int = 3
-    max_backoff: float = 1000.0
-    lanes: LaneSettings = field(default_factory=LaneSettings)
-    cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
-    in_use_backoff: float = 0.2  # a target group still in use: first retry after this
-    # --ingress-group-namespaces: which namespaces a group may span (exclusions.py).
-    group_namespaces: GroupNamespaces = "params"
-    backend_sg: BackendSettings = field(default_factory=BackendSettings)
-    security_group_backoff: float = 1.0  # a group still in use: first retry after this
-
-    def builder(self) -> BuilderSettings:
-        return BuilderSettings(cluster_name=self.cluster_name, region=self.region,
-                               vpc_id=self.vpc_id, ingress_class=self.ingress_class,
-                               default_scheme=self.default_scheme,
-                               default_target_type=self.default_target_type,
-                               default_ssl_policy=self.default_ssl_policy,
-                               default_tags=dict(self.default_tags),
-                               external_managed_tags=self.external_managed_tags,
-                               backend_sg=self.backend_sg)
 
 
 def admission_caches(manager: Manager) -> Caches:
@@ -128,7 +89,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                                 settings=manager.options.informer_settings)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
                     classes=classes.store, params=params.store, namespaces=namespaces.store)
-    loader = GroupLoader(caches, ingress_class=settings.ingress_class)
+    loader = GroupLoader(caches, ingress_class=settings.config.ingress_class)
     ingresses.add_indexer(GROUP_INDEX, index_keys)
     ingresses.add_indexer(CLASS_INDEX, class_keys)
     ingresses.add_indexer(SERVICE_INDEX, ingress_service_index)
@@ -145,22 +106,22 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     ingresses.add_handler(vanished)
 
     if backend is None:
-        backend = BackendSecurityGroup(cluster=settings.cluster_name,
-                                       tags=settings.default_tags, clock=manager.clock,
+        backend = BackendSecurityGroup(cluster=settings.cluster.name,
+                                       tags=settings.defaults.tags, clock=manager.clock,
                                        delete_backoff=settings.security_group_backoff)
     backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))
     deployer = StackDeployer(
-        pool, DeployerSettings(cluster_name=settings.cluster_name,
+        pool, DeployerSettings(cluster_name=settings.cluster.name,
                                in_use_backoff=settings.in_use_backoff,
                                security_group_backoff=settings.security_group_backoff),
         clock=manager.clock, backend=backend, snapshot=snapshot)
     qualifier = Qualifier(caches=caches, settings=settings.builder(),
-                          policy=settings.group_namespaces, vanished=vanished,
+                          policy=settings.config.group_namespaces, vanished=vanished,
                           target_groups=TargetGroupLookup(pool, clock=manager.clock),
                           bindings_by_index=bindings.store.by_index)
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
-        qualifier=qualifier, deployer=deployer, vpc_id=settings.vpc_id,
+        qualifier=qualifier, deployer=deployer, vpc_id=settings.cluster.vpc_id,
         recorder=manager.recorder, clock=manager.clock,
         checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
         secrets=secrets, vanished=vanished)
@@ -183,9 +144,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             # A managed binding matters only when it goes (deleted by hand: put back).
             .watches(bindings, groups.group_for_binding, priority=priority,
                      predicates=[DeletionStarted()])
-            .with_options(controller_options(
-                settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                max_backoff=settings.max_backoff, gate=pool.verification_budget))
+            .with_options(controller_options(settings.lanes, settings.config.workers,
+                                             gate=pool.verification_budget))
             .complete(reconciler))
 
 

@@ -26,9 +26,9 @@ from controller.model import (
     NetworkingIngress,
     NetworkingPeer,
     NetworkingPort,
-    SharedBackendSecurityGroup,
     TargetGroupBindingNetworking,
 )
+from controller.networking.settings import BackendSettings
 
 ICMP_FRAGMENTATION_NEEDED = ("icmp", 3, 4)
 ICMPV6_PACKET_TOO_BIG = ("icmpv6", 2, 0)
@@ -61,21 +61,6 @@ def frontend_rules(ports: Iterable[tuple[str, int]], *, cidrs: Sequence[str],
             rules.append(IngressRule.model_validate(
                 {"protocol": protocol, "from_port": icmp_type, "to_port": code, **source}))
     return rules
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackendSettings:
-    """`--enable-backend-security-group`, `--backend-security-group`,
-    `--enable-manage-backend-security-group-rules`, `--disable-restricted-sg-rules`."""
-
-    enabled: bool = True
-    group_id: str = ""  # a user-managed backend group; "" = the controller's own
-    manage_rules_default: bool = False
-    restricted_rules: bool = True
-
-    @property
-    def group(self) -> GroupReference:
-        return self.group_id or SharedBackendSecurityGroup()
 
 
 @dataclass(frozen=True)
@@ -121,5 +106,5 @@ def binding_networking(source: GroupReference | None, ports: Iterable[Networking
         {"from": [NetworkingPeer(security_group=source)], "ports": wanted})])
 
 
-__all__ = ["BackendSettings", "LoadBalancerGroups", "binding_networking", "frontend_rules",
+__all__ = ["LoadBalancerGroups", "binding_networking", "frontend_rules",
            "is_ipv6", "load_balancer_groups"]

@@ -24,14 +24,15 @@ within `verify_interval` of the next reconcile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from controller.aws import AWSError, Caller
 from controller.networking import rules as group_rules
 from controller.networking.enis import CLUSTER_TAG_PREFIX
 from controller.networking.permissions import Permission, description_for, expand
+from controller.networking.settings import NetworkingSettings
 from runtime.clock import Clock, RealClock
 from runtime.prioritylock import InheritingLock
 
@@ -45,20 +46,6 @@ PermissionsByGroup = dict[str, list[Permission]]
 
 def owned(permission: Permission) -> bool:
     return permission.has_labels({LABEL_KEY: LABEL_VALUE})
-
-
-@dataclass(frozen=True, kw_only=True)
-class NetworkingSettings:
-    """Where targets live and how their rules are kept: the cluster (whose tag marks the
-    targets' groups), the VPC, `--disable-restricted-sg-rules`,
-    `--service-target-eni-security-group-tags`, and how long a group's rules, once read, are
-    trusted while nothing about them changed."""
-
-    cluster_name: str
-    vpc_id: str
-    restricted_rules: bool = True
-    eni_security_group_tags: Mapping[str, str] = field(default_factory=dict)
-    verify_interval: float = 60.0
 
 
 def aggregate(per_binding: Iterable[PermissionsByGroup], *,
@@ -130,7 +117,7 @@ class NetworkingManager:
 
     def _aggregate(self) -> dict[str, list[Permission]]:
         return aggregate(self._per_binding.values(),
-                         restricted=self._settings.restricted_rules)
+                         restricted=self._settings.backend.restricted_rules)
 
     def _computed_for_all(self) -> bool:
         current = set(self._bindings())
@@ -185,10 +172,10 @@ class NetworkingManager:
     async def _cluster_groups(self) -> dict[str, dict[str, Any]]:
         """The VPC's groups tagged for this cluster: where rules of bindings that went while
         no controller ran may still be."""
-        cluster_tag = CLUSTER_TAG_PREFIX + self._settings.cluster_name
+        cluster_tag = CLUSTER_TAG_PREFIX + self._settings.cluster.name
         resp = await self._calls.call("DescribeSecurityGroups", service="ec2", Filters=[
             {"Name": f"tag:{cluster_tag}", "Values": ["owned", "shared"]},
-            {"Name": "vpc-id", "Values": [self._settings.vpc_id]}])
+            {"Name": "vpc-id", "Values": [self._settings.cluster.vpc_id]}])
         return {str(g["GroupId"]): g for g in resp.get("SecurityGroups") or []}
 
     async def _describe(self, group_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -213,4 +200,4 @@ class NetworkingManager:
 
 
 __all__ = ["LABEL_KEY", "LABEL_VALUE", "OWNED_DESCRIPTION", "NetworkingManager",
-           "NetworkingSettings", "PermissionsByGroup", "aggregate", "owned"]
+           "PermissionsByGroup", "aggregate", "owned"]

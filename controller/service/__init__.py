@@ -6,7 +6,6 @@ from controller.service.annotations import (
     PREFIX,
     SERVICE_ANNOTATION_KEYS,
     HealthCheckSettings,
-    ServiceDefaults,
     ServiceLBConfig,
     parse_service_config,
     qualifies,
@@ -19,7 +18,8 @@ from controller.service.model import (
     build_stack,
     checkpoint_input,
 )
-from controller.service.wiring import CONTROLLER_NAME, Settings, setup
+from controller.service.settings import ServiceConfig, Settings
+from controller.service.wiring import CONTROLLER_NAME, setup
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -29,7 +29,7 @@ __all__ = [
     "HealthCheckSettings",
     "InvalidService",
     "ModelSettings",
-    "ServiceDefaults",
+    "ServiceConfig",
     "ServiceLBConfig",
     "Settings",
     "build_stack",

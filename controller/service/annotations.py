@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -25,10 +23,10 @@ from controller.annotations import (
     parse_port,
     quote,
 )
-from controller.defaults import DEFAULT_SSL_POLICY
 from controller.model.listener import AlpnPolicy
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
+from controller.settings import StackDefaults
 
 PREFIX: Final = "service.beta.kubernetes.io/"
 
@@ -110,25 +108,6 @@ OnOff = Literal["on", "off"]
 ON_OFF: Final[tuple[OnOff, ...]] = ("on", "off")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServiceDefaults:
-    """Controller-wide settings that fill in what a Service's annotations leave out."""
-
-    scheme: Scheme = "internal"
-    target_type: TargetType = "instance"
-    ssl_policy: str = DEFAULT_SSL_POLICY
-    tags: Mapping[str, str] = field(default_factory=dict)
-    external_managed_tags: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tags", MappingProxyType(dict(self.tags)))
-
-    def __hash__(self) -> int:
-        return hash((self.scheme, self.target_type, self.ssl_policy,
-                     frozenset(self.tags.items()), self.external_managed_tags))
-
 
 
 class _Frozen(BaseModel):
@@ -308,7 +287,7 @@ def _health_check(reader: AnnotationReader, spec: Mapping[str, Any],
 
 
 def _target_type(reader: AnnotationReader, spec: Mapping[str, Any], lb_type: str | None,
-                 defaults: ServiceDefaults) -> TargetType:
+                 defaults: StackDefaults) -> TargetType:
     if lb_type == TYPE_NLB_IP:
         return "ip"  # upstream: nlb-ip wins over (and never reads) the target-type annotation
     explicit = reader.get_enum(TARGET_TYPE, TARGET_TYPES)
@@ -321,7 +300,7 @@ def _target_type(reader: AnnotationReader, spec: Mapping[str, Any], lb_type: str
     return defaults.target_type
 
 
-def _scheme(reader: AnnotationReader, defaults: ServiceDefaults) -> tuple[Scheme, bool]:
+def _scheme(reader: AnnotationReader, defaults: StackDefaults) -> tuple[Scheme, bool]:
     """(scheme, whether an annotation chose it)."""
     explicit = reader.get_enum(SCHEME, SCHEMES)
     if explicit is not None:
@@ -370,7 +349,7 @@ def _load_balancer_attributes(reader: AnnotationReader) -> dict[str, str]:
     return attributes
 
 
-def _tags(reader: AnnotationReader, defaults: ServiceDefaults) -> dict[str, str]:
+def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
     found = reader.lookup(ADDITIONAL_RESOURCE_TAGS)
     tags = reader.get_string_map(ADDITIONAL_RESOURCE_TAGS) or {}
     if found is not None:
@@ -387,7 +366,7 @@ def _tags(reader: AnnotationReader, defaults: ServiceDefaults) -> dict[str, str]
 
 
 def parse_service_config(service: Mapping[str, Any], *,
-                         defaults: ServiceDefaults) -> ServiceLBConfig:
+                         defaults: StackDefaults) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
     checks `qualifies` first; this only enforces what the annotations themselves require."""
@@ -430,7 +409,6 @@ __all__ = [
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
-    "ServiceDefaults",
     "ServiceLBConfig",
     "parse_service_config",
     "qualifies",

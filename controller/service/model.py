@@ -56,19 +56,16 @@ from controller.model.listener import ListenerProtocol
 from controller.model.stack import InvalidStack, describe_validation_error
 from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
 from controller.networking.frontend import (
-    BackendSettings,
     LoadBalancerGroups,
     binding_networking,
     frontend_rules,
     is_ipv6,
     load_balancer_groups,
 )
-from controller.service.annotations import (
-    ServiceDefaults,
-    ServiceLBConfig,
-    parse_service_config,
-    qualifies,
-)
+from controller.networking.settings import BackendSettings
+from controller.service.annotations import ServiceLBConfig, parse_service_config, qualifies
+from controller.settings import ClusterScope, StackDefaults
+from runtime.featuregates import FeatureGates
 
 # Bump when the same inputs would build a different stack: every stored checkpoint of a
 # Service then stops matching, and the next start verifies all of them at normal priority.
@@ -89,18 +86,17 @@ class InvalidService(InvalidInput):
 class ModelSettings:
     """The controller configuration that shapes a Service's model (and hence its checkpoint)."""
 
-    cluster_name: str
-    region: str
-    vpc_id: str
+    cluster: ClusterScope
     load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
-    defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
+    defaults: StackDefaults = field(default_factory=StackDefaults)
     quotas: Quotas = field(default_factory=Quotas)
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
+    gates: FeatureGates = field(default_factory=FeatureGates)
 
     @property
     def context(self) -> StackContext:
-        return StackContext(cluster_name=self.cluster_name, region=self.region,
-                            vpc_id=self.vpc_id,
+        return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
+                            vpc_id=self.cluster.vpc_id,
                             external_managed_tags=tuple(self.defaults.external_managed_tags))
 
 
@@ -166,7 +162,7 @@ class _Builder:
         self.groups = self._security_groups()
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
             name=cfg.name or service_load_balancer_name(
-                self.settings.cluster_name, self.namespace, self.name, cfg.scheme, uid=self.uid),
+                self.settings.cluster.name, self.namespace, self.name, cfg.scheme, uid=self.uid),
             type="network", scheme=cfg.scheme,
             keep_existing_scheme=not cfg.scheme_from_annotation,
             ip_address_type=cfg.ip_address_type,
@@ -193,7 +189,7 @@ class _Builder:
                          for p in self.spec.get("ports") or []
                          if isinstance(p, Mapping) and type(p.get("port")) is int]
             managed = self.builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
-                name=service_security_group_name(self.settings.cluster_name, self.namespace,
+                name=service_security_group_name(self.settings.cluster.name, self.namespace,
                                                  self.name, uid=self.uid),
                 ingress=frontend_rules(listeners, cidrs=self._source_ranges(),
                                        prefix_lists=cfg.prefix_lists,
@@ -292,7 +288,7 @@ class _Builder:
         ip_type = self._target_ip_address_type()
         tg = TargetGroup(
             name=service_target_group_name(
-                self.settings.cluster_name, namespace=self.namespace, name=self.name,
+                self.settings.cluster.name, namespace=self.namespace, name=self.name,
                 uid=self.uid, target_port=tg_port, service_port=port.port,
                 target_type=target_type, protocol=tg_protocol,
                 health_check_protocol=cfg.health_check.protocol,

@@ -182,7 +182,8 @@ class ServiceReconciler:
             if bindings:
                 await self._bindings_writer.delete(bindings)
                 return Result(requeue_after=self._cleanup_poll)
-            await self._deployer.delete_stack(key, "service", vpc_id=self._settings.vpc_id)
+            await self._deployer.delete_stack(key, "service",
+                                              vpc_id=self._settings.cluster.vpc_id)
             svc = await self._writer.patch_status(svc, clear_patch(svc))
             await self._writer.patch_metadata(
                 svc, remove_finalizer=SERVICE_FINALIZER,

@@ -1,22 +1,17 @@
-"""Wiring of the Service controller into a Manager: its settings, the informers and indexes it
-reads, its watches (with the views that tell changes from anyone's status and checkpoint
-writes), the queue's paced LOW lane, the deployer and the reconciler."""
+"""Wiring of the Service controller into a Manager (its settings are in settings.py): the
+informers and indexes it reads, its watches (with the views that tell changes from anyone's
+status and checkpoint writes), the queue's paced LOW lane, the deployer and the reconciler."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from controller import transforms
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
-from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
-from controller.deploy import DeployerSettings, StackDeployer
+from controller.deploy import StackDeployer
 from controller.networking.backend import BackendSecurityGroup, StackKey
-from controller.networking.frontend import BackendSettings
-from controller.reconcilers import LaneSettings, controller_options
-from controller.service.annotations import ServiceDefaults
-from controller.service.model import ModelSettings
+from controller.reconcilers import controller_options
 from controller.service.reconciler import ServiceReconciler
+from controller.service.settings import Settings
 from controller.service.watches import (
     SERVICE_STACK_INDEX,
     binding_view,
@@ -35,33 +30,6 @@ from runtime.resources import SERVICES
 CONTROLLER_NAME = "service"  # upstream's name, so dashboards match
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    cluster_name: str
-    region: str
-    vpc_id: str
-    load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
-    defaults: ServiceDefaults = field(default_factory=ServiceDefaults)
-    max_concurrent_reconciles: int = 3
-    lanes: LaneSettings = field(default_factory=LaneSettings)
-    cleanup_poll: float = 5.0  # re-check while managed bindings are being deleted
-    in_use_backoff: float = 0.2  # a target group still in use: first retry after this
-    backend_sg: BackendSettings = field(default_factory=BackendSettings)
-    security_group_backoff: float = 1.0  # a group still in use: first retry after this
-
-    @property
-    def model(self) -> ModelSettings:
-        return ModelSettings(cluster_name=self.cluster_name, region=self.region,
-                             vpc_id=self.vpc_id, load_balancer_class=self.load_balancer_class,
-                             defaults=self.defaults, backend_sg=self.backend_sg)
-
-    @property
-    def deployer(self) -> DeployerSettings:
-        return DeployerSettings(cluster_name=self.cluster_name,
-                                in_use_backoff=self.in_use_backoff,
-                                security_group_backoff=self.security_group_backoff)
-
-
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
           deployer: StackDeployer | None = None,
           backend: BackendSecurityGroup | None = None,
@@ -73,7 +41,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     services = transforms.informer(manager, SERVICES)
     if deployer is None:
         if backend is None:
-            backend = BackendSecurityGroup(cluster=settings.cluster_name,
+            backend = BackendSecurityGroup(cluster=settings.cluster.name,
                                            tags=settings.defaults.tags, clock=manager.clock,
                                            delete_backoff=settings.security_group_backoff)
         deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend,
@@ -89,16 +57,15 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
         cleanup_poll=settings.cleanup_poll)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(services, priority=reconciler.priority,
-                  predicates=[services_we_build(settings.load_balancer_class),
+                  predicates=[services_we_build(settings.config.load_balancer_class),
                               ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
             # never lift a Service's paced verification into a NORMAL reconcile the checkpoint
             # would skip.
             .watches(bindings, service_for_binding, predicates=[ViewChanged(binding_view)])
-            .with_options(controller_options(
-                settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                gate=pool.verification_budget))
+            .with_options(controller_options(settings.lanes, settings.config.workers,
+                                             gate=pool.verification_budget))
             .complete(reconciler))
 
 

@@ -4,13 +4,14 @@ what admission shares with the reconciler (defaults and checks, readiness-gate i
 from controller.targetgroupbinding.admission import BindingAdmission
 from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.injection import gates_for, with_gates
+from controller.targetgroupbinding.settings import Settings, TargetGroupBindingConfig
 from controller.targetgroupbinding.wiring import (
     CONTROLLER_NAME,
-    Settings,
     build_reconciler,
     pods_informer,
     setup,
 )
 
-__all__ = ["CONTROLLER_NAME", "BindingAdmission", "Scope", "Settings", "build_reconciler",
-           "gates_for", "pods_informer", "setup", "with_gates"]
+__all__ = ["CONTROLLER_NAME", "BindingAdmission", "Scope", "Settings",
+           "TargetGroupBindingConfig", "build_reconciler", "gates_for", "pods_informer", "setup",
+           "with_gates"]

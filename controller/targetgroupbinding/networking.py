@@ -25,13 +25,9 @@ from controller.apis.targetgroupbinding import (
 )
 from controller.aws import AWSClientPool, Caller
 from controller.networking.enis import InterfaceResolver, NetworkingError, PodAddress
-from controller.networking.manager import (
-    OWNED_DESCRIPTION,
-    NetworkingManager,
-    NetworkingSettings,
-    PermissionsByGroup,
-)
+from controller.networking.manager import OWNED_DESCRIPTION, NetworkingManager, PermissionsByGroup
 from controller.networking.permissions import Permission
+from controller.networking.settings import NetworkingSettings
 from controller.targetgroupbinding.targets import Endpoint
 from runtime.clock import Clock
 from runtime.reconcile import NORMAL, reconcile_priority
@@ -95,9 +91,10 @@ class BindingNetworking:
         calls = Caller(pool)
         return cls(NetworkingManager(calls, settings, clock=clock,
                                      bindings_with_networking=bindings_with_networking),
-                   InterfaceResolver(calls, vpc_id=settings.vpc_id,
-                                     cluster=settings.cluster_name,
-                                     group_tags=settings.eni_security_group_tags, clock=clock))
+                   InterfaceResolver(calls, vpc_id=settings.cluster.vpc_id,
+                                     cluster=settings.cluster.name,
+                                     group_tags=settings.backend.eni_security_group_tags,
+                                     clock=clock))
 
     def checkpoint_spec(self, spec: dict[str, Any]) -> dict[str, Any]:
         """The spec a binding's checkpoint digests: with networking, also what decides where
@@ -106,9 +103,10 @@ class BindingNetworking:
             return spec
         settings = self._manager.settings
         return {**spec, "networkingContext": {
-            "clusterName": settings.cluster_name, "vpcID": settings.vpc_id,
-            "restrictedRules": settings.restricted_rules,
-            "eniSecurityGroupTags": dict(sorted(settings.eni_security_group_tags.items()))}}
+            "clusterName": settings.cluster.name, "vpcID": settings.cluster.vpc_id,
+            "restrictedRules": settings.backend.restricted_rules,
+            "eniSecurityGroupTags": dict(sorted(
+                settings.backend.eni_security_group_tags.items()))}}
 
     async def reconcile(self, key: str, spec: TargetGroupBindingSpec, target_type: str,
                         endpoints: list[Endpoint], *,

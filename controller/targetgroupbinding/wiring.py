@@ -1,19 +1,17 @@
-"""Wiring of the TargetGroupBinding controller into a Manager: its settings, the informers and
-indexes it reads, its watches (with the views that tell changes from the controller's own
-writes), the queue's LOW lane and the reconciler."""
+"""Wiring of the TargetGroupBinding controller into a Manager (its settings are in
+settings.py): the informers and indexes it reads, its watches (with the views that tell changes
+from the controller's own writes), the queue's LOW lane and the reconciler."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 
 from controller import transforms
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
-from controller.networking.manager import NetworkingSettings
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
-from controller.reconcilers import LaneSettings, controller_options
+from controller.reconcilers import controller_options
 from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.networking import BindingNetworking
@@ -25,6 +23,7 @@ from controller.targetgroupbinding.pods import (
     slim_pod,
 )
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
+from controller.targetgroupbinding.settings import Settings
 from controller.targetgroupbinding.slicecache import SliceRefresher, SliceTrimmer
 from controller.targetgroupbinding.targetgroups import TargetGroups
 from controller.targetgroupbinding.watches import (
@@ -53,27 +52,6 @@ from runtime.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.store import Store
 
 CONTROLLER_NAME = "targetGroupBinding"  # upstream's name, so dashboards match
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    """`cluster_name` and `vpc_id`: target groups tagged for another cluster are refused, and
-    so are those outside this VPC unless a binding names theirs in `vpcID`."""
-
-    cluster_name: str
-    vpc_id: str
-    max_concurrent_reconciles: int = 3
-    max_backoff: float = 1000.0  # --targetgroupbinding-max-exponential-backoff-delay
-    # --targetgroupbinding-requeue-duration: how soon a binding whose pods wait for their
-    # readiness gates looks at target health again.
-    requeue_duration: float = 15.0
-    lanes: LaneSettings = field(default_factory=LaneSettings)
-    # How long after its last full look (the checkpoint-timestamp) a verification takes an
-    # unchanged binding's registered targets and networking rules as they were, reading only
-    # its target group; None: every verification reads them (reconciler.py, "verifications").
-    targets_trusted_for: float | None = None
-    # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
-    networking: NetworkingSettings | None = None
 
 
 def hot_loop_options(requeue_duration: float) -> HotLoopOptions:
@@ -127,9 +105,10 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
                                    read_ahead=lambda: named_arns(bindings.store),
                                    snapshot=snapshot),
         tracker=TargetTracker(manager.client), recorder=manager.recorder,
-        scope=Scope(cluster_name=settings.cluster_name, vpc_id=settings.vpc_id),
+        scope=Scope(cluster_name=settings.cluster.name, vpc_id=settings.cluster.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
-        pods=pods_informer(manager).store, requeue_duration=settings.requeue_duration,
+        pods=pods_informer(manager).store,
+        requeue_duration=settings.config.requeue_duration,
         networking=networking, targets_trusted_for=settings.targets_trusted_for)
 
 
@@ -156,9 +135,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                      predicates=[ViewChanged(node_view)])
             .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])
             .with_options(dataclasses.replace(controller_options(
-                settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
-                max_backoff=settings.max_backoff, gate=pool.verification_budget),
-                hot_loop=hot_loop_options(settings.requeue_duration)))
+                settings.lanes, settings.config.workers, gate=pool.verification_budget),
+                hot_loop=hot_loop_options(settings.config.requeue_duration)))
             .complete(reconciler))
 
 

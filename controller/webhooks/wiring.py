@@ -3,14 +3,11 @@ handlers on upstream's paths, on the manager's shared informers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from controller import ingress, transforms
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
-from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
-from controller.targetgroupbinding import BindingAdmission, Scope
+from controller.targetgroupbinding import BindingAdmission
 from controller.webhooks.handlers import (
     MUTATE_POD,
     MUTATE_SERVICE,
@@ -25,6 +22,7 @@ from controller.webhooks.handlers import (
     TargetGroupBindingMutator,
     TargetGroupBindingValidator,
 )
+from controller.webhooks.settings import Settings
 from runtime.manager import Manager
 from runtime.resources import (
     INGRESSCLASSES,
@@ -32,25 +30,7 @@ from runtime.resources import (
     NAMESPACES,
     SERVICES,
 )
-from runtime.webhook import (
-    SelfManagedCertificates,
-    SelfManagedTLS,
-    WebhookServer,
-    WebhookServerOptions,
-)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    server: WebhookServerOptions
-    tls: SelfManagedTLS | None  # None: serve the files in server.cert_dir as they change
-    # Whose target groups bindings may use (the TargetGroupBinding controller's scope) and how
-    # Ingresses are read (the Ingress controller's settings).
-    scope: Scope
-    ingress: ingress.Settings
-    pod_readiness_gate_inject: bool = True  # --enable-pod-readiness-gate-inject
-    service_mutator: bool = False  # --enable-service-mutator-webhook
-    load_balancer_class: str = DEFAULT_LOAD_BALANCER_CLASS
+from runtime.webhook import SelfManagedCertificates, WebhookServer
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> WebhookServer:
@@ -64,19 +44,19 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     services = transforms.informer(manager, SERVICES)
     admission = BindingAdmission(pool, bindings.store, settings.scope)
     server.register(MUTATE_POD, PodReadinessGateMutator(
-        bindings, services, enabled=settings.pod_readiness_gate_inject))
+        bindings, services, enabled=settings.config.pod_readiness_gate_inject))
     server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
     server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(admission, bindings))
     ingress_informers = tuple(transforms.informer(manager, r) for r in (
         INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
     server.register(VALIDATE_INGRESS, IngressValidator(
         ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
-        settings.ingress.group_namespaces))
+        settings.ingress.config.group_namespaces))
     server.register(VALIDATE_INGRESSCLASSPARAMS, IngressClassParamsValidator())
     # Registered even when off, so that a configuration that still names it answers "allowed"
     # instead of a failed call.
-    server.register(MUTATE_SERVICE, ServiceMutator(settings.load_balancer_class,
-                                                   enabled=settings.service_mutator))
+    server.register(MUTATE_SERVICE, ServiceMutator(settings.service.load_balancer_class,
+                                                   enabled=settings.config.service_mutator))
     manager.add_webhook_server(server)
     return server
 

@@ -35,6 +35,7 @@ from controller.ingress.caches import Caches
 from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, class_keys, index_keys
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BUILDER_VERSION, build_group
+from controller.settings import ClusterScope
 from controller.standins import ServerLimits
 from runtime.client import KubeClient
 from runtime.errors import AlreadyExists, NotFound
@@ -106,12 +107,13 @@ class IngressBench(restart.Bench):
 
     def ingress_settings(self, **overrides: Any) -> ingress_controller.Settings:
         values: dict[str, Any] = {
-            "cluster_name": restart.CLUSTER, "vpc_id": self.seed.vpc_id,
-            "region": self.seed.region,
+            "cluster": ClusterScope(name=restart.CLUSTER, region=self.seed.region,
+                                    vpc_id=self.seed.vpc_id),
             "ingress_class": CLASS, "verify_qps": restart.VERIFY_QPS,
             "verify_burst": restart.VERIFY_BURST, "verify_max_wait": restart.VERIFY_MAX_WAIT}
         values.update(overrides)
-        return ingress_controller.Settings(**restart.split_lanes(values))
+        return ingress_controller.Settings(
+            **restart.split_lanes(values, ingress_controller.IngressConfig))
 
     async def start(self, mode: restart.Mode) -> restart.Run:
         assert isinstance(mode, IngressMode)

@@ -278,7 +278,7 @@ async def _main(cfg: config.ControllerConfig) -> int:
 def main() -> int:
     args = build_parser().parse_args(["run", *sys.argv[1:]])
     cfg = config.config_from_args(args)
-    configure_logging(level=cfg.log_level)
+    configure_logging(level=cfg.runtime.log_level)
     return run_main(lambda: _main(cfg))
 
 

@@ -39,6 +39,7 @@ from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings
 from controller.aws.throttle import ThrottleConfig
 from controller.reconcilers import LaneSettings
+from controller.settings import ClusterScope
 from controller.standins import MotoStandIn
 from controller.targetgroupbinding import (
     Settings,
@@ -135,7 +136,7 @@ async def run(*, rounds: int, targets: int, churn: float) -> dict[str, Any]:
                 manager = Manager(client, registry=CollectorRegistry())
                 reconciler = build_reconciler(
                     manager, pool=pool, settings=Settings(
-                        cluster_name=seed.cluster_name, vpc_id=seed.vpc_id,
+                        cluster=ClusterScope(name=seed.cluster_name, vpc_id=seed.vpc_id),
                         lanes=LaneSettings(checkpoints=False)))
                 bindings_store = manager.informer(TARGETGROUPBINDINGS).store
                 slices_store = manager.informer(ENDPOINTSLICES).store

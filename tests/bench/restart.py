@@ -69,14 +69,17 @@ from controller import checkpoint
 from controller import service as service_controller
 from controller import targetgroupbinding as tgb_controller
 from controller.apis import TARGETGROUPBINDINGS
-from controller.app import lane_settings, targets_trusted_for
+from controller.app import targets_trusted_for
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot, parse_throttle
 from controller.config import ControllerConfig
+from controller.config.checkpoints import CheckpointConfig
+from controller.config.cluster import ClusterConfig
 from controller.model import Stack
-from controller.networking.manager import NetworkingSettings
+from controller.networking.settings import NetworkingSettings
 from controller.reconcilers import LaneSettings
 from controller.service.annotations import PREFIX
 from controller.service.model import build_stack, checkpoint_of
+from controller.settings import ClusterScope
 from controller.standins import (
     AWSFaultProxy,
     AwsSeed,
@@ -102,15 +105,15 @@ NAMESPACE = "default"
 NLB_CLASS = "service.k8s.aws/nlb"
 CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 # `aiolbc run`'s lane defaults, as app.py derives them from the flags' defaults.
-_DEFAULT_LANES = lane_settings(ControllerConfig(cluster_name=CLUSTER))
+_DEFAULT_LANES = CheckpointConfig().lanes()
 assert _DEFAULT_LANES.verify_qps is not None
 assert _DEFAULT_LANES.verify_max_wait is not None
 VERIFY_QPS, VERIFY_BURST, VERIFY_MAX_WAIT = (
     _DEFAULT_LANES.verify_qps, _DEFAULT_LANES.verify_burst, _DEFAULT_LANES.verify_max_wait)
 # `aiolbc run`'s verification budget (--checkpoint-verify-aws-qps / -burst), lane mode only.
-VERIFY_AWS_QPS = float(ControllerConfig.model_fields["checkpoint_verify_aws_qps"].default)
-VERIFY_AWS_BURST = int(ControllerConfig.model_fields["checkpoint_verify_aws_burst"].default)
-TARGETS_TRUSTED_FOR = targets_trusted_for(ControllerConfig(cluster_name=CLUSTER))
+VERIFY_AWS_QPS = CheckpointConfig().verify_aws_qps
+VERIFY_AWS_BURST = CheckpointConfig().verify_aws_burst
+TARGETS_TRUSTED_FOR = targets_trusted_for(ControllerConfig(cluster=ClusterConfig(name=CLUSTER)))
 WINDOW = 300.0
 CONVERGE_WORKERS = 16
 IDLE_HOLD = 1.0
@@ -207,15 +210,21 @@ def manager_options() -> ManagerOptions:
     return ManagerOptions(heap=HeapSettings())
 
 
-def split_lanes(values: dict[str, Any]) -> dict[str, Any]:
-    """Settings keywords with the lane ones (`lane=`, `verify_qps=`...) nested as `lanes`."""
+def split_lanes(values: dict[str, Any], config: type[Any] | None = None) -> dict[str, Any]:
+    """Settings keywords with the lane ones (`lane=`, `verify_qps=`...) nested as `lanes`, and
+    those of the kind's flags (`max_concurrent_reconciles=`) as `config`."""
     lanes = {k: values.pop(k) for k in list(values) if k in LaneSettings.__dataclass_fields__}
+    if config is not None:
+        flags = {k: values.pop(k) for k in list(values) if k in config.__dataclass_fields__}
+        if flags:
+            values["config"] = config(**flags)
     return {**values, "lanes": LaneSettings(**lanes)}
 
 
 def tgb_settings(**values: Any) -> tgb_controller.Settings:
     """The VPC is the seeded one's, filled in when a run starts."""
-    return tgb_controller.Settings(cluster_name=CLUSTER, vpc_id="", **split_lanes(values))
+    return tgb_controller.Settings(cluster=ClusterScope(name=CLUSTER),
+                                   **split_lanes(values, tgb_controller.TargetGroupBindingConfig))
 
 
 MODES = (
@@ -299,8 +308,9 @@ class Bench:
     def tgb_settings(self, mode: Mode) -> tgb_controller.Settings:
         """The mode's TargetGroupBinding settings, keeping rules in the seeded VPC as
         `aiolbc run` does."""
-        return dataclasses.replace(mode.tgb, vpc_id=self.seed.vpc_id, networking=NetworkingSettings(
-            cluster_name=CLUSTER, vpc_id=self.seed.vpc_id))
+        cluster = ClusterScope(name=CLUSTER, vpc_id=self.seed.vpc_id)
+        return dataclasses.replace(mode.tgb, cluster=cluster,
+                                   networking=NetworkingSettings(cluster=cluster))
 
     async def pod_enis(self) -> None:
         """Interfaces for the pods of the N objects and of every mode's new one."""
@@ -310,13 +320,14 @@ class Bench:
 
     def service_settings(self, **overrides: Any) -> service_controller.Settings:
         values: dict[str, Any] = {
-            "cluster_name": CLUSTER,
-            "region": self.seed.region, "vpc_id": self.seed.vpc_id,
+            "cluster": ClusterScope(name=CLUSTER, region=self.seed.region,
+                                    vpc_id=self.seed.vpc_id),
             "verify_qps": VERIFY_QPS, "verify_burst": VERIFY_BURST,
             "verify_max_wait": VERIFY_MAX_WAIT,
         }
         values.update(overrides)
-        return service_controller.Settings(**split_lanes(values))
+        return service_controller.Settings(
+            **split_lanes(values, service_controller.ServiceConfig))
 
     async def start(self, mode: Mode) -> Run:
         client = await KubeClient.from_kubeconfig(self.kubeconfig)

@@ -47,8 +47,7 @@ def deployed_queue(pool: AWSClientPool) -> PriorityQueue[str]:
                                "--aws-vpc-id=vpc-0bench"])
     settings = app.targetgroupbinding_settings(config)
     options = controller_options(lane_options(
-        settings.lanes, max_concurrent_reconciles=settings.max_concurrent_reconciles,
-        max_backoff=settings.max_backoff, gate=pool.verification_budget))
+        settings.lanes, settings.config.workers, gate=pool.verification_budget))
     return PriorityQueue("bench", clock=RealClock(), registry=CollectorRegistry(),
                          options=options.queue)
 

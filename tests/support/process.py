@@ -30,7 +30,7 @@ class ControllerRun:
 
     async def start(self) -> ControllerRun:
         config = parse_config(self.argv)
-        self._client = await KubeClient.load(config.kubeconfig)
+        self._client = await KubeClient.load(config.runtime.kubeconfig)
         self._pool = AWSClientPool(app.aws_settings(config), registry=CollectorRegistry())
         self.manager = app.build_manager(config, self._client, self._pool,
                                          registry=self.registry)

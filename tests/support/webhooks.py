@@ -62,11 +62,15 @@ def webhook_settings(seed: AwsSeed, cert_dir: Path, **overrides: Any) -> webhook
                          mutating_configurations=(CONFIGURATION,),
                          validating_configurations=(CONFIGURATION,), sync_interval=0.2,
                          retry_min=0.05, retry_max=0.2)
+    # The handlers' switches (`service_mutator=True`) are flags of the webhook section.
+    switches = {k: overrides.pop(k) for k in list(overrides)
+                if k in {f.name for f in dataclasses.fields(webhooks.WebhookConfig)}}
     settings = webhooks.Settings(
         server=WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(cert_dir),
                                     cert_poll_interval=0.05),
         tls=tls, ingress=ingress_settings(seed),
-        scope=Scope(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id))
+        scope=Scope(cluster_name=seed.cluster_name, vpc_id=seed.vpc_id),
+        config=webhooks.WebhookConfig(**switches))
     return dataclasses.replace(settings, **overrides)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
 import contextlib
 from pathlib import Path
 
@@ -9,33 +11,36 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import app
+from controller import app, main
 from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
-from controller.config import MAX_DURATION, ConfigError, parse_config, parse_duration
+from controller.config import ConfigError, ControllerConfig, parse_config
+from controller.ingress import IngressConfig
+from runtime import flags
+from runtime.flagvalues import MAX_DURATION, parse_duration
 
 
 def test_defaults_match_upstream() -> None:
     cfg = parse_config(["--cluster-name", "prod"])
-    assert cfg.cluster_name == "prod"
-    assert cfg.ingress_class == "alb"
-    assert cfg.load_balancer_class == "service.k8s.aws/nlb"
-    assert cfg.leader_election_id == "aws-load-balancer-controller-leader"
-    assert cfg.enable_leader_election is True
-    assert cfg.metrics_bind_addr == ":8080"
-    assert cfg.health_probe_bind_addr == ":61779"
-    assert cfg.aws_api_throttle == DEFAULT_THROTTLE
-    assert cfg.sync_period == 36000.0
-    assert cfg.targetgroupbinding_max_exponential_backoff_delay == 1000.0
-    assert cfg.ingress_max_concurrent_reconciles == 3
-    assert cfg.aws_max_retries == 10
-    assert cfg.default_ssl_policy == "ELBSecurityPolicy-2016-08"
-    assert (cfg.leader_election_lease_duration, cfg.leader_election_renew_deadline,
-            cfg.leader_election_retry_period) == (15.0, 10.0, 2.0)
+    assert cfg.cluster.name == "prod"
+    assert cfg.ingress.ingress_class == "alb"
+    assert cfg.service.load_balancer_class == "service.k8s.aws/nlb"
+    assert cfg.runtime.leader_election_id == "aws-load-balancer-controller-leader"
+    assert cfg.runtime.leader_election is True
+    assert cfg.metrics.bind_addr == ":8080"
+    assert cfg.metrics.health_probe_bind_addr == ":61779"
+    assert cfg.aws.api_throttle == DEFAULT_THROTTLE
+    assert cfg.runtime.sync_period == 36000.0
+    assert cfg.targetgroupbinding.max_exponential_backoff_delay == 1000.0
+    assert cfg.ingress.max_concurrent_reconciles == 3
+    assert cfg.aws.max_retries == 10
+    assert cfg.defaults.ssl_policy == "ELBSecurityPolicy-2016-08"
+    assert (cfg.runtime.lease_duration, cfg.runtime.renew_deadline,
+            cfg.runtime.retry_period) == (15.0, 10.0, 2.0)
     # pkg/config/controller_config.go: the backend group on, its rules for user groups off.
-    assert (cfg.enable_backend_security_group, cfg.backend_security_group,
-            cfg.enable_manage_backend_security_group_rules,
-            cfg.disable_restricted_sg_rules, cfg.service_target_eni_security_group_tags) == (
+    assert (cfg.networking.enabled, cfg.networking.group_id,
+            cfg.networking.manage_rules_default,
+            cfg.networking.disable_restricted_rules, cfg.networking.eni_security_group_tags) == (
         True, "", False, False, {})
 
 
@@ -44,17 +49,17 @@ def test_security_group_flags_reach_the_controllers() -> None:
         "--cluster-name", "c", "--aws-vpc-id", "vpc-1", "--backend-security-group", "sg-0b",
         "--enable-manage-backend-security-group-rules", "--disable-restricted-sg-rules=true",
         "--service-target-eni-security-group-tags", "team=web,aws:eks:cluster-name=c"])
-    backend = app.backend_settings(cfg)
+    backend = cfg.networking
     assert (backend.enabled, backend.group_id, backend.manage_rules_default,
             backend.restricted_rules) == (True, "sg-0b", True, False)
     assert app.service_settings(cfg, region="us-west-2").backend_sg == backend
     assert app.ingress_settings(cfg, region="us-west-2").backend_sg == backend
     networking = app.targetgroupbinding_settings(cfg).networking
     assert networking is not None
-    assert (networking.cluster_name, networking.vpc_id, networking.restricted_rules) == (
-        "c", "vpc-1", False)
-    assert dict(networking.eni_security_group_tags) == {"team": "web",
-                                                        "aws:eks:cluster-name": "c"}
+    assert (networking.cluster.name, networking.cluster.vpc_id,
+            networking.backend.restricted_rules) == ("c", "vpc-1", False)
+    assert dict(networking.backend.eni_security_group_tags) == {"team": "web",
+                                                                "aws:eks:cluster-name": "c"}
 
 
 def test_values_are_parsed() -> None:
@@ -65,14 +70,14 @@ def test_values_are_parsed() -> None:
         "--enable-leader-election", "false", "--service-max-concurrent-reconciles", "7",
         "--aws-api-endpoints", "elbv2=http://127.0.0.1:5000",
     ])
-    assert cfg.sync_period == 5400.0
-    assert cfg.metrics_bind_addr == "0"
-    assert cfg.health_probe_bind_addr == "127.0.0.1:9000"
-    assert cfg.default_tags == {"team": "a", "env": "prod"}
-    assert cfg.enable_leader_election is False
-    assert cfg.service_max_concurrent_reconciles == 7
-    assert cfg.aws_api_endpoints == {"elbv2": "http://127.0.0.1:5000"}
-    assert cfg.aws_api_throttle != DEFAULT_THROTTLE
+    assert cfg.runtime.sync_period == 5400.0
+    assert cfg.metrics.bind_addr == "0"
+    assert cfg.metrics.health_probe_bind_addr == "127.0.0.1:9000"
+    assert cfg.defaults.tags == {"team": "a", "env": "prod"}
+    assert cfg.runtime.leader_election is False
+    assert cfg.service.max_concurrent_reconciles == 7
+    assert cfg.aws.api_endpoints == {"elbv2": "http://127.0.0.1:5000"}
+    assert cfg.aws.api_throttle != DEFAULT_THROTTLE
 
 
 @pytest.mark.parametrize(
@@ -233,11 +238,11 @@ def test_values_aws_and_kubernetes_accept_are_accepted(argv: list[str]) -> None:
 
 
 def test_secure_metrics_flags() -> None:
-    assert parse_config(["--cluster-name", "c"]).metrics_secure is False
-    assert parse_config(["--cluster-name", "c", "--metrics-secure"]).metrics_secure is True
-    assert parse_config(["--cluster-name", "c", "--metrics-secure=false"]).metrics_secure is False
+    assert parse_config(["--cluster-name", "c"]).metrics.secure is False
+    assert parse_config(["--cluster-name", "c", "--metrics-secure"]).metrics.secure is True
+    assert parse_config(["--cluster-name", "c", "--metrics-secure=false"]).metrics.secure is False
     cfg = parse_config(["--cluster-name", "c"])
-    assert (cfg.metrics_cert_dir, cfg.api_server_startup_timeout) == (None, 30.0)
+    assert (cfg.metrics.cert_dir, cfg.runtime.api_server_startup_timeout) == (None, 30.0)
 
 
 def test_a_certificate_directory_needs_both_files(tmp_path: Path) -> None:
@@ -249,7 +254,7 @@ def test_a_certificate_directory_needs_both_files(tmp_path: Path) -> None:
     (tmp_path / "tls.key").write_text("x")
     # Whether they hold a usable certificate is found when the server is built.
     assert parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(tmp_path)]
-                        ).metrics_cert_dir == str(tmp_path)
+                        ).metrics.cert_dir == str(tmp_path)
     file = tmp_path / "tls.crt"
     with pytest.raises(ConfigError, match="is not a directory"):
         parse_config(["--cluster-name", "c", "--metrics-cert-dir", str(file)])
@@ -265,9 +270,9 @@ def test_the_new_flags_reach_the_manager_options() -> None:
 def test_the_ingress_group_namespace_policy_reaches_the_ingress_controller() -> None:
     """By default a group named in annotations stays within one namespace (`params`)."""
     default = parse_config(["--cluster-name", "c"])
-    assert ingress_settings(default, region="us-west-2").group_namespaces == "params"
+    assert ingress_settings(default, region="us-west-2").config.group_namespaces == "params"
     upstream = parse_config(["--cluster-name", "c", "--ingress-group-namespaces", "any"])
-    assert ingress_settings(upstream, region="us-west-2").group_namespaces == "any"
+    assert ingress_settings(upstream, region="us-west-2").config.group_namespaces == "any"
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -283,3 +288,57 @@ def test_every_message_is_one_line_even_for_values_with_newlines() -> None:
         with pytest.raises(ConfigError) as info:
             parse_config(["--cluster-name", "c", *argv])
         assert "\n" not in str(info.value), argv
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in main.build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices["run"]
+    return parser
+
+
+def test_each_declared_flag_is_in_the_parser_its_help_shows_the_default_and_it_loads() -> None:
+    """A flag is one declaration on a section's field: `aiolbc run` parses it, `--help` shows
+    its default as the user would type it, and that text loads as the default."""
+    helps = {a.option_strings[0]: a.help or "" for a in _run_parser()._actions}
+    defaults = flags.defaults_of(ControllerConfig)
+    baseline = parse_config(["--cluster-name", "c"])
+    declared = flags.flags_of(ControllerConfig)
+    assert len({f.name for f in declared}) == len(declared)
+    for flag in declared:
+        assert flag.name in helps, flag.name
+        default = defaults[flag.name]
+        shown = None if default is None or default is flags.REQUIRED else flag.show(default)
+        if not shown:
+            continue
+        assert helps[flag.name].endswith(f"(default: {shown})"), flag.name
+        assert parse_config(["--cluster-name", "c", f"{flag.name}={shown}"]) == baseline
+
+
+def test_an_ingress_flag_is_one_field_of_the_ingress_section() -> None:
+    cfg = parse_config(["--cluster-name", "c", "--ingress-max-concurrent-reconciles", "5"])
+    assert cfg.ingress == IngressConfig(max_concurrent_reconciles=5)
+    settings = ingress_settings(cfg, region="us-west-2")
+    assert settings.config is cfg.ingress
+    assert settings.config.workers.max_concurrent_reconciles == 5
+    assert "how many Ingress groups are reconciled at once (default: 3)" in " ".join(
+        _run_parser().format_help().split())
+
+
+def test_only_the_process_imports_the_configuration() -> None:
+    """Controllers get their sections through their settings: only app.py and main.py (and
+    the configuration's own modules) import `controller.config`."""
+    root = Path(__file__).resolve().parents[3]
+    importers = set()
+    for path in (root / "controller").rglob("*.py"):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        if module.startswith("controller.config"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "controller.config" or n.startswith("controller.config.")
+                   for n in names):
+                importers.add(module)
+    assert importers == {"controller.app", "controller.main"}

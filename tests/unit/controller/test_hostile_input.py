@@ -48,6 +48,7 @@ from controller.ingress.vanished import VanishedMembers, recorded_members, recor
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service import watches as service_watches
 from controller.service.model import checkpoint_of
+from controller.settings import ClusterScope
 from controller.targetgroupbinding import pods
 from controller.targetgroupbinding import watches as tgb_watches
 from controller.targetgroupbinding.endpointsets import SliceMemo
@@ -74,7 +75,8 @@ from runtime.store import Store
 from tests.unit.controller.ingress.caches import SETTINGS as INGRESS_SETTINGS
 
 POLICIES: tuple[GroupNamespaces, ...] = ("any", "params", "single")
-SERVICE_SETTINGS = ModelSettings(cluster_name="c", region="us-west-2", vpc_id="vpc-1")
+SERVICE_SETTINGS = ModelSettings(cluster=ClusterScope(name="c", region="us-west-2",
+                                                    vpc_id="vpc-1"))
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                     st.floats(allow_nan=True), st.text(max_size=40))

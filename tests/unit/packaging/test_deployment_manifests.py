@@ -169,10 +169,10 @@ def test_args_are_flags_aiolbc_run_accepts(built: list[Doc]) -> None:
     assert args[0] == "run"
     config = parse_config(args[1:])
     data = _one(built, "ConfigMap")["data"]
-    assert config.cluster_name == data["CLUSTER_NAME"]
-    assert config.aws_region == data["AWS_REGION"]
-    assert config.aws_vpc_id == data["AWS_VPC_ID"]
-    assert config.enable_leader_election
+    assert config.cluster.name == data["CLUSTER_NAME"]
+    assert config.aws.region == data["AWS_REGION"]
+    assert config.aws.vpc_id == data["AWS_VPC_ID"]
+    assert config.runtime.leader_election
     assert env["POD_NAMESPACE"] == "<metadata.namespace>"
 
 
@@ -180,11 +180,11 @@ def test_metrics_are_secure_and_probes_listen_on_the_pod_ip(built: list[Doc]) ->
     env = _container_env(built)
     config = parse_config([_expand(a, env) for a in _container(built)["args"][1:]])
     # Metrics on every interface, but HTTPS and only for authorized callers.
-    assert config.metrics_secure
-    assert parse_bind_address(config.metrics_bind_addr) == BindAddress(None, METRICS_PORT)
+    assert config.metrics.secure
+    assert parse_bind_address(config.metrics.bind_addr) == BindAddress(None, METRICS_PORT)
     # The kubelet probes the pod IP; loopback and other interfaces get nothing.
-    assert parse_bind_address(config.health_probe_bind_addr) == BindAddress(POD_IP,
-                                                                             HEALTH_PORT)
+    assert parse_bind_address(config.metrics.health_probe_bind_addr) == BindAddress(
+        POD_IP, HEALTH_PORT)
 
 
 def test_config_values_come_from_a_generated_configmap(built: list[Doc]) -> None:
@@ -337,9 +337,9 @@ def _hooks(built: list[Doc]) -> list[tuple[str, Doc]]:
 
 def test_webhooks_reach_the_server_every_replica_runs(built: list[Doc]) -> None:
     config = _config(built)
-    assert (config.webhook_bind_host, config.webhook_bind_port) == (POD_IP, WEBHOOK_PORT)
-    assert config.webhook_tls_mode == "self-managed"
-    service = _one(built, "Service", config.webhook_service_name)
+    assert (config.webhooks.bind_host, config.webhooks.bind_port) == (POD_IP, WEBHOOK_PORT)
+    assert config.webhooks.tls_mode == "self-managed"
+    service = _one(built, "Service", config.webhooks.service_name)
     assert service["metadata"]["namespace"] == NAMESPACE
     labels = _one(built, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert _matches(service["spec"]["selector"], labels)
@@ -347,13 +347,13 @@ def test_webhooks_reach_the_server_every_replica_runs(built: list[Doc]) -> None:
     named = {p["name"]: p["containerPort"] for p in _container(built)["ports"]}
     assert named[port["targetPort"]] == WEBHOOK_PORT
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        assert _one(built, kind)["metadata"]["name"] == config.webhook_configuration_name
+        assert _one(built, kind)["metadata"]["name"] == config.webhooks.configuration_name
     served = {handlers.MUTATE_POD, handlers.MUTATE_TARGETGROUPBINDING,
               handlers.VALIDATE_TARGETGROUPBINDING, handlers.VALIDATE_INGRESS,
               handlers.VALIDATE_INGRESSCLASSPARAMS, handlers.MUTATE_SERVICE}
     for _, hook in _hooks(built):
         target = hook["clientConfig"]["service"]
-        assert (target["name"], target["namespace"]) == (config.webhook_service_name, NAMESPACE)
+        assert (target["name"], target["namespace"]) == (config.webhooks.service_name, NAMESPACE)
         assert target.get("port", 443) == port["port"]
         assert target["path"] in served, target["path"]
         assert "caBundle" not in hook["clientConfig"]  # injected at run time
@@ -384,7 +384,7 @@ def test_self_managed_tls_has_exactly_the_grants_it_needs(built: list[Doc]) -> N
     binding = _one(built, "RoleBinding", "aiolbc-webhook-tls")
     assert _bound_to_service_account(binding, built)
     rules = _one(built, "Role", binding["roleRef"]["name"])["rules"]
-    secret = config.webhook_secret_name
+    secret = config.webhooks.secret_name
     for verb in ("get", "create", "update"):
         assert _allows(rules, "", "secrets", verb, secret), verb
     assert not _allows(rules, "", "secrets", "get", "another-secret")
@@ -393,7 +393,7 @@ def test_self_managed_tls_has_exactly_the_grants_it_needs(built: list[Doc]) -> N
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         for verb in ("get", "patch"):
             assert _allows(cluster, "admissionregistration.k8s.io", resource, verb,
-                           config.webhook_configuration_name)
+                           config.webhooks.configuration_name)
         assert not _allows(cluster, "admissionregistration.k8s.io", resource, "patch", "other")
 
 
@@ -401,7 +401,7 @@ def test_the_certificate_directory_is_writable(built: list[Doc]) -> None:
     config = _config(built)
     pod = _one(built, "Deployment")["spec"]["template"]["spec"]
     mounts = {m["mountPath"]: m for m in _container(built)["volumeMounts"]}
-    mount = mounts[config.webhook_cert_dir]
+    mount = mounts[config.webhooks.cert_dir]
     assert not mount.get("readOnly")
     volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
     assert "emptyDir" in volume
@@ -417,13 +417,13 @@ def test_cert_manager_component_mounts_its_secret_and_serves_files(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     docs = _load_all(proc.stdout)
     config = _config(docs)
-    assert config.webhook_tls_mode == "files"
+    assert config.webhooks.tls_mode == "files"
     certificate = _one(docs, "Certificate")
     assert set(certificate["spec"]["dnsNames"]) == {
-        f"{config.webhook_service_name}.{NAMESPACE}.svc",
-        f"{config.webhook_service_name}.{NAMESPACE}.svc.cluster.local"}
+        f"{config.webhooks.service_name}.{NAMESPACE}.svc",
+        f"{config.webhooks.service_name}.{NAMESPACE}.svc.cluster.local"}
     pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
-    mount = {m["mountPath"]: m for m in _container(docs)["volumeMounts"]}[config.webhook_cert_dir]
+    mount = {m["mountPath"]: m for m in _container(docs)["volumeMounts"]}[config.webhooks.cert_dir]
     volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
     assert volume == {"name": mount["name"], "secret": {
         "secretName": certificate["spec"]["secretName"]}}

@@ -10,7 +10,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from controller.aws import ELBV2, AWSClientPool, AWSSettings, parse_throttle
-from controller.reconcilers import LaneSettings, controller_options
+from controller.reconcilers import LaneSettings, Workers, controller_options
 from controller.standins import AWSFaultProxy
 from runtime.client import KubeClient
 from runtime.controller import Controller
@@ -42,7 +42,8 @@ def controller(manager: Manager, name: str, pool: AWSClientPool,
     # what limits.
     options = controller_options(LaneSettings(verify_qps=50.0, verify_burst=5,
                                               verify_max_wait=None),
-                                 max_concurrent_reconciles=3, gate=pool.verification_budget)
+                                 Workers(max_concurrent_reconciles=3),
+                                 gate=pool.verification_budget)
     queue: PriorityQueue[Request] = PriorityQueue(name, clock=manager.clock,
                                                   registry=manager.registry,
                                                   options=options.queue)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller.apis import TARGETGROUPBINDINGS
+from controller.networking.settings import BackendSettings
 from controller.standins import AwsSeed, create_pod_eni
 from runtime.resources import SERVICES
 from tests.support.aws import Rules
@@ -132,8 +133,9 @@ async def test_instances_user_bindings_and_interfaces_in_several_groups(
     await c.kill()
     settings = tgb_settings(aws_seed)
     assert settings.networking is not None
+    tagged = BackendSettings(eni_security_group_tags={"team": "pods-b"})
     await c.start(targetgroupbinding=replace(settings, networking=replace(
-        settings.networking, eni_security_group_tags={"team": "pods-b"})))
+        settings.networking, backend=tagged)))
 
     async def chosen() -> bool:
         return await c.aws.group_rules(pod_groups[1]) == {

@@ -21,13 +21,15 @@ from controller.ingress.qualify import Qualifier
 from controller.ingress.vanished import VanishedMembers, record
 from controller.ingress.watches import BINDING_STACK_INDEX, binding_stack_index
 from controller.ownership import TargetGroupLookup
+from controller.settings import ClusterScope, StackDefaults
 from runtime.objects import Obj, key_of
 from runtime.reconcile import Request
 from runtime.store import Store
 from tests.support.deployed import HOSTNAME, bindings_as_deployed
 
-SETTINGS = BuilderSettings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
-                           default_target_type="ip")
+SETTINGS = BuilderSettings(
+    cluster=ClusterScope(name="test-cluster", region="us-west-2", vpc_id="vpc-1"),
+    defaults=StackDefaults(target_type="ip"))
 
 
 def caches(*objects: Obj) -> Caches:

@@ -17,6 +17,7 @@ from controller.ingress.model import build_group
 from controller.ingress.priority import GroupPriority
 from controller.ownership import TargetGroupLookup
 from controller.reconcilers import LaneSettings
+from controller.settings import ClusterScope, StackDefaults
 from runtime.client import KubeClient
 from runtime.decisions import Deferred
 from runtime.manager import Manager
@@ -40,10 +41,10 @@ GROUP = {"alb.ingress.kubernetes.io/group.name": "shop"}
 
 
 def _settings(*, lane: bool = True, checkpoints: bool = True) -> ingress.Settings:
-    return ingress.Settings(cluster_name="test-cluster", region="us-west-2", vpc_id="vpc-1",
-                            default_target_type="ip", lanes=LaneSettings(
-                                verify_qps=2.0, verify_burst=2, lane=lane,
-                                checkpoints=checkpoints))
+    return ingress.Settings(
+        cluster=ClusterScope(name="test-cluster", region="us-west-2", vpc_id="vpc-1"),
+        defaults=StackDefaults(target_type="ip"), lanes=LaneSettings(
+            verify_qps=2.0, verify_burst=2, lane=lane, checkpoints=checkpoints))
 
 
 def ask(priority: GroupPriority, group: Request, kind: EventKind, default: int

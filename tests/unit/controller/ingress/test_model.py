@@ -24,7 +24,8 @@ from controller.model import (
     SubnetDiscovery,
     SubnetSelector,
 )
-from controller.networking.frontend import BackendSettings
+from controller.networking.settings import BackendSettings
+from controller.settings import ClusterScope, StackDefaults
 from runtime.reconcile import Request
 from tests.support.objects import (
     backend_service,
@@ -262,8 +263,9 @@ def test_names_follow_upstream_model_builder_test() -> None:
     `k8s-ns1-svc1-9889425938` (instance, `http` -> nodePort 32768) and
     `k8s-ns1-svc3-bf42870fba` (ip, HTTPS, `https` -> 8443). No protocol version annotation is
     set; upstream hashes its default HTTP1."""
-    settings = BuilderSettings(cluster_name="cluster-dummy", region="us-west-2",
-                               vpc_id="vpc-1", default_target_type="instance")
+    settings = BuilderSettings(
+        cluster=ClusterScope(name="cluster-dummy", region="us-west-2", vpc_id="vpc-1"),
+        defaults=StackDefaults(target_type="instance"))
     svc1 = service("svc-1", namespace="ns-1", type_="NodePort",
                    ports=[service_port(80, 8080, node_port=32768, protocol=None)])
     svc3 = service("svc-3", namespace="ns-1", type_="NodePort",
@@ -340,7 +342,7 @@ def test_bindings_admit_the_backend_group_on_target_and_health_check_ports() -> 
     rule = binding.networking.ingress[0]
     assert [p.security_group for p in rule.from_] == [SharedBackendSecurityGroup()]
     assert [p.port for p in rule.ports] == [8080, 9000]
-    wide = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(restricted_rules=False))
+    wide = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(disable_restricted_rules=True))
     c = caches(ingress_class("alb"), backend_service("web"), ingress("a"))
     (binding,) = build_group(loader(c).load(Request("default", "a")), c,
                              wide).stack.target_group_bindings.values()

@@ -7,11 +7,11 @@ import pytest
 
 from controller.model import NetworkingPort, Ref, SharedBackendSecurityGroup
 from controller.networking.frontend import (
-    BackendSettings,
     binding_networking,
     frontend_rules,
     load_balancer_groups,
 )
+from controller.networking.settings import BackendSettings
 
 MANAGED = Ref.to("AWS::EC2::SecurityGroup", "ManagedLBSecurityGroup", "groupID")
 

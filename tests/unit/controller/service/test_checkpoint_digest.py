@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.apis import CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION
-from controller.networking.frontend import BackendSettings
-from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings, ServiceDefaults
+from controller.networking.settings import BackendSettings
+from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service.annotations import PREFIX
 from controller.service.model import checkpoint_of
+from controller.settings import ClusterScope, StackDefaults
 from tests.support.objects import service_port, web_service
 
-SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
+SETTINGS = ModelSettings(cluster=ClusterScope(name="prod", region="us-west-2", vpc_id="vpc-1"))
 CERT = {"aws-load-balancer-ssl-cert": "arn:aws:acm:us-west-2:1:certificate/a"}
 HTTP_HC = {"aws-load-balancer-healthcheck-protocol": "HTTP"}
 LOGS = {"aws-load-balancer-access-log-enabled": "true"}
@@ -133,19 +134,20 @@ def test_changes_with_identity_and_ip_family() -> None:
 
 
 @pytest.mark.parametrize("other", [
-    dataclasses.replace(SETTINGS, cluster_name="staging"),
-    dataclasses.replace(SETTINGS, region="eu-west-1"),
-    dataclasses.replace(SETTINGS, vpc_id="vpc-2"),
-    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(scheme="internet-facing")),
-    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(target_type="ip")),
-    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(tags={"env": "prod"})),
-    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(ssl_policy="Other")),
-    dataclasses.replace(SETTINGS, defaults=ServiceDefaults(
+    dataclasses.replace(SETTINGS, cluster=dataclasses.replace(SETTINGS.cluster, name="staging")),
+    dataclasses.replace(SETTINGS, cluster=dataclasses.replace(SETTINGS.cluster,
+                                                              region="eu-west-1")),
+    dataclasses.replace(SETTINGS, cluster=dataclasses.replace(SETTINGS.cluster, vpc_id="vpc-2")),
+    dataclasses.replace(SETTINGS, defaults=StackDefaults(scheme="internet-facing")),
+    dataclasses.replace(SETTINGS, defaults=StackDefaults(target_type="ip")),
+    dataclasses.replace(SETTINGS, defaults=StackDefaults(tags={"env": "prod"})),
+    dataclasses.replace(SETTINGS, defaults=StackDefaults(ssl_policy="Other")),
+    dataclasses.replace(SETTINGS, defaults=StackDefaults(
         external_managed_tags=frozenset({"owner"}))),
     dataclasses.replace(SETTINGS, load_balancer_class="example.com/nlb"),
     dataclasses.replace(SETTINGS, backend_sg=BackendSettings(enabled=False)),
     dataclasses.replace(SETTINGS, backend_sg=BackendSettings(group_id="sg-0123")),
-    dataclasses.replace(SETTINGS, backend_sg=BackendSettings(restricted_rules=False)),
+    dataclasses.replace(SETTINGS, backend_sg=BackendSettings(disable_restricted_rules=True)),
 ])
 def test_changes_with_controller_configuration(other: ModelSettings) -> None:
     service = web_service(CERT)

@@ -11,18 +11,19 @@ from pydantic import ValidationError
 from controller import app
 from controller.annotations import AnnotationError
 from controller.config import parse_config
-from controller.service import ServiceDefaults, ServiceLBConfig, parse_service_config
+from controller.service import ServiceLBConfig, parse_service_config
+from controller.settings import StackDefaults
 from tests.support.objects import web_service
 
 P = "service.beta.kubernetes.io/"
-DEFAULTS = ServiceDefaults()
+DEFAULTS = StackDefaults()
 
 
-def parse(svc: dict[str, Any], defaults: ServiceDefaults = DEFAULTS) -> ServiceLBConfig:
+def parse(svc: dict[str, Any], defaults: StackDefaults = DEFAULTS) -> ServiceLBConfig:
     return parse_service_config(svc, defaults=defaults)
 
 
-def error(svc: dict[str, Any], defaults: ServiceDefaults = DEFAULTS) -> str:
+def error(svc: dict[str, Any], defaults: StackDefaults = DEFAULTS) -> str:
     with pytest.raises(AnnotationError) as exc:
         parse(svc, defaults)
     return str(exc.value)
@@ -175,13 +176,13 @@ def test_scheme_annotation_wins_over_the_deprecated_internal_one() -> None:
                        "aws-load-balancer-internal": "not-a-bool"})
     assert parse(svc).scheme == "internal"
     assert parse(web_service({"aws-load-balancer-internal": "true"}),
-                 ServiceDefaults(scheme="internet-facing")).scheme == "internal"
+                 StackDefaults(scheme="internet-facing")).scheme == "internal"
 
 
 def test_controller_defaults_apply() -> None:
-    defaults = ServiceDefaults(scheme="internet-facing", target_type="ip",
-                               ssl_policy="ELBSecurityPolicy-TLS13-1-2-2021-06",
-                               tags={"team": "platform"})
+    defaults = StackDefaults(scheme="internet-facing", target_type="ip",
+                             ssl_policy="ELBSecurityPolicy-TLS13-1-2-2021-06",
+                             tags={"team": "platform"})
     cfg = parse(web_service(), defaults)
     assert (cfg.scheme, cfg.target_type, cfg.ssl_policy, cfg.tags) == (
         "internet-facing", "ip", "ELBSecurityPolicy-TLS13-1-2-2021-06", {"team": "platform"})
@@ -193,13 +194,13 @@ def test_defaults_from_controller_flags() -> None:
                            "internet-facing", "--default-target-type", "ip",
                            "--default-ssl-policy", "P", "--default-tags", "a=1,b=2"])
     defaults = app.service_settings(config, region="us-west-2").defaults
-    assert defaults == ServiceDefaults(scheme="internet-facing", target_type="ip",
-                                       ssl_policy="P", tags={"a": "1", "b": "2"})
+    assert defaults == StackDefaults(scheme="internet-facing", target_type="ip",
+                                     ssl_policy="P", tags={"a": "1", "b": "2"})
 
 
 def test_defaults_are_immutable() -> None:
     source = {"a": "1"}
-    defaults = ServiceDefaults(tags=source)
+    defaults = StackDefaults(tags=source)
     source["a"] = "2"
     assert defaults.tags == {"a": "1"}
     with pytest.raises(TypeError):
@@ -208,13 +209,13 @@ def test_defaults_are_immutable() -> None:
 
 def test_default_tags_win_over_annotation_tags() -> None:
     svc = web_service({"aws-load-balancer-additional-resource-tags": "team=app,env=dev"})
-    assert parse(svc, ServiceDefaults(tags={"team": "platform"})).tags == {
+    assert parse(svc, StackDefaults(tags={"team": "platform"})).tags == {
         "team": "platform", "env": "dev"}
 
 
 def test_external_managed_tags_are_refused() -> None:
     svc = web_service({"aws-load-balancer-additional-resource-tags": "env=dev,Owner=me"})
-    assert error(svc, ServiceDefaults(external_managed_tags=frozenset({"Owner"}))) == (
+    assert error(svc, StackDefaults(external_managed_tags=frozenset({"Owner"}))) == (
         f'annotation {P}aws-load-balancer-additional-resource-tags: "env=dev,Owner=me" sets '
         'tag "Owner", which is managed outside the controller (--external-managed-tags)')
 
@@ -254,7 +255,7 @@ def test_nlb_ip_means_ip_targets_whatever_the_target_type_says() -> None:
 def test_external_selection_takes_the_target_type_annotation() -> None:
     svc = web_service({"aws-load-balancer-type": "external",
                        "aws-load-balancer-nlb-target-type": "instance"}, load_balancer_class=None)
-    assert parse(svc, ServiceDefaults(target_type="ip")).target_type == "instance"
+    assert parse(svc, StackDefaults(target_type="ip")).target_type == "instance"
 
 
 def test_tls_ports() -> None:
@@ -395,11 +396,11 @@ def test_non_string_annotation_value_is_an_annotation_error() -> None:
 
 
 def test_defaults_hash_by_value() -> None:
-    a = ServiceDefaults(tags={"a": "1"}, external_managed_tags=frozenset({"x"}))
-    b = ServiceDefaults(tags={"a": "1"}, external_managed_tags=frozenset({"x"}))
+    a = StackDefaults(tags={"a": "1"}, external_managed_tags=frozenset({"x"}))
+    b = StackDefaults(tags={"a": "1"}, external_managed_tags=frozenset({"x"}))
     assert a == b
     assert hash(a) == hash(b)
-    assert len({a, b, ServiceDefaults()}) == 2
+    assert len({a, b, StackDefaults()}) == 2
 
 
 def test_local_policy_without_a_health_check_node_port_checks_the_traffic_port() -> None:

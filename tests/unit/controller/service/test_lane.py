@@ -15,6 +15,7 @@ from controller.deploy import StackDeployer
 from controller.reconcilers import LaneSettings
 from controller.service.reconciler import ServiceReconciler
 from controller.service.watches import SERVICE_STACK_INDEX, service_stack_index
+from controller.settings import ClusterScope
 from runtime.client import KubeClient
 from runtime.manager import Manager
 from runtime.objects import Obj
@@ -30,7 +31,7 @@ from tests.support.queues import decided, finish_ready
 
 def _settings(*, lane: bool = True, checkpoints: bool = True) -> service.Settings:
     return service.Settings(
-        cluster_name="prod", region="us-west-2", vpc_id="vpc-1",
+        cluster=ClusterScope(name="prod", region="us-west-2", vpc_id="vpc-1"),
         lanes=LaneSettings(verify_qps=2.0, verify_burst=2, lane=lane, checkpoints=checkpoints))
 
 

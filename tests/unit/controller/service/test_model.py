@@ -22,18 +22,18 @@ from controller.model import (
     SubnetDiscovery,
     service_load_balancer_name,
 )
-from controller.networking.frontend import BackendSettings
+from controller.networking.settings import BackendSettings
 from controller.service import (
     SERVICE_ANNOTATION_KEYS,
     InvalidService,
     ModelSettings,
-    ServiceDefaults,
     build_stack,
 )
 from controller.service.annotations import PREFIX
+from controller.settings import ClusterScope, StackDefaults
 from tests.support.objects import nlb_service, service_port, web_service
 
-SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
+SETTINGS = ModelSettings(cluster=ClusterScope(name="prod", region="us-west-2", vpc_id="vpc-1"))
 CERT = "arn:aws:acm:us-west-2:1:certificate/a"
 
 
@@ -115,8 +115,7 @@ def test_annotations_reach_the_model() -> None:
         "aws-load-balancer-target-node-labels": "pool=edge",
         "aws-load-balancer-multi-cluster-target-group": "true",
         "aws-load-balancer-attributes": "load_balancing.cross_zone.enabled=true",
-    }), settings=ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1",
-                               defaults=ServiceDefaults(tags={"env": "prod"})))
+    }), settings=dataclasses.replace(SETTINGS, defaults=StackDefaults(tags={"env": "prod"})))
     lb = stack.load_balancers["LoadBalancer"]
     assert (lb.name, lb.scheme, lb.subnets) == ("my-nlb", "internet-facing",
                                                 SubnetDiscovery(role="elb"))
@@ -235,8 +234,8 @@ def test_names_follow_upstream_model_builder_test() -> None:
                       uid="bdca2bd0-bfc6-449a-88a3-03451f05f18c", target_type=None,
                       load_balancer_class=None,
                       ports=[service_port(80, 80, name="", protocol="TCP")])
-    stack = build_stack(svc, settings=ModelSettings(cluster_name="my-cluster",
-                                                    region="us-west-2", vpc_id="vpc-1"))
+    stack = build_stack(svc, settings=ModelSettings(cluster=ClusterScope(
+        name="my-cluster", region="us-west-2", vpc_id="vpc-1")))
     assert stack.load_balancers["LoadBalancer"].name == "k8s-default-nlbipsvc-6b0ba8ff70"
     tg = stack.target_groups["default/nlb-ip-svc-tls:80"]
     assert tg.name == "k8s-default-nlbipsvc-d4818dcd51"
@@ -302,7 +301,7 @@ def test_binding_ports_follow_the_protocol_and_the_health_check() -> None:
     # TCP and UDP on one port share a TCP_UDP target group: both protocols are opened.
     assert ports(53) == [("TCP", 5353), ("TCP", 9000), ("UDP", 5353)]
     wide = build_stack(svc, settings=dataclasses.replace(
-        SETTINGS, backend_sg=BackendSettings(restricted_rules=False)))
+        SETTINGS, backend_sg=BackendSettings(disable_restricted_rules=True)))
     networking = wide.target_group_bindings["shop/web:53"].networking
     assert networking is not None
     assert [(p.protocol, p.port) for p in networking.ingress[0].ports] == [("TCP", None),

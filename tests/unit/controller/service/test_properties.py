@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from controller.annotations import AnnotationError
 from controller.service import (
     SERVICE_ANNOTATION_KEYS,
-    ServiceDefaults,
     parse_service_config,
     qualifies,
     relevant_annotations,
 )
 from controller.service.annotations import PREFIX
+from controller.settings import StackDefaults
 
 KEYS = sorted(SERVICE_ANNOTATION_KEYS)
 
@@ -48,7 +48,7 @@ SPEC = st.fixed_dictionaries({}, optional={
 })
 
 DEFAULTS = st.builds(
-    ServiceDefaults,
+    StackDefaults,
     scheme=st.sampled_from(["internal", "internet-facing"]),
     target_type=st.sampled_from(["instance", "ip"]),
     tags=st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
@@ -64,7 +64,7 @@ def make(annotations: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
 @settings(max_examples=400, deadline=None)
 @given(annotations=ANNOTATIONS, spec=SPEC, defaults=DEFAULTS)
 def test_parse_raises_only_annotation_errors(annotations: dict[str, str], spec: dict[str, Any],
-                                             defaults: ServiceDefaults) -> None:
+                                             defaults: StackDefaults) -> None:
     svc = make(annotations, spec)
     failure: AnnotationError | None = None
     try:
@@ -109,7 +109,7 @@ def test_other_annotations_never_change_the_outcome(annotations: dict[str, str],
 
     def outcome(svc: dict[str, Any]) -> object:
         try:
-            return parse_service_config(svc, defaults=ServiceDefaults())
+            return parse_service_config(svc, defaults=StackDefaults())
         except AnnotationError as exc:
             return str(exc)
 

@@ -19,11 +19,12 @@ from controller.service import ModelSettings, build_stack
 from controller.service.model import checkpoint_of
 from controller.service.status import CONDITION_TYPE, clear_patch, status_patch
 from controller.service.watches import service_for_binding, service_stack_index, services_we_build
+from controller.settings import ClusterScope
 from runtime.handlers import Deferred, EnqueueForObject
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.objects import web_service
 
-SETTINGS = ModelSettings(cluster_name="prod", region="us-west-2", vpc_id="vpc-1")
+SETTINGS = ModelSettings(cluster=ClusterScope(name="prod", region="us-west-2", vpc_id="vpc-1"))
 ARN = "arn:aws:elasticloadbalancing:us-west-2:1:targetgroup/x/1"
 # What a deploy fills in: the backend group's ID, on the target port.
 NETWORKING = {"ingress": [{"from": [{"securityGroup": {"groupID": "sg-0b"}}],

@@ -16,18 +16,18 @@ def test_settings_from_flags() -> None:
         "--checkpoint-verify-qps", "3", "--checkpoint-verify-burst", "4",
         "--checkpoint-max-wait", "2m"])
     settings = service_settings(config, region="eu-west-1")
-    assert settings.cluster_name == "prod"
-    assert (settings.region, settings.vpc_id) == ("eu-west-1", "vpc-1")
+    assert settings.cluster.name == "prod"
+    assert (settings.cluster.region, settings.cluster.vpc_id) == ("eu-west-1", "vpc-1")
     assert settings.deployer.cluster_name == "prod"
     assert settings.model.context.vpc_id == "vpc-1"
     assert settings.model.context.region == "eu-west-1"
-    assert settings.load_balancer_class == "x/nlb"
+    assert settings.config.load_balancer_class == "x/nlb"
     assert settings.defaults.scheme == "internet-facing"
     assert dict(settings.defaults.tags) == {"env": "prod"}
-    assert (settings.max_concurrent_reconciles, settings.lanes.checkpoints) == (7, False)
+    assert (settings.config.max_concurrent_reconciles, settings.lanes.checkpoints) == (7, False)
     lanes = settings.lanes
     assert (lanes.verify_qps, lanes.verify_burst, lanes.verify_max_wait) == (3.0, 4, 120.0)
-    assert settings.model.cluster_name == "prod"
+    assert settings.model.cluster.name == "prod"
     assert settings.model.defaults is settings.defaults
 
 

@@ -11,14 +11,15 @@ from runtime.webhook import DEFAULT_CERT_DIR, DEFAULT_PORT
 
 def test_defaults_match_upstream_and_the_server() -> None:
     cfg = parse_config(["--cluster-name", "c"])
-    assert (cfg.webhook_bind_port, cfg.webhook_cert_dir, cfg.webhook_cert_file,
-            cfg.webhook_key_file) == (9443, "/tmp/k8s-webhook-server/serving-certs", "tls.crt",
-                                      "tls.key")
-    assert (cfg.webhook_bind_port, cfg.webhook_cert_dir) == (DEFAULT_PORT, DEFAULT_CERT_DIR)
-    assert cfg.webhook_tls_mode == "self-managed"
+    hooks = cfg.webhooks
+    assert (hooks.bind_port, hooks.cert_dir, hooks.cert_file,
+            hooks.key_file) == (9443, "/tmp/k8s-webhook-server/serving-certs", "tls.crt",
+                                "tls.key")
+    assert (hooks.bind_port, hooks.cert_dir) == (DEFAULT_PORT, DEFAULT_CERT_DIR)
+    assert hooks.tls_mode == "self-managed"
     # The names upstream's Helm chart uses, so its Secret is adopted after a switch.
-    assert (cfg.webhook_secret_name, cfg.webhook_service_name,
-            cfg.webhook_configuration_name) == ("aws-load-balancer-tls",
+    assert (hooks.secret_name, hooks.service_name,
+            hooks.configuration_name) == ("aws-load-balancer-tls",
                                                 "aws-load-balancer-webhook-service",
                                                 "aws-load-balancer-webhook")
 
@@ -29,9 +30,10 @@ def test_values_are_parsed() -> None:
                         "--webhook-key-file", "key.pem", "--webhook-tls-mode", "files",
                         "--webhook-secret-name", "s", "--webhook-service-name", "svc",
                         "--webhook-configuration-name", "hooks"])
-    assert (cfg.webhook_bind_port, cfg.webhook_cert_dir, cfg.webhook_cert_file,
-            cfg.webhook_key_file, cfg.webhook_tls_mode, cfg.webhook_secret_name,
-            cfg.webhook_service_name, cfg.webhook_configuration_name) == (
+    hooks = cfg.webhooks
+    assert (hooks.bind_port, hooks.cert_dir, hooks.cert_file,
+            hooks.key_file, hooks.tls_mode, hooks.secret_name,
+            hooks.service_name, hooks.configuration_name) == (
         10250, "/certs", "cert.pem", "key.pem", "files", "s", "svc", "hooks")
 
 
@@ -53,14 +55,14 @@ def test_port_zero_turns_the_server_off_and_the_host_is_an_address_or_a_name() -
 
 def test_readiness_gate_and_service_mutator_flags() -> None:
     cfg = parse_config(["--cluster-name", "c"])
-    assert cfg.enable_pod_readiness_gate_inject is True
-    assert cfg.enable_service_mutator_webhook is False
-    assert cfg.targetgroupbinding_requeue_duration == 15.0
+    assert cfg.webhooks.pod_readiness_gate_inject is True
+    assert cfg.webhooks.service_mutator is False
+    assert cfg.targetgroupbinding.requeue_duration == 15.0
     cfg = parse_config(["--cluster-name", "c", "--enable-pod-readiness-gate-inject=false",
                         "--enable-service-mutator-webhook", "--targetgroupbinding-requeue-duration",
                         "2s"])
-    assert (cfg.enable_pod_readiness_gate_inject, cfg.enable_service_mutator_webhook,
-            cfg.targetgroupbinding_requeue_duration) == (False, True, 2.0)
+    assert (cfg.webhooks.pod_readiness_gate_inject, cfg.webhooks.service_mutator,
+            cfg.targetgroupbinding.requeue_duration) == (False, True, 2.0)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -1,0 +1,50 @@
+"""Upstream v3.5.0's feature gates (`pkg/config/feature_gates.go`), their names and defaults,
+declared once: `--feature-gates=Name=true,Other=false`.
+
+Each gate says whether aiolbc acts on it. One it does not act on yet is pinned to the behaviour
+aiolbc has today; asking for the other state is a start-up error, never silently ignored. The
+parsed gates reach the controllers through their settings (`settings.gates.enabled(name)`), so
+a gate's behaviour is filled in by unpinning it here and reading it where it acts."""
+
+from __future__ import annotations
+
+from runtime.featuregates import FeatureGates, Gate
+
+# (name, upstream's default, the state aiolbc behaves as or None when it acts on the gate, what
+# the gate switches).
+_DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
+    ("ListenerRulesTagging", True, True, "tag listeners and rules"),
+    ("WeightedTargetGroups", True, True, "weighted forward actions over several target groups"),
+    ("ServiceTypeLoadBalancerOnly", False, True, "serve Services of type LoadBalancer only"),
+    ("EndpointsFailOpen", True, False, "register endpoints whose readiness is unknown"),
+    ("EnableServiceController", True, True, "the Service controller"),
+    ("EnableIPTargetType", True, True, "ip targets for Ingresses and Services"),
+    ("EnableRGTAPI", False, False, "read tags through the Resource Groups Tagging API"),
+    ("SubnetsClusterTagCheck", True, True,
+     "subnet discovery checks the kubernetes.io/cluster/<name> tag"),
+    ("NLBHealthCheckAdvancedConfig", True, True, "advanced NLB health check settings"),
+    ("NLBSecurityGroup", True, True, "security groups on NLBs"),
+    ("ALBSingleSubnet", False, False, "ALBs in a single subnet"),
+    ("SubnetDiscoveryByReachability", True, False, "subnet discovery by route reachability"),
+    ("LBCapacityReservation", True, False, "load balancer capacity reservations"),
+    ("NLBGatewayAPI", True, False, "Gateway API for NLBs"),
+    ("ALBGatewayAPI", True, False, "Gateway API for ALBs"),
+    ("GlobalAcceleratorController", False, False, "the Global Accelerator controller"),
+    ("EnableTCPUDPListener", False, True, "TCP_UDP listeners for a port with TCP and UDP"),
+    ("EnhancedDefaultBehavior", False, False,
+     "removing an annotation removes its capacity or mTLS setting"),
+    ("EnableDefaultTagsLowPriority", False, False,
+     "annotation tags win over --default-tags"),
+    ("ALBTargetControlAgent", False, False, "the ALB Target Control Agent"),
+    ("GatewayListenerSet", True, False, "ListenerSets in the Gateway API"),
+    ("EnableCertificateManagement", False, False, "ACM certificates created for Ingresses"),
+    ("IngressPlanAnnotation", False, False, "the model in an Ingress's dry-run-plan annotation"),
+)
+
+GATES = FeatureGates.of(
+    (Gate(name=name, default=default, pinned=pinned, help=text)
+     for name, default, pinned, text in _DECLARED),
+    program="aiolbc")
+
+
+__all__ = ["GATES"]

@@ -1,0 +1,65 @@
+"""The settings pieces several controllers share, nested whole in each kind's settings instead of
+repeated field by field: which cluster, region and VPC the controller acts for
+(`ClusterScope`), and what a stack takes when its annotations leave a value out (`StackDefaults`,
+which declares its flags: one default, one parser, one help each)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from controller import flagrules
+from controller.defaults import DEFAULT_SSL_POLICY
+from controller.model.loadbalancer import Scheme
+from controller.model.targetgroup import TargetType
+from runtime import flags, flagvalues
+from runtime.flags import flag
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterScope:
+    """`name`: the cluster the controller tags what it owns with. `region`: the region its AWS
+    clients use, as resolved from the flag or the environment. `vpc_id`: the cluster's VPC
+    ("" when not given: controllers that need it refuse to start without it)."""
+
+    name: str
+    region: str = ""
+    vpc_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackDefaults:
+    """Controller-wide settings that fill in what an Ingress's or a Service's annotations leave
+    out; part of the pure stage, so of the checkpoint."""
+
+    scheme: Scheme = flag(
+        "--default-load-balancer-scheme", default="internal",
+        parse=flagvalues.choice("internal", "internet-facing"),
+        help="scheme of load balancers whose annotations do not name one")
+    target_type: TargetType = flag(
+        "--default-target-type", default="instance", parse=flagvalues.choice("instance", "ip"),
+        help="target type of target groups whose annotations do not name one")
+    ssl_policy: str = flag(
+        "--default-ssl-policy", default=DEFAULT_SSL_POLICY, parse=str,
+        help="SSL policy of TLS listeners whose annotations do not name one")
+    # On every resource, winning over the tags annotations (as upstream).
+    tags: Mapping[str, str] = flag(
+        "--default-tags", default={}, parse=flagvalues.parse_key_values,
+        check=flagrules.tags_problem, help="tags on every AWS resource: key=value,...")
+    external_managed_tags: frozenset[str] = flag(
+        "--external-managed-tags", default=frozenset(), parse=flagvalues.parse_names,
+        check=flagrules.tag_keys_problem,
+        help="tag keys managed outside the controller: never removed, refused in annotations")
+
+    def __post_init__(self) -> None:
+        flags.freeze(self)
+
+    def check(self) -> str | None:
+        shared = sorted(set(self.external_managed_tags) & set(self.tags))
+        if shared:
+            return (f"--external-managed-tags: tag key {shared[0]!r} is also in --default-tags; "
+                    "a key is either set by the controller or managed outside it")
+        return None
+
+
+__all__ = ["ClusterScope", "StackDefaults"]

@@ -1,0 +1,63 @@
+"""The TargetGroupBinding controller's settings: its flags (`TargetGroupBindingConfig`: one
+declaration each, next to the field it fills) and `Settings`, what `setup` takes: those flags
+whole, with the pieces every controller shares nested (cluster scope, lanes, feature gates,
+where `spec.networking` rules are kept)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.defaults import (
+    DEFAULT_MAX_BACKOFF,
+    DEFAULT_MAX_CONCURRENT_RECONCILES,
+    DEFAULT_TGB_REQUEUE_DURATION,
+)
+from controller.networking.settings import NetworkingSettings
+from controller.reconcilers import MAX_CONCURRENT_RECONCILES, LaneSettings, Workers
+from controller.settings import ClusterScope
+from runtime import flagvalues
+from runtime.featuregates import FeatureGates
+from runtime.flags import flag
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetGroupBindingConfig:
+    max_concurrent_reconciles: int = flag(
+        "--targetgroupbinding-max-concurrent-reconciles",
+        default=DEFAULT_MAX_CONCURRENT_RECONCILES, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
+        help="how many TargetGroupBindings are reconciled at once")
+    max_exponential_backoff_delay: float = flag(
+        "--targetgroupbinding-max-exponential-backoff-delay", default=DEFAULT_MAX_BACKOFF,
+        parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
+        help="the longest wait before a failed TargetGroupBinding is retried")
+    # How soon a binding whose pods wait for their readiness gates looks at target health again.
+    requeue_duration: float = flag(
+        "--targetgroupbinding-requeue-duration", default=DEFAULT_TGB_REQUEUE_DURATION,
+        parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
+        help="while pods wait for their readiness gates, how often target health is read again")
+
+    @property
+    def workers(self) -> Workers:
+        return Workers(max_concurrent_reconciles=self.max_concurrent_reconciles,
+                       max_backoff=self.max_exponential_backoff_delay)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """`cluster`: target groups tagged for another cluster are refused, and so are those
+    outside its VPC unless a binding names theirs in `vpcID`."""
+
+    cluster: ClusterScope
+    config: TargetGroupBindingConfig = field(default_factory=TargetGroupBindingConfig)
+    lanes: LaneSettings = field(default_factory=LaneSettings)
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    # How long after its last full look (the checkpoint-timestamp) a verification takes an
+    # unchanged binding's registered targets and networking rules as they were, reading only
+    # its target group; None: every verification reads them (reconciler.py, "verifications").
+    targets_trusted_for: float | None = None
+    # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
+    networking: NetworkingSettings | None = None
+
+
+__all__ = ["Settings", "TargetGroupBindingConfig"]
