@@ -6,6 +6,9 @@ queue's LOW lane, the deployer, the qualify step and the reconciler."""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 from controller import transforms
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
@@ -73,22 +76,32 @@ def admission_caches(manager: Manager) -> Caches:
                   namespaces=transforms.informer(manager, NAMESPACES).store)
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+@dataclass(frozen=True)
+class Components:
+    """What the Ingress controller's watches need beside the informers."""
+
+    reconciler: IngressReconciler
+    groups: GroupMapper  # each watched kind → the groups it concerns
+    priority: GroupPriority
+    secrets: ReferencedSecrets  # the Secrets the members reference, watched by name
+
+
+def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
           backend: BackendSecurityGroup | None = None,
-          snapshot: RegionSnapshot | None = None) -> Controller:
-    """`backend`: the shared backend security group, when the Service controller of this
-    process shares it (the caller then makes one for both); by default the Ingress
-    controller's own. `snapshot`: the process's region snapshot, likewise."""
+          snapshot: RegionSnapshot | None = None) -> Components:
+    """The reconciler and what its watches need, on the manager's shared informers (with the
+    indexes they read). `backend`: the shared backend security group, when the Service
+    controller of this process shares it (the caller then makes one for both); by default the
+    Ingress controller's own. `snapshot`: the process's region snapshot, likewise."""
     ingresses = transforms.informer(manager, INGRESSES)
     services = transforms.informer(manager, SERVICES)
-    classes = transforms.informer(manager, INGRESSCLASSES)
-    params = transforms.informer(manager, INGRESSCLASSPARAMS)
-    namespaces = transforms.informer(manager, NAMESPACES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     secrets = ReferencedSecrets(manager.client, clock=manager.clock,
                                 settings=manager.options.informer_settings)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
-                    classes=classes.store, params=params.store, namespaces=namespaces.store)
+                    classes=transforms.informer(manager, INGRESSCLASSES).store,
+                    params=transforms.informer(manager, INGRESSCLASSPARAMS).store,
+                    namespaces=transforms.informer(manager, NAMESPACES).store)
     loader = GroupLoader(caches, ingress_class=settings.config.ingress_class)
     ingresses.add_indexer(GROUP_INDEX, index_keys)
     ingresses.add_indexer(CLASS_INDEX, class_keys)
@@ -125,28 +138,38 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
         recorder=manager.recorder, clock=manager.clock,
         checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
         secrets=secrets, vanished=vanished)
-    groups = GroupMapper(loader, caches)
     priority = GroupPriority(loader=loader, qualifier=qualifier, bindings=bindings.store,
                              enabled=settings.lanes.prioritised)
+    return Components(reconciler=reconciler, groups=GroupMapper(loader, caches),
+                      priority=priority, secrets=secrets)
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+          backend: BackendSecurityGroup | None = None,
+          snapshot: RegionSnapshot | None = None) -> Controller:
+    """Register the Ingress controller (`build` says what `backend` and `snapshot` are)."""
+    parts = build(manager, pool=pool, settings=settings, backend=backend, snapshot=snapshot)
+    groups, priority = parts.groups, parts.priority
+    informer = functools.partial(transforms.informer, manager)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
-            .watches(ingresses, groups.groups_for_ingress, priority=priority,
+            .watches(informer(INGRESSES), groups.groups_for_ingress, priority=priority,
                      predicates=[ViewChanged(ingress_view)])
-            .watches(services, groups.groups_for_service, priority=priority,
+            .watches(informer(SERVICES), groups.groups_for_service, priority=priority,
                      predicates=[ViewChanged(service_view)])
-            .watches(secrets, groups.groups_for_secret, priority=priority,
+            .watches(parts.secrets, groups.groups_for_secret, priority=priority,
                      predicates=[ViewChanged(secret_view)])
-            .watches(classes, groups.groups_for_class, priority=priority,
+            .watches(informer(INGRESSCLASSES), groups.groups_for_class, priority=priority,
                      predicates=[ViewChanged(spec_and_annotations)])
-            .watches(params, groups.groups_for_params, priority=priority,
+            .watches(informer(INGRESSCLASSPARAMS), groups.groups_for_params, priority=priority,
                      predicates=[ViewChanged(spec_and_annotations)])
-            .watches(namespaces, groups.groups_for_namespace, priority=priority,
+            .watches(informer(NAMESPACES), groups.groups_for_namespace, priority=priority,
                      predicates=[ViewChanged(labels_view)])
             # A managed binding matters only when it goes (deleted by hand: put back).
-            .watches(bindings, groups.group_for_binding, priority=priority,
-                     predicates=[DeletionStarted()])
+            .watches(manager.informer(TARGETGROUPBINDINGS), groups.group_for_binding,
+                     priority=priority, predicates=[DeletionStarted()])
             .with_options(controller_options(settings.lanes, settings.config.workers,
                                              gate=pool.verification_budget))
-            .complete(reconciler))
+            .complete(parts.reconciler))
 
 
 def _claimed_stacks(ingresses: list[Obj]) -> list[StackKey]:
@@ -154,4 +177,4 @@ def _claimed_stacks(ingresses: list[Obj]) -> list[StackKey]:
     return [("ingress", request.key) for ing in ingresses for request in former_groups(ing)]
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "admission_caches", "setup"]
+__all__ = ["CONTROLLER_NAME", "Components", "Settings", "admission_caches", "build", "setup"]

@@ -30,14 +30,15 @@ from runtime.resources import SERVICES
 CONTROLLER_NAME = "service"  # upstream's name, so dashboards match
 
 
-def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
-          deployer: StackDeployer | None = None,
-          backend: BackendSecurityGroup | None = None,
-          snapshot: RegionSnapshot | None = None) -> Controller:
-    """Register the Service controller. `deployer` may be shared with another controller;
-    by default it gets its own (with its own cache of the ARNs it owns). `backend`: the
-    shared backend security group, when the Ingress controller of this process shares it;
-    `snapshot`: the process's region snapshot, likewise."""
+def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+                     deployer: StackDeployer | None = None,
+                     backend: BackendSecurityGroup | None = None,
+                     snapshot: RegionSnapshot | None = None) -> ServiceReconciler:
+    """The reconciler on the manager's shared informers (with the indexes it reads).
+    `deployer` may be shared with another controller; by default it gets its own (with its own
+    cache of the ARNs it owns). `backend`: the shared backend security group, when the Ingress
+    controller of this process shares it; `snapshot`: the process's region snapshot,
+    likewise."""
     services = transforms.informer(manager, SERVICES)
     if deployer is None:
         if backend is None:
@@ -49,21 +50,31 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
-    reconciler = ServiceReconciler(
+    return ServiceReconciler(
         client=manager.client, services=services.store, bindings=bindings.store,
         deployer=deployer,
         recorder=manager.recorder, settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
         cleanup_poll=settings.cleanup_poll)
+
+
+def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
+          deployer: StackDeployer | None = None,
+          backend: BackendSecurityGroup | None = None,
+          snapshot: RegionSnapshot | None = None) -> Controller:
+    """Register the Service controller (`build_reconciler` says what the options are)."""
+    reconciler = build_reconciler(manager, pool=pool, settings=settings, deployer=deployer,
+                                  backend=backend, snapshot=snapshot)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
-            .for_(services, priority=reconciler.priority,
+            .for_(transforms.informer(manager, SERVICES), priority=reconciler.priority,
                   predicates=[services_we_build(settings.config.load_balancer_class),
                               ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
             # never lift a Service's paced verification into a NORMAL reconcile the checkpoint
             # would skip.
-            .watches(bindings, service_for_binding, predicates=[ViewChanged(binding_view)])
+            .watches(manager.informer(TARGETGROUPBINDINGS), service_for_binding,
+                     predicates=[ViewChanged(binding_view)])
             .with_options(controller_options(settings.lanes, settings.config.workers,
                                              gate=pool.verification_budget))
             .complete(reconciler))
@@ -75,4 +86,4 @@ def _claimed_stacks(services: list[Obj]) -> list[StackKey]:
             if has_finalizer(s, SERVICE_FINALIZER)]
 
 
-__all__ = ["CONTROLLER_NAME", "Settings", "setup"]
+__all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]
