@@ -106,3 +106,94 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_reads_the_source() -> None:
+    """A wrong root once made every rule above pass without reading a module."""
+    edges = graph()
+    assert len(edges) > 200
+    assert "runtime.reconcile" in edges["runtime.handlers"]
+
+
+# ---- one wiring shape -------------------------------------------------------------------------
+
+ENQUEUEING = {"enqueue", "defer", "enqueue_after"}
+HANDLER_TYPES = {"Enqueuer", "EnqueueForObject", "EnqueueFromMap"}
+
+
+def _controller_sources() -> dict[str, ast.Module]:
+    return {name: ast.parse(path.read_text()) for name, path in _modules().items()
+            if name.startswith("controller.") and not name.startswith("controller.standins")}
+
+
+def test_events_become_requests_only_through_the_runtime_handlers() -> None:
+    """No class in controller/ implements the runtime's handler protocol to enqueue work: a
+    watch's predicates, map function and priority function are given to the builder, which
+    makes the stock handler (controller-runtime's builder `doWatch`)."""
+    bad: list[str] = []
+    for name, tree in _controller_sources().items():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ENQUEUEING):
+                bad.append(f"{name}:{node.lineno} calls .{node.func.attr}()")
+            if isinstance(node, ast.Name) and node.id in HANDLER_TYPES:
+                bad.append(f"{name}:{node.lineno} uses {node.id}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "Controller"):
+                bad.append(f"{name}:{node.lineno} makes a Controller outside the builder")
+            if isinstance(node, ast.Attribute) and node.attr == "watch":
+                bad.append(f"{name}:{node.lineno} registers a handler with .watch()")
+    assert not bad, bad
+
+
+def _builder_chain_ends(function: ast.FunctionDef) -> bool:
+    """`setup` returns `ControllerBuilder(...)....complete(...)`."""
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
+            continue
+        call: ast.expr = node.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "complete"):
+            continue
+        while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+            call = call.func.value
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id == "ControllerBuilder"):
+            return True
+    return False
+
+
+def test_every_controller_is_wired_through_the_builder() -> None:
+    for package in CONTROLLER_PACKAGES:
+        tree = _controller_sources()[f"controller.{package}.wiring"]
+        setups = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "setup"]
+        assert len(setups) == 1, package
+        assert _builder_chain_ends(setups[0]), f"{package}: setup() is not a builder chain"
+
+
+# ---- settings stay small ------------------------------------------------------------------
+
+MAX_SETTINGS_FIELDS = 25
+
+
+def _dataclass_fields(cls: ast.ClassDef) -> int:
+    return sum(1 for node in cls.body if isinstance(node, ast.AnnAssign)
+               and not (isinstance(node.annotation, ast.Name)
+                        and node.annotation.id == "ClassVar"))
+
+
+def test_no_settings_class_has_more_than_about_25_fields() -> None:
+    """Settings are nested per concern (kopf's OperatorSettings): the flat configuration that
+    had 57 fields is what this keeps from coming back."""
+    big: list[str] = []
+    checked = 0
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(
+                    ("Settings", "Config", "Options")):
+                checked += 1
+                fields = _dataclass_fields(node)
+                if fields > MAX_SETTINGS_FIELDS:
+                    big.append(f"{name}.{node.name}: {fields} fields")
+    assert checked > 20
+    assert not big, big
