@@ -11,7 +11,7 @@ start verifies everything at normal priority.
 The priority decision starts in the event handler (no I/O there): an initial-list add or a
 resync whose computed checkpoint equals the stored one goes to the paced LOW lane; anything
 else is NORMAL. What needs the model (an object with a stored checkpoint) is decided off the
-event path (`runtime.decisions.Deferred`); an object without one is NORMAL at once. "" is
+event path (`runtime.prioritydecisions.Deferred`); an object without one is NORMAL at once. "" is
 never a valid checkpoint, so it doubles as the reset marker written before a changed model is
 deployed.
 """

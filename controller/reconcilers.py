@@ -27,11 +27,11 @@ import structlog
 from controller.defaults import DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENT_RECONCILES
 from runtime.client import KubeClient
 from runtime.clock import Clock
-from runtime.conditions import find_condition, set_condition
 from runtime.controller import ControllerOptions
 from runtime.errors import NotFound
 from runtime.objects import Obj, finalizers, meta, name_of, namespace_of
 from runtime.resources import Resource
+from runtime.statusconditions import find_condition, set_condition
 from runtime.workqueue import LaneGate, LowLaneOptions, QueueOptions
 
 log = structlog.get_logger("reconcilers")

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from runtime.client import KubeClient
     from runtime.clock import Clock, FakeClock, RealClock
     from runtime.controller import Controller, ControllerOptions
-    from runtime.decisions import Deferred
     from runtime.errors import AlreadyExists, ApiError, Conflict, NotFound
     from runtime.events import EventRecorder
     from runtime.failures import FailureLog
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
         ResourceVersionChanged,
         ViewChanged,
     )
+    from runtime.prioritydecisions import Deferred
     from runtime.reconcile import (
         LOW,
         NORMAL,
@@ -74,7 +74,7 @@ _HOMES: dict[str, str] = {
                      "GenerationChanged", "LabelChanged", "Not", "Or", "Predicate",
                      "ResourceVersionChanged", "ViewChanged"), "runtime.predicates"),
     **dict.fromkeys(("MapFn", "PriorityFn", "default_priority"), "runtime.handlers"),
-    "Deferred": "runtime.decisions",
+    "Deferred": "runtime.prioritydecisions",
     "ControllerBuilder": "runtime.builder",
     "Controller": "runtime.controller",
     "ControllerOptions": "runtime.controller",

@@ -13,7 +13,7 @@ builder's `with_event_filter` ones, controller-runtime's WithEventFilter, first)
 and a priority function that prices each mapped request (runtime.handlers). The
 queue is built from the options (`ControllerOptions`, defaults in `controller_options`) with the
 manager's clock and metrics registry (a paced LOW lane also waits, a bounded while, for the real
-changes any controller of the manager is reconciling: `runtime.decisions.Foreground`), and
+changes any controller of the manager is reconciling: `runtime.prioritydecisions.Foreground`), and
 `complete` registers the controller with the manager, which starts it while leading.
 """
 

@@ -25,9 +25,9 @@ from prometheus_client import CollectorRegistry
 
 from runtime import metrics
 from runtime.clock import Clock, RealClock
-from runtime.decisions import Decisions, Deferred, Foreground
 from runtime.errors import ApiError
 from runtime.hotloop import HotLoopGuard, HotLoopOptions
+from runtime.prioritydecisions import Decisions, Deferred, Foreground
 from runtime.reconcile import (
     LOW,
     NORMAL,
@@ -123,7 +123,7 @@ class _Metrics:
             "Requests enqueued by event handlers, by priority", ("controller", "priority"))
         self._enqueues_by_priority: dict[int, Any] = {}  # resolved children: no .labels() each
         # Not a controller-runtime metric: requests waiting for their priority decision
-        # (runtime.decisions), so far not in the queue's depth; computed at scrape time.
+        # (runtime.prioritydecisions), so far not in the queue's depth; computed at scrape time.
         self.pending_decisions = metrics.gauge(
             reg, "aiolbc_controller_pending_priority_decisions",
             "Requests waiting for a deferred priority decision before they are queued",
@@ -194,7 +194,8 @@ class Controller:
         self._enqueue_decided(request, priority)
 
     def defer(self, request: Request, decision: Deferred, *, replay: bool = False) -> None:
-        """Enqueue `request` once `decision` is made, off the event path (runtime.decisions)."""
+        """Enqueue `request` once `decision` is made, off the event path
+        (runtime.prioritydecisions)."""
         if replay and self._replayed is not None and self._replayed.get(request, LOW) >= NORMAL:
             return  # no decision can say more than the NORMAL the replay already gave it
         self.decisions.defer(request, decision)

@@ -12,9 +12,9 @@ plug in there): it sees the mapped request, the event and the default, and retur
 priority. Deletion is always a real change: a delete, or any event about an object whose
 `deletionTimestamp` is set, is never LOW, whatever the priority function says.
 
-A priority function may also answer `Deferred(decide)` (runtime.decisions) for an initial-list
-add or a resync it cannot judge cheaply: the controller then makes that decision off the event
-path, giving way to real changes, and enqueues the request with its result.
+A priority function may also answer `Deferred(decide)` (runtime.prioritydecisions) for an
+initial-list add or a resync it cannot judge cheaply: the controller then makes that decision
+off the event path, giving way to real changes, and enqueues the request with its result.
 
 One event may concern many requests (an IngressClass: every Ingress group of the class). The
 first `CHUNK` are enqueued at once; the rest in a coroutine the informer awaits before this
@@ -33,10 +33,10 @@ import asyncio
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Final, Protocol
 
-from runtime.decisions import Deferred
 from runtime.failures import FailureLog
 from runtime.objects import Obj, is_deleting, key_of, resource_version_of
 from runtime.predicates import Event, EventKind, Predicate
+from runtime.prioritydecisions import Deferred
 from runtime.reconcile import LOW, NORMAL, Request
 
 __all__ = [

@@ -38,9 +38,9 @@ from typing import Any, Protocol
 
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
-from runtime.decisions import BUSY_SLICE
 from runtime.failures import FailureLog
 from runtime.objects import Obj, resource_version_of, strip_managed_fields
+from runtime.prioritydecisions import BUSY_SLICE
 from runtime.reflector import Reflector, ReflectorSettings
 from runtime.resources import Resource
 from runtime.store import (
@@ -228,7 +228,7 @@ _YIELD_EVERY = 64
 # Seconds of deliveries without giving the loop back. Real time, not the injectable clock: it
 # decides only when other tasks get their turn, nothing a handler or test can observe.
 _YIELD_AFTER = 0.01
-# ... and while `busy()`: runtime.decisions' BUSY_SLICE, the turn its decisions take then.
+# ... and while `busy()`: runtime.prioritydecisions' BUSY_SLICE, the turn its decisions take then.
 
 
 def _name(func: object) -> str:

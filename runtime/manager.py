@@ -50,7 +50,6 @@ from runtime import heap, metrics
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.controller import Controller
-from runtime.decisions import Foreground
 from runtime.delegatedauth import DelegatedAuth
 from runtime.events import EventRecorder
 from runtime.heap import HeapSettings
@@ -58,6 +57,7 @@ from runtime.httpserver import MetricsServer, ProbeServer
 from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory, Transform
 from runtime.informer_metrics import register_informer_metrics
 from runtime.leaderelection import LeaderElectionLost, LeaderElector
+from runtime.prioritydecisions import Foreground
 from runtime.resources import Resource
 from runtime.servingcerts import load_server_context, self_signed_server_context
 

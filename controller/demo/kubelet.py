@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from runtime.client import KubeClient
-from runtime.conditions import rfc3339
 from runtime.errors import ApiError, Conflict, NotFound
 from runtime.informer import SharedInformer
 from runtime.objects import Obj, as_list, dig, is_deleting, labels_of, name_of, uid_of
 from runtime.resources import ENDPOINTSLICES, PODS, SERVICES
+from runtime.statusconditions import rfc3339
 
 TERMINATION_FINALIZER: Final = "kubelet.demo.aiolbc/graceful-termination"
 SLICE_SUFFIX: Final = "-played"

@@ -24,8 +24,10 @@ from controller.aws import (
     SnapshotStale,
 )
 from controller.deploy.concurrency import run_all
+from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
 from controller.deploy.identity import find_load_balancer, follow_existing, match_target_groups
+from controller.deploy.listenerrules import converge_rules
 from controller.deploy.listeners import (
     ObservedListeners,
     converge_listener,
@@ -33,11 +35,9 @@ from controller.deploy.listeners import (
     observe_listeners,
 )
 from controller.deploy.loadbalancer import converge_load_balancer
-from controller.deploy.ownership import OwnedArns, StackArns, StackKey
+from controller.deploy.ownedarns import OwnedArns, StackArns, StackKey
 from controller.deploy.resolve import ResolverSettings, StackResolver
 from controller.deploy.result import DeployResult, LoadBalancerStatus, ResolvedTargetGroupBinding
-from controller.deploy.rules import converge_rules
-from controller.deploy.run import DeployRun
 from controller.deploy.securitygroups import (
     PreparedGroups,
     SecurityGroupSettings,

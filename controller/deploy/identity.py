@@ -21,7 +21,7 @@ from typing import Any
 
 from controller.aws import Reader
 from controller.deploy.errors import DeployError, OwnershipConflict
-from controller.deploy.ownership import StackArns
+from controller.deploy.ownedarns import StackArns
 from controller.deploy.tags import Tracking
 from controller.model import LoadBalancer, SubnetDiscovery, TargetGroup
 from controller.model.naming import DEFAULT_PROTOCOL_VERSION

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.aws import AWSError
+from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
+from controller.deploy.listenerrules import list_rules
 from controller.deploy.normalize import api_actions, normal_actions
-from controller.deploy.rules import list_rules
-from controller.deploy.run import DeployRun
 from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import LISTENER, CertificateDiscovery, Listener
 

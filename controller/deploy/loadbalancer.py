@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Any
 
+from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
-from controller.deploy.run import DeployRun
 from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import LOAD_BALANCER, LoadBalancer, SubnetDiscovery, SubnetSelector
 

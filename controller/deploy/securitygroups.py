@@ -33,8 +33,8 @@ from typing import Any
 
 from controller.aws import AWSError, Caller, Reader
 from controller.deploy.concurrency import run_all
+from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
-from controller.deploy.run import DeployRun
 from controller.deploy.tags import CLUSTER_TAG, Tracking, stack_tag
 from controller.model import (
     SECURITY_GROUP,
@@ -47,7 +47,7 @@ from controller.model import (
     StackKind,
     TargetGroupBindingNetworking,
 )
-from controller.networking import rules as group_rules
+from controller.networking import securitygrouprules as group_rules
 from controller.networking.backend import BackendGroupError, BackendSecurityGroup
 from controller.networking.calls import GroupInUse, delete_group
 from controller.networking.permissions import expand, from_model

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from controller.aws import AWSError
+from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError, OwnershipConflict
 from controller.deploy.normalize import api_health_check, health_check_differs
-from controller.deploy.run import DeployRun
 from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import TARGET_GROUP, TargetGroup
 

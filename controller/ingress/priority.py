@@ -21,8 +21,8 @@ from controller.ingress.model import BUILDER_VERSION
 from controller.ingress.qualify import Qualifier
 from controller.ingress.status import converged_in_cache
 from controller.ingress.watches import BINDING_STACK_INDEX
-from runtime.decisions import Deferred
 from runtime.predicates import Event, EventKind
+from runtime.prioritydecisions import Deferred
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
 

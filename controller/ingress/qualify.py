@@ -3,18 +3,17 @@ them (`exclusions.settle`: membership, the namespace policy, what builds).
 
 `settle` is pure (cache reads only): the priority decisions use it at enqueue time. `qualify`,
 the reconcile's, first checks every target group a member forwards to by ARN
-(`controller.ownership`: same VPC, not another cluster's or namespace's, not filled by another
-namespace's binding), so that a member forwarding where it may not is left out (a newcomer) or
-holds the group (an established member) before anything is built; the facts it reads are cached
-(`TargetGroupLookup`), so a group without such forwards costs nothing and one with them a lookup
-per target group every few minutes.
-"""
+(`controller.targetgroupaccess`: same VPC, not another cluster's or namespace's, not filled by
+another namespace's binding), so that a member forwarding where it may not is left out (a
+newcomer) or holds the group (an established member) before anything is built; the facts it
+reads are cached (`TargetGroupLookup`), so a group without such forwards costs nothing and one
+with them a lookup per target group every few minutes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from controller import ownership
+from controller import targetgroupaccess
 from controller.annotations import AnnotationError
 from controller.errors import InvalidInput
 from controller.ingress.annotations import parse_ingress
@@ -30,7 +29,7 @@ Build = Callable[[Group], BuiltGroup]
 
 class Qualifier:
     def __init__(self, *, caches: Caches, settings: BuilderSettings, policy: GroupNamespaces,
-                 vanished: VanishedMembers, target_groups: ownership.TargetGroupLookup,
+                 vanished: VanishedMembers, target_groups: targetgroupaccess.TargetGroupLookup,
                  bindings_by_index: Callable[[str, str], list[Obj]]) -> None:
         self._caches = caches
         self._settings = settings
@@ -67,11 +66,12 @@ class Qualifier:
         for arn in forwarded_arns(member.ingress):
             try:
                 facts = await self._target_groups.facts(arn)
-                ownership.check_target_group(facts, namespace=namespace,
+                targetgroupaccess.check_target_group(facts, namespace=namespace,
                                              vpc_id=settings.cluster.vpc_id,
                                              cluster_name=settings.cluster.name)
-                ownership.check_forward(facts, namespace=namespace, bindings=ownership.bindings_of(
-                    self._bindings_by_index, facts))
+                targetgroupaccess.check_forward(
+                    facts, namespace=namespace,
+                    bindings=targetgroupaccess.bindings_of(self._bindings_by_index, facts))
             except InvalidInput as exc:
                 return f"forward to {arn}: {exc}"
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from controller import transforms
+from controller import informers
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
 from controller.deploy import DeployerSettings, StackDeployer
@@ -46,12 +46,12 @@ from controller.ingress.watches import (
     spec_and_annotations,
 )
 from controller.networking.backend import BackendSecurityGroup, StackKey
-from controller.ownership import (
+from controller.reconcilers import controller_options
+from controller.targetgroupaccess import (
     TARGET_GROUP_INDEX,
     TargetGroupLookup,
     binding_target_group_index,
 )
-from controller.reconcilers import controller_options
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
 from runtime.manager import Manager
@@ -65,15 +65,15 @@ CONTROLLER_NAME = "ingress"  # upstream's name, so dashboards match
 def admission_caches(manager: Manager) -> Caches:
     """What the validating webhook reads: the controller's informer caches, with the group
     indexes the loader needs, and Secrets presumed present (`admission.PresumedSecrets`)."""
-    ingresses = transforms.informer(manager, INGRESSES)
+    ingresses = informers.informer(manager, INGRESSES)
     ingresses.add_indexer(GROUP_INDEX, index_keys)
     ingresses.add_indexer(CLASS_INDEX, class_keys)
     return Caches(ingresses=ingresses.store,
-                  services=transforms.informer(manager, SERVICES).store,
+                  services=informers.informer(manager, SERVICES).store,
                   secrets=PresumedSecrets(),
-                  classes=transforms.informer(manager, INGRESSCLASSES).store,
-                  params=transforms.informer(manager, INGRESSCLASSPARAMS).store,
-                  namespaces=transforms.informer(manager, NAMESPACES).store)
+                  classes=informers.informer(manager, INGRESSCLASSES).store,
+                  params=informers.informer(manager, INGRESSCLASSPARAMS).store,
+                  namespaces=informers.informer(manager, NAMESPACES).store)
 
 
 @dataclass(frozen=True)
@@ -93,15 +93,15 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     indexes they read). `backend`: the shared backend security group, when the Service
     controller of this process shares it (the caller then makes one for both); by default the
     Ingress controller's own. `snapshot`: the process's region snapshot, likewise."""
-    ingresses = transforms.informer(manager, INGRESSES)
-    services = transforms.informer(manager, SERVICES)
+    ingresses = informers.informer(manager, INGRESSES)
+    services = informers.informer(manager, SERVICES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     secrets = ReferencedSecrets(manager.client, clock=manager.clock,
                                 settings=manager.options.informer_settings)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
-                    classes=transforms.informer(manager, INGRESSCLASSES).store,
-                    params=transforms.informer(manager, INGRESSCLASSPARAMS).store,
-                    namespaces=transforms.informer(manager, NAMESPACES).store)
+                    classes=informers.informer(manager, INGRESSCLASSES).store,
+                    params=informers.informer(manager, INGRESSCLASSPARAMS).store,
+                    namespaces=informers.informer(manager, NAMESPACES).store)
     loader = GroupLoader(caches, ingress_class=settings.config.ingress_class)
     ingresses.add_indexer(GROUP_INDEX, index_keys)
     ingresses.add_indexer(CLASS_INDEX, class_keys)
@@ -150,7 +150,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     """Register the Ingress controller (`build` says what `backend` and `snapshot` are)."""
     parts = build(manager, pool=pool, settings=settings, backend=backend, snapshot=snapshot)
     groups, priority = parts.groups, parts.priority
-    informer = functools.partial(transforms.informer, manager)
+    informer = functools.partial(informers.informer, manager)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .watches(informer(INGRESSES), groups.groups_for_ingress, priority=priority,
                      predicates=[ViewChanged(ingress_view)])

@@ -22,16 +22,6 @@ from controller.model.base import (
     Ref,
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
-from controller.model.conditions import (
-    Condition,
-    HostHeaderCondition,
-    HttpHeaderCondition,
-    HttpRequestMethodCondition,
-    PathPatternCondition,
-    QueryStringCondition,
-    QueryStringKeyValue,
-    SourceIpCondition,
-)
 from controller.model.limits import Quotas
 from controller.model.listener import CertificateDiscovery, Listener, ListenerRule
 from controller.model.loadbalancer import (
@@ -48,6 +38,16 @@ from controller.model.naming import (
     service_load_balancer_name,
     service_security_group_name,
     service_target_group_name,
+)
+from controller.model.ruleconditions import (
+    Condition,
+    HostHeaderCondition,
+    HttpHeaderCondition,
+    HttpRequestMethodCondition,
+    PathPatternCondition,
+    QueryStringCondition,
+    QueryStringKeyValue,
+    SourceIpCondition,
 )
 from controller.model.securitygroup import (
     MANAGED_SECURITY_GROUP_DESCRIPTION,

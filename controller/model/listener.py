@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from controller.model.actions import Action
 from controller.model.base import Items, Model, Ref, Tagged
-from controller.model.conditions import MAX_CONDITION_VALUES, Condition, condition_sort_key
+from controller.model.ruleconditions import MAX_CONDITION_VALUES, Condition, condition_sort_key
 
 ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
 AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None"]

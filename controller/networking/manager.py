@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.aws import AWSError, Caller
-from controller.networking import rules as group_rules
+from controller.networking import securitygrouprules as group_rules
 from controller.networking.enis import CLUSTER_TAG_PREFIX
 from controller.networking.permissions import Permission, description_for, expand
 from controller.networking.settings import NetworkingSettings

@@ -54,7 +54,6 @@ from controller.service.watches import SERVICE_STACK_INDEX
 from controller.stackapply import StackApplier
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
-from runtime.conditions import find_condition
 from runtime.errors import ApiError, NotFound
 from runtime.handlers import PriorityFn
 from runtime.objects import Obj, has_finalizer, is_deleting, meta, name_of
@@ -67,6 +66,7 @@ from runtime.reconcile import (
     reconcile_priority,
 )
 from runtime.resources import SERVICES
+from runtime.statusconditions import find_condition
 from runtime.store import Store
 
 READY_MESSAGE = "load balancer provisioned"

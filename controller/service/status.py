@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from runtime.conditions import find_condition, set_condition
 from runtime.objects import Obj
+from runtime.statusconditions import find_condition, set_condition
 
 CONDITION_TYPE: Final = "aiolbc/LoadBalancerReady"
 REASON_RECONCILED: Final = "Reconciled"

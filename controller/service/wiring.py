@@ -4,7 +4,7 @@ status and checkpoint writes), the queue's paced LOW lane, the deployer and the 
 
 from __future__ import annotations
 
-from controller import transforms
+from controller import informers
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
 from controller.deploy import StackDeployer
@@ -39,7 +39,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     cache of the ARNs it owns). `backend`: the shared backend security group, when the Ingress
     controller of this process shares it; `snapshot`: the process's region snapshot,
     likewise."""
-    services = transforms.informer(manager, SERVICES)
+    services = informers.informer(manager, SERVICES)
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster.name,
@@ -66,7 +66,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     reconciler = build_reconciler(manager, pool=pool, settings=settings, deployer=deployer,
                                   backend=backend, snapshot=snapshot)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
-            .for_(transforms.informer(manager, SERVICES), priority=reconciler.priority,
+            .for_(informers.informer(manager, SERVICES), priority=reconciler.priority,
                   predicates=[services_we_build(settings.config.load_balancer_class),
                               ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service

@@ -54,7 +54,7 @@ def _managed(obj: Obj) -> bool:
 
 
 class BindingAdmission:
-    """`bindings`: the binding cache, with `controller.ownership.TARGET_GROUP_INDEX`."""
+    """`bindings`: the binding cache, with `controller.targetgroupaccess.TARGET_GROUP_INDEX`."""
 
     def __init__(self, pool: AWSClientPool, bindings: Store, scope: Scope) -> None:
         self._pool = pool

@@ -1,6 +1,6 @@
 """What a TargetGroupBinding must pass before any target is registered or deregistered: no
 cross-account role (not implemented, so never silently ignored), a target group this binding
-may act on (`controller.ownership`: VPC, cluster, namespace, other bindings), an IP family
+may act on (`controller.targetgroupaccess`: VPC, cluster, namespace, other bindings), an IP family
 and a target type that match the target group's. Each refusal is `InvalidInput` with its own
 condition reason: a Warning Event and `Ready=False`, and nothing changes in AWS. Admission
 (`admission.py`) makes the same checks with these same functions when the binding is written,
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller import ownership
+from controller import targetgroupaccess
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec
 from controller.errors import InvalidInput
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo
@@ -46,10 +46,11 @@ def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupIn
                        scope: Scope, bindings: Store) -> str:
     """Raises for a target group this binding may not act on; returns the IP family of its
     targets (the spec's, which must equal the target group's, or the target group's)."""
-    ownership.check_target_group(tg.facts, namespace=namespace_of(tgb),
+    targetgroupaccess.check_target_group(tg.facts, namespace=namespace_of(tgb),
                                  vpc_id=spec.vpc_id or scope.vpc_id,
                                  cluster_name=scope.cluster_name)
-    ownership.check_rivals(tgb, ownership.bindings_of(bindings.by_index, tg.facts), tg.facts)
+    others = targetgroupaccess.bindings_of(bindings.by_index, tg.facts)
+    targetgroupaccess.check_rivals(tgb, others, tg.facts)
     family = tg.ip_address_type or "ipv4"
     if spec.ip_address_type and spec.ip_address_type != family:
         raise IPAddressTypeMismatch(
@@ -83,13 +84,13 @@ def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
     spec = tgb.get("spec")
     named = spec.get("vpcID") if isinstance(spec, dict) else None
     vpcs = [scope.vpc_id, *([named] if isinstance(named, str) and named else [])]
-    refusal: ownership.NotOwned | None = None
+    refusal: targetgroupaccess.NotOwned | None = None
     for vpc_id in vpcs:
         try:
-            ownership.check_target_group(tg.facts, namespace=namespace_of(tgb), vpc_id=vpc_id,
-                                         cluster_name=scope.cluster_name)
+            targetgroupaccess.check_target_group(tg.facts, namespace=namespace_of(tgb),
+                                                 vpc_id=vpc_id, cluster_name=scope.cluster_name)
             return
-        except ownership.NotOwned as exc:
+        except targetgroupaccess.NotOwned as exc:
             refusal = refusal or exc
     assert refusal is not None
     raise refusal

@@ -31,10 +31,10 @@ from controller.targetgroupbinding.targetgroups import REGISTERING, TargetState
 from controller.targetgroupbinding.targets import Target
 from runtime.client import KubeClient
 from runtime.clock import Clock
-from runtime.conditions import rfc3339
 from runtime.errors import Conflict, NotFound
 from runtime.objects import Obj, key_of, name_of, namespace_of, uid_of
 from runtime.resources import PODS
+from runtime.statusconditions import rfc3339
 from runtime.store import Store
 
 log = structlog.get_logger("targetgroupbinding")

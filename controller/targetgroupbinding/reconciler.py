@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 import structlog
 
 from controller import checkpoint as stack_checkpoint
-from controller import ownership
+from controller import targetgroupaccess
 from controller.apis import (
     REGISTERED_TARGET_GROUP_ANNOTATION,
     TARGETGROUPBINDING_FINALIZER,
@@ -85,7 +85,6 @@ from controller.targetgroupbinding.targets import (
 from controller.targetgroupbinding.watches import SERVICE_INDEX, SLICE_SERVICE_INDEX
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
-from runtime.conditions import find_condition
 from runtime.errors import ApiError, NotFound
 from runtime.handlers import PriorityFn
 from runtime.objects import (
@@ -106,6 +105,7 @@ from runtime.reconcile import (
     TerminalError,
     reconcile_priority,
 )
+from runtime.statusconditions import find_condition
 from runtime.store import Store
 
 READY = "Ready"
@@ -448,22 +448,22 @@ class TargetGroupBindingReconciler:
             return None  # gone, and its targets with it
         try:
             check_recorded(tgb, info, scope=self._scope)
-        except ownership.NotOwned as exc:
+        except targetgroupaccess.NotOwned as exc:
             self._writer.event(
                 tgb, "Warning", "RecordedTargetGroupNotOwned",
                 f"the target group recorded in {REGISTERED_TARGET_GROUP_ANNOTATION} is not "
                 f"this binding's: {exc}; nothing is deregistered from it")
             return None
-        others = [b for b in ownership.bindings_of(self._bindings.by_index, info.facts)
-                  if key_of(b) != key_of(tgb) and ownership.holds(b, info.arn)
-                  and not ownership.may_share(tgb, b)]
+        others = [b for b in targetgroupaccess.bindings_of(self._bindings.by_index, info.facts)
+                  if key_of(b) != key_of(tgb) and targetgroupaccess.holds(b, info.arn)
+                  and not targetgroupaccess.may_share(tgb, b)]
         if others:
             self._writer.event(
                 tgb, "Warning", "TargetGroupTakenOver",
                 f"target group {info.name or arn}, which this binding registered into, is now "
                 f"used by TargetGroupBinding {key_of(others[0])}; its targets are left to it")
             return None
-        multi_cluster = ownership.is_multi_cluster(tgb)
+        multi_cluster = targetgroupaccess.is_multi_cluster(tgb)
         tracked = await self._tracker.tracked(ns, name, recheck=not multi_cluster)
         if tracked is None:
             # Without a record a multi-cluster binding cannot tell its targets from other

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import structlog
 
+from controller.informers import strip
 from controller.targetgroupbinding.slicedecode import decode_slice_event
 from controller.targetgroupbinding.sliceendpoints import endpoints_of
 from controller.targetgroupbinding.watches import (
@@ -35,7 +36,6 @@ from controller.targetgroupbinding.watches import (
     binding_service_index,
     slice_service_index,
 )
-from controller.transforms import strip
 from runtime.client import KubeClient
 from runtime.errors import ApiError
 from runtime.informer import SharedInformer

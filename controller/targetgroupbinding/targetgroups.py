@@ -36,7 +36,7 @@ from controller.aws import (
     Listing,
     RegionSnapshot,
 )
-from controller.ownership import FACTS_TTL, TargetGroupFacts
+from controller.targetgroupaccess import FACTS_TTL, TargetGroupFacts
 from controller.targetgroupbinding.targets import Target
 from runtime.clock import Clock, RealClock
 from runtime.reconcile import NORMAL, current_priority, reconcile_priority

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from controller import transforms
+from controller import informers
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
-from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.reconcilers import controller_options
+from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.networking import BindingNetworking
@@ -65,7 +65,7 @@ def hot_loop_options(requeue_duration: float) -> HotLoopOptions:
 def pods_informer(manager: Manager) -> SharedInformer:
     """The shared pod cache, cut down to what readiness gates need (pods.py), indexed by the
     bindings their gates name."""
-    pods = transforms.informer(manager, PODS, transform=slim_pod)
+    pods = informers.informer(manager, PODS, transform=slim_pod)
     pods.add_indexer(GATE_INDEX, gate_index)
     return pods
 
@@ -87,7 +87,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     # What the slice cache keeps depends on which Services bindings use: it lists once the
     # bindings' cache holds its initial list (slicecache.py).
-    slices = transforms.informer(manager, ENDPOINTSLICES, transform=SliceTrimmer(bindings.store),
+    slices = informers.informer(manager, ENDPOINTSLICES, transform=SliceTrimmer(bindings.store),
                                  start_after=[bindings])
     slices.add_indexer(SLICE_SERVICE_INDEX, slice_service_index)
     # On every replica, so that a standby's slice cache is whole for the Services in use.
@@ -99,8 +99,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
             bindings_with_networking=lambda: _with_networking(bindings.store.list()))
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
-        services=transforms.informer(manager, SERVICES).store, slices=slices.store,
-        nodes=transforms.informer(manager, NODES).store,
+        services=informers.informer(manager, SERVICES).store, slices=slices.store,
+        nodes=informers.informer(manager, NODES).store,
         target_groups=TargetGroups(pool, clock=manager.clock,
                                    read_ahead=lambda: named_arns(bindings.store),
                                    snapshot=snapshot),
@@ -127,11 +127,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(bindings, priority=reconciler.priority,
                   predicates=[ViewChanged(binding_view)])
-            .watches(transforms.informer(manager, SERVICES), bindings_of_service(bindings.store),
+            .watches(informers.informer(manager, SERVICES), bindings_of_service(bindings.store),
                      predicates=[ViewChanged(service_view)])
             .watches(manager.informer(ENDPOINTSLICES), bindings_of_slice(bindings.store),
                      predicates=[SliceChanged(bindings.store, pods_informer(manager).store)])
-            .watches(transforms.informer(manager, NODES), bindings_of_node(bindings.store),
+            .watches(informers.informer(manager, NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
             .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])
             .with_options(dataclasses.replace(controller_options(

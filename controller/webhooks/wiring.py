@@ -3,10 +3,10 @@ handlers on upstream's paths, on the manager's shared informers."""
 
 from __future__ import annotations
 
-from controller import ingress, transforms
+from controller import informers, ingress
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool
-from controller.ownership import TARGET_GROUP_INDEX, binding_target_group_index
+from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding import BindingAdmission
 from controller.webhooks.handlers import (
     MUTATE_POD,
@@ -41,13 +41,13 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     server = WebhookServer(settings.server, registry=manager.registry, certificates=certificates)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
-    services = transforms.informer(manager, SERVICES)
+    services = informers.informer(manager, SERVICES)
     admission = BindingAdmission(pool, bindings.store, settings.scope)
     server.register(MUTATE_POD, PodReadinessGateMutator(
         bindings, services, enabled=settings.config.pod_readiness_gate_inject))
     server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
     server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(admission, bindings))
-    ingress_informers = tuple(transforms.informer(manager, r) for r in (
+    ingress_informers = tuple(informers.informer(manager, r) for r in (
         INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
     server.register(VALIDATE_INGRESS, IngressValidator(
         ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Hashable
 from typing import Any, TypeVar
 
-from runtime.decisions import Deferred
+from runtime.prioritydecisions import Deferred
 from runtime.workqueue import LowLaneOptions, PriorityQueue, QueueOptions
 
 K = TypeVar("K", bound=Hashable)

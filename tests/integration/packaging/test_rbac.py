@@ -58,7 +58,6 @@ from controller.defaults import DEFAULT_WEBHOOK_SECRET_NAME
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy, AwsSeed
 from runtime.client import KubeClient
-from runtime.conditions import find_condition
 from runtime.envtest import RequestRecord, service_account_user
 from runtime.errors import NotFound
 from runtime.manager import Manager
@@ -73,6 +72,7 @@ from runtime.resources import (
     SERVICES,
     VALIDATINGWEBHOOKCONFIGURATIONS,
 )
+from runtime.statusconditions import find_condition
 from tests.support import objects
 from tests.support.aws import AwsInspector
 from tests.support.cluster import Cluster

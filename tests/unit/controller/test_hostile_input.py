@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from controller import ownership
+from controller import targetgroupaccess
 from controller.annotations import (
     MAX_JSON_DEPTH,
     MAX_VALUE_LENGTH,
@@ -256,7 +256,8 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
     bindings = Store()
     bindings.add_indexer(tgb_watches.SERVICE_INDEX, tgb_watches.binding_service_index)
     bindings.add_indexer(tgb_watches.TARGET_TYPE_INDEX, tgb_watches.binding_target_type_index)
-    bindings.add_indexer(ownership.TARGET_GROUP_INDEX, ownership.binding_target_group_index)
+    bindings.add_indexer(targetgroupaccess.TARGET_GROUP_INDEX,
+                         targetgroupaccess.binding_target_group_index)
     bindings.upsert(obj)
     bindings.upsert(other)
     for fn in (tgb_watches.binding_service_index, tgb_watches.binding_target_type_index,
@@ -264,16 +265,16 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
                tgb_watches.service_view, tgb_watches.slice_view, tgb_watches.node_view,
                tgb_watches.bindings_of_service(bindings), tgb_watches.bindings_of_slice(bindings),
                tgb_watches.bindings_of_node(bindings), instance_id, node_fit_for_traffic,
-               ownership.binding_target_group_index, ownership.is_multi_cluster,
+               targetgroupaccess.binding_target_group_index, targetgroupaccess.is_multi_cluster,
                registered_target_group):
         fn(obj)
-    facts = ownership.TargetGroupFacts(arn="arn:tg", name="tg", vpc_id="vpc-1")
-    ownership.bindings_of(bindings.by_index, facts)
-    ownership.holds(obj, "arn:tg")
-    ownership.may_share(obj, other)
-    ownership.rival(obj, [obj, other], "arn:tg")
-    _contained(lambda: ownership.check_rivals(obj, [other], facts))
-    _contained(lambda: ownership.check_forward(facts, namespace="default", bindings=[obj]))
+    facts = targetgroupaccess.TargetGroupFacts(arn="arn:tg", name="tg", vpc_id="vpc-1")
+    targetgroupaccess.bindings_of(bindings.by_index, facts)
+    targetgroupaccess.holds(obj, "arn:tg")
+    targetgroupaccess.may_share(obj, other)
+    targetgroupaccess.rival(obj, [obj, other], "arn:tg")
+    _contained(lambda: targetgroupaccess.check_rivals(obj, [other], facts))
+    _contained(lambda: targetgroupaccess.check_forward(facts, namespace="default", bindings=[obj]))
     _contained(lambda: parse_spec(obj))
     _contained(lambda: find_service_port(obj, 80, service_key="k"))
     _contained(lambda: find_service_port(obj, "http", service_key="k"))

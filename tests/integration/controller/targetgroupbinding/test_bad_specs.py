@@ -7,7 +7,7 @@ from typing import Any
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.standins import AWSFaultProxy
-from runtime.conditions import find_condition
+from runtime.statusconditions import find_condition
 from tests.support.cluster import Cluster
 from tests.support.waiting import eventually
 

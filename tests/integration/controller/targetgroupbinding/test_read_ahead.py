@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.standins import AWSFaultProxy
-from runtime.conditions import find_condition
+from runtime.statusconditions import find_condition
 from tests.support.cluster import Cluster
 from tests.support.settings import tgb_settings
 from tests.support.waiting import eventually

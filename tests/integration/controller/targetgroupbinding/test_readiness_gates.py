@@ -10,8 +10,8 @@ import math
 
 from controller.apis import TARGETGROUPBINDINGS, target_health_condition
 from controller.standins import AWSFaultProxy, TargetHealthSettings
-from runtime.conditions import find_condition
 from runtime.resources import ENDPOINTSLICES, PODS
+from runtime.statusconditions import find_condition
 from tests.support import objects
 from tests.support.cluster import Cluster
 from tests.support.settings import tgb_settings

@@ -20,8 +20,8 @@ from controller.ingress.priority import GroupPriority
 from controller.ingress.qualify import Qualifier
 from controller.ingress.vanished import VanishedMembers, record
 from controller.ingress.watches import BINDING_STACK_INDEX, binding_stack_index
-from controller.ownership import TargetGroupLookup
 from controller.settings import ClusterScope, StackDefaults
+from controller.targetgroupaccess import TargetGroupLookup
 from runtime.objects import Obj, key_of
 from runtime.reconcile import Request
 from runtime.store import Store

@@ -7,9 +7,9 @@ import copy
 
 from controller.ingress.groups import GroupLoader
 from controller.ingress.watches import ingress_view
-from runtime.decisions import Deferred
 from runtime.handlers import EnqueueFromMap
 from runtime.predicates import Event, EventKind, ViewChanged
+from runtime.prioritydecisions import Deferred
 from runtime.reconcile import LOW, NORMAL, Request
 from tests.support.objects import ingress, ingress_class
 from tests.unit.controller.ingress.caches import caches, loader

@@ -15,14 +15,14 @@ from controller.ingress import qualify as qualify_module
 from controller.ingress import wiring as ingress
 from controller.ingress.model import build_group
 from controller.ingress.priority import GroupPriority
-from controller.ownership import TargetGroupLookup
 from controller.reconcilers import LaneSettings
 from controller.settings import ClusterScope, StackDefaults
+from controller.targetgroupaccess import TargetGroupLookup
 from runtime.client import KubeClient
-from runtime.decisions import Deferred
 from runtime.manager import Manager
 from runtime.objects import key_of
 from runtime.predicates import Event, EventKind
+from runtime.prioritydecisions import Deferred
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.store import Store
 from tests.support.aws import unreachable_aws

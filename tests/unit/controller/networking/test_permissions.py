@@ -7,7 +7,7 @@ from typing import Any
 
 from controller.networking.manager import OWNED_DESCRIPTION, aggregate, owned
 from controller.networking.permissions import Permission, expand, normal_protocol, to_api
-from controller.networking.rules import plan
+from controller.networking.securitygrouprules import plan
 
 
 def _group(source: str, low: int, high: int, description: str = OWNED_DESCRIPTION

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controller.apis.targetgroupbinding import parse_spec
-from controller.ownership import (
+from controller.targetgroupaccess import (
     TARGET_GROUP_INDEX,
     TargetGroupInAnotherVPC,
     TargetGroupOfAnotherCluster,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from controller.informers import LAST_APPLIED
 from controller.targetgroupbinding.endpointsets import SliceMemo
 from controller.targetgroupbinding.slicecache import (
     SlicesNotCached,
@@ -24,7 +25,6 @@ from controller.targetgroupbinding.watches import (
     slice_service_index,
     slice_view,
 )
-from controller.transforms import LAST_APPLIED
 from runtime.store import Store
 from tests.support.objects import endpoint, endpoint_slice
 

@@ -1,6 +1,6 @@
-"""Priority decisions made off the event path (runtime/decisions.py), through a real Controller
-and PriorityQueue: what is deferred, what settles a pending decision, how decisions give way to
-real changes, and the LOW lane's gate on real changes."""
+"""Priority decisions made off the event path (runtime/prioritydecisions.py), through a real
+Controller and PriorityQueue: what is deferred, what settles a pending decision, how decisions
+give way to real changes, and the LOW lane's gate on real changes."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from runtime import decisions
+from runtime import prioritydecisions
 from runtime.clock import FakeClock
 from runtime.controller import Controller
-from runtime.decisions import Deferred, Foreground
 from runtime.handlers import EnqueueForObject, PriorityFn
 from runtime.predicates import Event, EventKind
+from runtime.prioritydecisions import Deferred, Foreground
 from runtime.reconcile import LOW, NORMAL, Request
 from runtime.workqueue import AllGates, PriorityQueue
 from tests.support.queues import settle
@@ -175,7 +175,7 @@ async def test_decisions_take_short_turns_while_a_real_change_is_reconciled() ->
             if not len(controller.decisions):
                 break
         # Each decision takes at least 1 ms and a busy slice is 2 ms: at most two a turn.
-        assert max(turns) <= round(decisions.BUSY_SLICE / 0.001)
+        assert max(turns) <= round(prioritydecisions.BUSY_SLICE / 0.001)
         assert len(made) == 40
         reconciler.release.set()
         await settle()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controller.informers import LAST_APPLIED, TRIMMED, strip, trim_node
 from controller.targetgroupbinding.targets import (
     find_service_port,
     instance_endpoints,
     node_fit_for_traffic,
 )
 from controller.targetgroupbinding.watches import node_view
-from controller.transforms import LAST_APPLIED, TRIMMED, strip, trim_node
 from runtime.resources import NODES, SERVICES
 from tests.support.objects import node, service, service_port
 

@@ -1,4 +1,5 @@
-"""The ownership rules (`controller/ownership.py`): which target groups an object may act on."""
+"""The access rules (`controller/targetgroupaccess.py`): which target groups an object may act
+on."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import ownership
+from controller import targetgroupaccess
 from controller.apis import REGISTERED_TARGET_GROUP_ANNOTATION
-from controller.ownership import (
+from controller.targetgroupaccess import (
     TARGET_GROUP_INDEX,
     TargetGroupFacts,
     TargetGroupInAnotherVPC,
@@ -30,7 +31,7 @@ def facts(*, vpc: str = VPC) -> TargetGroupFacts:
 
 
 def check(tg: TargetGroupFacts, namespace: str = "shop", vpc: str = VPC) -> None:
-    ownership.check_target_group(tg, namespace=namespace, vpc_id=vpc, cluster_name=CLUSTER)
+    targetgroupaccess.check_target_group(tg, namespace=namespace, vpc_id=vpc, cluster_name=CLUSTER)
 
 
 def test_an_untagged_target_group_in_the_vpc_may_be_used_by_anyone() -> None:
@@ -84,47 +85,47 @@ def test_a_binding_is_refused_a_target_group_another_binding_holds() -> None:
     attacker = _binding("attacker", "grab", created="2023-01-01T00:00:00Z")
     tg = facts()
     with pytest.raises(TargetGroupInUse, match="shop/web"):
-        ownership.check_rivals(attacker, [victim, attacker], tg)
-    ownership.check_rivals(victim, [victim, attacker], tg)
+        targetgroupaccess.check_rivals(attacker, [victim, attacker], tg)
+    targetgroupaccess.check_rivals(victim, [victim, attacker], tg)
     # Multi-cluster on both sides shares only within one namespace.
     shared_victim = _binding("shop", "web", created="2024-01-01T00:00:00Z", holds=True, mc=True)
     shared_attacker = _binding("attacker", "grab", created="2024-02-01T00:00:00Z", mc=True)
     with pytest.raises(TargetGroupInUse):
-        ownership.check_rivals(shared_attacker, [shared_victim], tg)
+        targetgroupaccess.check_rivals(shared_attacker, [shared_victim], tg)
     blue = _binding("shop", "blue", created="2024-02-01T00:00:00Z", mc=True)
-    ownership.check_rivals(blue, [shared_victim, blue], tg)
+    targetgroupaccess.check_rivals(blue, [shared_victim, blue], tg)
 
 
 def test_of_two_holders_the_older_keeps_the_target_group() -> None:
     old = _binding("shop", "old", created="2024-01-01T00:00:00Z", holds=True)
     new = _binding("shop", "new", created="2024-03-01T00:00:00Z", holds=True)
-    assert ownership.rival(new, [old, new], ARN) == old
-    assert ownership.rival(old, [old, new], ARN) is None
+    assert targetgroupaccess.rival(new, [old, new], ARN) == old
+    assert targetgroupaccess.rival(old, [old, new], ARN) is None
 
 
 def test_a_binding_that_never_registered_blocks_nobody() -> None:
     broken = _binding("shop", "broken", created="2023-01-01T00:00:00Z")
     good = _binding("shop", "good", created="2024-01-01T00:00:00Z")
-    assert ownership.rival(good, [broken, good], ARN) is None
+    assert targetgroupaccess.rival(good, [broken, good], ARN) is None
 
 
 def test_forwarding_to_a_target_group_another_namespace_binds_is_refused() -> None:
     victim = _binding("shop", "web", created="2024-01-01T00:00:00Z", holds=True)
     with pytest.raises(TargetGroupOfAnotherNamespace, match="shop/web"):
-        ownership.check_forward(facts(), namespace="attacker", bindings=[victim])
-    ownership.check_forward(facts(), namespace="shop", bindings=[victim])
+        targetgroupaccess.check_forward(facts(), namespace="attacker", bindings=[victim])
+    targetgroupaccess.check_forward(facts(), namespace="shop", bindings=[victim])
 
 
 def test_bindings_of_finds_a_target_group_by_arn_and_by_name() -> None:
     store = Store()
-    store.add_indexer(TARGET_GROUP_INDEX, ownership.binding_target_group_index)
+    store.add_indexer(TARGET_GROUP_INDEX, targetgroupaccess.binding_target_group_index)
     by_arn = _binding("a", "by-arn", created="1")
     by_name = {"metadata": {"namespace": "b", "name": "by-name"},
                "spec": {"targetGroupName": "tg"}}
     other = _binding("c", "other", created="1", arn=ARN.replace("/tg/", "/other/"))
     for obj in (by_arn, by_name, other):
         store.upsert(obj)
-    found = ownership.bindings_of(store.by_index, facts())
+    found = targetgroupaccess.bindings_of(store.by_index, facts())
     assert [o["metadata"]["name"] for o in found] == ["by-arn", "by-name"]
 
 
@@ -132,5 +133,5 @@ def test_bindings_of_finds_a_target_group_by_arn_and_by_name() -> None:
                     lambda inner: st.lists(inner, max_size=3)
                     | st.dictionaries(st.text(max_size=15), inner, max_size=3), max_leaves=10))
 def test_the_index_never_raises(spec: Any) -> None:
-    values = ownership.binding_target_group_index({"metadata": {"name": "x"}, "spec": spec})
+    values = targetgroupaccess.binding_target_group_index({"metadata": {"name": "x"}, "spec": spec})
     assert all(v.startswith(("arn:", "name:")) for v in values)

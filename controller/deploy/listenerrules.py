@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from controller.aws import AWSError
+from controller.deploy.deployrun import DeployRun
 from controller.deploy.normalize import (
     api_actions,
     api_condition,
     normal_actions,
     normal_conditions,
 )
-from controller.deploy.run import DeployRun
 from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import LISTENER_RULE, ListenerRule
 
