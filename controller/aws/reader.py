@@ -4,7 +4,7 @@ that asks AWS (`DirectReader`).
 Readers wrap one another, each with the same surface, as client-go's queue, delaying queue and
 rate-limiting queue do:
 
-    SnapshotReader(snapshot, BatchingReader(batcher, DirectReader(caller)))
+    SnapshotReader(BatchingReader(DirectReader(caller), batcher), snapshot)
 
 - `DirectReader` (here) asks AWS: one call per lookup (of at most 20 keys where AWS says so).
   AWS refuses a lookup whole when one of its keys is missing; then the keys are asked for again
