@@ -3,7 +3,7 @@ every document is valid Kubernetes (kubernetes-validate, strict), so is the kust
 build wires what the controller needs (flags that `aiolbc run` really accepts, the Lease and
 Events permissions, probes on the pod IP's health port, secure metrics and the grants they
 need, a metrics Service, a NetworkPolicy letting in only scrapers and the API server), and the
-real kubectl applies it to the local API server. The metrics table in manifests/README.md and
+real kubectl applies it to the local API server. The metrics tables of docs/operations.md and
 the Grafana dashboard name only metrics a running process registers."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from runtime.client import KubeClient
 from runtime.httpserver import BindAddress, parse_bind_address
 from runtime.manager import Manager, ManagerOptions
 from tests.support.kubectl import Kubectl
-from tests.support.paths import MANIFESTS
+from tests.support.paths import MANIFESTS, REPO
 
 ROOT = MANIFESTS
 KUBECTL = Path(sys.executable).parent / "kubectl"
@@ -506,8 +506,8 @@ def _sample_names(families: dict[str, str]) -> set[str]:
 
 def test_metrics_table_matches_the_registered_metrics(registered_metrics: dict[str, str]
                                                       ) -> None:
-    readme = (ROOT / "README.md").read_text()
-    documented = set(re.findall(r"^\| `([a-z_]+)` \|", readme, re.MULTILINE))
+    operations = (REPO / "docs" / "operations.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", operations, re.MULTILINE))
     registered = {n for n in _sample_names(registered_metrics)
                   if n.startswith(_DOCUMENTED_PREFIXES)
                   and not n.endswith(("_bucket", "_sum", "_count"))}
