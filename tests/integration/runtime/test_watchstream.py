@@ -186,8 +186,12 @@ async def test_error_answers_are_typed_and_retried_like_any_read() -> None:
 async def test_an_error_event_or_a_failing_handler_ends_delivery_with_its_error() -> None:
     error = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "expired"}}
     pieces = [OK_CHUNKED + chunk(line(event(0)) + line(error) + line(event(1)))]
-    given_up = asyncio.Event()  # the server holds each stream open until then
-    async with raw_serving(answering(pieces, then=lambda w: given_up.wait())) as url:
+    given_up = asyncio.Event()
+
+    async def hold_open(writer: Writer) -> None:
+        await given_up.wait()
+
+    async with raw_serving(answering(pieces, then=hold_open)) as url:
         client = client_for(url)
         try:
             stream = await client.open_watch(CONFIGMAPS, "default")
