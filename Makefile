@@ -1,12 +1,22 @@
 # aiolbc developer entry points. `make test` is the project's test command; `make demo` runs the
-# whole system on local stand-ins. Both create the virtualenv on first use.
+# whole system on local stand-ins. Both create the virtualenv on first use. `make bench-check`
+# runs every benchmark in --quick mode and checks what it prints (CI runs it after `make test`).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 BENCH_ARGS ?=
+# pytest-xdist workers: one per core by default (`PYTEST_WORKERS=0` runs in this process).
+# worksteal hands each worker half of the tests, in order, and an idle worker takes half of what
+# another still has queued, so no queue of slow integration tests is left to one worker at the end.
+PYTEST_WORKERS ?= auto
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
+PYTEST_ARGS ?=
+# The quick benchmarks mostly wait on their own windows (about 45 s of CPU in 110 s on two
+# workers): four at a time end when the longest (scale.py) does.
+BENCH_WORKERS ?= 4
 
-.PHONY: install test lint typecheck pytest bench demo clean
+.PHONY: install test lint typecheck pytest bench bench-check demo clean
 
 install: $(VENV)/.installed
 
@@ -25,10 +35,14 @@ typecheck: install
 	$(BIN)/mypy
 
 pytest: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST) --durations=20 $(PYTEST_ARGS)
 
 bench: install
 	@set -e; for f in tests/bench/*.py; do echo "== $$f"; $(PY) $$f $(BENCH_ARGS); done
+
+bench-check: install
+	$(PY) -m pytest -q --bench -n $(BENCH_WORKERS) --dist worksteal --durations=0 \
+		tests/test_benchmarks.py
 
 demo: install
 	$(BIN)/aiolbc demo

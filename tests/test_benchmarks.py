@@ -1,6 +1,7 @@
 """Every benchmark in tests/bench runs in `--quick` mode and ends with one JSON object, so the
 benchmarks keep working as the code changes. Their figures are not asserted: they are measured
-by `make bench` and reported, not gated."""
+by `make bench` and reported, not gated. A step of its own, out of the default run:
+`make bench-check` (`pytest --bench tests/test_benchmarks.py`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.bench
 
 BENCH = Path(__file__).resolve().parent / "bench"
 SCRIPTS = sorted(p for p in BENCH.glob("*.py") if not p.name.startswith("_"))

@@ -12,9 +12,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from runtime.client import ClientSettings, KubeClient
+from runtime.clock import RealClock
 from runtime.envtest import EnvTestServer
 from runtime.events import EventRecorder
 from runtime.resources import CONFIGMAPS, EVENTS, NODES
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -31,6 +33,17 @@ async def configmap(client: KubeClient) -> dict[str, Any]:
     return await client.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                             "metadata": {"name": "targets"},
                                             "data": {"a": "1"}}, "default")
+
+
+class RetryCountingClock(RealClock):
+    """Real time that counts the recorder's waits between attempts."""
+
+    def __init__(self) -> None:
+        self.sleeps = 0
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        await super().sleep(seconds)
 
 
 def recorder_for(client: KubeClient, **kwargs: Any) -> EventRecorder:
@@ -78,7 +91,8 @@ async def test_different_reasons_are_separate_events_and_warnings_are_kept(
 
 async def test_recording_does_not_block_while_the_server_is_down_and_stop_flushes(
         client: KubeClient, configmap: dict[str, Any], envtest: EnvTestServer) -> None:
-    recorder = recorder_for(client, retry_delay=0.05, max_attempts=100)
+    clock = RetryCountingClock()
+    recorder = recorder_for(client, retry_delay=0.05, max_attempts=100, clock=clock)
     recorder.start()
     await envtest.pause()
     start = time.monotonic()
@@ -86,7 +100,8 @@ async def test_recording_does_not_block_while_the_server_is_down_and_stop_flushe
         recorder.event(configmap, "Normal", f"Reason{i}", "m")
     elapsed = time.monotonic() - start
     assert elapsed < 0.05, f"recording took {elapsed:.3f}s"
-    await asyncio.sleep(0.3)  # the writer keeps retrying against the dead server
+    # The writer keeps retrying against the dead server.
+    await eventually(lambda: asyncio.sleep(0, clock.sleeps >= 3))
     await envtest.resume()
     await recorder.stop(timeout=10.0)
     assert len(await events(client)) == 25  # the spam filter's burst for one object

@@ -503,7 +503,9 @@ async def test_start_after_lists_once_the_other_cache_holds_its_initial_list(
     kept = factory.informer(CONFIGMAPS, namespace="default", transform=only_indexed,
                             start_after=[index])
     factory.start()
-    await asyncio.sleep(0.3)
+    # Not populated where, ungated, it would be within milliseconds: a window, not an outcome
+    # to poll for.
+    await asyncio.sleep(0.2)
     assert not kept.populated  # waiting: the other one has not even started
     index.start()
     try:

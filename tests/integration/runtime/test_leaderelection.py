@@ -201,7 +201,7 @@ async def test_leader_gone_without_release_is_replaced_after_the_lease(cluster: 
     await wait_for(lambda: a.is_leader, 2.0)
     started: set[str] = set()
     tb = asyncio.create_task(b.run(leading("b", intervals, started)))
-    await asyncio.sleep(0.5)
+    await wait_for(lambda: b.leader_identity == "a", 2.0)  # b is polling a's lease
     ta.cancel()  # a dies: no release
     await finish(ta)
     gone = time.monotonic()
@@ -228,7 +228,7 @@ async def test_graceful_release_lets_the_successor_in_within_a_retry_period(
     await wait_for(lambda: a.is_leader, 2.0)
     started: set[str] = set()
     tb = asyncio.create_task(b.run(leading("b", intervals, started)))
-    await asyncio.sleep(0.5)
+    await wait_for(lambda: b.leader_identity == "a", 2.0)  # b is polling a's lease
     a.stop()
     await asyncio.wait_for(ta, 5)
     released = time.monotonic()
@@ -255,7 +255,7 @@ async def test_cut_off_leader_steps_down_before_the_other_takes_over(cluster: Cl
     await wait_for(lambda: a.is_leader, 2.0)
     started: set[str] = set()
     tb = asyncio.create_task(b.run(leading("b", intervals, started)))
-    await asyncio.sleep(0.5)
+    await wait_for(lambda: b.leader_identity == "a", 2.0)  # b is polling a's lease
     proxy.cut_off = True
     cut = time.monotonic()
     with pytest.raises(LeaderElectionLost):
@@ -281,10 +281,16 @@ async def test_a_conflict_on_renew_is_retried_and_leadership_kept(
     await wait_for(lambda: a.is_leader, 2.0)
     envtest.clear_request_log()
     envtest.faults.fail_next(1, verb="update", resource="leases", status=409)
-    await asyncio.sleep(RETRY_PERIOD * 3)
+
+    def lease_statuses() -> list[int]:
+        return [r.status for r in envtest.request_log if "/leases/" in r.path]
+
+    # Until a renewal after the conflict was answered.
+    await wait_for(lambda: 409 in (got := lease_statuses()) and 200 in got[got.index(409):],
+                   RETRY_PERIOD * 10)
     assert a.is_leader
     assert intervals == []  # never stopped leading
-    statuses = [r.status for r in envtest.request_log if "/leases/" in r.path]
+    statuses = lease_statuses()
     assert 409 in statuses
     assert statuses[statuses.index(409) + 1:].count(200) >= 1
     a.stop()

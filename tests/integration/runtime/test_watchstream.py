@@ -24,6 +24,7 @@ from runtime.kubeconfig import Credentials, ServerEndpoint
 from runtime.resources import CONFIGMAPS
 from runtime.watchstream import MAX_HEAD, EventStream
 from tests.support.loopback import forward_proxy, raw_serving
+from tests.support.waiting import eventually
 
 FAST = ClientSettings(retry_initial_delay=0.005, retry_max_delay=0.02, max_retry_after=0.02)
 Writer = asyncio.StreamWriter
@@ -134,13 +135,18 @@ async def test_a_stream_cut_mid_chunk_ends_without_its_fragment() -> None:
 ], ids=["protocol", "status", "header", "length", "encoding", "huge-head", "hex", "size",
         "overrun", "size-line"])
 async def test_malformed_responses_are_one_error_each(response: bytes, says: str) -> None:
+    given_up = asyncio.Event()
+
     async def hold_open(writer: Writer) -> None:
-        await asyncio.sleep(5)  # the client must not wait for more
+        await given_up.wait()  # the client must not wait for more
 
     async with raw_serving(answering([response], then=hold_open)) as url:
-        async with asyncio.timeout(3):
-            with pytest.raises(ServerError, match="malformed watch response") as raised:
-                await watch_all(url, push=True, settings=ClientSettings(read_attempts=1))
+        try:
+            async with asyncio.timeout(3):
+                with pytest.raises(ServerError, match="malformed watch response") as raised:
+                    await watch_all(url, push=True, settings=ClientSettings(read_attempts=1))
+        finally:
+            given_up.set()
     assert says in raised.value.message
     assert raised.value.code == 0
 
@@ -180,7 +186,12 @@ async def test_error_answers_are_typed_and_retried_like_any_read() -> None:
 async def test_an_error_event_or_a_failing_handler_ends_delivery_with_its_error() -> None:
     error = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "expired"}}
     pieces = [OK_CHUNKED + chunk(line(event(0)) + line(error) + line(event(1)))]
-    async with raw_serving(answering(pieces, then=lambda w: asyncio.sleep(5))) as url:
+    given_up = asyncio.Event()
+
+    async def hold_open(writer: Writer) -> None:
+        await given_up.wait()
+
+    async with raw_serving(answering(pieces, then=hold_open)) as url:
         client = client_for(url)
         try:
             stream = await client.open_watch(CONFIGMAPS, "default")
@@ -200,6 +211,7 @@ async def test_an_error_event_or_a_failing_handler_ends_delivery_with_its_error(
                 with pytest.raises(RuntimeError, match="own failure"):
                     await stream.deliver(fails)
         finally:
+            given_up.set()
             await client.close()
     # An ERROR event whose code is not a number is still one typed error.
     hostile = {"type": "ERROR", "object": {"code": "lots", "message": "odd"}}
@@ -218,10 +230,22 @@ async def test_a_consumer_that_does_not_pull_pauses_the_socket() -> None:
     async with raw_serving(answering(pieces, pause=0)) as url:
         # Silent for longer than the idle timeout, because the client stopped reading: that
         # is no reason to give the stream up.
-        client = client_for(url, ClientSettings(watch_idle_timeout=0.2))
+        idle = 0.2
+        client = client_for(url, ClientSettings(watch_idle_timeout=idle))
         try:
             stream = await client.open_watch(CONFIGMAPS, "default")
-            await asyncio.sleep(0.8)  # the server writes as fast as the client reads
+            # The server writes as fast as the client reads, until the reading pauses past the
+            # mark; then nothing more comes for twice the idle timeout.
+            loop = asyncio.get_running_loop()
+            last = (-1, loop.time())  # the queued size, and since when
+
+            async def paused() -> bool:
+                nonlocal last
+                if stream._queued != last[0]:
+                    last = (stream._queued, loop.time())
+                return last[0] > 4 * 2**20 and loop.time() - last[1] > 2 * idle
+
+            await eventually(paused, interval=0.05)
             queued = stream._queued
             assert 4 * 2**20 < queued < 6 * 2**20, queued  # paused just past the mark
             got = [e async for e in stream]

@@ -122,7 +122,7 @@ def test_release_free_memory_works_here() -> None:
 
 _SCAVENGER_PROBE = """
 import asyncio, sys
-from runtime.clock import RealClock
+from runtime.clock import FakeClock
 from runtime.heap import HeapSettings, scavenge, tune
 
 settings = HeapSettings(trim_interval=float(sys.argv[1]) if sys.argv[1] != "none" else None)
@@ -132,8 +132,14 @@ del blocks[::2]  # ~50 MiB of holes between live blocks: free() cannot give them
 
 async def main():
     before = rss_mib()
-    task = asyncio.create_task(scavenge(settings, RealClock()))
-    await asyncio.sleep(0.5)
+    clock = FakeClock()
+    task = asyncio.create_task(scavenge(settings, clock))
+    await asyncio.sleep(0)
+    for _ in range(5):  # half a second of 0.1 s intervals
+        await clock.advance(0.1)
+        # The trim runs in a worker thread; it is done once the scavenger sleeps again.
+        while not task.done() and not clock.sleepers:
+            await asyncio.sleep(0.001)
     task.cancel()
     print(before - rss_mib())
 

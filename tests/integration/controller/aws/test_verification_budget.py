@@ -69,7 +69,9 @@ async def test_low_lanes_of_two_controllers_share_the_budget_and_a_change_goes_f
                 c.enqueue(Request("", f"{c.name}-{j}"), priority=LOW)
             c.start()
         start = time.monotonic()
-        await asyncio.sleep(0.6)
+        # The verifications are under way: the burst is spent, 2+ s of them still owed.
+        await eventually(lambda: asyncio.sleep(0, sum(p == LOW for _, p, _ in log) > 2 * BURST),
+                         interval=0.01)
         controllers[0].enqueue(Request("", "change"), priority=NORMAL)
         changed_at = time.monotonic()
         while sum(1 for _, p, _ in log if p == LOW) < 12 * CALLS_PER_RECONCILE:
@@ -108,7 +110,7 @@ async def test_a_real_change_promotes_its_keys_verification_in_flight(
         c.enqueue(Request("", "k"), priority=LOW)
         c.start()
         await eventually(lambda: asyncio.sleep(0, log))
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.2)
         assert [p for _, p, _ in log] == [LOW]  # the second call waits for the budget
         changed_at = time.monotonic()
         c.enqueue(Request("", "k"), priority=NORMAL)

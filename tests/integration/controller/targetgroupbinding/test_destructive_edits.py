@@ -59,10 +59,13 @@ async def test_a_new_target_group_arn_drains_the_old_one_first(tenancy: Tenancy)
     await team.binding("web", service="web", arn=first)
     await t.start()
     await eventually(lambda: _registered_are(t, first, OURS))
+    # The proxy logs a call once moto's answer is relayed, after moto shows its effect.
+    await t.admin.settled()
     t.proxy.clear_log()
 
     await team.patch(TARGETGROUPBINDINGS, "web", {"spec": {"targetGroupARN": second}})
     await eventually(lambda: _registered_are(t, second, OURS))
+    await t.admin.settled()
     assert await t.aws.registered(first) == set()
     moves = [(op, p["TargetGroupArn"]) for op, p in t.mutations()]
     assert moves == [("DeregisterTargets", first), ("RegisterTargets", second)]
@@ -71,12 +74,12 @@ async def test_a_new_target_group_arn_drains_the_old_one_first(tenancy: Tenancy)
     assert annotation(obj, REGISTERED_TARGET_GROUP_ANNOTATION) == second
 
     # Changed while the controller is down: the record still names the group to drain.
-    await t.admin.settled()
     await t.admin.kill()
     await team.patch(TARGETGROUPBINDINGS, "web", {"spec": {"targetGroupARN": third}})
     t.proxy.clear_log()
     await t.start()
     await eventually(lambda: _registered_are(t, third, OURS))
+    await t.admin.settled()
     assert await t.aws.registered(second) == set()
     moves = [(op, p["TargetGroupArn"]) for op, p in t.mutations()]
     assert moves == [("DeregisterTargets", second), ("RegisterTargets", third)]

@@ -33,6 +33,8 @@ async def test_ip_targets_follow_endpoints(cluster: Cluster, aws_proxy: AWSFault
                             not_ready=("10.0.1.1",))
     await eventually(lambda: targets_are({("10.0.1.2", 8080), ("10.0.1.3", 8080)}))
 
+    # The checkpoint is written after the targets are registered: read once settled.
+    await cluster.settled()
     tgb = await cluster.get(TARGETGROUPBINDINGS, "web")
     assert "elbv2.k8s.aws/resources" in tgb["metadata"]["finalizers"]
     assert tgb["metadata"]["annotations"][CHECKPOINT_ANNOTATION].count("/") == 1
@@ -41,7 +43,6 @@ async def test_ip_targets_follow_endpoints(cluster: Cluster, aws_proxy: AWSFault
     assert tgb["status"]["observedGeneration"] == tgb["metadata"]["generation"]
 
     # Changes that leave the targets alone cost no AWS call (checkpoint match).
-    await cluster.settled()
     aws_proxy.clear_log()
     before = cluster.reconciles()
     # A label is outside what the binding's reconcile reads: no reconcile at all.
