@@ -11,11 +11,9 @@ from controller import flagrules
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_MAX_CONCURRENT_RECONCILES
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
-from controller.networking.settings import BackendSettings
-from controller.reconcilers import MAX_CONCURRENT_RECONCILES, LaneSettings, Workers
-from controller.settings import ClusterScope, StackDefaults
+from controller.reconcilers import MAX_CONCURRENT_RECONCILES, Workers
+from controller.stacksettings import StackSettings
 from runtime import flagvalues
-from runtime.featuregates import FeatureGates
 from runtime.flags import flag
 
 
@@ -47,16 +45,9 @@ class IngressConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    cluster: ClusterScope
+class Settings(StackSettings):
     config: IngressConfig = field(default_factory=IngressConfig)
-    defaults: StackDefaults = field(default_factory=StackDefaults)
-    backend_sg: BackendSettings = field(default_factory=BackendSettings)
-    lanes: LaneSettings = field(default_factory=LaneSettings)
-    gates: FeatureGates = field(default_factory=FeatureGates)
     cleanup_poll: float = 1.0  # re-check for managed bindings still being deleted
-    in_use_backoff: float = 0.2  # a target group still in use: first retry after this
-    security_group_backoff: float = 1.0  # a group still in use: first retry after this
 
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster=self.cluster, ingress_class=self.config.ingress_class,

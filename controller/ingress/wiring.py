@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from controller import informers
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
-from controller.deploy import DeployerSettings, StackDeployer
+from controller.deploy import StackDeployer
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
 from controller.ingress.groups import (
@@ -123,11 +123,8 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                                        tags=settings.defaults.tags, clock=manager.clock,
                                        delete_backoff=settings.security_group_backoff)
     backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))
-    deployer = StackDeployer(
-        pool, DeployerSettings(cluster_name=settings.cluster.name,
-                               in_use_backoff=settings.in_use_backoff,
-                               security_group_backoff=settings.security_group_backoff),
-        clock=manager.clock, backend=backend, snapshot=snapshot)
+    deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend,
+                             snapshot=snapshot)
     qualifier = Qualifier(caches=caches, settings=settings.builder(),
                           policy=settings.config.group_namespaces, vanished=vanished,
                           target_groups=TargetGroupLookup(pool, clock=manager.clock),
