@@ -5,7 +5,6 @@ then refuses mutating calls before sending them; what it answers is what AWS ans
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,22 +18,8 @@ from controller.aws import (
     SnapshotReader,
     SnapshotStale,
 )
-from controller.standins import AWSFaultProxy, AwsSeed, MotoStandIn, sync_client
+from controller.standins import AWSFaultProxy, AwsSeed
 from runtime.reconcile import LOW, ReconcilePriority, current_reconcile
-
-
-@pytest.fixture
-def elbv2(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Iterator[Any]:
-    client = sync_client("elbv2", moto_standin.url, region=aws_seed.region)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def ec2(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Iterator[Any]:
-    client = sync_client("ec2", moto_standin.url, region=aws_seed.region)
-    yield client
-    client.close()
 
 
 def _target_groups(elbv2: Any, seed: AwsSeed, count: int) -> list[str]:

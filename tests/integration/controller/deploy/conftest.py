@@ -3,22 +3,12 @@ changes "by hand" and for inspection (it bypasses the proxy, so its calls are no
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer
-from controller.standins import AwsSeed, MotoStandIn, sync_client
+from controller.standins import AwsSeed
 from tests.integration.controller.deploy.stacks import CLUSTER
-
-
-@pytest.fixture
-def elbv2(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Iterator[Any]:
-    client = sync_client("elbv2", moto_standin.url, region=aws_seed.region)
-    yield client
-    client.close()
 
 
 @pytest.fixture

@@ -76,20 +76,6 @@ def _small_alb(seed: AwsSeed, *, subnets: Any = None, certificates: Any = None,
     return b.build()
 
 
-@pytest.fixture
-def acm(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Any:
-    client = sync_client("acm", moto_standin.url, region=aws_seed.region)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def ec2(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Any:
-    client = sync_client("ec2", moto_standin.url, region=aws_seed.region)
-    yield client
-    client.close()
-
-
 async def test_sni_certificates_are_added_and_removed(
         deployer: StackDeployer, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any,
         acm: Any) -> None:

@@ -3,21 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from controller.standins import AwsSeed, MotoStandIn, sync_client
+from controller.standins import AwsSeed
 
 GROUPS = 7
-
-
-@pytest.fixture
-def elbv2(moto_standin: MotoStandIn, aws_seed: AwsSeed) -> Iterator[Any]:
-    client = sync_client("elbv2", moto_standin.url, region=aws_seed.region)
-    yield client
-    client.close()
 
 
 def _create(elbv2: Any, seed: AwsSeed) -> list[str]:
