@@ -188,3 +188,15 @@ def test_an_init_that_defines_something_must_be_named(tmp_path: Path) -> None:
     named = GOOD.replace("| `alpha.py` |", "| `__init__.py` | the facade |\n| `alpha.py` |")
     (package / "README.md").write_text(named)
     assert problems(package) == []
+
+
+def test_the_test_helpers_table_names_every_support_module() -> None:
+    """tests/README.md's table of support/ is the one place a test author looks for a helper."""
+    text = (REPO / "tests" / "README.md").read_text()
+    support = REPO / "tests" / "support"
+    modules = {p.name for p in support.glob("*.py") if p.name != "__init__.py"}
+    missing = sorted(m for m in modules if f"| `{m}` |" not in text)
+    assert not missing, f"tests/README.md's support table does not name {missing}"
+    fixtures = sorted(p.name for p in (support / "fixtures").glob("*.py")
+                      if p.name != "__init__.py" and f"({p.name})" not in text)
+    assert not fixtures, f"tests/README.md's fixtures row does not name {fixtures}"
