@@ -254,6 +254,10 @@ def parse_enum(key: str, raw: str, allowed: Sequence[S], *, ignore_case: bool = 
 # catalogued is found by a test, not by a user whose change was missed after a restart.
 _RECORDING: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
     "annotation_reads", default=None)
+# Keys found, per annotation map (by identity): which object a key was read from, where a
+# reader consults several (an Ingress and its backend Service).
+_FOUND: contextvars.ContextVar[dict[int, set[str]] | None] = contextvars.ContextVar(
+    "annotation_finds", default=None)
 
 
 @contextlib.contextmanager
@@ -265,6 +269,24 @@ def recording() -> Iterator[set[str]]:
         yield reads
     finally:
         _RECORDING.reset(token)
+
+
+@contextlib.contextmanager
+def found_in() -> Iterator[dict[int, set[str]]]:
+    """Collect, per annotation map (`id()` of the `metadata.annotations` dict), every key a
+    reader found there in this context."""
+    found: dict[int, set[str]] = {}
+    token = _FOUND.set(found)
+    try:
+        yield found
+    finally:
+        _FOUND.reset(token)
+
+
+def _note_found(source: Mapping[str, Any], key: str) -> None:
+    found = _FOUND.get()
+    if found is not None:
+        found.setdefault(id(source), set()).add(key)
 
 
 def note_read(key: str) -> None:
@@ -320,6 +342,7 @@ class AnnotationReader:
         note_read(key)
         for source in self._sources:
             if key in source:
+                _note_found(source, key)
                 value = source[key]
                 if not isinstance(value, str):
                     raise AnnotationError(key, None,
@@ -330,7 +353,11 @@ class AnnotationReader:
     def has(self, suffix: str) -> bool:
         key = self.key(suffix)
         note_read(key)
-        return any(key in source for source in self._sources)
+        for source in self._sources:
+            if key in source:
+                _note_found(source, key)
+                return True
+        return False
 
     def get(self, suffix: str, parser: Callable[[str, str], T]) -> T | None:
         """Apply any `(key, raw) -> value` parser; the building block of the typed getters."""

@@ -23,6 +23,7 @@ from controller.annotations import (
     quote,
 )
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
+from controller.apis import catalogue
 from controller.ingress.schemas import (
     ActionSpec,
     ConditionSpec,
@@ -39,27 +40,10 @@ DEFAULT_INBOUND_CIDRS: Final = ("0.0.0.0/0",)
 DEFAULT_INBOUND_CIDRS_DUALSTACK: Final = ("0.0.0.0/0", "::/0")
 GRPC_HEALTH_CHECK_PATH: Final = "/AWS.ALB/healthcheck"
 
-# Every `alb.ingress.kubernetes.io/` key the Ingress controller reads, on the Ingress or on a
-# backend Service (`actions.*` and `conditions.*` stand for their families). Reads are checked
-# against it by the tests (`controller.annotations.recording`), and the restart tests walk it:
-# a key added here needs a case there.
-INGRESS_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for suffix in (
-    # load balancer and listeners (the group's members merged)
-    "scheme", "load-balancer-name", "ip-address-type", "subnets", "security-groups",
-    "load-balancer-attributes", "ssl-redirect", "inbound-cidrs", "ssl-policy", "listen-ports",
-    "certificate-arn", "tags", "actions.*", "conditions.*", "security-group-prefix-lists",
-    "manage-backend-security-group-rules",
-    # groups
-    "group.name", "group.order",
-    # target groups (Service first, then Ingress)
-    "target-type", "backend-protocol", "backend-protocol-version", "target-group-attributes",
-    "healthcheck-port", "healthcheck-protocol", "healthcheck-path",
-    "healthcheck-interval-seconds", "healthcheck-timeout-seconds", "healthy-threshold-count",
-    "unhealthy-threshold-count", "success-codes", "multi-cluster-target-group",
-    # authentication (Service first, then Ingress)
-    "auth-type", "auth-idp-oidc", "auth-scope", "auth-session-cookie", "auth-session-timeout",
-    "auth-on-unauthenticated-request",
-))
+# The keys the parsers below read, on the Ingress or on a backend Service (`actions.*` and
+# `conditions.*` stand for their families): the catalogue's acted-on Ingress keys. A key read
+# here and not marked there, or marked and not read, fails a test (`annotations.recording`).
+INGRESS_ANNOTATION_KEYS: Final = catalogue.INGRESS_ANNOTATION_KEYS
 
 ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
 _PROTOCOLS: tuple[Protocol, ...] = ("HTTP", "HTTPS")

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from controller import validators
+from controller.annotationreview import Finding, check
 from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
@@ -23,6 +24,7 @@ from controller.annotations import (
     parse_port,
     quote,
 )
+from controller.apis import catalogue
 from controller.model.listener import AlpnPolicy
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
@@ -63,23 +65,16 @@ ACCESS_LOG_PREFIX: Final = "aws-load-balancer-access-log-s3-bucket-prefix"
 CROSS_ZONE: Final = "aws-load-balancer-cross-zone-load-balancing-enabled"
 SECURITY_GROUPS: Final = "aws-load-balancer-security-groups"
 SECURITY_GROUP_PREFIX_LISTS: Final = "aws-load-balancer-security-group-prefix-lists"
-SOURCE_RANGES: Final = "aws-load-balancer-source-ranges"
+# Upstream's key (SvcLBSuffixSourceRanges), outside the aws-load-balancer- family.
+SOURCE_RANGES: Final = "load-balancer-source-ranges"
 MANAGE_BACKEND_RULES: Final = "aws-load-balancer-manage-backend-security-group-rules"
 DISABLE_NLB_SG: Final = "aws-load-balancer-disable-nlb-sg"
 ICMP_PATH_MTU: Final = "aws-load-balancer-enable-icmp-for-path-mtu-discovery"
 PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-private-link-traffic"
 
-# Every key `parse_service_config` reads: the checkpoint digests these and ignores the rest.
-SERVICE_ANNOTATION_KEYS: Final[frozenset[str]] = frozenset(PREFIX + suffix for suffix in (
-    LOAD_BALANCER_TYPE, TARGET_TYPE, NAME, SCHEME, INTERNAL, IP_ADDRESS_TYPE, SUBNETS, SSL_CERT,
-    SSL_PORTS, SSL_NEGOTIATION_POLICY, BACKEND_PROTOCOL, ALPN_POLICY, HC_PROTOCOL, HC_PORT,
-    HC_PATH, HC_HEALTHY_THRESHOLD, HC_UNHEALTHY_THRESHOLD, HC_TIMEOUT, HC_INTERVAL,
-    HC_SUCCESS_CODES, TARGET_GROUP_ATTRIBUTES, TARGET_NODE_LABELS, LOAD_BALANCER_ATTRIBUTES,
-    ADDITIONAL_RESOURCE_TAGS, PROXY_PROTOCOL, MULTI_CLUSTER_TARGET_GROUP, ACCESS_LOG_ENABLED,
-    ACCESS_LOG_BUCKET, ACCESS_LOG_PREFIX, CROSS_ZONE, SECURITY_GROUPS,
-    SECURITY_GROUP_PREFIX_LISTS, SOURCE_RANGES, MANAGE_BACKEND_RULES, DISABLE_NLB_SG,
-    ICMP_PATH_MTU, PRIVATE_LINK_INBOUND_RULES,
-))
+# Every key `parse_service_config` reads: the catalogue's acted-on Service keys. The checkpoint
+# digests these and ignores the rest.
+SERVICE_ANNOTATION_KEYS: Final = catalogue.SERVICE_ANNOTATION_KEYS
 
 TYPE_EXTERNAL: Final = "external"
 TYPE_NLB_IP: Final = "nlb-ip"  # deprecated: an NLB with IP targets
@@ -154,7 +149,8 @@ class ServiceLBConfig(_Frozen):
     # managed group admits, and whether the NLB gets security groups at all.
     security_groups: tuple[str, ...] | None = None
     prefix_lists: tuple[str, ...] = ()
-    source_ranges: tuple[str, ...] | None = None  # the annotation; spec wins over it
+    # `load-balancer-source-ranges`; `spec.loadBalancerSourceRanges` wins over it (upstream).
+    source_ranges: tuple[str, ...] | None = None
     manage_backend_rules: bool | None = None  # None: the controller's default
     disable_security_groups: bool = False
     icmp_path_mtu: bool = False
@@ -210,6 +206,18 @@ def relevant_annotations(service: Mapping[str, Any]) -> dict[str, str]:
     """The Service's annotations that `parse_service_config` reads, and only those."""
     return {key: value for key, value in annotations_of(service).items()
             if key in SERVICE_ANNOTATION_KEYS and isinstance(value, str)}
+
+
+def reviewed_annotations(service: Mapping[str, Any]) -> dict[str, Any]:
+    """Every annotation under the prefixes the catalogue speaks for: those read and those
+    reported (a change to either must reach the reconciler)."""
+    return catalogue.reviewed_annotations(annotations_of(service), "service")
+
+
+def annotation_findings(service: Mapping[str, Any]) -> tuple[Finding, ...]:
+    """What the Service's owner is told about keys aiolbc does not act on (Warnings); raises
+    `UnsupportedAnnotation` for one that narrows access and cannot be honoured."""
+    return check(annotations_of(service), where="service")
 
 
 
@@ -367,9 +375,11 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
 
 def parse_service_config(service: Mapping[str, Any], *,
                          defaults: StackDefaults) -> ServiceLBConfig:
-    """Parse a Service's NLB annotations. Raises the first AnnotationError met, in the order of
+    """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
+    access and cannot be honoured, else the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
     checks `qualifies` first; this only enforces what the annotations themselves require."""
+    annotation_findings(service)  # fail closed first: nothing else matters then
     reader = AnnotationReader.of(service, PREFIX)
     spec = _mapping(service.get("spec"))
     lb_type = reader.get_str(LOAD_BALANCER_TYPE)
@@ -410,8 +420,10 @@ __all__ = [
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
     "ServiceLBConfig",
+    "annotation_findings",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",
+    "reviewed_annotations",
     "served_by_upstream_only",
 ]

@@ -9,7 +9,7 @@ annotation lists them; the resolve stage (the deployer's resolver) fills them in
 
 Security groups (upstream's NLB behaviour since v2.6): without
 `aws-load-balancer-security-groups` the NLB gets a managed frontend group admitting
-`spec.loadBalancerSourceRanges` (else the `aws-load-balancer-source-ranges` annotation, else
+`spec.loadBalancerSourceRanges` (else the `load-balancer-source-ranges` annotation, else
 everyone, unless prefix lists are given) and the prefix lists on every Service port, and the
 shared backend group; the bindings ask their targets' groups to admit the backend group.
 `aws-load-balancer-disable-nlb-sg: "true"` gives an NLB without security groups.

@@ -8,9 +8,13 @@ One reconcile, in the steps every controller takes:
    finalizer and the checkpoint (one PATCH). Except a Service upstream serves and this
    controller does not (another type than LoadBalancer asking for an NLB by annotation): left
    alone with a Warning, its load balancer untouched;
-3. build (pure stage): Service + annotations + settings → Stack. Bad input (`InvalidInput`) →
-   Warning Event `FailedBuildModel`, condition False, terminal error: no AWS call, not retried
-   until the Service changes;
+3. build (pure stage): Service + annotations + settings → Stack. Bad input (`InvalidInput`,
+   a key that narrows access and cannot be honoured included) → Warning Event
+   `FailedBuildModel`, condition False, terminal error: no AWS call, not retried until the
+   Service changes. Keys under our prefixes that are not acted on get a Warning each
+   (`UnsupportedAnnotation`, `UnknownAnnotation`) once: the ready condition's message lists
+   them, and this process remembers what it told (`FindingLog`), so neither a verification, a
+   retry nor a restart tells it again;
 4. checkpoint: a NORMAL reconcile whose checkpoint matches, with the Kubernetes side already
    converged in the caches (finalizer, address, ready condition, managed bindings), makes no
    call at all. A LOW reconcile (the paced verification of a restart or a resync) always
@@ -24,9 +28,12 @@ One reconcile, in the steps every controller takes:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import structlog
 
 from controller import checkpoint
+from controller.annotationreview import Finding, FindingLog, summarized
 from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
 from controller.bindings import BindingWriter, matches_model
@@ -34,7 +41,11 @@ from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter, Recorder
-from controller.service.annotations import qualifies, served_by_upstream_only
+from controller.service.annotations import (
+    annotation_findings,
+    qualifies,
+    served_by_upstream_only,
+)
 from controller.service.model import (
     MODEL_VERSION,
     ModelSettings,
@@ -71,6 +82,11 @@ from runtime.store import Store
 
 READY_MESSAGE = "load balancer provisioned"
 
+
+def ready_message(findings: Sequence[Finding]) -> str:
+    """The ready condition's message: provisioned, and what was not acted on."""
+    return "; ".join([READY_MESSAGE, *(f.message for f in summarized(findings))])
+
 log = structlog.get_logger("service")
 
 
@@ -86,6 +102,7 @@ class ServiceReconciler:
         self._checkpoints = checkpoints
         self._lane = lane
         self._clock: Clock = clock or RealClock()
+        self._told = FindingLog()
         self._writer = ObjectWriter(client, SERVICES, recorder, self._clock)
         self._bindings_writer = BindingWriter(client)
         self._apply = StackApplier(deployer=deployer, writer=self._writer,
@@ -131,14 +148,25 @@ class ServiceReconciler:
             return await self._cleanup(svc)
         try:  # 3. build
             stack = build_stack(svc, settings=self._settings)
+            findings = annotation_findings(svc)
         except InvalidInput as exc:
             await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
+        self._tell(svc, findings)
         value = checkpoint.compute(stack, version=MODEL_VERSION)  # 4. checkpoint
         if (self._checkpoints and reconcile_priority() >= NORMAL
                 and value == checkpoint.stored(svc) and self._converged_in_cache(svc, stack)):
             return Result()
-        return await self._deploy(svc, stack, value)
+        return await self._deploy(svc, stack, value, ready_message(findings))
+
+    def _tell(self, svc: Obj, findings: Sequence[Finding]) -> None:
+        """One Warning per finding the Service has not been told about: not by this process,
+        and not in its ready condition (what an earlier process told it)."""
+        told = str((find_condition(svc, CONDITION_TYPE) or {}).get("message") or "")
+        uid = str(meta(svc).get("uid") or stack_id(svc))
+        for finding in self._told.new(uid, summarized(findings)):
+            if finding.message not in told:
+                self._writer.event(svc, "Warning", finding.reason, finding.message)
 
     def _managed_bindings(self, svc: Obj) -> dict[str, Obj]:
         return {name_of(b): b
@@ -148,16 +176,17 @@ class ServiceReconciler:
         cond = find_condition(svc, CONDITION_TYPE) or {}
         if (not has_finalizer(svc, SERVICE_FINALIZER) or hostname_of(svc) is None
                 or not is_ready(svc)
-                or cond.get("observedGeneration") != meta(svc).get("generation")):
+                or cond.get("observedGeneration") != meta(svc).get("generation")
+                or cond.get("message") != ready_message(annotation_findings(svc))):
             return False
         return matches_model(self._managed_bindings(svc).values(),
                              stack.target_group_bindings.values())
 
-    async def _deploy(self, svc: Obj, stack: Stack, value: str) -> Result:
+    async def _deploy(self, svc: Obj, stack: Stack, value: str, message: str) -> Result:
         """5.-7.: the shared tail (controller/stackapply.py) for this one Service."""
         def status(obj: Obj, hostname: str) -> Obj | None:
             return status_patch(obj, ready=True, reason=REASON_RECONCILED,
-                                message=READY_MESSAGE, now=self._clock.wall(),
+                                message=message, now=self._clock.wall(),
                                 hostname=hostname or None)
 
         try:

@@ -12,7 +12,7 @@ from controller.apis import (
     SERVICE_STACK_NAME_LABEL,
     SERVICE_STACK_NAMESPACE_LABEL,
 )
-from controller.service.annotations import qualifies, relevant_annotations
+from controller.service.annotations import qualifies, reviewed_annotations
 from runtime.objects import Obj, has_finalizer, is_deleting, labels_of, meta
 from runtime.predicates import Event, EventKind, Predicate
 from runtime.reconcile import Request
@@ -47,8 +47,9 @@ def services_we_build(load_balancer_class: str) -> Predicate:
 
 
 def service_view(obj: Obj) -> Any:
-    """What the model reads: the spec and our annotations; plus identity and deletion."""
-    return (obj.get("spec"), relevant_annotations(obj), meta(obj).get("uid"), is_deleting(obj))
+    """What the model reads: the spec and our annotations (those reported too: a Warning is
+    due when one changes); plus identity and deletion."""
+    return (obj.get("spec"), reviewed_annotations(obj), meta(obj).get("uid"), is_deleting(obj))
 
 
 def binding_view(obj: Obj) -> Any:

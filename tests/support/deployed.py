@@ -13,7 +13,9 @@ from controller.bindings import desired_object
 from controller.deploy import ResolvedTargetGroupBinding
 from controller.deploy.securitygroups import networking_object
 from controller.model import Stack
+from controller.service.annotations import annotation_findings
 from controller.service.model import MODEL_VERSION, ModelSettings, build_stack
+from controller.service.reconciler import ready_message
 from controller.service.status import REASON_RECONCILED, status_patch
 from runtime.objects import Obj
 
@@ -51,7 +53,8 @@ def service_as_deployed(service: Obj, *, settings: ModelSettings) -> tuple[Obj, 
     meta.setdefault("annotations", {}).update(
         checkpoint.patch(checkpoint.compute(stack, version=MODEL_VERSION),
                          timestamp=0)["metadata"]["annotations"])
-    body = status_patch(svc, ready=True, reason=REASON_RECONCILED, message="provisioned", now=0,
+    body = status_patch(svc, ready=True, reason=REASON_RECONCILED,
+                        message=ready_message(annotation_findings(service)), now=0,
                         hostname=HOSTNAME)
     assert body is not None
     svc["status"] = {**(svc.get("status") or {}), **body["status"]}

@@ -57,9 +57,9 @@ async def test_each_annotation_shapes_the_groups_and_their_rules(
     svc = await c.nlb_service("echo", ports=[
         service_port(80, 8080, "http"), service_port(53, 5353, "dns", protocol="UDP")])
     # The spec's source ranges win over the annotation's.
-    await c.nlb_service("spec", {"aws-load-balancer-source-ranges": "192.0.2.0/24"},
+    await c.nlb_service("spec", {"load-balancer-source-ranges": "192.0.2.0/24"},
                         loadBalancerSourceRanges=["10.0.0.0/8"])
-    await c.nlb_service("note", {"aws-load-balancer-source-ranges": "192.0.2.0/24",
+    await c.nlb_service("note", {"load-balancer-source-ranges": "192.0.2.0/24",
                                  "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})
     await c.nlb_service("dual", {"aws-load-balancer-ip-address-type": "dualstack",
                                  "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on"})

@@ -69,7 +69,7 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-cross-zone-load-balancing-enabled": ({}, "false", "true"),
     "aws-load-balancer-security-groups": ({}, "sg-1", "sg-2"),
     "aws-load-balancer-security-group-prefix-lists": ({}, "pl-1", "pl-2"),
-    "aws-load-balancer-source-ranges": ({}, "10.0.0.0/8", "10.1.0.0/16"),
+    "load-balancer-source-ranges": ({}, "10.0.0.0/8", "10.1.0.0/16"),
     "aws-load-balancer-manage-backend-security-group-rules": (
         {"aws-load-balancer-security-groups": "sg-1"}, "false", "true"),
     "aws-load-balancer-disable-nlb-sg": ({}, "false", "true"),

@@ -260,7 +260,7 @@ def _sources(stack: Any) -> set[tuple[str, int, str]]:
 
 
 def test_the_managed_group_admits_the_source_ranges_spec_first() -> None:
-    notes = {"aws-load-balancer-source-ranges": "192.0.2.0/24"}
+    notes = {"load-balancer-source-ranges": "192.0.2.0/24"}
     both = build_stack(web_service(notes, loadBalancerSourceRanges=["10.0.0.0/8"]),
                        settings=SETTINGS)
     assert _sources(both) == {("tcp", 80, "10.0.0.0/8"), ("tcp", 443, "10.0.0.0/8")}
@@ -270,7 +270,7 @@ def test_the_managed_group_admits_the_source_ranges_spec_first() -> None:
     assert lb.security_groups == (Ref.to(SECURITY_GROUP, "ManagedLBSecurityGroup", "groupID"),
                                   SharedBackendSecurityGroup())
     with pytest.raises(InvalidService, match="needs a dualstack load balancer"):
-        build_stack(web_service({"aws-load-balancer-source-ranges": "2001:db8::/32"}),
+        build_stack(web_service({"load-balancer-source-ranges": "2001:db8::/32"}),
                     settings=SETTINGS)
     with pytest.raises(InvalidService, match=r"spec\.loadBalancerSourceRanges"):
         build_stack(web_service(loadBalancerSourceRanges=["10.0.0.0/33"]), settings=SETTINGS)
