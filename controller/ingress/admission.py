@@ -11,7 +11,11 @@ when the write arrives with the reconciler's own code (membership, `exclusions.s
   class parameters...): denied with the `ExcludedFromGroup` text;
 - making its group impossible to build (on its own, or with the members it was deployed with):
   denied with the `FailedBuildModel` text; a group that was held already only warns, since
-  refusing an unrelated edit would help nobody.
+  refusing an unrelated edit would help nobody. A key that narrows who can reach the load
+  balancer and cannot be honoured is such a failure (fail closed);
+- admitted, it is told about the keys under our prefixes it (or a backend Service it uses)
+  carries that are not acted on, as the reconciler's Warnings tell it
+  (`controller/annotationreview.py`): kubectl prints each as a warning.
 
 Secrets are not read here (the controller reads the ones it needs by name, while leading):
 every referenced Secret is taken as present and well-formed, so a missing one is the
@@ -22,7 +26,8 @@ from __future__ import annotations
 
 import base64
 
-from controller.annotations import AnnotationError
+from controller.annotationreview import review, summarized
+from controller.annotations import AnnotationError, annotations_of
 from controller.errors import InvalidInput, MissingReference
 from controller.ingress.annotations import IngressAnnotations
 from controller.ingress.caches import Caches
@@ -59,6 +64,14 @@ def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, 
     `caches` should be `PresumedSecrets` (`wiring.admission_caches`)."""
     if is_deleting(ing) or (old is not None and ingress_view(old) == ingress_view(ing)):
         return []
+    told: list[str] = []
+    warnings = _admit(ing, caches, settings, policy, told)
+    return [*warnings, *told]
+
+
+def _admit(ing: Obj, caches: Caches, settings: BuilderSettings, policy: GroupNamespaces,
+           told: list[str]) -> list[str]:
+    """`admit`'s decision; `told` gets what the Ingress is told about its keys."""
     key = key_of(ing)
     try:
         info = classify(ing, caches, ingress_class=settings.ingress_class)
@@ -69,6 +82,9 @@ def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, 
     member = membership(ing, caches, ingress_class=settings.ingress_class)
     if member is None:
         return []
+    # Its own keys, until its build (which adds its backend Services') says more.
+    told[:] = [f.message for f in summarized(
+        [f for f in review(annotations_of(ing), where="ingress") if not f.refused])]
     errors: list[tuple[Obj, str]] = []
     if member.error is not None:
         errors.append((ing, member.error))
@@ -80,7 +96,8 @@ def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, 
     this = Member(ing, info, order, member.via_params)
     if not errors:
         try:
-            build_group(Group(member.group, (this,)), caches, settings)
+            alone = build_group(Group(member.group, (this,)), caches, settings)
+            told[:] = [f.message for f in summarized(alone.findings.get(key, ()))]
         except MissingReference as exc:
             return [str(exc)]
         except InvalidInput:

@@ -65,6 +65,13 @@ class Backends:
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
+    # Per Ingress (namespace/name), the Services whose annotations were read for it: their
+    # `alb.ingress.kubernetes.io/` keys are reviewed for that Ingress.
+    used: dict[str, set[str]] = field(default_factory=dict)
+
+    def _use(self, ing: Obj, service_key: str) -> None:
+        m = meta(ing)
+        self.used.setdefault(f"{m.get('namespace')}/{m.get('name')}", set()).add(service_key)
 
     def service(self, ing: Obj, name: str) -> Obj:
         namespace = str(meta(ing).get("namespace"))
@@ -73,6 +80,7 @@ class Backends:
         if svc is None:
             raise MissingObject(f"Ingress {namespace}/{meta(ing).get('name')}: backend "
                                 f"Service {namespace}/{name} not found")
+        self._use(ing, f"{namespace}/{name}")
         return svc
 
     def target_group(self, ing: Obj, service_name: str, port: int | str,
@@ -203,6 +211,8 @@ class Backends:
         m = meta(ing)
         namespace = str(m.get("namespace"))
         svc = self.caches.services.get(f"{namespace}/{service_name}") if service_name else None
+        if svc is not None:
+            self._use(ing, f"{namespace}/{service_name}")
         try:
             settings = parse_auth(ing, svc)
         except AnnotationError as exc:

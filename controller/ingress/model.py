@@ -25,7 +25,8 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from controller.annotations import AnnotationError
+from controller.annotationreview import Finding, UnsupportedAnnotation, check
+from controller.annotations import AnnotationError, annotations_of
 from controller.defaults import DEFAULT_INGRESS_CLASS
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
@@ -114,6 +115,9 @@ class BuiltGroup:
     load_balancer: LoadBalancerConfig
     services: frozenset[str]  # namespace/name of every backend Service read
     secrets: frozenset[str]  # namespace/name of every OIDC Secret read
+    # Per member (namespace/name): the keys under our prefixes it (or a backend Service it
+    # uses) carries that are not acted on, for the reconciler's Warnings and admission's.
+    findings: Mapping[str, tuple[Finding, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -142,13 +146,16 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         raise BuildError(f"Ingress {meta(ing).get('namespace')}/{meta(ing).get('name')}: "
                          f"{message}")
     parsed: list[tuple[Member, IngressAnnotations]] = []
+    findings: dict[str, tuple[Finding, ...]] = {}
     for member in group.members:
         problem = check_spec(member.ingress)
         if problem is not None:
             raise BuildError(f"Ingress {member.key}: {problem}")
         try:
+            # A key that narrows access and cannot be honoured stops the member first.
+            findings[member.key] = check(annotations_of(member.ingress), where="ingress")
             ann = parse_ingress(member.ingress)
-        except AnnotationError as exc:
+        except (AnnotationError, UnsupportedAnnotation) as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
         parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
     lb = merge_load_balancer(parsed, default_scheme=settings.defaults.scheme,
@@ -236,12 +243,30 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None
+    for member in group.members:
+        findings[member.key] += _backend_findings(member, backends, caches)
     try:
         stack = builder.build()
         check_quotas(stack, settings.quotas)
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
-    return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))
+    return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
+                      findings)
+
+
+def _backend_findings(member: Member, backends: Backends, caches: Caches
+                      ) -> tuple[Finding, ...]:
+    """The `alb.ingress.kubernetes.io/` keys of the Services a member's rules read, as
+    upstream reads them there (target-group and authentication settings)."""
+    found: list[Finding] = []
+    for key in sorted(backends.used.get(member.key, ())):
+        svc = caches.services.get(key)
+        try:
+            found.extend(Finding(f.key, f.reason, f"backend Service {key}: {f.message}")
+                         for f in check(annotations_of(svc), where="backend"))
+        except UnsupportedAnnotation as exc:
+            raise BuildError(f"Ingress {member.key}: backend Service {key}: {exc}") from None
+    return tuple(found)
 
 
 def _security_groups(group: Group, lb: LoadBalancerConfig,

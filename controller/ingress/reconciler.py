@@ -15,7 +15,11 @@ One reconcile of a group key, in the steps every controller takes:
    that carries the group's finalizer but that the group was never deployed with
    (`groups.deployed_with`) only has it released;
 3. build (pure stage, once, as part of qualifying; bad input → Warning Event, terminal error,
-   no AWS call);
+   no AWS call; a key that narrows access and cannot be honoured is bad input). Keys under
+   our prefixes that a member or its backend Services carry and that are not acted on get a
+   Warning each on that member (`UnsupportedAnnotation`, `UnknownAnnotation`), once per
+   process (`FindingLog`): an Ingress has no condition to record them in, so a restarted
+   controller tells them once more;
 4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
    finalizers and bindings in place, stops here without AWS calls (a LOW verification never
    does);
@@ -34,6 +38,7 @@ from typing import NoReturn
 import structlog
 
 from controller import checkpoint
+from controller.annotationreview import FindingLog, summarized
 from controller.apis import GROUP_MEMBERS_ANNOTATION
 from controller.aws import AWSError
 from controller.bindings import BindingWriter
@@ -51,7 +56,7 @@ from controller.stackapply import StackApplier
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Conflict, NotFound
-from runtime.objects import Obj, is_deleting, key_of
+from runtime.objects import Obj, is_deleting, key_of, meta
 from runtime.reconcile import (
     NORMAL,
     ReconcileError,
@@ -86,6 +91,7 @@ class IngressReconciler:
         self._clock = clock or RealClock()
         self._checkpoints = checkpoints
         self._cleanup_poll = cleanup_poll
+        self._told = FindingLog()
         self._writer = ObjectWriter(client, INGRESSES, recorder, self._clock)
         self._bindings_writer = BindingWriter(client)
         self._apply = StackApplier(deployer=deployer, writer=self._writer,
@@ -107,6 +113,7 @@ class IngressReconciler:
             if not group.members:
                 return await self._cleanup(group) if group.leaving else Result()
             assert settled.built is not None  # members, not held: it built
+            self._tell(group, settled.built)
             return await self._converge(group, settled.built)
         except Conflict as exc:
             # A write raced a change we have not seen yet; the retry reads the new state.
@@ -137,6 +144,14 @@ class IngressReconciler:
             reason = await self._secrets.unreadable(key)
             for ing in wanted[key]:
                 self._writer.event(ing, "Warning", "SecretUnreadable", reason)
+
+    def _tell(self, group: Group, built: BuiltGroup) -> None:
+        """One Warning per finding a member has not been told about by this process."""
+        for member in group.members:
+            findings = summarized(built.findings.get(member.key, ()))
+            uid = str(meta(member.ingress).get("uid") or member.key)
+            for finding in self._told.new(uid, findings):
+                self._writer.event(member.ingress, "Warning", finding.reason, finding.message)
 
     def _report_excluded(self, group: Group) -> None:
         for ing, reason in group.excluded:

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from controller import validators
-from controller.annotationreview import Finding, check
+from controller.annotationreview import Finding, check, review, summarized
 from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
@@ -212,6 +212,15 @@ def reviewed_annotations(service: Mapping[str, Any]) -> dict[str, Any]:
     """Every annotation under the prefixes the catalogue speaks for: those read and those
     reported (a change to either must reach the reconciler)."""
     return catalogue.reviewed_annotations(annotations_of(service), "service")
+
+
+def admission_warnings(service: Mapping[str, Any], *, load_balancer_class: str) -> list[str]:
+    """What `kubectl apply` of a Service we would serve is told about its keys: every finding,
+    refusals included (there is no validating webhook for Services to deny them; the
+    reconciler refuses them without an AWS call)."""
+    if not qualifies(service, load_balancer_class=load_balancer_class):
+        return []
+    return [f.message for f in summarized(review(annotations_of(service), where="service"))]
 
 
 def annotation_findings(service: Mapping[str, Any]) -> tuple[Finding, ...]:
@@ -420,6 +429,7 @@ __all__ = [
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
     "ServiceLBConfig",
+    "admission_warnings",
     "annotation_findings",
     "parse_service_config",
     "qualifies",

@@ -18,7 +18,7 @@ from typing import Final
 
 import structlog
 
-from controller import ingress
+from controller import ingress, service
 from controller.aws import AWSError
 from controller.errors import InvalidInput
 from controller.ingress.exclusions import GroupNamespaces
@@ -156,7 +156,9 @@ class IngressClassParamsValidator:
 class ServiceMutator:
     """`mservice.elbv2.k8s.aws` (opt-in): LoadBalancer Services without a class get ours, and
     an update that drops the class keeps the one the Service had (upstream's service mutator;
-    the API server refuses a changed class anyway)."""
+    the API server refuses a changed class anyway). A Service we serve is told, as warnings,
+    about its annotations we do not act on (`service.admission_warnings`); it is never denied
+    here (upstream has no Service validation either), the reconciler refuses what it must."""
 
     load_balancer_class: str
     enabled: bool = True  # --enable-service-mutator-webhook
@@ -164,17 +166,16 @@ class ServiceMutator:
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         svc = _object(request)
         if (not self.enabled or request.operation not in ("CREATE", "UPDATE")
-                or dig(svc, "spec", "type") != "LoadBalancer"
-                or dig(svc, "spec", "loadBalancerClass")):
+                or dig(svc, "spec", "type") != "LoadBalancer"):
             return allowed()
-        if request.operation == "CREATE":
-            wanted = self.load_balancer_class
-        else:
-            wanted = dig(request.old_object or {}, "spec", "loadBalancerClass")
-            if not isinstance(wanted, str) or not wanted:
-                return allowed()
-        mutated = {**svc, "spec": {**svc["spec"], "loadBalancerClass": wanted}}
-        return patched(svc, mutated)
+        mutated = svc
+        if not dig(svc, "spec", "loadBalancerClass"):
+            wanted = (self.load_balancer_class if request.operation == "CREATE"
+                      else dig(request.old_object or {}, "spec", "loadBalancerClass"))
+            if isinstance(wanted, str) and wanted:
+                mutated = {**svc, "spec": {**svc["spec"], "loadBalancerClass": wanted}}
+        return patched(svc, mutated, warnings=service.admission_warnings(
+            mutated, load_balancer_class=self.load_balancer_class))
 
 
 __all__ = ["MUTATE_POD", "MUTATE_SERVICE", "MUTATE_TARGETGROUPBINDING", "VALIDATE_INGRESS",

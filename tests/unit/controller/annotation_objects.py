@@ -1,0 +1,126 @@
+"""Objects carrying every annotation key the controllers act on, with values that take every
+branch that reads one more key (an HTTP health check, OIDC authentication, access logs on), for
+the tests that hold the parsers' reads to the catalogue (`recording()`, `found_in()`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from controller.ingress.caches import Caches
+from controller.ingress.model import BuiltGroup, build_group
+from runtime.objects import Obj
+from runtime.reconcile import Request
+from tests.support.objects import (
+    backend_service,
+    class_params,
+    ingress,
+    ingress_class,
+    ingress_path,
+    secret,
+    web_service,
+)
+from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
+
+CERT: Final = "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d"
+OIDC: Final = json.dumps({"issuer": "https://idp.example.com",
+                          "authorizationEndpoint": "https://idp.example.com/auth",
+                          "tokenEndpoint": "https://idp.example.com/token",
+                          "userInfoEndpoint": "https://idp.example.com/userinfo",
+                          "secretName": "oidc"})
+
+# Read from the backend Service first (upstream's svcAndIngAnnotations), then the Ingress.
+TARGET_GROUP: Final = {
+    "target-type": "ip", "backend-protocol": "HTTP", "backend-protocol-version": "HTTP1",
+    "target-group-attributes": "deregistration_delay.timeout_seconds=30",
+    "healthcheck-port": "8081", "healthcheck-protocol": "HTTP", "healthcheck-path": "/hz",
+    "healthcheck-interval-seconds": "20", "healthcheck-timeout-seconds": "6",
+    "healthy-threshold-count": "3", "unhealthy-threshold-count": "3", "success-codes": "200",
+    "multi-cluster-target-group": "true",
+    "auth-type": "oidc", "auth-idp-oidc": OIDC, "auth-scope": "openid email",
+    "auth-session-cookie": "session", "auth-session-timeout": "3600",
+    "auth-on-unauthenticated-request": "deny",
+}
+INGRESS: Final = {
+    **TARGET_GROUP,
+    "scheme": "internal", "load-balancer-name": "shop", "ip-address-type": "ipv4",
+    "subnets": "subnet-1,subnet-2", "security-groups": "sg-1",
+    "load-balancer-attributes": "idle_timeout.timeout_seconds=60",
+    "listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]', "ssl-redirect": "443",
+    "inbound-cidrs": "10.0.0.0/8", "ssl-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+    "certificate-arn": CERT, "tags": "team=shop", "security-group-prefix-lists": "pl-1",
+    "manage-backend-security-group-rules": "true", "group.order": "5",
+    "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
+        {"serviceName": "web", "servicePort": 80}]}}),
+    "conditions.web": json.dumps([{"field": "source-ip",
+                                   "sourceIpConfig": {"values": ["10.0.0.0/8"]}}]),
+}
+SERVICE: Final = {
+    "aws-load-balancer-type": "external", "aws-load-balancer-nlb-target-type": "ip",
+    "aws-load-balancer-name": "web", "aws-load-balancer-scheme": "internal",
+    "aws-load-balancer-ip-address-type": "ipv4",
+    "aws-load-balancer-subnets": "subnet-1,subnet-2", "aws-load-balancer-ssl-cert": CERT,
+    "aws-load-balancer-ssl-ports": "443",
+    "aws-load-balancer-ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+    "aws-load-balancer-backend-protocol": "ssl", "aws-load-balancer-alpn-policy": "HTTP2Preferred",
+    "aws-load-balancer-healthcheck-protocol": "HTTP", "aws-load-balancer-healthcheck-port": "8081",
+    "aws-load-balancer-healthcheck-path": "/hz",
+    "aws-load-balancer-healthcheck-healthy-threshold": "3",
+    "aws-load-balancer-healthcheck-unhealthy-threshold": "3",
+    "aws-load-balancer-healthcheck-timeout": "5", "aws-load-balancer-healthcheck-interval": "10",
+    "aws-load-balancer-healthcheck-success-codes": "200-399",
+    "aws-load-balancer-target-group-attributes": "deregistration_delay.timeout_seconds=30",
+    "aws-load-balancer-target-node-labels": "pool=a",
+    "aws-load-balancer-attributes": "load_balancing.cross_zone.enabled=true",
+    "aws-load-balancer-additional-resource-tags": "team=web",
+    "aws-load-balancer-proxy-protocol": "*",
+    "aws-load-balancer-multi-cluster-target-group": "true",
+    "aws-load-balancer-access-log-enabled": "true",
+    "aws-load-balancer-access-log-s3-bucket-name": "logs",
+    "aws-load-balancer-access-log-s3-bucket-prefix": "web",
+    "aws-load-balancer-cross-zone-load-balancing-enabled": "true",
+    "aws-load-balancer-security-groups": "sg-1",
+    "aws-load-balancer-security-group-prefix-lists": "pl-1",
+    "load-balancer-source-ranges": "10.0.0.0/8",
+    "aws-load-balancer-manage-backend-security-group-rules": "true",
+    "aws-load-balancer-disable-nlb-sg": "false",
+    "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on",
+    "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": "off",
+}
+# Read only when the scheme annotation is absent (upstream ignores it then); and the group
+# name takes the Ingress out of its implicit group.
+SERVICE_INTERNAL: Final = {**{k: v for k, v in SERVICE.items()
+                              if k != "aws-load-balancer-scheme"},
+                           "aws-load-balancer-internal": "true"}
+INGRESS_GROUP: Final = {"group.name": "shop"}
+
+REQUEST: Final = Request("default", "shop")
+
+
+def ingress_world(annotations: Mapping[str, str | None],
+                  service_annotations: Mapping[str, str] | None = None, *,
+                  params: Obj | None = None) -> tuple[Caches, Obj]:
+    """Caches with Ingress default/shop (`/` to Service web), its class (with `params`), the
+    Service and the OIDC Secret; and the Ingress."""
+    ing = ingress("shop", annotations, paths=[ingress_path("/", "web")])
+    objs: list[Obj] = [ingress_class("alb", params=None if params is None
+                                     else params["metadata"]["name"]),
+                       backend_service("web", service_annotations), ing,
+                       secret("oidc", {"clientID": "id", "clientSecret": "shh"})]
+    if params is not None:
+        objs.append(params)
+    return caches(*objs), ing
+
+
+def build(c: Caches, request: Request = REQUEST) -> BuiltGroup:
+    return build_group(loader(c).load(request), c, SETTINGS)
+
+
+def namespace_only_params() -> Obj:
+    """IngressClassParams that override no annotation."""
+    return class_params("scoped", {"namespaceSelector": {"matchLabels": {}}})
+
+
+def nlb(annotations: Mapping[str, str]) -> dict[str, Any]:
+    return web_service(annotations, load_balancer_class=None)
