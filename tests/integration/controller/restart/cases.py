@@ -1,10 +1,12 @@
 """The restart-correctness catalogue: for every input a model reads, a change made while the
 controller is down, and what to look at to see that it reached AWS.
 
-The inputs come from the code's own catalogues (`SERVICE_ANNOTATION_KEYS`,
-`INGRESS_ANNOTATION_KEYS`, the IngressClassParams and TargetGroupBinding spec models, the
-`aiolbc run` flags); `test_matrix.py` fails when one of them has neither a case here nor an
-entry in `NOT_DEPLOYED` with the reason nothing of it reaches AWS. Values were chosen to make
+The inputs come from the code's own catalogues (the acted-on keys of the annotation catalogue,
+`controller/apis/catalogue.py`, which tests hold to upstream's list; the IngressClassParams and
+TargetGroupBinding spec models; the `aiolbc run` flags); `test_matrix.py` fails when one of
+them has neither a case here nor an entry in `NOT_DEPLOYED` with the reason nothing of it
+reaches AWS, and a case for an annotation the catalogue does not mark acted on is refused when
+it is made (it would pass while proving nothing). Values were chosen to make
 a difference AWS (moto) shows, from a base that converges on its own.
 """
 
@@ -21,6 +23,7 @@ from controller.apis import (
     TARGETGROUPBINDINGS,
     USE_ANNOTATION,
 )
+from controller.apis.catalogue import Kind, entry_for
 from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
 from tests.integration.controller.restart.world import ALB, SVC, World
 from tests.support.objects import endpoint_ip
@@ -47,6 +50,16 @@ class Case:
     observe: Observe
     ready: Ready | None = None
     tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for key in self.covers:
+            if key.startswith((SVC, ALB)) or key == LEGACY_CLASS_ANNOTATION:
+                kind: Kind = "ingress" if key.startswith(ALB) or key == \
+                    LEGACY_CLASS_ANNOTATION else "service"
+                entry = entry_for(key, kind)
+                if entry is None or not entry.acted_on:
+                    raise ValueError(f"case {self.name}: {key} is not an annotation the "
+                                     "catalogue marks acted on")
 
 
 # ---- observation helpers ---------------------------------------------------------------------
@@ -137,7 +150,8 @@ def service_cases() -> list[Case]:
         service("aws-load-balancer-security-groups", "{security_group}", name="s-sg"),
         service("aws-load-balancer-security-group-prefix-lists", "{prefix_list}",
                 name="s-sg-prefix-lists"),
-        service("aws-load-balancer-source-ranges", "10.0.0.0/8"),
+        # Upstream's key (not under aws-load-balancer-): admits only 10.0.0.0/8 once changed.
+        service("load-balancer-source-ranges", "10.0.0.0/8"),
         service("aws-load-balancer-manage-backend-security-group-rules", "true",
                 {"aws-load-balancer-security-groups": "{security_group}"},
                 name="s-manage-backend-rules"),
