@@ -67,6 +67,22 @@ def _mutual_tls_off(value: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Inert:
+    """The values of a narrowing key that ask for nothing (`shown` says which, for the docs)."""
+
+    test: Callable[[str], bool]
+    shown: str
+
+    def __call__(self, value: str) -> bool:
+        return self.test(value)
+
+
+_NO_ACL_VALUES = Inert(_no_acl, "`none` or empty")
+_SHIELD_OFF = Inert(_shield_off, "false")
+_MUTUAL_TLS_OFF = Inert(_mutual_tls_off, "mode `off` on every port")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnnotationKey:
     """One key, or one family of keys (`key` ending in `.*`, the rest of the name chosen by the
@@ -81,7 +97,7 @@ class AnnotationKey:
     # object (fail closed) unless `inert` says the value asks for nothing.
     narrows: bool = False
     backend: Backend = None
-    inert: Callable[[str], bool] | None = None
+    inert: Inert | None = None
     placeholder: str = "<name>"
     # Said instead of "aiolbc does not support <feature>" when a plain refusal would mislead.
     note: str = ""
@@ -109,7 +125,7 @@ class AnnotationKey:
 
 
 def _ingress(suffix: str, feature: str, *, acted: bool, narrows: bool = False,
-             backend: Backend = None, inert: Callable[[str], bool] | None = None,
+             backend: Backend = None, inert: Inert | None = None,
              placeholder: str = "<name>", note: str = "") -> AnnotationKey:
     return AnnotationKey(key=INGRESS_ANNOTATION_PREFIX + suffix, kind="ingress",
                          feature=feature, acted_on=acted, narrows=narrows, backend=backend,
@@ -143,15 +159,15 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("customer-owned-ipv4-pool", "customer-owned IPv4 pools (Outposts)", acted=False),
     _ingress("load-balancer-attributes", "load balancer attributes", acted=True),
     _ingress("wafv2-acl-arn", "WAFv2 web ACL association", acted=False, narrows=True,
-             inert=_no_acl),
+             inert=_NO_ACL_VALUES),
     _ingress("wafv2-acl-name", "WAFv2 web ACL association", acted=False, narrows=True,
-             inert=_no_acl),
+             inert=_NO_ACL_VALUES),
     _ingress("waf-acl-id", "WAF Classic web ACL association", acted=False, narrows=True,
-             inert=_no_acl),
+             inert=_NO_ACL_VALUES),
     _ingress("web-acl-id", "WAF Classic web ACL association (deprecated key)", acted=False,
-             narrows=True, inert=_no_acl),
+             narrows=True, inert=_NO_ACL_VALUES),
     _ingress("shield-advanced-protection", "AWS Shield Advanced protection", acted=False,
-             narrows=True, inert=_shield_off),
+             narrows=True, inert=_SHIELD_OFF),
     _ingress("security-groups", "security groups", acted=True, narrows=True),
     _ingress("listen-ports", "listeners", acted=True),
     _ingress("ssl-redirect", "listeners", acted=True),
@@ -174,8 +190,8 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     # Used only with `auth-type: cognito`, which the auth-type parser refuses: the refusal is
     # there, so this key alone narrows nothing.
     _ingress("auth-idp-cognito", "Cognito authentication", acted=False, backend="ignored",
-             note="aiolbc does not support Cognito authentication (auth-type cognito is "
-                  "refused)"),
+             note="aiolbc does not support Cognito authentication: auth-type cognito is "
+                  "refused, and this key alone asks for nothing"),
     _ingress("auth-idp-oidc", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("auth-on-unauthenticated-request", _AUTH, acted=True, narrows=True,
              backend="acted"),
@@ -188,7 +204,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("manage-backend-security-group-rules", "backend security group rules",
              acted=True),
     _ingress("mutual-authentication", "mutual TLS authentication", acted=False, narrows=True,
-             inert=_mutual_tls_off),
+             inert=_MUTUAL_TLS_OFF),
     _ingress("security-group-prefix-lists", "security group prefix lists", acted=True,
              narrows=True),
     _ingress("listener-attributes.*", "listener attributes", acted=False,
@@ -210,8 +226,8 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("create-acm-cert", "ACM certificate creation", acted=False),
     _ingress("acm-pca-arn", "ACM certificate creation", acted=False),
     _ingress("dry-run-plan", "upstream's dry-run plan", acted=False,
-             note="it is written by upstream's controller (IngressPlanAnnotation gate), and "
-                  "aiolbc neither reads nor writes it"),
+             note="upstream's controller writes it (IngressPlanAnnotation gate); aiolbc "
+                  "neither reads nor writes it"),
     _ingress("actions.*", "rule actions", acted=True),
     _ingress("conditions.*", "rule conditions", acted=True, narrows=True),
     _ingress("transforms.*", "URL and host-header transforms", acted=False),
@@ -355,6 +371,7 @@ __all__ = [
     "SERVICE_KEYS",
     "SOURCE_RANGES_KEY",
     "AnnotationKey",
+    "Inert",
     "Kind",
     "entry_for",
     "reviewed",
