@@ -137,13 +137,20 @@ class Cluster:
 
         return await self._launch(setup, options=options, client=client)
 
-    async def start_app(self, *flags: str, client: KubeClient | None = None) -> Manager:
+    async def start_app(self, *flags: str, client: KubeClient | None = None,
+                        on_setup: Callable[[Manager], object] | None = None) -> Manager:
         """Run a new Manager with every controller as `aiolbc run` sets them up
         (`controller.app`) from this cluster's flags and then `flags`, on this cluster's AWS
-        pool (through the fault proxy), as `client`; return once it leads."""
+        pool (through the fault proxy), as `client` (`on_setup` sees it before it runs, e.g.
+        a `WebhookHarness`); return once it leads."""
         config = parse_config([*self._flags(), *flags])
-        return await self._launch(
-            lambda manager: app.setup_controllers(manager, self.pool, config), client=client)
+
+        def setup(manager: Manager) -> None:
+            app.setup_controllers(manager, self.pool, config)
+            if on_setup is not None:
+                on_setup(manager)
+
+        return await self._launch(setup, client=client)
 
     async def _launch(self, setup: Callable[[Manager], None], *,
                       options: ManagerOptions | None = None,
