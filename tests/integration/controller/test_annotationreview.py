@@ -112,6 +112,14 @@ async def test_an_ingress_asking_for_a_web_acl_is_refused_before_any_aws_call(
 
     await eventually(deployed, message="plain Ingress not deployed")
     assert len(await cluster.aws.load_balancers()) == 1
+    # Told once, though the Ingress was reconciled and deployed again since.
+    before = cluster.reconciles(METRIC_NAMES[INGRESS])
+    await cluster.patch(INGRESSES, "plain", {"metadata": {"annotations": {
+        A + "tags": "team=shop"}}})
+    await cluster.settled()
+    assert cluster.reconciles(METRIC_NAMES[INGRESS]) > before
+    [event] = await warnings(cluster, "plain", "UnsupportedAnnotation")
+    assert event.get("count", 1) == 1
     # Removing the refused key lets the first one deploy.
     await cluster.patch(INGRESSES, "early", {"metadata": {"annotations": {
         A + "wafv2-acl-arn": None}}})
