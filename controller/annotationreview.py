@@ -15,6 +15,7 @@ reconcilers agree), and the findings that are warnings travel with the build's r
 from __future__ import annotations
 
 import difflib
+import functools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ UNKNOWN: Final = "UnknownAnnotation"
 # At most this many findings are reported one by one per object (Events, a condition); the rest
 # are counted in one more line, so that a Service with a thousand made-up keys stays readable.
 MAX_REPORTED: Final = 10
+# More unknown keys than this on one object refuse it (see `review`).
+MAX_UNKNOWN: Final = 50
 # How alike a key and a known key must be (difflib's ratio) for the one to be suggested.
 SUGGESTION_CUTOFF: Final = 0.6
 _NARROWS = "it would narrow who can reach the load balancer, so nothing is deployed for this"
@@ -97,10 +100,16 @@ _CANDIDATES: Final = {w: _candidates(w) for w in ("ingress", "backend", "service
 def suggestion(key: str, where: Where) -> AnnotationKey | None:
     """The known key most like `key` (families by their common start), or None when none is
     alike enough."""
-    candidates = _CANDIDATES[where]
-    found = difflib.get_close_matches(_distinctive(key), list(candidates), n=1,
+    found = _nearest(_distinctive(key), where)
+    return _CANDIDATES[where][found] if found is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _nearest(distinctive: str, where: Where) -> str | None:
+    # Cached: the same object is built at enqueue time, at reconcile and at admission.
+    found = difflib.get_close_matches(distinctive, list(_CANDIDATES[where]), n=1,
                                       cutoff=SUGGESTION_CUTOFF)
-    return candidates[found[0]] if found else None
+    return found[0] if found else None
 
 
 def _held(where: Where) -> str:
@@ -153,7 +162,17 @@ def review_key(key: str, value: object, where: Where) -> Finding | None:
 
 def review(annotations: Mapping[str, Any], *, where: Where) -> tuple[Finding, ...]:
     """Every finding of an object's annotations, in key order (one message per object, the
-    same each time)."""
+    same each time). More unknown keys than `MAX_UNKNOWN` are one refusal: each costs a
+    search for the nearest known key, and an object's owner may not make every build slow."""
+    unknown = [k for k in annotations if isinstance(k, str) and reviewed(k, _kind(where))
+               and entry_for(k, _kind(where)) is None]
+    if len(unknown) > MAX_UNKNOWN:
+        kind = "Service" if where == "service" else "Ingress"
+        return (Finding("", UNKNOWN, f"{len(unknown)} annotations under aiolbc's prefixes are "
+                        f"not known, and at most {MAX_UNKNOWN} are checked (any may be a "
+                        "mistyped key that narrows who can reach the load balancer); nothing "
+                        f"is deployed for this {kind} until there are no more than "
+                        f"{MAX_UNKNOWN}", refused=True),)
     found = (review_key(key, value, where) for key, value in annotations.items()
              if isinstance(key, str))
     return tuple(sorted((f for f in found if f is not None), key=lambda f: f.key))
@@ -202,6 +221,7 @@ class FindingLog:
 
 __all__ = [
     "MAX_REPORTED",
+    "MAX_UNKNOWN",
     "SUGGESTION_CUTOFF",
     "UNKNOWN",
     "UNSUPPORTED",

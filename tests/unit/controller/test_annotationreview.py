@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from controller.annotationreview import (
     MAX_REPORTED,
+    MAX_UNKNOWN,
     UNKNOWN,
     UNSUPPORTED,
     Finding,
@@ -257,6 +258,17 @@ def test_findings_come_in_key_order_and_are_summarized() -> None:
     assert shown[-1].message == ("3 more annotations under aiolbc's prefixes are not acted "
                                  "on; they are ignored")
     assert summarized(found[:2]) == list(found[:2])
+
+
+def test_too_many_unknown_keys_refuse_the_object_at_once() -> None:
+    many = {A + f"made-up-{i}": "x" for i in range(MAX_UNKNOWN + 1)}
+    with pytest.raises(UnsupportedAnnotation, match=rf"^{MAX_UNKNOWN + 1} annotations under "
+                       rf"aiolbc's prefixes are not known, and at most {MAX_UNKNOWN} are "
+                       "checked"):
+        check(many, where="ingress")
+    # Up to the limit, each is reported on its own.
+    del many[A + "made-up-0"]
+    assert len(check(many, where="ingress")) == MAX_UNKNOWN
 
 
 def test_suggestions_compare_what_tells_keys_apart() -> None:

@@ -59,6 +59,8 @@ def established(ing: Obj) -> Obj:
     {A + "healthcheck-interval-seconds": "1"},
     {A + "auth-type": "cognito"},
     {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
+    {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"},
+    {A + "inbound-cidr": "10.0.0.0/8"},
 ])
 def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
     bad = ingress("web", annotations=annotations)
@@ -75,6 +77,26 @@ def test_group_names_follow_the_reconcilers_rule(name: str) -> None:
     assert admit(member, None, c, SETTINGS) == []
     assert [r.name for r in loader(caches(ingress_class(), backend_service("web"),
                                          member)).groups_of(member)] == [name]
+
+
+def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
+    own = ("annotation alb.ingress.kubernetes.io/listener-attributes.HTTP-80 is not acted on "
+           "(aiolbc does not support listener attributes); it is ignored")
+    backend = ("backend Service default/web: annotation alb.ingress.kubernetes.io/scheme is "
+               "read on the Ingress, not on a backend Service; it is ignored here")
+    ing = ingress("web", annotations={A + "listener-attributes.HTTP-80": "a=b"})
+    c = caches(ingress_class(), backend_service("web", {"scheme": "internal"}))
+    assert admit(ing, None, c, SETTINGS) == [own, backend]
+    built = build_group(loader(caches(ingress_class(), backend_service(
+        "web", {"scheme": "internal"}), ing)).load(Request("default", "web")), c, SETTINGS)
+    assert [f.message for f in built.findings["default/web"]] == [own, backend]
+    # Its own keys even when what it names is not there yet.
+    assert admit(ing, None, caches(ingress_class()), SETTINGS) == [
+        "Ingress default/web: backend Service default/web not found", own]
+    # Not ours: not a word.
+    other = ingress("web", annotations={A + "listener-attributes.HTTP-80": "a=b"},
+                    class_name="nginx")
+    assert admit(other, None, c, SETTINGS) == []
 
 
 def test_ingresses_of_other_classes_are_not_looked_at() -> None:
