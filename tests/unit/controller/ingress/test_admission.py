@@ -99,6 +99,20 @@ def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
     assert admit(other, None, c, SETTINGS) == []
 
 
+def test_a_refused_key_leaves_a_newcomer_out_and_holds_the_group_of_an_established_one() -> None:
+    waf = {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"}
+    refused = ("annotation alb.ingress.kubernetes.io/wafv2-acl-arn asks for WAFv2 web ACL "
+               "association, which aiolbc does not support")
+    first = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a")]))
+    newcomer = ingress("b", annotations={**GROUP, **waf}, paths=[ingress_path("/b")])
+    c = caches(ingress_class(), backend_service("web"), first, newcomer)
+    assert list(events(c, SHOP)) == ["default/b"]  # the rest of the group deploys
+    assert refused in events(c, SHOP)["default/b"]
+    held = established(ingress("a", annotations={**GROUP, **waf}, paths=[ingress_path("/a")]))
+    c = caches(ingress_class(), backend_service("web"), held)
+    assert events(c, SHOP)["default/a"].startswith(f"Ingress default/a: {refused}")
+
+
 def test_ingresses_of_other_classes_are_not_looked_at() -> None:
     other = ingress("web", annotations={A + "scheme": "public"}, class_name="nginx")
     assert admit(other, None, caches(ingress_class(), backend_service("web")), SETTINGS) == []
