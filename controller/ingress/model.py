@@ -70,9 +70,10 @@ from controller.model import (
 )
 from controller.networking.frontend import (
     LoadBalancerGroups,
+    admits_no_one,
     frontend_rules,
-    is_ipv6,
     load_balancer_groups,
+    unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
 from controller.settings import ClusterScope, StackDefaults
@@ -114,6 +115,9 @@ class BuiltGroup:
     load_balancer: LoadBalancerConfig
     services: frozenset[str]  # namespace/name of every backend Service read
     secrets: frozenset[str]  # namespace/name of every OIDC Secret read
+    # What builds but does not do what it says (inbound CIDRs that admit no one): a Warning
+    # Event on every member when deployed, and a warning at admission.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -158,7 +162,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     request = group.request
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     ports = _listen_ports(parsed)
-    groups = _security_groups(group, lb, ports, builder, settings)
+    warnings: list[str] = []
+    groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
                         default_target_type=settings.defaults.target_type, tags=lb.tags,
@@ -241,23 +246,30 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         check_quotas(stack, settings.quotas)
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
-    return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets))
+    return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
+                      tuple(warnings))
 
 
 def _security_groups(group: Group, lb: LoadBalancerConfig,
                      ports: Mapping[int, Literal["HTTP", "HTTPS"]], builder: StackBuilder,
-                     settings: BuilderSettings) -> LoadBalancerGroups:
+                     settings: BuilderSettings, warnings: list[str]) -> LoadBalancerGroups:
     """The managed frontend group (when no groups are given), and the groups the load
-    balancer carries."""
+    balancer carries; inbound CIDRs that admit no one are named in `warnings`."""
     request = group.request
     manage = (settings.backend_sg.manage_rules_default if lb.manage_backend_rules is None
               else lb.manage_backend_rules)
     managed = None
     if not lb.security_groups:
         first = group.members[0].ingress
-        dualstack = lb.ip_address_type != "ipv4"
-        # IPv6 sources only reach a dualstack load balancer (upstream drops them otherwise).
-        cidrs = [c for c in lb.inbound_cidrs if dualstack or not is_ipv6(c)]
+        # IPv6 sources only reach a dualstack load balancer (upstream drops them otherwise,
+        # silently; here a Warning names them).
+        unreachable = unreachable_cidrs(lb.inbound_cidrs, ip_address_type=lb.ip_address_type)
+        cidrs = [c for c in lb.inbound_cidrs if c not in unreachable]
+        if unreachable:
+            warnings.append(f"group {request.key}: " + admits_no_one(
+                unreachable, what="inbound CIDRs (inbound-cidrs or IngressClassParams "
+                "inboundCIDRs)", ip_address_type=lb.ip_address_type,
+                left=bool(cidrs or lb.prefix_lists)))
         try:
             managed = builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
                 name=ingress_security_group_name(

@@ -15,7 +15,7 @@ One reconcile of a group key, in the steps every controller takes:
    that carries the group's finalizer but that the group was never deployed with
    (`groups.deployed_with`) only has it released;
 3. build (pure stage, once, as part of qualifying; bad input → Warning Event, terminal error,
-   no AWS call);
+   no AWS call; what builds but admits no one → a Warning Event when deployed);
 4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
    finalizers and bindings in place, stops here without AWS calls (a LOW verification never
    does);
@@ -164,6 +164,9 @@ class IngressReconciler:
                 and converged_in_cache(group, built, value, current)):
             return Result()  # nothing the model reads changed since the last deploy
         members = [m.ingress for m in group.members]
+        for warning in built.warnings:  # it builds, but not what the members meant
+            for ing in members:
+                self._writer.event(ing, "Warning", "InboundCIDRsAdmitNoOne", warning)
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,
