@@ -74,9 +74,13 @@ def frontend_rules(ports: Iterable[tuple[str, int]], *, cidrs: Sequence[str],
     return rules
 
 
+class RuleQuotaExceeded(ValueError):
+    """The managed group would need more inbound rules than EC2 allows (one line)."""
+
+
 def check_rule_quota(rules: Iterable[IngressRule], *,
                      quota: int = INBOUND_RULES_PER_GROUP) -> None:
-    """ValueError when the managed group's distinct inbound rules pass EC2's quota for one
+    """RuleQuotaExceeded when the managed group's distinct inbound rules pass EC2's quota for one
     family. A prefix list counts once for each family here: its maximum number of entries,
     which is what EC2 counts, is known only to EC2."""
     distinct = {(r.protocol, r.from_port, r.to_port, r.cidr_ipv4, r.cidr_ipv6,
@@ -85,7 +89,7 @@ def check_rule_quota(rules: Iterable[IngressRule], *,
               "IPv6": sum(1 for r in distinct if r[5] is not None or r[4] is not None)}
     for family, count in counts.items():
         if count > quota:
-            raise ValueError(
+            raise RuleQuotaExceeded(
                 f"the managed security group would need {count} inbound {family} rules (one "
                 "per listen port and source), more than the "
                 f"{quota} EC2 allows per security group by default: admit fewer CIDRs or "
@@ -157,6 +161,7 @@ def binding_networking(source: GroupReference | None, ports: Iterable[Networking
         {"from": [NetworkingPeer(security_group=source)], "ports": wanted})])
 
 
-__all__ = ["INBOUND_RULES_PER_GROUP", "LoadBalancerGroups", "admits_no_one", "binding_networking",
+__all__ = ["INBOUND_RULES_PER_GROUP", "LoadBalancerGroups", "RuleQuotaExceeded", "admits_no_one",
+           "binding_networking",
            "check_rule_quota", "frontend_rules", "is_ipv6", "load_balancer_groups",
            "unreachable_cidrs"]

@@ -57,6 +57,7 @@ from controller.model.stack import InvalidStack, describe_validation_error
 from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
 from controller.networking.frontend import (
     LoadBalancerGroups,
+    RuleQuotaExceeded,
     admits_no_one,
     binding_networking,
     frontend_rules,
@@ -199,7 +200,7 @@ class _Builder:
                 rules = frontend_rules(listeners, cidrs=self._source_ranges(),
                                        prefix_lists=cfg.prefix_lists,
                                        icmp_path_mtu=cfg.icmp_path_mtu)
-            except ValueError as exc:  # more rules than EC2's quota allows
+            except RuleQuotaExceeded as exc:
                 raise InvalidService(f"service {self.stack_id}: {exc}") from None
             managed = self.builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
                 name=service_security_group_name(self.settings.cluster.name, self.namespace,

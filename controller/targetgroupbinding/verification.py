@@ -48,7 +48,7 @@ class Verifications:
         TargetGroupNotFound when the target group went since its facts were read."""
         if not self.full_look_trusted(tgb):
             return False
-        if self._compared_lately(key, arn):
+        if self.compared_lately(key, arn):
             return True
         current = await self._target_groups.current_targets(arn)
         if current != desired:
@@ -76,7 +76,8 @@ class Verifications:
     def forget(self, key: str) -> None:
         self._compared.pop(key, None)
 
-    def _compared_lately(self, key: str, arn: str) -> bool:
+    def compared_lately(self, key: str, arn: str) -> bool:
+        """This process compared the binding's targets in `arn` within the trusted time."""
         if self.trusted_for is None:
             return False
         last = self._compared.get(key)
