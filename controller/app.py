@@ -118,10 +118,10 @@ def targetgroupbinding_settings(config: ControllerConfig, *,
 
 def targets_trusted_for(config: ControllerConfig) -> float:
     """Half the sync period: the resync that replays every binding each --sync-period finds
-    its last full look older than that and reads its targets again, so each binding's targets
-    are read at least once per sync period, and a restart reads those of the bindings not
-    looked at in the last half period (upstream's checkpointed bindings skip even that, until
-    their deferred reconcile)."""
+    its last comparison older than that and reads its targets again, so each binding's targets
+    are read at least once per sync period; a restart compares every binding's targets once
+    whatever its last look (upstream's checkpointed bindings wait for their deferred
+    reconcile, 30 to 45 minutes later)."""
     return config.runtime.sync_period / 2
 
 

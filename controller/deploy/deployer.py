@@ -204,7 +204,10 @@ class StackDeployer:
         lb_arn = current_lb["LoadBalancerArn"] if current_lb is not None else None
         # Security groups concurrently with the target groups, before the load balancer, which
         # is created carrying them; only once the stack resolved (a ResolveError changes nothing).
-        groups_step = asyncio.ensure_future(self._groups.prepare(run, key, fresh=fresh))
+        # User-given groups are checked before anything of the stack is created or changed.
+        named = await self._groups.resolve_named(run)
+        groups_step = asyncio.ensure_future(self._groups.prepare(run, key, fresh=fresh,
+                                                                 named=named))
         started.append(groups_step)
 
         # Observe target groups, listeners and rules concurrently, then all their tags at once.

@@ -3,8 +3,14 @@ balancer carries (user-given IDs and names, the managed group's `$ref`, the shar
 group), and the networking its bindings ask for, with every placeholder made an ID.
 
 Order (why traffic is never opened before it is needed, nor closed while still used):
-1. before anything else: user-given names become IDs (each must name one group of the VPC);
-   the backend group is found or created; each managed group is found by its tags
+0. before anything of the stack is created or changed (`resolve_named`): user-given groups are
+   looked up, names made IDs (each must name a group of the VPC, IDs too), and each is
+   checked as every AWS resource the stack did not create: one tagged for another cluster
+   (`elbv2.k8s.aws/cluster`), or another stack's managed group (its `ingress.k8s.aws/stack` or
+   `service.k8s.aws/stack` names a stack that is not this one), is refused
+   (`OwnershipConflict`): a load balancer holding it would keep that stack's deletion stuck on
+   `DependencyViolation`;
+1. the backend group is found or created; each managed group is found by its tags
    (`elbv2.k8s.aws/cluster`, `<kind>.k8s.aws/stack`, `<kind>.k8s.aws/resource`: upstream's, so
    a group upstream created is adopted, not duplicated) or created with them in the same call,
    then its tags and inbound rules are converged. A new group admits clients before any load
@@ -18,7 +24,8 @@ Deleting a stack deletes its load balancer first, then its groups (same retries)
 releases the backend group. Its bindings, whose rules on the targets' groups refer to the
 backend group, are gone before (their finalizers revoke those rules).
 
-Cost: one DescribeSecurityGroups per deploy of a stack with a managed group (by its
+Cost: one DescribeSecurityGroups per deploy for user-given names and one for user-given IDs
+(from the region snapshot in a verification); one per deploy of a stack with a managed group (by its
 deterministic name, rules included; a group with that name without our tags is an
 `OwnershipConflict`), none for a fresh stack or one known to have none; a stack without managed
 groups whose groups this process has not seen is looked up by its tags once (an older model may
@@ -27,6 +34,7 @@ have left one); the backend group is looked up once per process.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +43,7 @@ from controller.aws import AWSError, Caller, Reader
 from controller.deploy.concurrency import run_all
 from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
-from controller.deploy.tags import CLUSTER_TAG, Tracking, stack_tag
+from controller.deploy.tags import CLUSTER_TAG, LEGACY_CLUSTER_TAG, TAG_PREFIX, Tracking, stack_tag
 from controller.model import (
     SECURITY_GROUP,
     GroupReference,
@@ -106,10 +114,17 @@ class StackSecurityGroups:
 
     # ---- deploy -----------------------------------------------------------------------------
 
-    async def prepare(self, run: DeployRun, key: StackKey, *,
-                      fresh: bool = False) -> PreparedGroups:
+    async def resolve_named(self, run: DeployRun) -> dict[str, str]:
+        """The user-given groups of the stack's load balancers (names and IDs) → their IDs,
+        each checked: raises ResolveError for one not in the stack's VPC, OwnershipConflict
+        for one tagged for another cluster or managed for another stack."""
+        return await _resolve_named(run)
+
+    async def prepare(self, run: DeployRun, key: StackKey, *, fresh: bool = False,
+                      named: Mapping[str, str] | None = None) -> PreparedGroups:
         """`fresh`: no deploy of this stack can have written to AWS yet (the deployer's
-        meaning), so there is nothing of it to look for."""
+        meaning), so there is nothing of it to look for. `named`: `resolve_named`'s answer,
+        when the deployer asked before anything else (otherwise asked here)."""
         stack, reader = run.stack, run.reader
         prepared = PreparedGroups()
         if uses_backend(stack):
@@ -117,7 +132,7 @@ class StackSecurityGroups:
         known = self._known.get(key, set() if self._scanned or fresh else None)
 
         async def names() -> None:
-            prepared.names = await _resolve_names(run.calls, stack)
+            prepared.names = dict(named) if named is not None else await _resolve_named(run)
 
         async def backend() -> None:
             if uses_backend(stack):
@@ -313,22 +328,62 @@ class StackSecurityGroups:
             raise DeployError(str(exc)) from None
 
 
-async def _resolve_names(calls: Caller, stack: Stack) -> dict[str, str]:
-    """User-given group names → IDs in the stack's VPC (IDs pass through)."""
-    names = sorted({g for lb in stack.load_balancers.values() for g in lb.security_groups
-                    if isinstance(g, str) and not g.startswith(_GROUP_ID_PREFIX)})
-    if not names:
+async def _resolve_named(run: DeployRun) -> dict[str, str]:
+    """User-given group names and IDs → IDs in the stack's VPC, each group checked
+    (`_check_named`). Names match GroupName, IDs GroupId; names and IDs are read concurrently."""
+    given = sorted({g for lb in run.stack.load_balancers.values() for g in lb.security_groups
+                    if isinstance(g, str)})
+    if not given:
         return {}
-    vpc_id = stack.context.vpc_id
-    resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
-        {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": names}])
-    by_name: dict[str, list[str]] = {}
-    for group in resp.get("SecurityGroups") or []:
-        by_name.setdefault(str(group["GroupName"]), []).append(str(group["GroupId"]))
-    missing = [n for n in names if n not in by_name]
+    vpc_id = run.stack.context.vpc_id
+    names = [g for g in given if not g.startswith(_GROUP_ID_PREFIX)]
+    ids = [g for g in given if g.startswith(_GROUP_ID_PREFIX)]
+
+    async def read(*, names: list[str], ids: list[str]) -> list[dict[str, Any]]:
+        if not names and not ids:
+            return []
+        # Looked up by ID, a group of any VPC is found: it must be the stack's.
+        return [g for g in await run.reader.security_groups(vpc_id=vpc_id, names=names,
+                                                            ids=ids)
+                if g.get("VpcId") in (None, vpc_id)]
+
+    by_name, by_id = await asyncio.gather(read(names=names, ids=[]),
+                                          read(names=[], ids=ids))
+    found: dict[str, list[dict[str, Any]]] = {}
+    for group in by_name:
+        found.setdefault(str(group["GroupName"]), []).append(group)
+    for group in by_id:
+        found.setdefault(str(group["GroupId"]), []).append(group)
+    missing = [g for g in given if g not in found]
     if missing:
         raise ResolveError(f"security groups not found in VPC {vpc_id}: {', '.join(missing)}")
-    return {name: sorted(ids)[0] for name, ids in by_name.items()}
+    resolved: dict[str, str] = {}
+    for name, groups in sorted(found.items()):
+        for group in groups:
+            _check_named(name, group, run.tracking)
+        resolved[name] = sorted(str(g["GroupId"]) for g in groups)[0]
+    return resolved
+
+
+def _check_named(given: str, group: Mapping[str, Any], tracking: Tracking) -> None:
+    """A group the user named is someone else's when it is tagged for another cluster or is
+    another stack's managed group: attaching it would tie that stack's deletion to this load
+    balancer (EC2 refuses to delete a group in use: `DependencyViolation`)."""
+    tags = _tags(group)
+    group_id = str(group["GroupId"])
+    what = group_id if given == group_id else f"{given} ({group_id})"
+    cluster = tags.get(CLUSTER_TAG, tags.get(LEGACY_CLUSTER_TAG))
+    if cluster is not None and cluster != tracking.cluster:
+        raise OwnershipConflict(
+            f"security group {what}, named in the security-groups annotation, is tagged for "
+            f"cluster {cluster}; it is not attached to this load balancer")
+    for kind in TAG_PREFIX:
+        owner = tags.get(stack_tag(kind))
+        if owner is not None and (kind, owner) != (tracking.kind, tracking.stack_id):
+            raise OwnershipConflict(
+                f"security group {what}, named in the security-groups annotation, is the "
+                f"managed security group of {kind} {owner}; it is not attached to this load "
+                "balancer")
 
 
 def _tags(group: Mapping[str, Any]) -> dict[str, str]:

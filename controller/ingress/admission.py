@@ -7,6 +7,8 @@ when the write arrives with the reconciler's own code (membership, `exclusions.s
   label): admitted, so that the controller can always finish what it started;
 - objects it names that do not exist yet (a backend Service, the class's parameters) only
   warn: objects applied together arrive in any order, and the reconciler waits for them;
+- a group that builds but whose inbound CIDRs admit no one (IPv6 ones on an IPv4 ALB) is
+  admitted with the text of its `InboundCIDRsAdmitNoOne` Warning;
 - left out of its group (a conflicting Exclusive annotation, a group it may not join, bad
   class parameters...): denied with the `ExcludedFromGroup` text;
 - making its group impossible to build (on its own, or with the members it was deployed with):
@@ -112,7 +114,8 @@ def _admit(ing: Obj, caches: Caches, settings: BuilderSettings, policy: GroupNam
         if key_of(excluded) == key:
             raise BuildError(f"not part of group {member.group.key}: {reason}")
     if after.group.held is None:
-        return []
+        # What builds but admits no one: the Warning Event's text, said at apply time too.
+        return list(after.built.warnings) if after.built is not None else []
     before = _settle(current, caches, settings, policy) if current.members else None
     if before is not None and before.group.held == after.group.held:
         return [after.group.held]

@@ -71,9 +71,10 @@ from controller.model import (
 )
 from controller.networking.frontend import (
     LoadBalancerGroups,
+    admits_no_one,
     frontend_rules,
-    is_ipv6,
     load_balancer_groups,
+    unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
 from controller.settings import ClusterScope, StackDefaults
@@ -118,6 +119,9 @@ class BuiltGroup:
     # Per member (namespace/name): the keys under our prefixes it (or a backend Service it
     # uses) carries that are not acted on, for the reconciler's Warnings and admission's.
     findings: Mapping[str, tuple[Finding, ...]] = field(default_factory=dict)
+    # What builds but does not do what it says (inbound CIDRs that admit no one): a Warning
+    # Event on every member when deployed, and a warning at admission.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -165,7 +169,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     request = group.request
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     ports = _listen_ports(parsed)
-    groups = _security_groups(group, lb, ports, builder, settings)
+    warnings: list[str] = []
+    groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
                         default_target_type=settings.defaults.target_type, tags=lb.tags,
@@ -251,7 +256,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
-                      findings)
+                      findings, tuple(warnings))
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches
@@ -271,18 +276,24 @@ def _backend_findings(member: Member, backends: Backends, caches: Caches
 
 def _security_groups(group: Group, lb: LoadBalancerConfig,
                      ports: Mapping[int, Literal["HTTP", "HTTPS"]], builder: StackBuilder,
-                     settings: BuilderSettings) -> LoadBalancerGroups:
+                     settings: BuilderSettings, warnings: list[str]) -> LoadBalancerGroups:
     """The managed frontend group (when no groups are given), and the groups the load
-    balancer carries."""
+    balancer carries; inbound CIDRs that admit no one are named in `warnings`."""
     request = group.request
     manage = (settings.backend_sg.manage_rules_default if lb.manage_backend_rules is None
               else lb.manage_backend_rules)
     managed = None
     if not lb.security_groups:
         first = group.members[0].ingress
-        dualstack = lb.ip_address_type != "ipv4"
-        # IPv6 sources only reach a dualstack load balancer (upstream drops them otherwise).
-        cidrs = [c for c in lb.inbound_cidrs if dualstack or not is_ipv6(c)]
+        # IPv6 sources only reach a dualstack load balancer (upstream drops them otherwise,
+        # silently; here a Warning names them).
+        unreachable = unreachable_cidrs(lb.inbound_cidrs, ip_address_type=lb.ip_address_type)
+        cidrs = [c for c in lb.inbound_cidrs if c not in unreachable]
+        if unreachable:
+            warnings.append(f"group {request.key}: " + admits_no_one(
+                unreachable, what="inbound CIDRs (inbound-cidrs or IngressClassParams "
+                "inboundCIDRs)", ip_address_type=lb.ip_address_type,
+                left=bool(cidrs or lb.prefix_lists)))
         try:
             managed = builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
                 name=ingress_security_group_name(

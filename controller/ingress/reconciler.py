@@ -19,7 +19,8 @@ One reconcile of a group key, in the steps every controller takes:
    our prefixes that a member or its backend Services carry and that are not acted on get a
    Warning each on that member (`UnsupportedAnnotation`, `UnknownAnnotation`), once per
    process (`FindingLog`): an Ingress has no condition to record them in, so a restarted
-   controller tells them once more;
+   controller tells them once more; what builds but admits no one → a Warning Event when
+   deployed;
 4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
    finalizers and bindings in place, stops here without AWS calls (a LOW verification never
    does);
@@ -179,6 +180,9 @@ class IngressReconciler:
                 and converged_in_cache(group, built, value, current)):
             return Result()  # nothing the model reads changed since the last deploy
         members = [m.ingress for m in group.members]
+        for warning in built.warnings:  # it builds, but not what the members meant
+            for ing in members:
+                self._writer.event(ing, "Warning", "InboundCIDRsAdmitNoOne", warning)
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,

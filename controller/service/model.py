@@ -57,13 +57,21 @@ from controller.model.stack import InvalidStack, describe_validation_error
 from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
 from controller.networking.frontend import (
     LoadBalancerGroups,
+    RuleQuotaExceeded,
+    admits_no_one,
     binding_networking,
     frontend_rules,
-    is_ipv6,
     load_balancer_groups,
+    unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
-from controller.service.annotations import ServiceLBConfig, parse_service_config, qualifies
+from controller.service.annotations import (
+    PREFIX,
+    SOURCE_RANGES,
+    ServiceLBConfig,
+    parse_service_config,
+    qualifies,
+)
 from controller.settings import ClusterScope, StackDefaults
 from runtime.featuregates import FeatureGates
 
@@ -188,13 +196,16 @@ class _Builder:
             listeners = [(str(p.get("protocol") or "TCP"), int(p["port"]))
                          for p in self.spec.get("ports") or []
                          if isinstance(p, Mapping) and type(p.get("port")) is int]
+            try:
+                rules = frontend_rules(listeners, cidrs=self._source_ranges(),
+                                       prefix_lists=cfg.prefix_lists,
+                                       icmp_path_mtu=cfg.icmp_path_mtu)
+            except RuleQuotaExceeded as exc:
+                raise InvalidService(f"service {self.stack_id}: {exc}") from None
             managed = self.builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
                 name=service_security_group_name(self.settings.cluster.name, self.namespace,
                                                  self.name, uid=self.uid),
-                ingress=frontend_rules(listeners, cidrs=self._source_ranges(),
-                                       prefix_lists=cfg.prefix_lists,
-                                       icmp_path_mtu=cfg.icmp_path_mtu),
-                tags=dict(cfg.tags)))
+                ingress=rules, tags=dict(cfg.tags)))
         try:
             return load_balancer_groups(managed=managed, user_groups=cfg.security_groups or (),
                                         manage_backend_rules=manage, backend=backend,
@@ -207,7 +218,9 @@ class _Builder:
         else everyone (IPv6 too when dualstack), unless prefix lists say who."""
         raw = self.spec.get("loadBalancerSourceRanges")
         cidrs: list[str] = []
+        what = f"annotation {PREFIX}{SOURCE_RANGES}"
         if isinstance(raw, list) and raw:
+            what = "spec.loadBalancerSourceRanges"
             for item in raw:
                 try:
                     cidrs.extend(validators.cidrs("spec.loadBalancerSourceRanges", str(item)))
@@ -215,14 +228,19 @@ class _Builder:
                     raise InvalidService(f"service {self.stack_id}: {exc}") from None
         elif self.config.source_ranges is not None:
             cidrs = list(self.config.source_ranges)
-        dualstack = self.config.ip_address_type == "dualstack"
-        for cidr in cidrs:
-            if is_ipv6(cidr) and not dualstack:
-                raise InvalidService(f"service {self.stack_id}: source range {cidr} is IPv6, "
-                                     "which needs a dualstack load balancer")
+        ip_type = self.config.ip_address_type
+        unreachable = unreachable_cidrs(cidrs, ip_address_type=ip_type)
+        if unreachable:
+            # Upstream refuses these too ("unsupported v6 cidr ... when lb is not dualstack"):
+            # dropping them would build an NLB that admits fewer clients than asked, or none.
+            left = bool(set(cidrs) - set(unreachable) or self.config.prefix_lists)
+            raise InvalidService(
+                f"service {self.stack_id}: " + admits_no_one(
+                    unreachable, what=what, ip_address_type=ip_type, left=left, refused=True)
+                + "; refused: an IPv6 source range needs a dualstack load balancer")
         if cidrs or self.config.prefix_lists:
             return cidrs
-        return ["0.0.0.0/0", "::/0"] if dualstack else ["0.0.0.0/0"]
+        return ["0.0.0.0/0", "::/0"] if ip_type == "dualstack" else ["0.0.0.0/0"]
 
     def _networking_ports(self, port: _Port, tg_port: int | str) -> list[NetworkingPort]:
         """TCP or UDP on the target port (both for TCP_UDP; TCP too for UDP, whose health

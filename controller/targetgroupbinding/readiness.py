@@ -11,7 +11,10 @@ the binding is looked at again after the requeue duration: target health moves a
 event to wake anything.
 
 When the binding is deleted, its gates are released (True, "Target Group Binding is deleted",
-as upstream does), so that its pods do not stay unready forever.
+as upstream does), so that its pods do not stay unready forever. When the binding is refused
+(its target group is gone, or it may not act on it), the gates still waiting say so: False with
+the binding's reason and message, so that the pod tells why it is not Ready. A gate already True
+stays True: the pod serves, and taking it out of its Service's endpoints would not help.
 """
 
 from __future__ import annotations
@@ -92,6 +95,15 @@ class ReadinessGates:
             status = await self._set(pod, condition, state)
             waiting = waiting or status != "True"
         return waiting
+
+    async def refused(self, tgb: Obj, reason: str, message: str) -> None:
+        """The binding is refused (`reason`, `message`: its Ready condition's): every pod
+        whose gate for it is not True says why."""
+        condition = target_health_condition(name_of(tgb))
+        state = TargetState("", reason, f"TargetGroupBinding {name_of(tgb)}: {message}")
+        for pod in self._pods.by_index(GATE_INDEX, key_of(tgb)):
+            if conditions(pod).get(condition, {}).get("status") != "True":
+                await self._set(pod, condition, state)
 
     async def release(self, tgb: Obj) -> None:
         """The binding is going away: none of its pods may wait for it any more."""

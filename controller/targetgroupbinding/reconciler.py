@@ -12,10 +12,11 @@ One reconcile, in the steps every controller takes:
    → Warning Event, `Ready=False` condition, terminal error: no AWS write, not retried until
    the object changes);
 4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no register or deregister
-   call; a LOW one (the paced verification of a restart or a resync) reads the target group
-   (shared reads) and, unless the binding's targets were read within `targets_trusted_for`
-   (its checkpoint-timestamp says when; half the sync period in `aiolbc run`), its targets
-   and networking rules, and repairs drift; that full look rewrites the timestamp;
+   call; a LOW one (the paced verification of a restart, a takeover or a resync) reads the
+   target group (shared reads), compares the registered targets with AWS unless this process
+   did so within `targets_trusted_for` (half the sync period in `aiolbc run`), and takes a
+   full look (networking rules too, drift repaired, the checkpoint-timestamp rewritten) when
+   they differ or the last full look is older than that (`verification.py`);
 5. a target group other than the recorded one: drain the recorded one first (what this
    binding registered there is deregistered, unless another binding took it over); then the
    finalizer and the new record in one PATCH, before the first registration;
@@ -31,6 +32,7 @@ One reconcile, in the steps every controller takes:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Iterator
 from typing import Any, NoReturn
 
@@ -48,7 +50,7 @@ from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSp
 from controller.aws import AWSError
 from controller.errors import InvalidInput
 from controller.networking.enis import NetworkingError, PodAddress
-from controller.reconcilers import ObjectWriter, Recorder, condition_patch
+from controller.reconcilers import ObjectWriter, Recorder, condition_patch, stable_message
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.checks import (
     Scope,
@@ -82,6 +84,7 @@ from controller.targetgroupbinding.targets import (
     instance_endpoints,
     instance_id,
 )
+from controller.targetgroupbinding.verification import Verifications
 from controller.targetgroupbinding.watches import SERVICE_INDEX, SLICE_SERVICE_INDEX
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
@@ -109,8 +112,6 @@ from runtime.statusconditions import find_condition
 from runtime.store import Store
 
 READY = "Ready"
-# Seconds a checkpoint-timestamp may lie ahead of this clock (another replica's) and count.
-CLOCK_SKEW = 60.0
 
 log = structlog.get_logger("targetgroupbinding")
 
@@ -141,7 +142,8 @@ class TargetGroupBindingReconciler:
         self._checkpoints = checkpoints
         # None: `spec.networking` is not acted on (no cluster and VPC to act in).
         self._networking = networking
-        self._trusted_for = targets_trusted_for
+        self._verifications = Verifications(target_groups=target_groups, clock=self._clock,
+                                            trusted_for=targets_trusted_for)
         # resourceVersions our own writes produced during the running reconcile of a key, and,
         # once its checkpoint is written, that checkpoint with those versions. A reconcile that
         # runs while the cache still shows the reset state takes the checkpoint we wrote right
@@ -195,6 +197,7 @@ class TargetGroupBindingReconciler:
         tgb = self._bindings.get(request.key)  # 1. read
         if tgb is None:
             self._written.pop(request.key, None)
+            self._verifications.forget(request.key)
             self._slice_memo.retain(self._services_in_use())
             return Result()
         self._own_versions[request.key] = set()
@@ -233,12 +236,12 @@ class TargetGroupBindingReconciler:
         recorded = registered_target_group(tgb)
         verifying = reconcile_priority() < NORMAL
         if (self._checkpoints and value == stored
-                and (not verifying or self._looked_at_lately(tgb))
                 and has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER)
                 and recorded in (None, tg.arn)
-                and not self._gates_pending(tgb, spec, target_type, family, endpoints)):
+                and not self._gates_pending(tgb, spec, target_type, family, endpoints)
+                and (not verifying or await self._verified(tgb, tg, endpoints))):
             # A verification gets here having read the target group (exists, the same, ours
-            # to act on: shared reads, targetgroups.py); the targets were read lately.
+            # to act on: shared reads, targetgroups.py) and compared its targets.
             if recorded is None:
                 # Reconciled before the record existed: the checkpoint says it registered
                 # into this very target group, so that is what gets recorded.
@@ -261,9 +264,11 @@ class TargetGroupBindingReconciler:
         waiting = await self._update_gates(tgb, spec, target_type, family, tg,  # 7. gates
                                            endpoints)
         await self._set_ready(tgb, endpoints)  # 8. status, checkpoint
+        self._verifications.compared(key_of(tgb), tg.arn)
         # A verification's full look is recorded too (the timestamp), so that the next one
-        # within the trusted time reads only the target group.
-        if value != stored or changed or (verifying and self._trusted_for is not None):
+        # within the trusted time takes none.
+        if value != stored or changed or (verifying
+                                          and self._verifications.trusted_for is not None):
             await self._own(self._writer.patch(tgb, checkpoint.patch(value, self._clock.wall())))
             key = key_of(tgb)
             self._written[key] = (value, frozenset(self._own_versions.get(key, ())))
@@ -272,17 +277,13 @@ class TargetGroupBindingReconciler:
         # Target health moves at AWS with no event: look again while a gate waits for it.
         return Result(requeue_after=self._requeue) if waiting else Result()
 
-    def _looked_at_lately(self, tgb: Obj) -> bool:
-        """The binding's targets were read (and its checkpoint written) within the trusted
-        time. A timestamp that is not a number, or lies ahead by more than clock skew, does
-        not count: whoever can write the annotation can only make this binding look again."""
-        if self._trusted_for is None:
-            return False
-        written = checkpoint.written_at(tgb)
-        if written is None:
-            return False
-        age = self._clock.wall() - written
-        return -CLOCK_SKEW <= age < self._trusted_for
+    async def _verified(self, tgb: Obj, tg: TargetGroupInfo, endpoints: EndpointSet) -> bool:
+        """A verification of an unchanged binding may stop here (`verification.py`)."""
+        try:
+            return await self._verifications.may_stop(key_of(tgb), tgb, tg.arn,
+                                                       endpoints.targets)
+        except TargetGroupNotFound as exc:
+            await self._invalid(tgb, exc)
 
     def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
         spec: dict[str, Any] = tgb.get("spec") or {}
@@ -332,6 +333,9 @@ class TargetGroupBindingReconciler:
         await self._writer.report_failure(
             tgb, event_reason=reason, message=str(exc),
             condition=lambda obj, message: self._ready(obj, False, reason, message))
+        if self._gates is not None:
+            # Its waiting pods are held back by this refusal: they say why.
+            await self._gates.refused(tgb, reason, stable_message(str(exc)))
         raise TerminalError(str(exc)) from None
 
     def _stored_checkpoint(self, tgb: Obj) -> str:
@@ -478,7 +482,10 @@ class TargetGroupBindingReconciler:
         succeeded, so a crash in between drains it again on the next pass."""
         ours = await self._ours_in(tgb, previous)
         if ours:
-            await self._target_groups.deregister(previous, ours)
+            try:
+                await self._target_groups.deregister(previous, ours)
+            except TargetGroupNotFound:
+                return  # gone since, and our targets with it
             self._target_groups.forget(previous)
             self._writer.event(tgb, "Normal", "TargetGroupChanged",
                                f"deregistered {len(ours)} target(s) from the previous target "
@@ -492,7 +499,8 @@ class TargetGroupBindingReconciler:
         if arn is not None:
             ours = await self._ours_in(tgb, arn)
             if ours:
-                await self._target_groups.deregister(arn, ours)
+                with contextlib.suppress(TargetGroupNotFound):  # gone, and its targets too
+                    await self._target_groups.deregister(arn, ours)
             self._target_groups.forget(arn)
         if await self._tracker.tracked(ns, name) is None:
             self._tracker.forget(ns, name)

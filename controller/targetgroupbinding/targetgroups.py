@@ -338,17 +338,27 @@ class TargetGroups:
         return dict(cached.states) if cached is not None else {}
 
     async def register(self, arn: str, targets: Sequence[Target]) -> None:
+        """TargetGroupNotFound when the target group went behind our back (the cached health
+        and facts said otherwise)."""
         for chunk in _chunks(targets):
-            await self._calls.call("RegisterTargets", TargetGroupArn=arn,
-                                   Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
+            try:
+                await self._calls.call("RegisterTargets", TargetGroupArn=arn,
+                                       Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
+            except AWSError as exc:
+                if exc.code == "TargetGroupNotFound":
+                    raise self._gone(arn) from None
+                raise
             self._adjust(arn, add=chunk)
 
     async def deregister(self, arn: str, targets: Sequence[Target]) -> None:
+        """TargetGroupNotFound as `register`."""
         for chunk in _chunks(targets):
             try:
                 await self._calls.call("DeregisterTargets", TargetGroupArn=arn,
                                        Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
             except AWSError as exc:
+                if exc.code == "TargetGroupNotFound":
+                    raise self._gone(arn) from None
                 if exc.code != "InvalidTarget":
                     raise
                 # Some target of the chunk was already gone; whether the others went with

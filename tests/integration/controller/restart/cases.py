@@ -584,7 +584,7 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--targetgroupbinding-requeue-duration": "how soon target health is read again while pods "
                                              "wait for their readiness gates",
     "--sync-period": ("how often unchanged objects are replayed (as LOW verifications), and so "
-                      "how long a binding's targets are trusted after a full look"),
+                      "how long a resync trusts a binding's last comparison and full look"),
     "--log-level": "what is logged",
     "--enable-checkpoints": "whether unchanged objects are told apart, not what is deployed",
     "--checkpoint-verify-qps": "the pace of verifications",

@@ -1,7 +1,9 @@
-"""A verification reads an unchanged binding's targets only when its last full look (the
-checkpoint-timestamp) is older than the trusted time: lately looked-at bindings cost only
-their share of the target group reads; the others, and those whose timestamp is no number or
-lies ahead, are read, repaired and given a new timestamp."""
+"""After a restart every unchanged binding's registered targets are compared with AWS once
+(one DescribeTargetHealth each), so that a target changed by hand while the controller was down
+is repaired within the lane's pace; a full look (rules, tracking, a new checkpoint-timestamp)
+follows only when the targets differ or the last full look is older than the trusted time, or
+its timestamp is no number or lies ahead. Within one process a verification (a resync) trusts
+a comparison of its own younger than the trusted time and reads nothing but the target group."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ TRUSTED_FOR = 3600.0
 # name → the timestamp written while the controller is down (None: left as it was written)
 STAMPS: dict[str, str | None] = {
     "recent": None,
+    "intact": None,  # the one binding nobody changed by hand
     "old": str(int(time.time() - 2 * TRUSTED_FOR)),
     "ahead": str(int(time.time() + 10 * TRUSTED_FOR)),
     "garbled": "soon",
@@ -28,7 +31,11 @@ async def _stamp(cluster: Cluster, name: str) -> str:
     return str((tgb["metadata"].get("annotations") or {}).get(CHECKPOINT_TIMESTAMP_ANNOTATION))
 
 
-async def test_targets_are_read_again_only_once_the_trusted_time_is_over(
+def _both(index: int) -> set[tuple[str, int]]:
+    return {(f"10.2.{index}.1", 8080), (f"10.2.{index}.2", 8080)}
+
+
+async def test_a_restart_compares_every_binding_s_targets_with_aws(
         cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
     settings = tgb_settings(cluster.seed, verify_qps=20.0, targets_trusted_for=TRUSTED_FOR)
     arns: dict[str, str] = {}
@@ -40,51 +47,53 @@ async def test_targets_are_read_again_only_once_the_trusted_time_is_over(
     await cluster.start(targetgroupbinding=settings)
     for index, name in enumerate(STAMPS):
         await eventually(lambda n=name, i=index: _registered(  # type: ignore[misc]
-            cluster, arns[n], {(f"10.2.{i}.1", 8080), (f"10.2.{i}.2", 8080)}))
+            cluster, arns[n], _both(i)))
     await cluster.settled()
     await cluster.kill()
+    intact_stamp = await _stamp(cluster, "intact")
 
-    # While the controller is down, a target of every binding is deregistered by hand.
+    # While the controller is down, a target of every binding but one is deregistered by hand.
     for index, name in enumerate(STAMPS):
-        await cluster.aws.call("elbv2", "DeregisterTargets", TargetGroupArn=arns[name],
-                                Targets=[{"Id": f"10.2.{index}.2", "Port": 8080}])
+        if name != "intact":
+            await cluster.aws.call("elbv2", "DeregisterTargets", TargetGroupArn=arns[name],
+                                    Targets=[{"Id": f"10.2.{index}.2", "Port": 8080}])
         stamp = STAMPS[name]
         if stamp is not None:
             await cluster.annotate(TARGETGROUPBINDINGS, name,
                                    {CHECKPOINT_TIMESTAMP_ANNOTATION: stamp})
     aws_proxy.clear_log()
     restarted = time.time()
-    await cluster.start(targetgroupbinding=settings)
+    manager = await cluster.start(targetgroupbinding=settings)
     for index, name in enumerate(STAMPS):
-        if name == "recent":
-            continue
         await eventually(lambda n=name, i=index: _registered(  # type: ignore[misc]
-            cluster, arns[n], {(f"10.2.{i}.1", 8080), (f"10.2.{i}.2", 8080)}),
-            message=f"{name}: drift not repaired")
+            cluster, arns[n], _both(i)), message=f"{name}: drift not repaired")
     await cluster.settled(quiet=1.0)
 
-    read = {r.params["TargetGroupArn"] for r in aws_proxy.records(
-        operation="DescribeTargetHealth")}
-    assert read == {arns[n] for n in STAMPS if n != "recent"}
-    # The lately looked-at binding was verified all the same: its target group was read
-    # (with the others', in the region listing: its pages and their tags), and it stays as
-    # its last full look left it.
-    pages = [r for r in aws_proxy.records(operation="DescribeTargetGroups")
-             if not r.params.get("TargetGroupArns") and not r.params.get("Names")]
-    tagged = {arn for r in aws_proxy.records(operation="DescribeTags")
-              for arn in r.params.get("ResourceArns") or []}
-    assert pages
-    assert arns["recent"] in tagged
-    assert await cluster.aws.registered(arns["recent"]) == {("10.2.0.1", 8080)}
+    read = [r.params["TargetGroupArn"] for r in aws_proxy.records(
+        operation="DescribeTargetHealth")]
+    assert sorted(read) == sorted(arns.values())  # each once, the intact one too
     assert not [r for r in aws_proxy.log if r.mutating
-                and r.params.get("TargetGroupArn") == arns["recent"]]
-    # Every full look wrote a new timestamp; the trusted one kept its own.
+                and r.params.get("TargetGroupArn") == arns["intact"]]
+    # The drifted ones had a full look, which wrote a new timestamp; the intact one's
+    # comparison was no full look: its timestamp stays.
     for name in STAMPS:
         stamp = await _stamp(cluster, name)
-        if name == "recent":
-            assert int(stamp) < restarted
+        if name == "intact":
+            assert stamp == intact_stamp
         else:
             assert int(stamp) >= int(restarted), name
+
+    # A resync in the same process: every comparison is this process's own and younger than
+    # the trusted time, and so is every full look but the intact binding's, whose timestamp
+    # still lies within it: nothing is read but the target groups.
+    aws_proxy.clear_log()
+    before = cluster.reconciles()
+    manager.informer(TARGETGROUPBINDINGS).resync()
+    await cluster.settled(quiet=1.0)
+    assert cluster.reconciles() >= before + len(STAMPS)  # every binding verified again
+    assert aws_proxy.records(operation="DescribeTargetHealth") == []
+    assert not [r for r in aws_proxy.log if r.mutating]
+    assert await _stamp(cluster, "intact") == intact_stamp
     assert await cluster.stop() == 0
 
 

@@ -126,6 +126,16 @@ def test_objects_that_may_come_later_are_warnings() -> None:
     assert "IngressClassParams missing not found" in warning
 
 
+def test_inbound_cidrs_that_admit_no_one_are_a_warning_with_the_events_text() -> None:
+    ing = ingress("web", annotations={A + "inbound-cidrs": "::/0"})
+    c = caches(ingress_class(), backend_service("web"))
+    built = build_group(loader(caches(ingress_class(), backend_service("web"), ing)).load(
+        Request("default", "web")), c, SETTINGS)
+    assert admit(ing, None, c, SETTINGS) == list(built.warnings)
+    assert "::/0 admits no one" in built.warnings[0]
+    assert admit(ingress("web"), None, c, SETTINGS) == []
+
+
 def test_an_update_the_model_does_not_read_is_admitted_even_when_broken() -> None:
     # The controller must always be able to add and remove its own finalizer.
     broken = ingress("web", annotations={A + "scheme": "public"})

@@ -302,6 +302,38 @@ def test_the_managed_group_admits_the_inbound_cidrs_on_every_listen_port() -> No
     assert (80, "2001:db8::/32") in _managed_rules(dual)
 
 
+def test_inbound_cidrs_that_admit_no_one_are_named() -> None:
+    some = build(Request("default", "a"), backend_service("web"), ingress("a", {
+        A + "inbound-cidrs": "10.0.0.0/8,2001:db8::/32"}))
+    assert some.warnings == (
+        "group default/a: inbound CIDRs (inbound-cidrs or IngressClassParams inboundCIDRs): "
+        "2001:db8::/32 admits no one: IPv6 sources never reach an ipv4 load balancer (make it "
+        "dualstack, or remove them)",)
+    alone = build(Request("default", "a"), backend_service("web"), ingress("a", {
+        A + "inbound-cidrs": "::/0"}))
+    (warning,) = alone.warnings
+    assert warning.endswith("no other source is given, so the load balancer admits no one")
+    assert _managed_rules(alone) == set()
+    # From the class parameters too; and a dualstack load balancer serves them.
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"inboundCIDRs": ["::/0"]}), ingress("a"))
+    assert build_group(loader(c).load(Request("default", "a")), c, SETTINGS).warnings
+    dual = build(Request("default", "a"), backend_service("web"), ingress("a", {
+        A + "inbound-cidrs": "::/0", A + "ip-address-type": "dualstack"}))
+    assert dual.warnings == ()
+    # With the user's own groups the inbound CIDRs are not used at all.
+    given = build(Request("default", "a"), backend_service("web"), ingress("a", {
+        A + "inbound-cidrs": "::/0", A + "security-groups": "sg-1"}))
+    assert given.warnings == ()
+
+
+def test_a_managed_group_over_ec2_s_rule_quota_is_refused() -> None:
+    cidrs = ",".join(f"10.0.{i}.0/24" for i in range(31))
+    with pytest.raises(BuildError, match="62 inbound IPv4 rules"):
+        build(Request("default", "a"), backend_service("web"), ingress("a", {
+            A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]', A + "inbound-cidrs": cidrs}))
+
+
 def test_params_prefix_lists_replace_the_default_cidrs() -> None:
     c = caches(ingress_class("alb", params="p"), backend_service("web"),
                class_params("p", {"prefixListsIDs": ["pl-0a1"]}),

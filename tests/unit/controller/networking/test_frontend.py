@@ -7,9 +7,12 @@ import pytest
 
 from controller.model import NetworkingPort, Ref, SharedBackendSecurityGroup
 from controller.networking.frontend import (
+    INBOUND_RULES_PER_GROUP,
+    admits_no_one,
     binding_networking,
     frontend_rules,
     load_balancer_groups,
+    unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
 
@@ -73,3 +76,41 @@ def test_binding_networking_restricted_to_the_ports_or_every_port() -> None:
     assert [(p.protocol, p.port) for p in wide.ingress[0].ports] == [("TCP", None),
                                                                      ("UDP", None)]
     assert binding_networking(None, ports, restricted=True) is None
+
+
+def _cidrs(n: int, *, v6: bool = False) -> list[str]:
+    return [f"2001:db8:{i:x}::/48" if v6 else f"10.{i // 250}.{i % 250}.0/24" for i in range(n)]
+
+
+def test_the_managed_group_fits_ec2_s_inbound_rule_quota_per_family() -> None:
+    assert INBOUND_RULES_PER_GROUP == 60
+    # 3 ports x 20 IPv4 CIDRs: 60, the quota; with as many IPv6 CIDRs too (counted apart).
+    ports = [("HTTP", 80), ("HTTPS", 443), ("HTTP", 8080)]
+    assert len(frontend_rules(ports, cidrs=_cidrs(20) + _cidrs(20, v6=True))) == 120
+    with pytest.raises(ValueError, match=r"63 inbound IPv4 rules.*more than the 60 EC2 allows"):
+        frontend_rules(ports, cidrs=_cidrs(21))
+    # ICMP for path-MTU discovery counts too: 2 ports x 20 CIDRs + 20.
+    assert len(frontend_rules(ports[:2], cidrs=_cidrs(20), icmp_path_mtu=True)) == 60
+    with pytest.raises(ValueError, match="63 inbound IPv4 rules"):
+        frontend_rules(ports[:2], cidrs=_cidrs(21), icmp_path_mtu=True)
+    # A prefix list counts in both families (at least once: EC2 counts its entries).
+    with pytest.raises(ValueError, match="63 inbound IPv6 rules"):
+        frontend_rules(ports, cidrs=_cidrs(20, v6=True), prefix_lists=["pl-1"])
+    # The same source listed twice is one rule.
+    assert len({(r.from_port, r.cidr_ipv4) for r in frontend_rules(
+        [("TCP", 80)], cidrs=[*_cidrs(60), *_cidrs(60)])}) == 60
+
+
+def test_ipv6_sources_admit_no_one_on_an_ipv4_load_balancer() -> None:
+    cidrs = ["10.0.0.0/8", "::/0", "2001:db8::/32"]
+    assert unreachable_cidrs(cidrs, ip_address_type="ipv4") == ["::/0", "2001:db8::/32"]
+    assert unreachable_cidrs(cidrs, ip_address_type="dualstack") == []
+    assert unreachable_cidrs(cidrs, ip_address_type="dualstack-without-public-ipv4") == []
+    some = admits_no_one(["::/0"], what="inbound-cidrs", ip_address_type="ipv4", left=True)
+    assert some == ("inbound-cidrs: ::/0 admits no one: IPv6 sources never reach an ipv4 load "
+                    "balancer (make it dualstack, or remove them)")
+    none = admits_no_one(["::/0", "2001:db8::/32"], what="inbound-cidrs",
+                         ip_address_type="ipv4", left=False)
+    assert none.endswith("::/0, 2001:db8::/32 admit no one: IPv6 sources never reach an ipv4 "
+                         "load balancer (make it dualstack, or remove them); no other source "
+                         "is given, so the load balancer admits no one")

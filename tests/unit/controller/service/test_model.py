@@ -272,8 +272,28 @@ def test_the_managed_group_admits_the_source_ranges_spec_first() -> None:
     with pytest.raises(InvalidService, match="needs a dualstack load balancer"):
         build_stack(web_service({"load-balancer-source-ranges": "2001:db8::/32"}),
                     settings=SETTINGS)
+    # Every IPv6 range is named, and where they came from.
+    with pytest.raises(InvalidService, match=(
+            r"spec\.loadBalancerSourceRanges: ::/0, 2001:db8::/32 admit no one: IPv6 sources "
+            r"never reach an ipv4 load balancer.*no other source is given, so the load "
+            r"balancer would admit no one; refused")):
+        build_stack(web_service(loadBalancerSourceRanges=["::/0", "2001:db8::/32"]),
+                    settings=SETTINGS)
+    with pytest.raises(InvalidService, match=r"/load-balancer-source-ranges: ::/0 admits "
+                                             r"no one: [^;]*; refused"):
+        build_stack(web_service({"load-balancer-source-ranges": "10.0.0.0/8,::/0"}),
+                    settings=SETTINGS)
     with pytest.raises(InvalidService, match=r"spec\.loadBalancerSourceRanges"):
         build_stack(web_service(loadBalancerSourceRanges=["10.0.0.0/33"]), settings=SETTINGS)
+
+
+def test_a_managed_group_over_ec2_s_rule_quota_is_refused() -> None:
+    ranges = [f"10.0.{i}.0/24" for i in range(30)]
+    assert build_stack(web_service(loadBalancerSourceRanges=ranges), settings=SETTINGS)
+    with pytest.raises(InvalidService, match=r"service shop/web: the managed security group "
+                                             r"would need 62 inbound IPv4 rules"):
+        build_stack(web_service(loadBalancerSourceRanges=[*ranges, "10.1.0.0/24"]),
+                    settings=SETTINGS)
 
 
 def test_no_groups_at_all_with_disable_nlb_sg() -> None:
