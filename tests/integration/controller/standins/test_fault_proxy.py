@@ -119,7 +119,8 @@ async def test_count_faults_expire_and_match_only_their_operation(
 
 
 async def test_latency_is_added(aws_proxy: AWSFaultProxy) -> None:
-    aws_proxy.inject(latency=0.3, operation="DescribeVpcs")
+    # Well above what one call costs on a loaded machine, so the second call tells.
+    aws_proxy.inject(latency=0.6, operation="DescribeVpcs")
     async with plain_client(aws_proxy.url, "ec2") as ec2:
         await ec2.describe_vpcs()  # warm the connection
         start = time.monotonic()
@@ -129,8 +130,8 @@ async def test_latency_is_added(aws_proxy: AWSFaultProxy) -> None:
         start = time.monotonic()
         await ec2.describe_vpcs()
         fast = time.monotonic() - start
-    assert slow >= 0.3
-    assert fast < 0.3
+    assert slow >= 0.6
+    assert fast < 0.6
 
 
 async def test_server_limits_throttle_beyond_the_bucket(moto_standin: MotoStandIn) -> None:
