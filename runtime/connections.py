@@ -4,8 +4,8 @@ metrics, probes) accepts its connections through a `ConnectionGuard`, which give
 
 aiohttp keeps a connection that has not sent a complete request for its keep-alive timeout
 (3630 s by default) and accepts any number of them: 2,000 sockets that each sent half a request
-header held 2,000 file descriptors and, over TLS, 550 MiB for an hour. Here every accepted
-socket is in one of three phases:
+header held 2,000 file descriptors (and, over TLS, 60 MiB on uvloop, 550 MiB on asyncio's loop)
+for an hour. Here every accepted socket is in one of three phases:
 
 - *waiting for a request*: from accept, TLS handshake included, until the request's headers
   are in: at most `header_timeout` (Go's ReadHeaderTimeout, which covers the handshake too);
@@ -37,7 +37,7 @@ import contextlib
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import structlog
 from aiohttp import web
@@ -63,9 +63,9 @@ DEFAULT_BODY_TIMEOUT: Final = 10.0
 # controller-runtime's IdleTimeout, the keep-alive of Go's http.DefaultTransport: the API
 # server keeps its idle connections to a webhook that long.
 DEFAULT_IDLE_TIMEOUT: Final = 90.0
-# asyncio gives every TLS connection a 256 KiB read buffer (about 280 KiB each in all): 256
-# connections hold at most about 70 MiB, and are far more than the API servers' calls in flight
-# (one connection each: the server speaks HTTP/1.1).
+# A TLS connection held open costs about 30 KiB on uvloop (what `aiolbc run` uses) and 280 KiB on
+# asyncio's own loop (a 256 KiB read buffer each): 256 hold at most about 70 MiB, and are far
+# more than the API servers' calls in flight (one connection each: the server speaks HTTP/1.1).
 DEFAULT_MAX_CONNECTIONS: Final = 256
 # How long a TLS close waits for the peer's close_notify (asyncio's default is 30 s): a peer
 # that has read the answer sends it at once.
@@ -93,15 +93,20 @@ class _Connection(asyncio.Protocol):
     guard has a context, and the phases of the module's docstring.
 
     Under TLS this object is first the socket's protocol, then the application protocol of
-    asyncio's TLS layer (`loop.start_tls`), which delivers what arrives after the handshake
-    possibly before `start_tls` returns: that is kept until the handler is connected."""
+    the loop's TLS layer (`loop.start_tls`). Both ends of that switch may see data early:
+    uvloop starts reading a socket once `connection_made` returns, so the client's hello can
+    reach this object before `start_tls` takes the socket over (it is handed to the TLS layer
+    then), and the TLS layer delivers what follows the handshake possibly before `start_tls`
+    returns (it is kept until the handler is connected)."""
 
     def __init__(self, guard: ConnectionGuard, handler: asyncio.Protocol) -> None:
         self._guard = guard
         self.handler = handler
         self._socket: asyncio.Transport | None = None
         self._connected: asyncio.Transport | None = None  # what the handler uses
-        self._early: list[bytes] = []
+        self._switched = False  # the TLS layer is the socket's protocol now
+        self._raw_early: list[bytes] = []  # the socket's bytes before that
+        self._early: list[bytes] = []  # decrypted bytes before the handler is connected
         self._early_eof = False
         self._timer: asyncio.TimerHandle | None = None
         self.idle = False
@@ -152,28 +157,36 @@ class _Connection(asyncio.Protocol):
     # ---- the socket -------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._socket = transport
+        # uvloop's transports are not registered as asyncio.Transport: no isinstance check.
+        self._socket = cast(asyncio.Transport, transport)
+        socket = self._socket
         if not self._guard.admit(self):
-            transport.abort()
+            socket.abort()
             self.released = True
             return
         self._expire_in(self._guard.limits.header_timeout)
         tls = self._guard.tls
         if tls is None:
-            self._connect(transport)
+            self._connect(socket)
             return
-        # Nothing is read until the TLS layer takes the socket over.
-        transport.pause_reading()
-        self._guard.spawn(self._handshake(transport, tls))
+        socket.pause_reading()  # asyncio's loop then reads nothing until the TLS layer does
+        self._guard.spawn(self._handshake(socket, tls))
 
     async def _handshake(self, transport: asyncio.Transport, tls: ssl.SSLContext) -> None:
         loop = asyncio.get_running_loop()
+        starting = asyncio.ensure_future(loop.start_tls(
+            transport, self, tls, server_side=True,
+            ssl_handshake_timeout=self._guard.limits.header_timeout,
+            ssl_shutdown_timeout=_TLS_SHUTDOWN_TIMEOUT))
+        # One turn: `start_tls` makes its TLS protocol the socket's and queues that protocol's
+        # start; what the socket gave this object before goes to it right after that start.
+        await asyncio.sleep(0)
+        self._switched = True
+        early, self._raw_early = self._raw_early, []
+        if early and transport.get_protocol() is not self:
+            loop.call_soon(_feed, transport.get_protocol(), early)
         try:
-            wrapped = await loop.start_tls(
-                transport, self, tls, server_side=True,
-                ssl_handshake_timeout=self._guard.limits.header_timeout,
-                ssl_shutdown_timeout=_TLS_SHUTDOWN_TIMEOUT)
+            wrapped = await starting
         except Exception as exc:  # a failed handshake, a peer gone, a timeout: its loss alone
             log.debug("TLS handshake failed", server=self._guard.kind,
                       error=str(exc) or type(exc).__name__)
@@ -195,7 +208,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._connected is None:
-            self._early.append(data)
+            (self._early if self._switched else self._raw_early).append(data)
             return
         if self.idle:
             # The next request has begun: its headers get their own time.
@@ -204,6 +217,8 @@ class _Connection(asyncio.Protocol):
         self.handler.data_received(data)
 
     def eof_received(self) -> bool | None:
+        if not self._switched:
+            return None  # gone before its handshake: close
         if self._connected is None:
             self._early_eof = True
             return True
@@ -221,6 +236,22 @@ class _Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self._connected is not None:
             self.handler.resume_writing()
+
+
+def _feed(protocol: Any, chunks: list[bytes]) -> None:
+    """Hand `chunks`, read off the socket, to the TLS layer that has taken it over (a
+    BufferedProtocol in asyncio and in uvloop)."""
+    try:
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                buffer = protocol.get_buffer(len(view))
+                size = min(len(buffer), len(view))
+                buffer[:size] = view[:size]
+                protocol.buffer_updated(size)
+                view = view[size:]
+    except Exception as exc:  # the connection failed meanwhile: its own loss
+        log.debug("TLS handshake failed", error=str(exc) or type(exc).__name__)
 
 
 class ConnectionGuard:

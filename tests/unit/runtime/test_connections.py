@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import uvloop
 from aiohttp import web
 
 from runtime.connections import ConnectionGuard, ConnectionLimits
@@ -193,3 +194,16 @@ def test_limits_must_be_positive() -> None:
         ConnectionLimits(header_timeout=0)
     with pytest.raises(ValueError, match="at least 1"):
         ConnectionLimits(max_connections=0)
+
+
+def test_the_same_under_uvloop(tls: tuple[ssl.SSLContext, ssl.SSLContext]) -> None:
+    """Production runs uvloop, whose transports (and TLS layer) are its own."""
+    async def scenarios() -> None:
+        await test_a_header_that_does_not_arrive_in_time_costs_its_connection()
+        await test_a_silent_tls_client_is_closed_within_the_header_timeout(tls)
+        await test_a_request_in_progress_outlives_the_header_timeout()
+        await test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout()
+        await test_at_the_bound_a_new_connection_replaces_the_oldest_waiting_one()
+        await test_when_every_connection_is_in_a_request_a_new_one_is_refused()
+
+    uvloop.run(scenarios())
