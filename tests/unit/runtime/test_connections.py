@@ -189,6 +189,33 @@ async def test_when_every_connection_is_in_a_request_a_new_one_is_refused() -> N
         writer.close()
 
 
+async def test_a_flood_of_slow_tls_clients_stays_within_the_bound(
+        tls: tuple[ssl.SSLContext, ssl.SSLContext]) -> None:
+    limits = ConnectionLimits(header_timeout=0.5, max_connections=50)
+    connecting = asyncio.Semaphore(20)  # handshakes in flight, fewer than the bound
+    async with guarded(limits, tls=tls[0]) as (guard, port):
+        async def slow() -> float:
+            started = time.monotonic()
+            try:
+                async with connecting:
+                    reader, writer = await asyncio.open_connection(
+                        "127.0.0.1", port, ssl=tls[1], server_hostname=NAME)
+                    writer.write(HALF_HEADER)
+            except (OSError, ssl.SSLError):  # made room for a newer one during its handshake
+                return time.monotonic() - started
+            try:
+                return await closed_after(reader)
+            finally:
+                writer.close()
+
+        flood = [asyncio.create_task(slow()) for _ in range(300)]
+        assert (await asyncio.wait_for(get(port, client=tls[1]), 10)).endswith(b"ok")
+        held = await asyncio.wait_for(asyncio.gather(*flood), 30)
+        assert max(held) < 2.5
+        assert guard.peak <= 50
+        assert guard.open == 0
+
+
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match="header_timeout must be positive"):
         ConnectionLimits(header_timeout=0)
@@ -205,5 +232,6 @@ def test_the_same_under_uvloop(tls: tuple[ssl.SSLContext, ssl.SSLContext]) -> No
         await test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout()
         await test_at_the_bound_a_new_connection_replaces_the_oldest_waiting_one()
         await test_when_every_connection_is_in_a_request_a_new_one_is_refused()
+        await test_a_flood_of_slow_tls_clients_stays_within_the_bound(tls)
 
     uvloop.run(scenarios())
