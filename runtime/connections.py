@@ -217,12 +217,12 @@ class _Connection(asyncio.Protocol):
         self.handler.data_received(data)
 
     def eof_received(self) -> bool | None:
+        if self._connected is not None:
+            return self.handler.eof_received()
         if not self._switched:
             return None  # gone before its handshake: close
-        if self._connected is None:
-            self._early_eof = True
-            return True
-        return self.handler.eof_received()
+        self._early_eof = True
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.release()
