@@ -9,6 +9,11 @@ output: `ok`, or on failure (or `?verbose`) one `[+]name ok` / `[-]name failed: 
 withheld` line per check, `?exclude=<name>` to skip one, and
 `/healthz/<name>` for a single check; any failure answers HTTP 500.
 
+Both accept connections through a `ConnectionGuard` (runtime/connections.py): a connection
+that has not sent its request within 10 s, or stays idle 90 s, is closed, and at most 64 are
+open (a kubelet and a few scrapers need a handful), so nobody who can reach the port holds the
+process's memory or file descriptors with slow or idle connections.
+
 Bind addresses use the Go form: `host:port`, `:port` (all interfaces), `[::1]:port`; `"0"` or ""
 disables the server. Port 0 picks a free port (tests). A failed bind raises `BindError`, naming
 the server and the address.
@@ -23,11 +28,14 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Final
 
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
+
+from runtime.connections import ConnectionGuard, ConnectionLimits
 
 __all__ = [
     "BindAddress",
@@ -42,6 +50,8 @@ __all__ = [
 
 DEFAULT_METRICS_BIND_ADDRESS = ":8080"
 DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":61779"
+# The kubelet's probes and a few scrapers: far fewer connections than the webhook server's.
+DEFAULT_LIMITS: Final = ConnectionLimits(max_connections=64)
 
 # A check passes when it returns True or None and fails when it returns False or raises.
 Check = Callable[[], bool | Awaitable[bool | None] | None]
@@ -103,12 +113,14 @@ def parse_bind_address(address: str) -> BindAddress | None:
 class _Server:
     """An aiohttp app on one address, started and stopped with the process."""
 
-    def __init__(self, *, bind_address: str, kind: str,
-                 tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, *, bind_address: str, kind: str, tls: ssl.SSLContext | None = None,
+                 limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
         self._address = parse_bind_address(bind_address)
         self._kind = kind
         self._tls = tls
+        self._limits = limits
         self._runner: web.AppRunner | None = None
+        self._guard: ConnectionGuard | None = None
         self._port: int | None = None
 
     @property
@@ -119,6 +131,11 @@ class _Server:
     def port(self) -> int | None:
         """The bound port once started (the real one when 0 was asked for)."""
         return self._port
+
+    @property
+    def connections(self) -> ConnectionGuard | None:
+        """The open connections' guard while serving (its counts, for tests)."""
+        return self._guard
 
     @property
     def url(self) -> str:
@@ -135,12 +152,13 @@ class _Server:
     async def start(self) -> None:
         if self._address is None or self._runner is not None:
             return
-        app = web.Application()
+        guard = ConnectionGuard(self._limits, kind=self._kind, tls=self._tls)
+        app = web.Application(middlewares=[guard.middleware])
         self._routes(app)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               keepalive_timeout=self._limits.idle_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, host=self._address.host, port=self._address.port,
-                           ssl_context=self._tls)
+        site = guard.site(runner, host=self._address.host, port=self._address.port)
         try:
             await site.start()
         except OSError as err:
@@ -150,6 +168,7 @@ class _Server:
             raise BindError(self._kind, f"{shown}:{self._address.port}",
                             bind_failure(err, host), err.errno) from err
         self._runner = runner
+        self._guard = guard
         self._port = int(runner.addresses[0][1])
         # Debug only: the Manager logs its servers once all of them are up, so that a process
         # whose second bind fails prints nothing but that failure.
@@ -159,6 +178,7 @@ class _Server:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            self._guard = None
             self._port = None
 
     async def __aenter__(self) -> _Server:
@@ -176,8 +196,9 @@ class MetricsServer(_Server):
     def __init__(self, registry: CollectorRegistry, *,
                  bind_address: str = DEFAULT_METRICS_BIND_ADDRESS,
                  tls: ssl.SSLContext | None = None,
-                 request_filter: RequestFilter | None = None) -> None:
-        super().__init__(bind_address=bind_address, kind="metrics", tls=tls)
+                 request_filter: RequestFilter | None = None,
+                 limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
+        super().__init__(bind_address=bind_address, kind="metrics", tls=tls, limits=limits)
         self._registry = registry
         self._filter = request_filter
 
@@ -199,8 +220,9 @@ class MetricsServer(_Server):
 
 
 class ProbeServer(_Server):
-    def __init__(self, *, bind_address: str = DEFAULT_HEALTH_PROBE_BIND_ADDRESS) -> None:
-        super().__init__(bind_address=bind_address, kind="health probes")
+    def __init__(self, *, bind_address: str = DEFAULT_HEALTH_PROBE_BIND_ADDRESS,
+                 limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
+        super().__init__(bind_address=bind_address, kind="health probes", limits=limits)
         self._checks: dict[str, dict[str, Check]] = {"healthz": {}, "readyz": {}}
 
     def add_healthz_check(self, name: str, check: Check) -> None:

@@ -10,6 +10,7 @@ from controller.aws.caller import AfterMutation, BeforeMutation, CallCounts, Cal
 from controller.aws.errors import AWSConfigError, AWSError, SnapshotStale
 from controller.aws.metrics import AWSMetrics, metrics_for
 from controller.aws.pool import AWSClientPool
+from controller.aws.readcache import LookupCache, LookupUnavailable, ReadCache, ReadCacheSettings
 from controller.aws.reader import (
     LOAD_BALANCERS_BY_ARN,
     LOAD_BALANCERS_BY_NAME,
@@ -56,7 +57,11 @@ __all__ = [
     "DescribeBatcher",
     "DirectReader",
     "Listing",
+    "LookupCache",
+    "LookupUnavailable",
     "Query",
+    "ReadCache",
+    "ReadCacheSettings",
     "Reader",
     "RegionSnapshot",
     "SnapshotReader",

@@ -3,8 +3,12 @@ group (the mutating webhook), and the reconciler's checks made when the binding 
 validating webhook), with the reconciler's own parser and target-group rules, so that a denial
 says what the Warning Event would have said.
 
-Lookups go to AWS every time (a throwaway `TargetGroups`): admission is rare, and a target
-group created a moment ago must not be refused from a stale cache.
+Target groups are read through the webhooks' `ReadCache` (controller/aws/readcache.py): anyone
+who reaches the webhook port can ask for reviews, so a review costs an AWS call only on a miss,
+one per target group at a time, at a bounded rate. A target group that is not there is
+remembered for 5 s only, so one created a moment ago is soon seen. When the cache has no answer
+in time (`LookupUnavailable`: the rate limit, or AWS's error), the caller fails open: defaults
+are left to the reconciler, and checks that need the target group to the reconcile.
 
 Updates are checked only when the spec changes, and never while the binding is being deleted:
 the controller's own writes (finalizer, checkpoint, status) always go through.
@@ -18,7 +22,7 @@ from typing import Any, Final
 
 from controller.apis import INGRESS_STACK_LABEL, INGRESS_STACK_NAME_LABEL, SERVICE_STACK_NAME_LABEL
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
-from controller.aws import AWSClientPool
+from controller.aws import ReadCache
 from controller.targetgroupbinding.checks import (
     SUPPORTED_TARGET_TYPES,
     Scope,
@@ -26,7 +30,7 @@ from controller.targetgroupbinding.checks import (
     check_target_group,
     check_target_type,
 )
-from controller.targetgroupbinding.targetgroups import TargetGroupInfo, TargetGroups
+from controller.targetgroupbinding.targetgroups import TargetGroupInfo, looked_up
 from runtime.objects import Obj, is_deleting, labels_of
 from runtime.store import Store
 
@@ -54,16 +58,19 @@ def _managed(obj: Obj) -> bool:
 
 
 class BindingAdmission:
-    """`bindings`: the binding cache, with `controller.targetgroupaccess.TARGET_GROUP_INDEX`."""
+    """`reads`: AWS as admission reads it (a check of the validating webhook that needs
+    another resource reads it there too: `reads.security_group(id)`); `bindings`: the binding
+    cache, with `controller.targetgroupaccess.TARGET_GROUP_INDEX`. Methods that read AWS raise
+    `LookupUnavailable` when there is no answer in time."""
 
-    def __init__(self, pool: AWSClientPool, bindings: Store, scope: Scope) -> None:
-        self._pool = pool
+    def __init__(self, reads: ReadCache, bindings: Store, scope: Scope) -> None:
+        self.reads = reads
         self._bindings = bindings
         self._scope = scope
 
     async def _target_group(self, spec: TargetGroupBindingSpec) -> TargetGroupInfo:
-        return await TargetGroups(self._pool).resolve(arn=spec.target_group_arn,
-                                                      name=spec.target_group_name)
+        arn, name = spec.target_group_arn, spec.target_group_name
+        return looked_up(await self.reads.target_group(arn=arn, name=name), arn=arn, name=name)
 
     # ---- defaults ---------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from controller.aws import (
     DirectReader,
     Listing,
     RegionSnapshot,
+    Tagged,
 )
 from controller.targetgroupaccess import FACTS_TTL, TargetGroupFacts
 from controller.targetgroupbinding.targets import Target
@@ -387,6 +388,18 @@ def _not_found(what: str, refused: AWSError | None) -> TargetGroupNotFound:
         return TargetGroupNotFound(f"target group {what} not found")
     return TargetGroupNotFound(f"target group {what} not found: "
                                f"{refused.message or refused.code}")
+
+
+def looked_up(found: Tagged, *, arn: str | None, name: str | None) -> TargetGroupInfo:
+    """One target group as a lookup by `arn` (or else `name`) found it (admission reads them
+    through its own cache), or TargetGroupNotFound in the words `resolve` uses."""
+    if found.desc is not None:
+        return _info(found.desc, found.tags)
+    if arn:
+        refused = found.refused
+        why = (refused.message or refused.code) if refused is not None else "not found"
+        raise TargetGroupNotFound(f"target group {arn} not found: {why}")
+    raise _not_found(str(name), found.refused)
 
 
 def _info(tg: Mapping[str, Any], tags: Mapping[str, str]) -> TargetGroupInfo:

@@ -2,30 +2,45 @@
 AdmissionRequest into a call of the code the reconcilers use (`controller.ingress.admit`,
 `controller.targetgroupbinding.BindingAdmission`, `gates_for`), and its answer into an
 AdmissionResponse: bad input (`InvalidInput`) is a denial with the reconciler's text, objects
-that do not exist yet are warnings, AWS failures are errors (the webhook's failurePolicy then
-decides).
+that do not exist yet are warnings.
+
+Every webhook fails open (`FAILURE_POLICY`, the shipped configurations' failurePolicy): the
+reconcilers make the same checks and fill in the same values. So does a handler that cannot
+read AWS in time (`LookupUnavailable`: AccessDenied, throttling, a timeout, a 5xx, or the read
+cache's own rate limit): it admits with a warning saying what it skipped, rather than deny an
+ordinary write because of AWS. The webhook server answers a handler that has not answered
+within half the API server's timeout, or that raised, as that policy says.
 
 Handlers read the informer caches, and wait until they are synced: a replica that has just
-started answers late rather than wrongly (the API server's timeout, then the failurePolicy,
+started answers late rather than wrongly (the handler's deadline, then the failurePolicy,
 bound the wait)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import structlog
 
 from controller import ingress, service
-from controller.aws import AWSError
+from controller.aws import AWSError, LookupUnavailable
 from controller.errors import InvalidInput
 from controller.ingress.exclusions import GroupNamespaces
 from controller.targetgroupbinding import BindingAdmission, gates_for, with_gates
+from runtime.clock import Clock, RealClock
+from runtime.failures import describe
 from runtime.informer import SharedInformer
-from runtime.objects import Obj, dig
-from runtime.webhook import AdmissionRequest, AdmissionResponse, allowed, denied, errored, patched
+from runtime.objects import Obj, dig, key_of
+from runtime.webhook import (
+    AdmissionRequest,
+    AdmissionResponse,
+    FailurePolicy,
+    allowed,
+    denied,
+    patched,
+)
 
 log = structlog.get_logger("webhooks")
 
@@ -36,6 +51,12 @@ MUTATE_TARGETGROUPBINDING: Final = "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbin
 VALIDATE_TARGETGROUPBINDING: Final = "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
 VALIDATE_INGRESS: Final = "/validate-networking-v1-ingress"
 VALIDATE_INGRESSCLASSPARAMS: Final = "/validate-elbv2-k8s-aws-v1beta1-ingressclassparams"
+# The failurePolicy of every webhook in manifests/webhook/ (a test keeps them equal): how the
+# server answers for a handler that fails or runs out of time.
+FAILURE_POLICY: Final[FailurePolicy] = "Ignore"
+# Lines a minute about reads skipped for one reason, at most: a flood of reviews while AWS
+# fails must not become a flood of log lines.
+_SKIPPED_LOG_INTERVAL: Final = 60.0
 
 
 def _object(request: AdmissionRequest) -> Obj:
@@ -59,6 +80,24 @@ async def _synced(informers: Sequence[SharedInformer]) -> None:
 
 def _denial(exc: InvalidInput) -> AdmissionResponse:
     return denied(str(exc))
+
+
+@dataclass
+class SkippedReads:
+    """Logs that a handler went on without AWS: once per webhook and reason per minute."""
+
+    clock: Clock = field(default_factory=RealClock)
+    _last: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def note(self, webhook: str, exc: Exception) -> None:
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        reason = cause.code if isinstance(cause, AWSError) else type(cause).__name__
+        now = self.clock.now()
+        last = self._last.get((webhook, reason))
+        if last is not None and now - last < _SKIPPED_LOG_INTERVAL:
+            return
+        self._last[(webhook, reason)] = now
+        log.warning("admitted without reading AWS", webhook=webhook, error=describe(exc))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +124,7 @@ class TargetGroupBindingMutator:
     """`mtargetgroupbinding.elbv2.k8s.aws`: a new binding's defaults from its target group."""
 
     admission: BindingAdmission
+    skipped: SkippedReads = field(default_factory=SkippedReads)
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation != "CREATE":
@@ -94,8 +134,12 @@ class TargetGroupBindingMutator:
             return patched(tgb, await self.admission.default(tgb))
         except InvalidInput as exc:
             return _denial(exc)
-        except AWSError as exc:
-            return errored(500, f"unable to describe the target group: {exc}")
+        except (LookupUnavailable, AWSError) as exc:
+            self.skipped.note(MUTATE_TARGETGROUPBINDING, exc)
+            return allowed(warnings=[
+                f"TargetGroupBinding {key_of(tgb)}: its target group could not be read ({exc}), "
+                "so targetType, ipAddressType and vpcID were not filled in; the controller "
+                "reads them from the target group when it reconciles"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +148,23 @@ class TargetGroupBindingValidator:
 
     admission: BindingAdmission
     bindings: SharedInformer
+    skipped: SkippedReads = field(default_factory=SkippedReads)
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
             return allowed()
         await _synced((self.bindings,))
+        tgb = _object(request)
         try:
-            warnings = await self.admission.validate(_object(request), _old(request))
+            warnings = await self.admission.validate(tgb, _old(request))
         except InvalidInput as exc:
             return _denial(exc)
-        except AWSError as exc:
-            return errored(500, f"unable to describe the target group: {exc}")
+        except (LookupUnavailable, AWSError) as exc:
+            self.skipped.note(VALIDATE_TARGETGROUPBINDING, exc)
+            return allowed(warnings=[
+                f"TargetGroupBinding {key_of(tgb)}: not checked against its target group, "
+                f"which could not be read ({exc}); the controller checks it when it reconciles "
+                "and reports a refusal as a Warning Event"])
         return allowed(warnings=warnings)
 
 
@@ -178,7 +228,8 @@ class ServiceMutator:
             mutated, load_balancer_class=self.load_balancer_class))
 
 
-__all__ = ["MUTATE_POD", "MUTATE_SERVICE", "MUTATE_TARGETGROUPBINDING", "VALIDATE_INGRESS",
-           "VALIDATE_INGRESSCLASSPARAMS", "VALIDATE_TARGETGROUPBINDING",
+__all__ = ["FAILURE_POLICY", "MUTATE_POD", "MUTATE_SERVICE", "MUTATE_TARGETGROUPBINDING",
+           "VALIDATE_INGRESS", "VALIDATE_INGRESSCLASSPARAMS", "VALIDATE_TARGETGROUPBINDING",
            "IngressClassParamsValidator", "IngressValidator", "PodReadinessGateMutator",
-           "ServiceMutator", "TargetGroupBindingMutator", "TargetGroupBindingValidator"]
+           "ServiceMutator", "SkippedReads", "TargetGroupBindingMutator",
+           "TargetGroupBindingValidator"]

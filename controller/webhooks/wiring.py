@@ -1,14 +1,16 @@
 """The webhook server of `aiolbc run`: TLS (self-managed, or files someone else writes), the
-handlers on upstream's paths, on the manager's shared informers."""
+handlers on upstream's paths with the shipped configurations' failurePolicy, on the manager's
+shared informers, reading AWS through one `ReadCache` (controller/aws/readcache.py)."""
 
 from __future__ import annotations
 
 from controller import informers, ingress
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool
+from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding import BindingAdmission
 from controller.webhooks.handlers import (
+    FAILURE_POLICY,
     MUTATE_POD,
     MUTATE_SERVICE,
     MUTATE_TARGETGROUPBINDING,
@@ -19,6 +21,7 @@ from controller.webhooks.handlers import (
     IngressValidator,
     PodReadinessGateMutator,
     ServiceMutator,
+    SkippedReads,
     TargetGroupBindingMutator,
     TargetGroupBindingValidator,
 )
@@ -30,7 +33,7 @@ from runtime.resources import (
     NAMESPACES,
     SERVICES,
 )
-from runtime.webhook import SelfManagedCertificates, WebhookServer
+from runtime.webhook import Handler, SelfManagedCertificates, WebhookServer
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> WebhookServer:
@@ -42,21 +45,29 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     services = informers.informer(manager, SERVICES)
-    admission = BindingAdmission(pool, bindings.store, settings.scope)
-    server.register(MUTATE_POD, PodReadinessGateMutator(
-        bindings, services, enabled=settings.config.pod_readiness_gate_inject))
-    server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
-    server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(admission, bindings))
+    # Anyone who reaches the port can ask for reviews: AWS is read through a cache with one
+    # read per target group in flight and a bounded rate of misses.
+    reads = ReadCache(DirectReader(Caller(pool)), clock=manager.clock)
+    admission = BindingAdmission(reads, bindings.store, settings.scope)
+    skipped = SkippedReads(clock=manager.clock)
     ingress_informers = tuple(informers.informer(manager, r) for r in (
         INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
-    server.register(VALIDATE_INGRESS, IngressValidator(
-        ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
-        settings.ingress.config.group_namespaces))
-    server.register(VALIDATE_INGRESSCLASSPARAMS, IngressClassParamsValidator())
-    # Registered even when off, so that a configuration that still names it answers "allowed"
-    # instead of a failed call.
-    server.register(MUTATE_SERVICE, ServiceMutator(settings.service.load_balancer_class,
-                                                   enabled=settings.config.service_mutator))
+    handlers: dict[str, Handler] = {
+        MUTATE_POD: PodReadinessGateMutator(
+            bindings, services, enabled=settings.config.pod_readiness_gate_inject),
+        MUTATE_TARGETGROUPBINDING: TargetGroupBindingMutator(admission, skipped),
+        VALIDATE_TARGETGROUPBINDING: TargetGroupBindingValidator(admission, bindings, skipped),
+        VALIDATE_INGRESS: IngressValidator(
+            ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
+            settings.ingress.config.group_namespaces),
+        VALIDATE_INGRESSCLASSPARAMS: IngressClassParamsValidator(),
+        # Registered even when off, so that a configuration that still names it answers
+        # "allowed" instead of a failed call.
+        MUTATE_SERVICE: ServiceMutator(settings.service.load_balancer_class,
+                                       enabled=settings.config.service_mutator),
+    }
+    for path, handler in handlers.items():
+        server.register(path, handler, failure_policy=FAILURE_POLICY)
     manager.add_webhook_server(server)
     return server
 

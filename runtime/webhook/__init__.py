@@ -22,6 +22,7 @@ from runtime.webhook.selfmanaged import (
 from runtime.webhook.server import (
     DEFAULT_CERT_DIR,
     DEFAULT_PORT,
+    FailurePolicy,
     Handler,
     WebhookServer,
     WebhookServerOptions,
@@ -33,6 +34,7 @@ __all__ = [
     "AdmissionRequest",
     "AdmissionResponse",
     "CertificateError",
+    "FailurePolicy",
     "GroupVersionKind",
     "GroupVersionResource",
     "Handler",

@@ -3,14 +3,20 @@
 Served by every replica, leader or not, as controller-runtime's webhook server. A handler gets
 an `AdmissionRequest` and returns an `AdmissionResponse`; the server does the rest:
 
+- connections hold the server only so long, and only so many of them
+  (`runtime/connections.py`: header, body and idle timeouts, `max_connections`);
 - bodies that are not a usable AdmissionReview never reach a handler: wrong method 405, too
   large 413, sent too slowly 408, a content type other than JSON, an empty body, malformed
   JSON or the wrong kind/version 400 (controller-runtime's code for all of these), each
   with a `Status` body whose message the API server shows in its "failed calling webhook"
   error;
-- a handler that raises answers a denial with code 500 (controller-runtime's recovered panic),
-  and one that runs past the request's timeout (the API server's `?timeout=`, capped by
-  `request_timeout`) a denial with code 500 too; neither takes the server down;
+- every call is answered well inside the API server's timeout (its `?timeout=`, 10 s when it
+  says none): a handler gets `answer_within` of it (half), and one that has not answered by
+  then, or raises, is answered as its webhook's failurePolicy would have the API server do
+  (`register(..., failure_policy=)`): "Fail" is a denial with code 500 (controller-runtime's
+  answer to a recovered panic), "Ignore" admits with a warning saying what was skipped. A
+  handler left to run into the API server's own timeout would race it: whether the caller saw
+  the handler's late answer or the failurePolicy would be luck. Neither takes the server down;
 - the answer uses the review's own apiVersion (v1, or v1beta1 as upstream's webhook
   configurations ask for);
 - the certificate comes from `cert_dir` and is reloaded when its files change, for new
@@ -25,22 +31,23 @@ import inspect
 import json
 import re
 import ssl
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from runtime import metrics as registry_helpers
+from runtime.connections import ConnectionGuard, ConnectionLimits
 from runtime.httpserver import BindError, bind_failure
 from runtime.webhook.admission import (
     AdmissionRequest,
     AdmissionResponse,
     ReviewError,
+    allowed,
     encode_review,
     errored,
     parse_review,
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CERT_DIR",
     "DEFAULT_PORT",
+    "FailurePolicy",
     "Handler",
     "WebhookServer",
     "WebhookServerOptions",
@@ -68,7 +76,15 @@ DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 # (object and oldObject) plus metadata: controller-runtime's limit.
 DEFAULT_MAX_REQUEST_BYTES = 7 * 1024 * 1024
 
+# The API server's timeout for a call that does not say (`?timeout=`): the default
+# timeoutSeconds of admissionregistration/v1; and the longest it allows.
+DEFAULT_API_TIMEOUT: Final = 10.0
+MAX_API_TIMEOUT: Final = 30.0
+
 Handler = Callable[[AdmissionRequest], AdmissionResponse | Awaitable[AdmissionResponse]]
+# What the webhook configuration says the API server does when a call fails: how the server
+# answers for a handler that fails or runs out of time.
+FailurePolicy = Literal["Fail", "Ignore"]
 
 _GO_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)$")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
@@ -83,14 +99,20 @@ class WebhookServerOptions:
     key_name: str = "tls.key"
     cert_poll_interval: float = 10.0
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    request_timeout: float = 30.0  # the API server allows webhooks at most 30 s
+    # Header, body and idle timeouts, and the bound on open connections.
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    # The share of the API server's timeout a handler gets: its answer must be back before the
+    # API server gives up, over a network and a loaded event loop.
+    answer_within: float = 0.5
     shutdown_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"webhook port must be between 0 and 65535, not {self.port}")
-        if self.cert_poll_interval <= 0 or self.request_timeout <= 0:
+        if self.cert_poll_interval <= 0 or self.shutdown_timeout <= 0:
             raise ValueError("webhook intervals and timeouts must be positive")
+        if not 0 < self.answer_within <= 1:
+            raise ValueError("answer_within is a share of the API server's timeout: (0, 1]")
         if self.max_request_bytes <= 0:
             raise ValueError("the webhook request size limit must be positive")
 
@@ -126,21 +148,26 @@ class WebhookServer:
         self._watcher = CertWatcher(cert_dir / self.options.cert_name,
                                     cert_dir / self.options.key_name,
                                     metrics=CertificateMetrics(self._registry))
-        self._hooks: dict[str, tuple[Handler, HookMetrics]] = {}
+        self._hooks: dict[str, _Hook] = {}
         self._runner: web.AppRunner | None = None
+        self._guard: ConnectionGuard | None = None
         self._port: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     # ---- wiring -----------------------------------------------------------------------------
 
-    def register(self, path: str, handler: Handler) -> None:
-        """Serve `handler` on `path` (exact match); allowed before or after `start()`."""
+    def register(self, path: str, handler: Handler, *,
+                 failure_policy: FailurePolicy = "Fail") -> None:
+        """Serve `handler` on `path` (exact match); allowed before or after `start()`.
+        `failure_policy`: the one of the webhook configurations that call `path`."""
         if not path.startswith("/"):
             raise ValueError(f"webhook path must start with '/': {path!r}")
         if path in self._hooks:
             raise ValueError(f"a webhook is already registered on {path}")
-        self._hooks[path] = (handler, HookMetrics(self._registry, path))
-        log.info("registered webhook", path=path)
+        if failure_policy not in ("Fail", "Ignore"):
+            raise ValueError(f"failure policy must be Fail or Ignore, not {failure_policy!r}")
+        self._hooks[path] = _Hook(handler, HookMetrics(self._registry, path), failure_policy)
+        log.info("registered webhook", path=path, failure_policy=failure_policy)
 
     @property
     def paths(self) -> list[str]:
@@ -157,6 +184,11 @@ class WebhookServer:
     def certificate(self) -> ServingCertificate | None:
         """What new connections are served with; None until a certificate has loaded."""
         return self._watcher.current
+
+    @property
+    def connections(self) -> ConnectionGuard | None:
+        """The open connections' guard while listening (its counts, for tests)."""
+        return self._guard
 
     @property
     def serving(self) -> bool:
@@ -196,13 +228,16 @@ class WebhookServer:
         if self._runner is not None:
             return
         self._watcher.read()
-        app = web.Application(client_max_size=self.options.max_request_bytes)
+        limits = self.options.limits
+        guard = ConnectionGuard(limits, kind="webhooks", tls=self._listener_context())
+        app = web.Application(client_max_size=self.options.max_request_bytes,
+                              middlewares=[guard.middleware])
         app.router.add_route("*", "/{tail:.*}", self._serve)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               shutdown_timeout=self.options.shutdown_timeout)
+                               shutdown_timeout=self.options.shutdown_timeout,
+                               keepalive_timeout=limits.idle_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, host=self.options.host, port=self.options.port,
-                           ssl_context=self._listener_context())
+        site = guard.site(runner, host=self.options.host, port=self.options.port)
         try:
             await site.start()
         except OSError as err:
@@ -212,6 +247,7 @@ class WebhookServer:
             raise BindError("webhooks", f"{shown}:{self.options.port}", bind_failure(err, host),
                             err.errno) from err
         self._runner = runner
+        self._guard = guard
         self._port = int(runner.addresses[0][1])
         log.info("serving webhooks", host=self.options.host or "", port=self._port,
                  paths=self.paths, certificate_loaded=self._watcher.current is not None)
@@ -228,6 +264,7 @@ class WebhookServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+            self._guard = None
             self._port = None
             log.info("stopped serving webhooks")
 
@@ -273,19 +310,18 @@ class WebhookServer:
         hook = self._hooks.get(request.path)
         if hook is None:
             return _status(404, f"no webhook is served on {request.path}")
-        handler, hook_metrics = hook
-        started = time.perf_counter()
-        hook_metrics.in_flight.inc()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        hook.metrics.in_flight.inc()
         try:
-            response = await self._answer(request, handler, hook_metrics)
+            response = await self._answer(request, hook, started)
         finally:
-            hook_metrics.in_flight.dec()
-            hook_metrics.latency.observe(time.perf_counter() - started)
-        hook_metrics.answered(response.status)
+            hook.metrics.in_flight.dec()
+            hook.metrics.latency.observe(loop.time() - started)
+        hook.metrics.answered(response.status)
         return response
 
-    async def _answer(self, request: web.Request, handler: Handler,
-                      hook_metrics: HookMetrics) -> web.Response:
+    async def _answer(self, request: web.Request, hook: _Hook, started: float) -> web.Response:
         if request.method != "POST":
             return _status(405, f"method {request.method} is not allowed: admission reviews "
                                 "are POSTed")
@@ -295,25 +331,25 @@ class WebhookServer:
         declared = request.content_length
         if declared is not None and declared > self.options.max_request_bytes:
             return self._too_large()
+        body_timeout = self.options.limits.body_timeout
         try:
-            async with asyncio.timeout(self.options.request_timeout):
+            async with asyncio.timeout(body_timeout):
                 body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return self._too_large()
         except TimeoutError:
-            return _status(408, "the request body did not arrive within "
-                                f"{self.options.request_timeout:g}s")
+            return _status(408, f"the request body did not arrive within {body_timeout:g}s")
         try:
             api_version, review = parse_review(body)
         except ReviewError as exc:
             log.info("bad admission request", webhook=request.path, error=str(exc))
             return _status(exc.code, str(exc))
-        timeout = self.options.request_timeout
-        asked = _query_timeout(request.query.get("timeout"))
-        if asked is not None:
-            timeout = min(timeout, asked)
-        response = await self._call(request.path, handler, review, timeout, hook_metrics)
-        hook_metrics.admission(allowed=response.allowed, code=response.code)
+        api_timeout = min(_query_timeout(request.query.get("timeout")) or DEFAULT_API_TIMEOUT,
+                          MAX_API_TIMEOUT)
+        budget = api_timeout * self.options.answer_within
+        deadline = started + budget
+        response = await self._call(request.path, hook, review, deadline, budget)
+        hook.metrics.admission(allowed=response.allowed, code=response.code)
         return web.Response(status=200, body=encode_review(api_version, review.uid, response),
                             content_type="application/json")
 
@@ -321,26 +357,42 @@ class WebhookServer:
         return _status(413, f"request body is larger than {self.options.max_request_bytes} "
                             "bytes")
 
-    async def _call(self, path: str, handler: Handler, review: AdmissionRequest,
-                    timeout: float, hook_metrics: HookMetrics) -> AdmissionResponse:
+    async def _call(self, path: str, hook: _Hook, review: AdmissionRequest, deadline: float,
+                    budget: float) -> AdmissionResponse:
         try:
-            async with asyncio.timeout(timeout):
-                result: Any = handler(review)
+            async with asyncio.timeout_at(deadline):
+                result: Any = hook.handler(review)
                 if inspect.isawaitable(result):
                     result = await result
         except TimeoutError:
-            log.warning("webhook handler timed out", webhook=path, uid=review.uid,
-                        timeout=timeout)
-            return errored(500, f"webhook {path} did not answer within {timeout:g}s")
+            log.warning("webhook handler out of time: answered as its failure policy says",
+                        webhook=path, uid=review.uid, deadline=budget,
+                        failure_policy=hook.failure_policy)
+            return hook.failed(f"webhook {path} did not answer within {budget:g}s")
         except Exception as exc:
-            hook_metrics.panics.inc()
+            hook.metrics.panics.inc()
             log.error("webhook handler failed", webhook=path, uid=review.uid,
+                      failure_policy=hook.failure_policy,
                       error=f"{type(exc).__name__}: {exc}")
-            return errored(500, f"internal error in webhook {path}: "
-                                f"{exc or type(exc).__name__}")
+            return hook.failed(f"internal error in webhook {path}: "
+                               f"{exc or type(exc).__name__}")
         if not isinstance(result, AdmissionResponse):
-            hook_metrics.panics.inc()
+            hook.metrics.panics.inc()
             log.error("webhook handler returned no AdmissionResponse", webhook=path,
                       returned=type(result).__name__)
-            return errored(500, f"internal error in webhook {path}: no response")
+            return hook.failed(f"internal error in webhook {path}: no response")
         return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Hook:
+    handler: Handler
+    metrics: HookMetrics
+    failure_policy: FailurePolicy
+
+    def failed(self, why: str) -> AdmissionResponse:
+        """What the API server would make of a failed call, said by the server itself."""
+        if self.failure_policy == "Ignore":
+            return allowed(warnings=[f"{why}; admitted without this webhook's checks "
+                                     "(failurePolicy Ignore)"])
+        return errored(500, why)
