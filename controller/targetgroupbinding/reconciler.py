@@ -95,6 +95,7 @@ from runtime.objects import (
     key_of,
     meta,
     name_of,
+    namespace_of,
     owner_reference,
 )
 from runtime.reconcile import (
@@ -221,6 +222,7 @@ class TargetGroupBindingReconciler:
                                         bindings=self._bindings)
             target_type = check_target_type(spec, tg)
             endpoints = await self._fetched_endpoints(tgb, spec, target_type, family)
+            await self._check_networking(tgb, spec, tg, target_type, endpoints)
         except InvalidInput as exc:
             await self._invalid(tgb, exc)
         if spec.networking and self._networking is None:
@@ -286,7 +288,25 @@ class TargetGroupBindingReconciler:
 
     def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
         spec: dict[str, Any] = tgb.get("spec") or {}
-        return self._networking.checkpoint_spec(spec) if self._networking else spec
+        if self._networking is None:
+            return spec
+        return self._networking.checkpoint_spec(spec, namespace=namespace_of(tgb))
+
+    async def _check_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                tg: TargetGroupInfo, target_type: str,
+                                endpoints: EndpointSet) -> None:
+        """The networking policy, before anything is written (raises NetworkingNotAllowed)."""
+        if self._networking is None or spec.networking is None:
+            return
+        svc_key = f"{namespace_of(tgb)}/{spec.service_ref.name}"
+        try:
+            service_port: Obj | None = find_service_port(
+                self._services.get(svc_key), spec.service_ref.port, service_key=svc_key)
+        except InvalidInput:
+            service_port = None
+
+        await self._networking.check(tgb, spec, tg, target_type, endpoints, service_port,
+                                     reread=lambda: self._target_groups.reread(tg.arn))
 
     async def _reconcile_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
                                     target_type: str, endpoints: EndpointSet) -> None:
@@ -294,7 +314,7 @@ class TargetGroupBindingReconciler:
             return
         try:
             await self._networking.reconcile(
-                key_of(tgb), spec, target_type, list(endpoints),
+                tgb, spec, target_type, list(endpoints),
                 other_pods=lambda: self._pods_with_networking(key_of(tgb)),
                 other_instances=self._nodes_with_networking)
         except InvalidSpec as exc:
@@ -500,11 +520,7 @@ class TargetGroupBindingReconciler:
             await self._tracker.cleanup(ns, name)
         if self._networking is not None:
             # Its rules go (unless another binding needs them) before the finalizer does.
-            try:
-                spec: TargetGroupBindingSpec | None = parse_spec(tgb)
-            except InvalidSpec:
-                spec = None
-            await self._networking.release(key_of(tgb), spec)
+            await self._networking.release(tgb)
         if self._gates is not None:
             await self._gates.release(tgb)
         try:

@@ -104,11 +104,12 @@ class TargetGroupBindingValidator:
 
     admission: BindingAdmission
     bindings: SharedInformer
+    services: SharedInformer | None = None  # the networking policy's target ports
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
             return allowed()
-        await _synced((self.bindings,))
+        await _synced((self.bindings, *((self.services,) if self.services else ())))
         try:
             warnings = await self.admission.validate(_object(request), _old(request))
         except InvalidInput as exc:

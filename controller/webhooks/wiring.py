@@ -42,11 +42,13 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     services = informers.informer(manager, SERVICES)
-    admission = BindingAdmission(pool, bindings.store, settings.scope)
+    admission = BindingAdmission(pool, bindings.store, settings.scope,
+                                 networking=settings.networking, services=services.store)
     server.register(MUTATE_POD, PodReadinessGateMutator(
         bindings, services, enabled=settings.config.pod_readiness_gate_inject))
     server.register(MUTATE_TARGETGROUPBINDING, TargetGroupBindingMutator(admission))
-    server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(admission, bindings))
+    server.register(VALIDATE_TARGETGROUPBINDING, TargetGroupBindingValidator(
+        admission, bindings, services))
     ingress_informers = tuple(informers.informer(manager, r) for r in (
         INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
     server.register(VALIDATE_INGRESS, IngressValidator(
