@@ -171,12 +171,12 @@ class NetworkingManager:
             return await self._converge()
 
     async def refuse(self, binding: str, version: str) -> int:
-        """`binding`'s networking (`version`) is not allowed: it needs nothing, and what it had
-        goes (the refusal changes nothing else: no pass unless it had rules)."""
+        """`binding`'s networking (`version`) is not allowed: it needs nothing, and what it may
+        have had goes (no pass when it is known to have had nothing)."""
         async with self._lock:
             before = self._known.get(binding)
             self._known[binding] = _Known(version, {})
-            if before is None or not before.wanted:
+            if before is not None and not before.wanted:
                 return 0
             return await self._converge()
 
