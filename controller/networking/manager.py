@@ -20,8 +20,8 @@ With `--disable-restricted-sg-rules` (every port asked for anyway) equal rules a
 
 Where: the groups bindings want rules on, and every group seen holding a rule of ours. A
 leader's first pass (`first_pass`, a leader runnable: it starts once the caches are synced)
-lists the VPC's security groups, ⌈groups/1000⌉ calls, and converges every group holding a rule
-of ours, whatever its tags; later passes look at those and at the groups bindings name.
+lists the VPC's security groups (one paginated listing) and converges every group holding a
+rule of ours, whatever its tags; later passes look at those and at the groups bindings name.
 
 Cost: a group's rules are read in one batched DescribeSecurityGroups with every other group the
 pass looks at; a group whose wanted and held rules did not change and that was read within
