@@ -21,7 +21,8 @@ With `--disable-restricted-sg-rules` (every port asked for anyway) equal rules a
 Where: the groups bindings want rules on, and every group seen holding a rule of ours. A
 leader's first pass (`first_pass`, a leader runnable: it starts once the caches are synced)
 lists the VPC's security groups (one paginated listing) and converges every group holding a
-rule of ours, whatever its tags; later passes look at those and at the groups bindings name.
+rule of ours, whatever its tags (with no binding asking for rules in the cache, the listing
+waits for the first pass that has one: a cluster that uses none makes no call for it); later passes look at those and at the groups bindings name.
 
 Cost: a group's rules are read in one batched DescribeSecurityGroups with every other group the
 pass looks at; a group whose wanted and held rules did not change and that was read within
@@ -142,6 +143,9 @@ class NetworkingManager:
         self._released: set[tuple[str, str]] = set()
         self._tracked: set[str] = set()
         self._verified: dict[str, _Verified] = {}
+        # The VPC's groups are to be listed by the next pass that has a binding with
+        # networking to serve (set again by every leader's first pass).
+        self._list_groups = True
 
     @property
     def settings(self) -> NetworkingSettings:
@@ -215,15 +219,21 @@ class NetworkingManager:
             delay = min(delay * 2, _RETRY_MAX)
 
     async def full_pass(self) -> int:
-        """List the VPC's security groups and converge every one holding a rule of ours."""
+        """List the VPC's security groups and converge every one holding a rule of ours. With
+        no binding asking for rules in the cache (a cluster that uses none, where this would be
+        its only AWS call), the listing waits for the first pass that has one."""
         async with self._lock:
-            listed = await DirectReader(self._calls).security_groups(
-                vpc_id=self._settings.cluster.vpc_id)
-            self._facts.remember(listed)
-            listing = {str(g["GroupId"]): g for g in listed}
-            await self._facts.load(legacy_sources(listing.values()), recheck_missing=False)
-            self._tracked.update(g for g, desc in listing.items() if self._owners.has_any(desc))
-            return await self._converge(listing=listing, force=True)
+            self._list_groups = True
+            return await self._converge()
+
+    async def _listing(self) -> dict[str, dict[str, Any]]:
+        listed = await DirectReader(self._calls).security_groups(
+            vpc_id=self._settings.cluster.vpc_id)
+        self._facts.remember(listed)
+        listing = {str(g["GroupId"]): g for g in listed}
+        await self._facts.load(legacy_sources(listing.values()), recheck_missing=False)
+        self._tracked.update(g for g, desc in listing.items() if self._owners.has_any(desc))
+        return listing
 
     # ---- desired state ------------------------------------------------------------------------
 
@@ -250,9 +260,13 @@ class NetworkingManager:
 
     # ---- convergence ------------------------------------------------------------------------
 
-    async def _converge(self, *, listing: Mapping[str, dict[str, Any]] | None = None,
-                        force: bool = False) -> int:
+    async def _converge(self) -> int:
         claims = self._current_claims()
+        listing: Mapping[str, dict[str, Any]] = {}
+        force = False
+        if self._list_groups and claims:
+            listing, force = await self._listing(), True
+            self._list_groups = False
         restricted = self._settings.backend.restricted_rules
         wanted = aggregate((k.wanted for b, k in self._known.items()
                             if b in claims and self._is_known(claims[b])),
@@ -269,7 +283,7 @@ class NetworkingManager:
                     and now - seen.at < self._settings.verify_interval):
                 continue
             due.append(group_id)
-        described = {g: dict(listing[g]) for g in due if listing and g in listing}
+        described = {g: dict(listing[g]) for g in due if g in listing}
         described.update(await self._describe([g for g in due if g not in described]))
         await self._facts.load(legacy_sources(described.values()), recheck_missing=False)
         made = 0

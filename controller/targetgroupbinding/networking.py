@@ -230,9 +230,9 @@ class BindingNetworking:
                     target_type: str, endpoints: Iterable[Endpoint],
                     service_port: Mapping[str, Any] | None, *,
                     reread: Callable[[], Any] | None = None) -> None:
-        """The policy check; on a refusal the binding needs no rule any more (what it had
-        goes), then NetworkingNotAllowed is raised. `reread`: the target group read afresh
-        (a cached one may predate a new health-check port), tried once before refusing."""
+        """The policy check: raises NetworkingNotAllowed (the caller then reports the binding
+        `refused`). `reread`: the target group read afresh (a cached one may predate a new
+        health-check port), tried once before refusing."""
         if spec.networking is None:
             return
         targets = list(endpoints)
@@ -251,15 +251,24 @@ class BindingNetworking:
                 return
             except NetworkingNotAllowed as exc:
                 refused = exc
-        await self._manager.refuse(key_of(tgb), networking_version(tgb.get("spec") or {}))
         raise refused
+
+    async def refused(self, tgb: Obj) -> None:
+        """The binding cannot be acted on (bad input, a refusal): it needs no rule, and what
+        it had goes."""
+        spec = tgb.get("spec")
+        key = key_of(tgb)
+        if (isinstance(spec, dict) and spec.get("networking")) or self._manager.knows(key):
+            await self._manager.refuse(key, networking_version(
+                spec if isinstance(spec, dict) else {}))
 
     async def reconcile(self, tgb: Obj, spec: TargetGroupBindingSpec, target_type: str,
                         endpoints: list[Endpoint], *,
                         other_pods: Callable[[], Iterable[PodAddress]] = tuple,
                         other_instances: Callable[[], Iterable[str]] = tuple) -> int:
-        """Raises NetworkingError (an interface or its group cannot be told; retried) or
-        InvalidSpec (the networking cannot be acted on)."""
+        """Raises NetworkingError (an interface or its group cannot be told; retried: until
+        then the binding holds back what it could need) or InvalidSpec (the networking cannot
+        be acted on: the caller reports it `refused`)."""
         key = key_of(tgb)
         version = networking_version(tgb.get("spec") or {})
         if spec.networking is None:
@@ -271,9 +280,6 @@ class BindingNetworking:
                                              other_pods, other_instances)
         except NetworkingError:
             self._manager.unresolved(key)
-            raise
-        except InvalidSpec:
-            await self._manager.refuse(key, version)
             raise
         return await self._manager.reconcile(key, version, wanted)
 

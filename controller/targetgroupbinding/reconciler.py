@@ -348,6 +348,9 @@ class TargetGroupBindingReconciler:
                 yield found
 
     async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
+        if self._networking is not None:
+            # A binding that cannot be acted on needs no rule: what it had goes.
+            await self._networking.refused(tgb)
         reason = exc.condition_reason
         await self._writer.report_failure(
             tgb, event_reason=reason, message=str(exc),

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from controller.apis import TARGETGROUPBINDINGS
 from controller.standins import AWSFaultProxy, AwsSeed
@@ -112,9 +113,8 @@ async def _work(side: Side, aws: AwsInspector, group: str) -> int:
         if i % RESTART_EVERY == RESTART_EVERY - 1:
             await side.restart()
 
-        want = side.rules([*main, *extra])
-        await eventually(lambda want=want: _has_exactly(side, aws, group, want), timeout=30,
-                         message=f"{side.name} round {i}")
+        await eventually(partial(_has_exactly, side, aws, group, side.rules([*main, *extra])),
+                         timeout=30, message=f"{side.name} round {i}")
     return len(plan[:ROUNDS])
 
 
@@ -131,7 +131,7 @@ async def test_two_clusters_on_one_node_group_never_revoke_each_others_rules(
         await side.binding("main", side.cidrs(0))
         await side.start()
     for side in sides:
-        await eventually(lambda side=side: _shown(side, aws, group), timeout=30)
+        await eventually(partial(_shown, side, aws, group), timeout=30)
 
     aws_proxy.clear_log()
     for busy, still in (sides, sides[::-1]):
@@ -143,7 +143,7 @@ async def test_two_clusters_on_one_node_group_never_revoke_each_others_rules(
         assert sampler.samples > ROUNDS
         assert sampler.missing == [], f"{busy.name} revoked {still.name}'s rules"
         await busy.ask("main", busy.cidrs(0))
-        await eventually(lambda busy=busy: _shown(busy, aws, group))
+        await eventually(partial(_shown, busy, aws, group))
     # The work revoked rules: each side its own.
     assert sum(r.operation == "RevokeSecurityGroupIngress" for r in aws_proxy.log) >= 2 * 5
     for side in sides:

@@ -1,13 +1,14 @@
 """A namespace user cannot widen the security groups every namespace shares through a
 TargetGroupBinding's `spec.networking`: the attempt found (every TCP port and UDP from
 anywhere, ssh from another team's load balancer group, on the node group) is refused at
-reconcile (Warning Event, `Ready=False`) and at admission (the API server's answer to a
-create, which `kubectl apply` prints) with the same words, and nothing reaches AWS; the same binding is served once an administrator
-grants the namespace (`--targetgroupbinding-networking-unrestricted-namespaces`). The shop's
-own load balancer, whose managed binding admits the backend group, is served and admitted
-throughout. The whole controller runs as its ServiceAccount with the shipped RBAC, set up from
-`aiolbc run` flags; the webhooks run on a replica of their own with the policy those flags
-give, and the API server calls them as a real one does."""
+reconcile (Warning Event, `Ready=False`) and at admission (the API server's answer to a create,
+which `kubectl apply` prints) with the same words, and nothing reaches AWS; the same binding is
+served once an administrator grants the namespace
+(`--targetgroupbinding-networking-unrestricted-namespaces`). The shop's own load balancer,
+whose managed binding admits the backend group, is served and admitted throughout. The whole
+controller runs as its ServiceAccount with the shipped RBAC, set up from `aiolbc run` flags;
+the webhooks run on a replica of their own with the policy those flags give, and the API
+server calls them as a real one does."""
 
 from __future__ import annotations
 
