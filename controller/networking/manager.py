@@ -22,13 +22,14 @@ Where: the groups bindings want rules on, and every group seen holding a rule of
 leader's first pass (`first_pass`, a leader runnable: it starts once the caches are synced)
 lists the VPC's security groups (one paginated listing) and converges every group holding a
 rule of ours, whatever its tags (with no binding asking for rules in the cache, the listing
-waits for the first pass that has one: a cluster that uses none makes no call for it); later passes look at those and at the groups bindings name.
+waits for the first pass that has one: a cluster that uses none makes no call for it); later
+passes look at those and at the groups bindings name.
 
 Cost: a group's rules are read in one batched DescribeSecurityGroups with every other group the
-pass looks at; a group whose wanted and held rules did not change and that was read within
-`verify_interval` is not read again. So the node group every binding shares is verified a few
-times per pass over the whole cluster, not once per binding, and drift there is repaired
-within `verify_interval` of the next reconcile.
+pass looks at; a group whose rules of ours, as last read, are still what it should hold and
+that was read within `verify_interval` is not read again. So the node group every binding
+shares is verified a few times per pass over the whole cluster, not once per binding, and
+drift there is repaired within `verify_interval` of the next reconcile.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ def aggregate(per_binding: Iterable[PermissionsByGroup], *,
     return {g: sorted(rules.values()) for g, rules in merged.items()}
 
 
+def _rules(permissions: Iterable[Permission]) -> frozenset[Rule]:
+    return frozenset(p.rule for p in permissions)
+
+
 def clip(held: Iterable[Permission], present: Iterable[Permission]) -> list[Permission]:
     """The parts of the `held` rules that the `present` rules (of the same protocol and
     source) admit: what may be kept for bindings whose groups are not known, never more."""
@@ -118,8 +123,9 @@ class _Known:
 
 @dataclass(frozen=True, slots=True)
 class _Verified:
-    wanted: frozenset[Rule]
-    held: frozenset[Rule]
+    """A group as the last pass left it: our rules there (what it wanted), and when."""
+
+    rules: tuple[Permission, ...]
     at: float
 
 
@@ -267,20 +273,21 @@ class NetworkingManager:
         if self._list_groups and claims:
             listing, force = await self._listing(), True
             self._list_groups = False
-        restricted = self._settings.backend.restricted_rules
         wanted = aggregate((k.wanted for b, k in self._known.items()
                             if b in claims and self._is_known(claims[b])),
-                           restricted=restricted)
+                           restricted=self._settings.backend.restricted_rules)
         held = await self._held(claims)
-        held_rules = frozenset(p.rule for p in held)
         now = self._clock.now()
         due = []
         for group_id in sorted(set(wanted) | self._tracked):
-            rules = frozenset(p.rule for p in wanted.get(group_id, []))
             seen = self._verified.get(group_id)
-            if (not force and seen is not None and seen.wanted == rules
-                    and seen.held == held_rules
-                    and now - seen.at < self._settings.verify_interval):
+            # Read again only when what it should hold (as far as its rules last read tell)
+            # changed, or they were read too long ago: bindings becoming known one by one
+            # after a restart change what is held back, rarely what a group should hold.
+            if (not force and seen is not None
+                    and now - seen.at < self._settings.verify_interval
+                    and _rules(self._desired(wanted.get(group_id, []), held, seen.rules))
+                    == _rules(seen.rules)):
                 continue
             due.append(group_id)
         described = {g: dict(listing[g]) for g in due if g in listing}
@@ -295,10 +302,8 @@ class NetworkingManager:
                 continue
             owned = self._owners.owned(group)
             current = list(expand(group.get("IpPermissions") or []))
-            mine = wanted.get(group_id, [])
-            kept = clip(held, (p for p in current if owned(p)))
-            desired = [replace(p, description=self.description) for p in aggregate(
-                [{group_id: [*mine, *kept]}], restricted=restricted).get(group_id, [])]
+            desired = self._desired(wanted.get(group_id, []), held,
+                                    [p for p in current if owned(p)])
             changes = group_rules.plan(current, desired, owned=owned, relabel=owned)
             try:
                 made += await group_rules.apply(self._calls, group_id, changes)
@@ -312,9 +317,16 @@ class NetworkingManager:
                 self._tracked.add(group_id)
             else:
                 self._tracked.discard(group_id)
-            self._verified[group_id] = _Verified(frozenset(p.rule for p in mine), held_rules,
-                                                 self._clock.now())
+            self._verified[group_id] = _Verified(tuple(desired), self._clock.now())
         return made
+
+    def _desired(self, wanted: Iterable[Permission], held: Iterable[Permission],
+                 present: Iterable[Permission]) -> list[Permission]:
+        """Our rules a group should hold: what known bindings want there, and what the others
+        could need of the rules of ours `present` there, aggregated."""
+        merged = aggregate([{"": [*wanted, *clip(held, present)]}],
+                           restricted=self._settings.backend.restricted_rules)
+        return [replace(p, description=self.description) for p in merged.get("", [])]
 
     def _forget_group(self, group_id: str) -> None:
         self._tracked.discard(group_id)
