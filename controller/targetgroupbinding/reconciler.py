@@ -8,9 +8,10 @@ One reconcile, in the steps every controller takes:
    delete the tracking ConfigMap, drop the finalizer;
 3. build: parse the spec, find the target group and check that this binding may act on it
    (`checks.py`: no cross-account role, VPC, cluster, namespace, other bindings, IP family),
-   find the Service port, compute the desired targets from the caches (bad input or a refusal
-   → Warning Event, `Ready=False` condition, terminal error: no AWS write, not retried until
-   the object changes);
+   find the Service port, compute the desired targets from the caches, check `spec.networking`
+   against the networking policy (networking.py) (bad input or a refusal → Warning Event,
+   `Ready=False` condition, terminal error: no AWS write but the revocation of rules it held,
+   not retried until the object changes);
 4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no register or deregister
    call; a LOW one (the paced verification of a restart or a resync) reads the target group
    (shared reads) and, unless the binding's targets were read within `targets_trusted_for`
