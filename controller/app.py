@@ -137,6 +137,7 @@ def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Setti
         tls=hooks.self_managed_tls(leader_election_namespace(config)),
         ingress=ingress_settings(config, region=region),
         scope=targetgroupbinding.Scope(cluster_name=cluster.name, vpc_id=cluster.vpc_id),
+        networking=targetgroupbinding_settings(config, region=region).networking_policy,
         config=hooks, service=config.service, gates=config.gates)
 
 

@@ -38,6 +38,7 @@ TRIMMED_OPERATIONS: Mapping[str, frozenset[str]] = {
         "AuthorizeSecurityGroupIngress", "CreateSecurityGroup", "CreateTags",
         "DeleteSecurityGroup", "DeleteTags", "DescribeInstances", "DescribeNetworkInterfaces",
         "DescribeSecurityGroups", "DescribeSubnets", "RevokeSecurityGroupIngress",
+        "UpdateSecurityGroupRuleDescriptionsIngress",
     }),
 }
 # Endpoint prefixes whose endpoint data the trimmed loader keeps: the services the controller

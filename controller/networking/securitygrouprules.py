@@ -1,12 +1,15 @@
 """Keep the inbound rules of one security group to what is wanted, touching only rules that are
 ours: on a group we own, every rule; on someone else's group (a node or pod group), the rules
-whose description carries our label.
+whose description says they are ours (`ruleowners.py`).
 
 A rule is granted when no rule of the group is the same rule (AWS refuses a duplicate, whoever
-owns it), and revoked when it is ours and not wanted. Grants go first, so a rule moving to a
-wider port range never leaves a moment with neither; a crash between the two calls leaves an
-extra rule the next run revokes. `InvalidPermission.Duplicate` (someone granted it meanwhile)
-and `InvalidPermission.NotFound` (someone revoked it meanwhile) are the outcome wanted.
+owns it), and revoked when it is ours and not wanted. A wanted rule that is present with
+another description we may take over (upstream's) is re-described in place
+(UpdateSecurityGroupRuleDescriptionsIngress): revoking and granting it again would drop traffic
+in between. Grants go first, then descriptions, then revocations, so a rule moving to a wider
+port range never leaves a moment with neither; a crash between the calls leaves an extra rule
+the next run revokes. `InvalidPermission.Duplicate` (someone granted it meanwhile) and
+`InvalidPermission.NotFound` (someone revoked it meanwhile) are the outcome wanted.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ def everything(_: Permission) -> bool:
 class RuleChanges:
     grant: tuple[Permission, ...] = ()
     revoke: tuple[Permission, ...] = ()
+    # Present rules to keep under a new description (the desired rule's).
+    describe: tuple[Permission, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.grant or self.revoke)
+        return bool(self.grant or self.revoke or self.describe)
 
 
 @dataclass
@@ -42,8 +47,14 @@ class GroupRules:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+def nothing(_: Permission) -> bool:
+    return False
+
+
 def plan(current: Iterable[Permission], desired: Iterable[Permission], *,
-         owned: Owned = everything, revoke: bool = True) -> RuleChanges:
+         owned: Owned = everything, revoke: bool = True, relabel: Owned = nothing
+         ) -> RuleChanges:
+    """`relabel`: present rules that may be given the desired rule's description."""
     have = list(current)
     want = {p.rule: p for p in desired}
     present = {p.rule for p in have}
@@ -51,7 +62,10 @@ def plan(current: Iterable[Permission], desired: Iterable[Permission], *,
                          and (revoke or not any(_covers(h, p) for h in have))))
     extra = tuple(sorted({p.rule: p for p in have
                           if p.rule not in want and owned(p)}.values())) if revoke else ()
-    return RuleChanges(grant, extra)
+    describe = tuple(sorted({h.rule: want[h.rule] for h in have
+                             if h.rule in want and h.description != want[h.rule].description
+                             and relabel(h)}.values()))
+    return RuleChanges(grant, extra, describe)
 
 
 def _covers(have: Permission, want: Permission) -> bool:
@@ -68,6 +82,8 @@ async def apply(calls: Caller, group_id: str, changes: RuleChanges) -> int:
     made = 0
     if changes.grant:
         made += await _grant(calls, group_id, list(changes.grant))
+    if changes.describe:
+        made += await _describe(calls, group_id, list(changes.describe))
     if changes.revoke:
         made += await _revoke(calls, group_id, list(changes.revoke))
     return made
@@ -86,6 +102,20 @@ async def _grant(calls: Caller, group_id: str, rules: list[Permission]) -> int:
     return 1
 
 
+async def _describe(calls: Caller, group_id: str, rules: list[Permission]) -> int:
+    try:
+        await calls.call("UpdateSecurityGroupRuleDescriptionsIngress", service="ec2",
+                         GroupId=group_id, IpPermissions=to_api(rules))
+    except AWSError as exc:
+        if exc.code != "InvalidPermission.NotFound":
+            raise
+        if len(rules) > 1:
+            # One of them is gone (revoked meanwhile) and the call changed none; the next
+            # pass grants it, with our description.
+            return 1 + sum([await _describe(calls, group_id, [rule]) for rule in rules])
+    return 1
+
+
 async def _revoke(calls: Caller, group_id: str, rules: list[Permission]) -> int:
     try:
         await calls.call("RevokeSecurityGroupIngress", service="ec2", GroupId=group_id,
@@ -99,4 +129,4 @@ async def _revoke(calls: Caller, group_id: str, rules: list[Permission]) -> int:
     return 1
 
 
-__all__ = ["GroupRules", "Owned", "RuleChanges", "apply", "everything", "plan"]
+__all__ = ["GroupRules", "Owned", "RuleChanges", "apply", "everything", "nothing", "plan"]

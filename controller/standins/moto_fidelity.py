@@ -18,6 +18,10 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
   the rule", and a second rule differing only in its description is `InvalidPermission.
   Duplicate`). moto compares a security-group source with its description, so a rule granted
   with one could not be revoked without it.
+- `UpdateSecurityGroupRuleDescriptionsIngress` (EC2 API reference): a rule named that the group
+  does not have is `InvalidPermission.NotFound` ("The specified rule does not exist in this
+  security group"), and then no description changes. moto skips such a rule silently and
+  updates the others, so a description update racing a revocation would look like success.
 - `SetSecurityGroups` (ELBv2 API reference): `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic`
   ("on" or "off", network load balancers with security groups) is stored, answered and shown by
   `DescribeLoadBalancers`; moto ignores it.
@@ -100,6 +104,7 @@ def apply() -> None:
     ELBV2Response.modify_listener = modify_listener_response  # type: ignore[method-assign]
     _security_group_dependencies()
     _rules_without_descriptions()
+    _descriptions_of_existing_rules()
     _private_link_inbound_rules()
     _paged_target_groups()
     _applied = True
@@ -168,6 +173,35 @@ def _rules_without_descriptions() -> None:
                                                  and self.to_port == that.to_port))
 
     SecurityGroupRule.__eq__ = same_rule  # type: ignore[method-assign]
+
+
+def _descriptions_of_existing_rules() -> None:
+    from moto.ec2.exceptions import InvalidPermissionNotFoundError
+    from moto.ec2.responses.security_groups import SecurityGroups
+
+    original = SecurityGroups.update_security_group_rule_descriptions_ingress
+
+    def missing(backend: Any, args: dict[str, Any]) -> bool:
+        group = backend.get_security_group_by_name_or_id(args["group_name_or_id"],
+                                                          args.get("vpc_id"))
+        if group is None:
+            return False  # moto's own answer (InvalidGroup.NotFound) follows
+        sources = backend._add_source_group(
+            [dict(item) for item in args.get("source_groups") or []], args.get("vpc_id"))
+        rules = backend._iterate_security_rules(
+            args["ip_protocol"], group.group_id, args["from_port"], args["to_port"],
+            args.get("ip_ranges") or [], sources, args.get("prefix_list_ids") or [],
+            is_egress=False)
+        return any(rule not in group.ingress_rules for rule in rules)
+
+    def update_ingress(self: Any) -> Any:
+        if any(missing(self.ec2_backend, args)
+               for args in self._process_rules_from_querystring()):
+            raise InvalidPermissionNotFoundError()
+        return original(self)
+
+    SecurityGroups.update_security_group_rule_descriptions_ingress = (  # type: ignore[method-assign]
+        update_ingress)
 
 
 def _private_link_inbound_rules() -> None:

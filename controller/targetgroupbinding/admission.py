@@ -11,7 +11,10 @@ in time (`LookupUnavailable`: the rate limit, or AWS's error), the caller fails 
 are left to the reconciler, and checks that need the target group to the reconcile.
 
 Updates are checked only when the spec changes, and never while the binding is being deleted:
-the controller's own writes (finalizer, checkpoint, status) always go through.
+the controller's own writes (finalizer, checkpoint, status) always go through. A binding with
+`spec.networking` is checked against the networking policy each time its spec changes, with the
+reconciler's function (`networking.check_networking`) and words; the security groups it names
+are read through the same `ReadCache`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from typing import Any, Final
 from controller.apis import INGRESS_STACK_LABEL, INGRESS_STACK_NAME_LABEL, SERVICE_STACK_NAME_LABEL
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import ReadCache
+from controller.errors import InvalidInput
+from controller.networking.groupfacts import ReadCacheGroupFacts
+from controller.networking.policy import NetworkingPolicy
 from controller.targetgroupbinding.checks import (
     SUPPORTED_TARGET_TYPES,
     Scope,
@@ -30,8 +36,10 @@ from controller.targetgroupbinding.checks import (
     check_target_group,
     check_target_type,
 )
+from controller.targetgroupbinding.networking import check_networking
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo, looked_up
-from runtime.objects import Obj, is_deleting, labels_of
+from controller.targetgroupbinding.targets import find_service_port
+from runtime.objects import Obj, is_deleting, labels_of, namespace_of
 from runtime.store import Store
 
 # The spec fields a binding may gain but never change once set; (field, spec attribute).
@@ -58,15 +66,22 @@ def _managed(obj: Obj) -> bool:
 
 
 class BindingAdmission:
-    """`reads`: AWS as admission reads it (a check of the validating webhook that needs
-    another resource reads it there too: `reads.security_group(id)`); `bindings`: the binding
-    cache, with `controller.targetgroupaccess.TARGET_GROUP_INDEX`. Methods that read AWS raise
-    `LookupUnavailable` when there is no answer in time."""
+    """`reads`: AWS as admission reads it (the networking check reads the security groups a
+    binding names there too); `bindings`: the binding cache, with
+    `controller.targetgroupaccess.TARGET_GROUP_INDEX`. `networking`: what `spec.networking`
+    may ask for (None: not checked), with `services`, the Service cache its target ports are
+    read from. Methods that read AWS raise `LookupUnavailable` when there is no answer in
+    time."""
 
-    def __init__(self, reads: ReadCache, bindings: Store, scope: Scope) -> None:
+    def __init__(self, reads: ReadCache, bindings: Store, scope: Scope, *,
+                 networking: NetworkingPolicy | None = None,
+                 services: Store | None = None) -> None:
         self.reads = reads
         self._bindings = bindings
         self._scope = scope
+        self._networking = networking
+        self._services = services
+        self._groups = ReadCacheGroupFacts(reads)
 
     async def _target_group(self, spec: TargetGroupBindingSpec) -> TargetGroupInfo:
         arn, name = spec.target_group_arn, spec.target_group_name
@@ -106,13 +121,34 @@ class BindingAdmission:
         check_spec(spec)
         if spec.node_selector is not None and spec.target_type == "ip":
             raise InvalidSpec("TargetGroupBinding cannot set nodeSelector when targetType is ip")
+        tg: TargetGroupInfo | None = None
         if old is None or self._check_immutable(tgb, spec, old):
             # What the reconciler checks before registering (ownership: VPC, cluster,
             # namespace, other bindings; IP family; target type), with its own functions.
             tg = await self._target_group(spec)
             check_target_group(tgb, spec, tg, scope=self._scope, bindings=self._bindings)
             check_target_type(spec, tg)
+        if spec.networking is not None:
+            await self._check_networking(tgb, spec, tg)
         return []
+
+    async def _check_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                tg: TargetGroupInfo | None) -> None:
+        """The reconciler's networking policy, with the target ports the Service gives (its
+        endpoints are not known here)."""
+        if self._networking is None or self._networking.unrestricted(namespace_of(tgb)):
+            return
+        tg = tg or await self._target_group(spec)
+        service_port = None
+        if self._services is not None:
+            key = f"{namespace_of(tgb)}/{spec.service_ref.name}"
+            try:
+                service_port = find_service_port(self._services.get(key), spec.service_ref.port,
+                                                 service_key=key)
+            except InvalidInput:
+                service_port = None  # the reconciler reports a missing Service
+        await check_networking(tgb, spec, tg, spec.target_type or tg.target_type, (),
+                               service_port, policy=self._networking, facts=self._groups)
 
     def _check_immutable(self, tgb: Obj, spec: TargetGroupBindingSpec, old: Obj) -> bool:
         """Raises for a changed immutable field; True when a field was newly set (or a managed

@@ -8,9 +8,10 @@ One reconcile, in the steps every controller takes:
    delete the tracking ConfigMap, drop the finalizer;
 3. build: parse the spec, find the target group and check that this binding may act on it
    (`checks.py`: no cross-account role, VPC, cluster, namespace, other bindings, IP family),
-   find the Service port, compute the desired targets from the caches (bad input or a refusal
-   → Warning Event, `Ready=False` condition, terminal error: no AWS write, not retried until
-   the object changes);
+   find the Service port, compute the desired targets from the caches, check `spec.networking`
+   against the networking policy (networking.py) (bad input or a refusal → Warning Event,
+   `Ready=False` condition, terminal error: no AWS write but the revocation of rules it held,
+   not retried until the object changes);
 4. checkpoint: a NORMAL reconcile whose checkpoint matches makes no register or deregister
    call; a LOW one (the paced verification of a restart, a takeover or a resync) reads the
    target group (shared reads), compares the registered targets with AWS unless this process
@@ -98,6 +99,7 @@ from runtime.objects import (
     key_of,
     meta,
     name_of,
+    namespace_of,
     owner_reference,
 )
 from runtime.reconcile import (
@@ -224,6 +226,7 @@ class TargetGroupBindingReconciler:
                                         bindings=self._bindings)
             target_type = check_target_type(spec, tg)
             endpoints = await self._fetched_endpoints(tgb, spec, target_type, family)
+            await self._check_networking(tgb, spec, tg, target_type, endpoints)
         except InvalidInput as exc:
             await self._invalid(tgb, exc)
         if spec.networking and self._networking is None:
@@ -287,7 +290,25 @@ class TargetGroupBindingReconciler:
 
     def _checkpoint_spec(self, tgb: Obj) -> dict[str, Any]:
         spec: dict[str, Any] = tgb.get("spec") or {}
-        return self._networking.checkpoint_spec(spec) if self._networking else spec
+        if self._networking is None:
+            return spec
+        return self._networking.checkpoint_spec(spec, namespace=namespace_of(tgb))
+
+    async def _check_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                                tg: TargetGroupInfo, target_type: str,
+                                endpoints: EndpointSet) -> None:
+        """The networking policy, before anything is written (raises NetworkingNotAllowed)."""
+        if self._networking is None or spec.networking is None:
+            return
+        svc_key = f"{namespace_of(tgb)}/{spec.service_ref.name}"
+        try:
+            service_port: Obj | None = find_service_port(
+                self._services.get(svc_key), spec.service_ref.port, service_key=svc_key)
+        except InvalidInput:
+            service_port = None
+
+        await self._networking.check(tgb, spec, tg, target_type, endpoints, service_port,
+                                     reread=lambda: self._target_groups.reread(tg.arn))
 
     async def _reconcile_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
                                     target_type: str, endpoints: EndpointSet) -> None:
@@ -295,7 +316,7 @@ class TargetGroupBindingReconciler:
             return
         try:
             await self._networking.reconcile(
-                key_of(tgb), spec, target_type, list(endpoints),
+                tgb, spec, target_type, list(endpoints),
                 other_pods=lambda: self._pods_with_networking(key_of(tgb)),
                 other_instances=self._nodes_with_networking)
         except InvalidSpec as exc:
@@ -329,6 +350,9 @@ class TargetGroupBindingReconciler:
                 yield found
 
     async def _invalid(self, tgb: Obj, exc: InvalidInput) -> NoReturn:
+        if self._networking is not None:
+            # A binding that cannot be acted on needs no rule: what it had goes.
+            await self._networking.refused(tgb)
         reason = exc.condition_reason
         await self._writer.report_failure(
             tgb, event_reason=reason, message=str(exc),
@@ -508,11 +532,7 @@ class TargetGroupBindingReconciler:
             await self._tracker.cleanup(ns, name)
         if self._networking is not None:
             # Its rules go (unless another binding needs them) before the finalizer does.
-            try:
-                spec: TargetGroupBindingSpec | None = parse_spec(tgb)
-            except InvalidSpec:
-                spec = None
-            await self._networking.release(key_of(tgb), spec)
+            await self._networking.release(tgb)
         if self._gates is not None:
             await self._gates.release(tgb)
         try:

@@ -7,17 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller import flagrules
 from controller.defaults import (
     DEFAULT_MAX_BACKOFF,
     DEFAULT_MAX_CONCURRENT_RECONCILES,
     DEFAULT_TGB_REQUEUE_DURATION,
 )
+from controller.networking.policy import EVERY_NAMESPACE, NetworkingPolicy
 from controller.networking.settings import NetworkingSettings
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, LaneSettings, Workers
 from controller.settings import ClusterScope
 from runtime import flagvalues
 from runtime.featuregates import FeatureGates
 from runtime.flags import flag
+
+
+def _namespaces(names: frozenset[str]) -> str | None:
+    for name in sorted(names):
+        problem = None if name == EVERY_NAMESPACE else flagrules.dns_label_problem(name)
+        if problem:
+            return problem
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +41,15 @@ class TargetGroupBindingConfig:
         "--targetgroupbinding-max-exponential-backoff-delay", default=DEFAULT_MAX_BACKOFF,
         parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
         help="the longest wait before a failed TargetGroupBinding is retried")
+    # The administrator's grant: these namespaces' bindings may ask `spec.networking` for any
+    # source and port (controller/networking/policy.py); "*" is every namespace.
+    networking_unrestricted_namespaces: frozenset[str] = flag(
+        "--targetgroupbinding-networking-unrestricted-namespaces", default=frozenset(),
+        parse=flagvalues.parse_names, check=_namespaces,
+        help="namespaces whose TargetGroupBindings' spec.networking may admit any CIDR, "
+        "security group and port ('*': every namespace, as upstream); other namespaces may "
+        "admit only their own load balancers' security groups on their target and "
+        "health-check ports")
     # How soon a binding whose pods wait for their readiness gates looks at target health again.
     requeue_duration: float = flag(
         "--targetgroupbinding-requeue-duration", default=DEFAULT_TGB_REQUEUE_DURATION,
@@ -58,6 +77,17 @@ class Settings:
     targets_trusted_for: float | None = None
     # Where `spec.networking` rules are kept (the cluster and VPC); None: not acted on.
     networking: NetworkingSettings | None = None
+
+    @property
+    def networking_policy(self) -> NetworkingPolicy | None:
+        """What `spec.networking` may ask for (None: not acted on)."""
+        if self.networking is None:
+            return None
+        return NetworkingPolicy(
+            cluster=self.networking.cluster.name, vpc_id=self.networking.cluster.vpc_id,
+            unrestricted_namespaces=self.config.networking_unrestricted_namespaces,
+            backend_group_id=self.networking.backend.group_id,
+            every_port=not self.networking.backend.restricted_rules)
 
 
 __all__ = ["Settings", "TargetGroupBindingConfig"]

@@ -68,6 +68,8 @@ class TargetGroupInfo:
     port: int | None
     tags: Mapping[str, str] = field(default_factory=dict)
     protocol: str = ""
+    # A port of its own, None for "traffic-port" (the target's): the networking policy admits it.
+    health_check_port: int | None = None
 
     @property
     def facts(self) -> TargetGroupFacts:
@@ -279,6 +281,13 @@ class TargetGroups:
     def forget(self, arn: str) -> None:
         self._health.pop(arn, None)
 
+    async def reread(self, arn: str) -> TargetGroupInfo:
+        """The target group read afresh, whatever is cached (a check that would refuse on
+        cached facts, such as a health-check port changed since, looks again first)."""
+        for key in [k for k, (_, info) in self._info.items() if info.arn == arn]:
+            del self._info[key]
+        return await self.resolve(arn=arn, name=None)
+
     def _gone(self, arn: str) -> TargetGroupNotFound:
         """A target group deleted behind our back: drop what we cached about it."""
         self._health.pop(arn, None)
@@ -407,7 +416,13 @@ def _info(tg: Mapping[str, Any], tags: Mapping[str, str]) -> TargetGroupInfo:
         arn=str(tg["TargetGroupArn"]), name=tg.get("TargetGroupName", ""),
         target_type=tg.get("TargetType", "instance"), vpc_id=tg.get("VpcId", ""),
         ip_address_type=tg.get("IpAddressType", "ipv4"), port=tg.get("Port"),
-        protocol=tg.get("Protocol", ""), tags=tags)
+        protocol=tg.get("Protocol", ""), tags=tags,
+        health_check_port=_health_check_port(tg.get("HealthCheckPort")))
+
+
+def _health_check_port(value: Any) -> int | None:
+    text = str(value or "")
+    return int(text) if text.isdigit() and 0 < int(text) <= 65535 else None
 
 
 def _chunks(targets: Sequence[Target]) -> Iterable[Sequence[Target]]:

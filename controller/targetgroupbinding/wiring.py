@@ -46,7 +46,6 @@ from runtime.controller import Controller
 from runtime.hotloop import HotLoopOptions
 from runtime.informer import SharedInformer
 from runtime.manager import Manager
-from runtime.objects import Obj, is_deleting, key_of
 from runtime.predicates import ViewChanged
 from runtime.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.store import Store
@@ -93,10 +92,12 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     # On every replica, so that a standby's slice cache is whole for the Services in use.
     bindings.add_handler(SliceRefresher(manager.client, slices))
     networking = None
-    if settings.networking is not None:
-        networking = BindingNetworking.create(
-            pool, settings.networking, clock=manager.clock,
-            bindings_with_networking=lambda: _with_networking(bindings.store.list()))
+    policy = settings.networking_policy
+    if settings.networking is not None and policy is not None:
+        networking = BindingNetworking.create(pool, settings.networking, policy=policy,
+                                              clock=manager.clock, bindings=bindings.store.list)
+        # Stale rules go as soon as the caches are synced, on every new leader.
+        manager.add_leader_runnable(networking.manager.first_pass)
     return TargetGroupBindingReconciler(
         client=manager.client, bindings=bindings.store,
         services=informers.informer(manager, SERVICES).store, slices=slices.store,
@@ -110,14 +111,6 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         pods=pods_informer(manager).store,
         requeue_duration=settings.config.requeue_duration,
         networking=networking, targets_trusted_for=settings.targets_trusted_for)
-
-
-def _with_networking(bindings: list[Obj]) -> list[str]:
-    """Bindings whose rules must be known before any rule is revoked (not those going: their
-    finalizer drops their rules)."""
-    return [key_of(b) for b in bindings
-            if isinstance(b.get("spec"), dict) and b["spec"].get("networking")
-            and not is_deleting(b)]
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

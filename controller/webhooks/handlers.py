@@ -148,12 +148,13 @@ class TargetGroupBindingValidator:
 
     admission: BindingAdmission
     bindings: SharedInformer
+    services: SharedInformer | None = None  # the networking policy's target ports
     skipped: SkippedReads = field(default_factory=SkippedReads)
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
             return allowed()
-        await _synced((self.bindings,))
+        await _synced((self.bindings, *((self.services,) if self.services else ())))
         tgb = _object(request)
         try:
             warnings = await self.admission.validate(tgb, _old(request))

@@ -15,6 +15,7 @@ from controller.defaults import (
     DEFAULT_WEBHOOK_SECRET_NAME,
     DEFAULT_WEBHOOK_SERVICE_NAME,
 )
+from controller.networking.policy import NetworkingPolicy
 from controller.service.settings import ServiceConfig
 from controller.targetgroupbinding import Scope
 from runtime import flagvalues
@@ -106,6 +107,9 @@ class Settings:
     # Ingresses are read (the Ingress controller's settings).
     scope: Scope
     ingress: ingress.Settings
+    # What a binding's `spec.networking` may ask for (the TargetGroupBinding controller's
+    # policy); None: not checked at admission.
+    networking: NetworkingPolicy | None = None
     # Which handlers act (--enable-pod-readiness-gate-inject, --enable-service-mutator-webhook).
     config: WebhookConfig = field(default_factory=WebhookConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)  # the mutator's class

@@ -46,9 +46,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     services = informers.informer(manager, SERVICES)
     # Anyone who reaches the port can ask for reviews: AWS is read through a cache with one
-    # read per target group in flight and a bounded rate of misses.
+    # read per target group (or security group) in flight and a bounded rate of misses.
     reads = ReadCache(DirectReader(Caller(pool)), clock=manager.clock)
-    admission = BindingAdmission(reads, bindings.store, settings.scope)
+    admission = BindingAdmission(reads, bindings.store, settings.scope,
+                                 networking=settings.networking, services=services.store)
     skipped = SkippedReads(clock=manager.clock)
     ingress_informers = tuple(informers.informer(manager, r) for r in (
         INGRESSES, SERVICES, INGRESSCLASSES, NAMESPACES, INGRESSCLASSPARAMS))
@@ -56,7 +57,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
         MUTATE_POD: PodReadinessGateMutator(
             bindings, services, enabled=settings.config.pod_readiness_gate_inject),
         MUTATE_TARGETGROUPBINDING: TargetGroupBindingMutator(admission, skipped),
-        VALIDATE_TARGETGROUPBINDING: TargetGroupBindingValidator(admission, bindings, skipped),
+        VALIDATE_TARGETGROUPBINDING: TargetGroupBindingValidator(admission, bindings, services,
+                                                                 skipped),
         VALIDATE_INGRESS: IngressValidator(
             ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
             settings.ingress.config.group_namespaces),

@@ -45,6 +45,7 @@ from controller.ingress.groups import CLASS_INDEX, GROUP_INDEX, GroupLoader, cla
 from controller.ingress.model import build_group
 from controller.ingress.secrets import ingress_secrets
 from controller.ingress.vanished import VanishedMembers, recorded_members, recorded_unknown
+from controller.networking.policy import NetworkingPolicy
 from controller.service import SERVICE_ANNOTATION_KEYS, ModelSettings
 from controller.service import watches as service_watches
 from controller.service.model import checkpoint_of
@@ -52,6 +53,7 @@ from controller.settings import ClusterScope
 from controller.targetgroupbinding import pods
 from controller.targetgroupbinding import watches as tgb_watches
 from controller.targetgroupbinding.endpointsets import SliceMemo
+from controller.targetgroupbinding.networking import BindingClaims
 from controller.targetgroupbinding.reconciler import registered_target_group
 from controller.targetgroupbinding.slicecache import (
     SlicesNotCached,
@@ -276,6 +278,9 @@ def test_target_group_binding_functions(obj: Obj, other: Obj) -> None:
     _contained(lambda: targetgroupaccess.check_rivals(obj, [other], facts))
     _contained(lambda: targetgroupaccess.check_forward(facts, namespace="default", bindings=[obj]))
     _contained(lambda: parse_spec(obj))
+    # What the networking manager reads of every binding in the cache on each pass.
+    claims = BindingClaims(bindings.list, NetworkingPolicy(cluster="c", vpc_id="vpc-1"))
+    assert claims() == claims()
     _contained(lambda: find_service_port(obj, 80, service_key="k"))
     _contained(lambda: find_service_port(obj, "http", service_key="k"))
     _contained(lambda: ip_endpoints(other, [obj]))

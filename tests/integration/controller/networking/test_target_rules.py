@@ -2,8 +2,9 @@
 the pods' and instances' network interfaces, aggregated over every binding, narrowed and
 revoked as bindings change and go, and never a rule the controller does not own touched.
 
-Rules the controller owns carry upstream's description `elbv2.k8s.aws/targetGroupBinding=shared`
-(pkg/networking/networking_manager.go), so rules upstream made are recognised as ours."""
+Rules the controller owns carry upstream's label `elbv2.k8s.aws/targetGroupBinding=shared`
+(pkg/networking/networking_manager.go) and the cluster's, `elbv2.k8s.aws/cluster=<cluster>`. The
+user bindings' CIDR sources need the administrator's grant to their namespace."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from tests.support.objects import condition, service_port
 from tests.support.settings import tgb_settings
 from tests.support.waiting import eventually
 
-OURS = "elbv2.k8s.aws/targetGroupBinding=shared"
+OURS = "elbv2.k8s.aws/cluster=test-cluster,elbv2.k8s.aws/targetGroupBinding=shared"
+GRANTED = frozenset({"default"})  # --targetgroupbinding-networking-unrestricted-namespaces
 
 
 async def _backend(c: Cluster) -> str:
@@ -112,7 +114,8 @@ async def test_instances_user_bindings_and_interfaces_in_several_groups(
     two_tg = await c.target_group("two-tg", target_type="ip")
     await c.binding("two", service="two", arn=two_tg, extra={"networking": {"ingress": [{
         "from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}], "ports": [{"port": 8080}]}]}})
-    await c.start()
+    await c.start(targetgroupbinding=tgb_settings(
+        aws_seed, networking_unrestricted_namespaces=GRANTED))
     backend = await _backend(c)
     await _node_rules_are(c, aws_seed, {("tcp", 30080, 30080, backend, OURS),
                                         ("tcp", 8080, 8080, "192.0.2.0/24", OURS),
@@ -131,7 +134,7 @@ async def test_instances_user_bindings_and_interfaces_in_several_groups(
 
     # --service-target-eni-security-group-tags tells them apart.
     await c.kill()
-    settings = tgb_settings(aws_seed)
+    settings = tgb_settings(aws_seed, networking_unrestricted_namespaces=GRANTED)
     assert settings.networking is not None
     tagged = BackendSettings(eni_security_group_tags={"team": "pods-b"})
     await c.start(targetgroupbinding=replace(settings, networking=replace(

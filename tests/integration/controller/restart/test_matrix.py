@@ -226,6 +226,8 @@ FLAG_RUNS: list[FlagRun] = [
              "--enable-manage-backend-security-group-rules": "true",
              "--service-target-eni-security-group-tags": "team=b"},
             ("f-svc", "f-ing", "f-user-ing", "f-eni")),
+    # The grant to `default` (the world's) withdrawn: the binding's CIDR rules go.
+    FlagRun({"--targetgroupbinding-networking-unrestricted-namespaces": ""}, ("f-eni",)),
     FlagRun({"--backend-security-group": "{backend2}"}, ("f-svc", "f-ing", "f-user-ing")),
     FlagRun({"--backend-security-group": "", "--enable-backend-security-group": "false"},
             ("f-svc", "f-ing")),

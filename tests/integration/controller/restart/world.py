@@ -24,6 +24,8 @@ ALB = INGRESS_ANNOTATION_PREFIX
 FROZEN_LOW_LANE = ("--checkpoint-verify-qps", "0.001", "--checkpoint-verify-burst", "1",
                    "--checkpoint-max-wait", "100h", "--checkpoint-verify-aws-qps", "0.001",
                    "--checkpoint-verify-aws-burst", "1")
+# The cases' hand-written bindings ask for CIDR rules, which need the administrator's grant.
+NETWORKING_GRANT = ("--targetgroupbinding-networking-unrestricted-namespaces", "default")
 
 
 @dataclass
@@ -69,9 +71,10 @@ class World(Cluster):
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
              vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
-        """`aiolbc run`'s flags with the LOW lane frozen, then `flags`."""
-        return super().argv(*FROZEN_LOW_LANE, *flags, cluster=cluster, region=region,
-                            vpc_id=vpc_id, through_proxy=through_proxy)
+        """`aiolbc run`'s flags with the LOW lane frozen and the networking grant, then
+        `flags`."""
+        return super().argv(*FROZEN_LOW_LANE, *NETWORKING_GRANT, *flags, cluster=cluster,
+                            region=region, vpc_id=vpc_id, through_proxy=through_proxy)
 
     # ---- AWS --------------------------------------------------------------------------------
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.networking.manager import OWNED_DESCRIPTION, aggregate, owned
+from controller.networking.manager import aggregate
 from controller.networking.permissions import Permission, expand, normal_protocol, to_api
+from controller.networking.ruleowners import LEGACY_DESCRIPTION, description, is_legacy, is_ours
 from controller.networking.securitygrouprules import plan
+
+CLUSTER = "test-cluster"
+OWNED_DESCRIPTION = description(CLUSTER)
+
+
+def owned(rule: Permission) -> bool:
+    return is_ours(rule, CLUSTER)
 
 
 def _group(source: str, low: int, high: int, description: str = OWNED_DESCRIPTION
@@ -35,8 +43,17 @@ def test_ec2_s_grouped_permissions_expand_to_one_source_each() -> None:
                                               "Description": OWNED_DESCRIPTION}]}]
     assert to_api([_group("sg-2", 8080, 8080)], with_descriptions=False)[0][
         "UserIdGroupPairs"] == [{"GroupId": "sg-2"}]
-    # Upstream's label: its rules are ours.
-    assert owned(_group("sg-2", 1, 1, "elbv2.k8s.aws/targetGroupBinding=shared"))
+    # Ours name the cluster; upstream's label alone is upstream's (adopted only where it can
+    # be this cluster's, ruleowners.py), another cluster's is never ours.
+    assert OWNED_DESCRIPTION == ("elbv2.k8s.aws/cluster=test-cluster,"
+                                 "elbv2.k8s.aws/targetGroupBinding=shared")
+    assert owned(_group("sg-2", 1, 1, OWNED_DESCRIPTION))
+    legacy = _group("sg-2", 1, 1, "elbv2.k8s.aws/targetGroupBinding=shared")
+    assert legacy.description == LEGACY_DESCRIPTION
+    assert not owned(legacy)
+    assert is_legacy(legacy)
+    assert not owned(_group("sg-2", 1, 1, description("other-cluster")))
+    assert not is_legacy(_group("sg-2", 1, 1, description("other-cluster")))
     assert not owned(_group("sg-2", 1, 1, "bastion"))
 
 
