@@ -12,12 +12,14 @@ from typing import Any
 
 from controller.model import (
     Action,
+    AuthenticateCognitoAction,
     AuthenticateOidcAction,
     Condition,
     FixedResponseAction,
     ForwardAction,
     HealthCheck,
     HttpHeaderCondition,
+    JwtValidationAction,
     QueryStringCondition,
     RedirectAction,
     Ref,
@@ -37,7 +39,7 @@ _REDIRECT_DEFAULTS = {
     "Protocol": "#{protocol}", "Port": "#{port}", "Host": "#{host}",
     "Path": "/#{path}", "Query": "#{query}",
 }
-_OIDC_DEFAULTS: dict[str, Any] = {
+_AUTH_DEFAULTS: dict[str, Any] = {
     "SessionCookieName": "AWSELBAuthSessionCookie", "Scope": "openid",
     "SessionTimeout": 604800, "OnUnauthenticatedRequest": "authenticate",
     "AuthenticationRequestExtraParams": {},
@@ -87,6 +89,24 @@ def api_action(action: Action, order: int, resolve: RefResolver) -> dict[str, An
             "OnUnauthenticatedRequest": action.on_unauthenticated_request,
             "AuthenticationRequestExtraParams": dict(action.authentication_request_extra_params),
         }
+    elif isinstance(action, AuthenticateCognitoAction):
+        out["AuthenticateCognitoConfig"] = {
+            "UserPoolArn": action.user_pool_arn,
+            "UserPoolClientId": action.user_pool_client_id,
+            "UserPoolDomain": action.user_pool_domain,
+            "SessionCookieName": action.session_cookie_name,
+            "Scope": action.scope,
+            "SessionTimeout": action.session_timeout,
+            "OnUnauthenticatedRequest": action.on_unauthenticated_request,
+            "AuthenticationRequestExtraParams": dict(action.authentication_request_extra_params),
+        }
+    elif isinstance(action, JwtValidationAction):
+        jwt: dict[str, Any] = {"JwksEndpoint": action.jwks_endpoint, "Issuer": action.issuer}
+        if action.additional_claims:
+            jwt["AdditionalClaims"] = [
+                {"Format": c.format, "Name": c.name, "Values": list(c.values)}
+                for c in action.additional_claims]
+        out["JwtValidationConfig"] = jwt
     return out
 
 
@@ -115,12 +135,22 @@ def normal_action(action: dict[str, Any]) -> dict[str, Any]:
                 "ContentType": config.get("ContentType"),
                 "MessageBody": config.get("MessageBody") or None}
     if kind == "authenticate-oidc":
-        config = {**_OIDC_DEFAULTS, **(action.get("AuthenticateOidcConfig") or {})}
+        config = {**_AUTH_DEFAULTS, **(action.get("AuthenticateOidcConfig") or {})}
         # AWS never returns the client secret, so it cannot be compared here.
         config.pop("ClientSecret", None)
         config.pop("UseExistingClientSecret", None)
         config["SessionTimeout"] = int(config["SessionTimeout"])
         return {"Type": kind, **config}
+    if kind == "authenticate-cognito":
+        config = {**_AUTH_DEFAULTS, **(action.get("AuthenticateCognitoConfig") or {})}
+        config["SessionTimeout"] = int(config["SessionTimeout"])
+        return {"Type": kind, **config}
+    if kind == "jwt-validation":
+        config = action.get("JwtValidationConfig") or {}
+        claims = sorted((str(c.get("Name")), str(c.get("Format")), tuple(c.get("Values") or ()))
+                        for c in config.get("AdditionalClaims") or ())
+        return {"Type": kind, "JwksEndpoint": config.get("JwksEndpoint"),
+                "Issuer": config.get("Issuer"), "AdditionalClaims": claims}
     return dict(action)
 
 

@@ -1,5 +1,7 @@
 """Listener and rule actions. OIDC client credentials are redacted in canonical JSON.
 
+Cognito authentication and JWT validation carry no secret: every field is in the canonical JSON.
+
 Write-only fields: AWS accepts an OIDC client secret but never returns it, so the deployer cannot
 compare it. Such actions carry `credentials_version` (the source Secret's uid and
 resourceVersion) instead: it is in the canonical JSON, so a rotated Secret changes the stack's
@@ -92,12 +94,52 @@ class AuthenticateOidcAction(Model):
         return REDACTED
 
 
+class AuthenticateCognitoAction(Model):
+    type: Literal["authenticate-cognito"] = "authenticate-cognito"
+    user_pool_arn: str = Field(min_length=1)
+    user_pool_client_id: str = Field(min_length=1)
+    user_pool_domain: str = Field(min_length=1)
+    session_cookie_name: str = "AWSELBAuthSessionCookie"
+    scope: str = "openid"
+    session_timeout: int = Field(default=604800, ge=1, le=604800)
+    on_unauthenticated_request: Literal["authenticate", "allow", "deny"] = "authenticate"
+    authentication_request_extra_params: dict[str, str] = Field(default_factory=dict,
+                                                                max_length=10)
+
+
+JwtClaimFormat = Literal["single-string", "string-array", "space-separated-values"]
+
+
+class JwtClaim(Model):
+    format: JwtClaimFormat
+    name: str = Field(min_length=1)
+    # AWS compares the claim's values in the order given; they stay as written.
+    values: Items[str] = Field(min_length=1, max_length=10)
+
+
+class JwtValidationAction(Model):
+    type: Literal["jwt-validation"] = "jwt-validation"
+    jwks_endpoint: str = Field(min_length=1, max_length=256)
+    issuer: str = Field(min_length=1, max_length=256)
+    additional_claims: Items[JwtClaim] = Field(default=(), max_length=10)
+
+    @field_validator("additional_claims", mode="after")
+    @classmethod
+    def _claims(cls, value: Sequence[JwtClaim]) -> tuple[JwtClaim, ...]:
+        # Claims are checked together, whatever their order: fix one so digests ignore it.
+        names = [c.name for c in value]
+        if len(set(names)) != len(names):
+            raise ValueError("jwt-validation: a claim is named twice")
+        return tuple(sorted(value, key=lambda c: c.name))
+
+
 def carries_write_only(actions: Sequence[Any]) -> bool:
     """True if any action has a field AWS accepts but never returns (see the module doc)."""
     return any(getattr(type(action), "WRITE_ONLY", None) for action in actions)
 
 
 Action = Annotated[
-    ForwardAction | RedirectAction | FixedResponseAction | AuthenticateOidcAction,
+    ForwardAction | RedirectAction | FixedResponseAction | AuthenticateOidcAction
+    | AuthenticateCognitoAction | JwtValidationAction,
     Field(discriminator="type"),
 ]

@@ -29,6 +29,13 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
   400, 400 when not given) and a `NextMarker` while more follow, the next page starting after
   the `Marker` given. moto answers every target group in one page whatever is asked, so a
   region listing would look cheaper here than against AWS.
+- Actions of type `jwt-validation` (ELBv2 API reference, `JwtValidationActionConfig`): accepted
+  by `CreateRule`, `ModifyRule`, `CreateListener` and `ModifyListener` with `JwksEndpoint` (a
+  full `https://` URL, at most 256 characters), `Issuer` (at most 256) and up to 10
+  `AdditionalClaims` (`Format` one of single-string, string-array, space-separated-values; a
+  `Name` other than exp, iss, nbf and iat; 1 to 10 `Values` of at most 256 characters, without
+  spaces for space-separated-values), each violation a `ValidationError`, and answered back as
+  sent. moto 5.2 refuses the type (`ValidationError`, "Member must satisfy enum value set").
 """
 
 from __future__ import annotations
@@ -107,6 +114,7 @@ def apply() -> None:
     _descriptions_of_existing_rules()
     _private_link_inbound_rules()
     _paged_target_groups()
+    _jwt_validation_actions()
     _applied = True
 
 
@@ -245,3 +253,54 @@ def _paged_target_groups() -> None:
                              "NextMarker": page[-1].arn if more and page else None})
 
     ELBV2Response.describe_target_groups = describe_target_groups  # type: ignore[method-assign]
+
+
+_JWT_FORMATS = ("single-string", "string-array", "space-separated-values")
+_JWT_DEFAULT_CLAIMS = frozenset({"exp", "iss", "nbf", "iat"})
+
+
+def _jwt_validation_actions() -> None:
+    from moto.elbv2 import models
+    from moto.elbv2.exceptions import ValidationError
+    from moto.elbv2.models import ELBv2Backend
+
+    if "jwt-validation" not in models.ALLOWED_ACTIONS:
+        models.ALLOWED_ACTIONS.append("jwt-validation")
+    original = ELBv2Backend._validate_actions
+
+    def validate_actions(self: Any, actions: list[Any]) -> None:
+        for index, action in enumerate(actions, start=1):
+            if action.type == "jwt-validation":
+                problem = _jwt_problem(action.data.get("JwtValidationConfig"))
+                if problem:
+                    raise ValidationError(f"Action {index}: {problem}")
+        original(self, [a for a in actions if a.type != "jwt-validation"])
+
+    ELBv2Backend._validate_actions = validate_actions  # type: ignore[method-assign]
+
+
+def _jwt_problem(config: Any) -> str:
+    """What AWS's `JwtValidationActionConfig` constraints say of `config` ("" when none)."""
+    if not isinstance(config, dict):
+        return "a jwt-validation action needs a JwtValidationConfig"
+    endpoint, issuer = config.get("JwksEndpoint"), config.get("Issuer")
+    if not isinstance(endpoint, str) or not endpoint.startswith("https://") \
+            or len(endpoint) > 256 or len(endpoint) <= len("https://"):
+        return "JwksEndpoint must be a full HTTPS URL of at most 256 characters"
+    if not isinstance(issuer, str) or not issuer or len(issuer) > 256:
+        return "Issuer must be 1 to 256 characters"
+    claims = config.get("AdditionalClaims") or []
+    if len(claims) > 10:
+        return "at most 10 AdditionalClaims are allowed"
+    for claim in claims:
+        name, fmt, values = claim.get("Name"), claim.get("Format"), claim.get("Values") or []
+        if fmt not in _JWT_FORMATS:
+            return f"claim format {fmt!r} is not one of {', '.join(_JWT_FORMATS)}"
+        if not name or name in _JWT_DEFAULT_CLAIMS:
+            return f"claim name {name!r} is not allowed (exp, iss, nbf and iat are validated " \
+                   "by default)"
+        if not 1 <= len(values) <= 10 or any(len(v) > 256 for v in values):
+            return f"claim {name!r} needs 1 to 10 values of at most 256 characters"
+        if fmt == "space-separated-values" and any(" " in v for v in values):
+            return f"claim {name!r}: space-separated values cannot contain spaces"
+    return ""
