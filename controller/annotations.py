@@ -234,6 +234,11 @@ def parse_json(key: str, raw: str, schema: type[T]) -> T:
         if first.get("type") == "string_unicode":
             raise AnnotationError(key, raw, "is not valid UTF-8 text") from None
         where = _location(first.get("loc", ()))
+        if first.get("type") == "value_error":
+            # A schema's own check: its message says what is wrong, and where.
+            message = message.removeprefix("Value error, ")
+            detail = f"{where}: {message}" if where else message
+            raise AnnotationError(key, raw, f"is invalid ({detail})") from None
         detail = f"{where}: {message}" if where else message
         raise AnnotationError(key, raw, f"has an unexpected structure ({detail})") from None
     return result

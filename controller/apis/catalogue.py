@@ -187,18 +187,14 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("unhealthy-threshold-count", _TG, acted=True, backend="acted"),
     _ingress("success-codes", _TG, acted=True, backend="acted"),
     _ingress("auth-type", _AUTH, acted=True, narrows=True, backend="acted"),
-    # Used only with `auth-type: cognito`, which the auth-type parser refuses: the refusal is
-    # there, so this key alone narrows nothing.
-    _ingress("auth-idp-cognito", "Cognito authentication", acted=False, backend="ignored",
-             note="aiolbc does not support Cognito authentication: auth-type cognito is "
-                  "refused, and this key alone asks for nothing"),
+    _ingress("auth-idp-cognito", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("auth-idp-oidc", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("auth-on-unauthenticated-request", _AUTH, acted=True, narrows=True,
              backend="acted"),
     _ingress("auth-scope", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("auth-session-cookie", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("auth-session-timeout", _AUTH, acted=True, narrows=True, backend="acted"),
-    _ingress("jwt-validation", "JWT validation", acted=False, narrows=True),
+    _ingress("jwt-validation", "JWT validation", acted=True, narrows=True),
     _ingress("target-node-labels", "target node labels for ALB instance targets", acted=False,
              backend="ignored"),
     _ingress("manage-backend-security-group-rules", "backend security group rules",

@@ -18,7 +18,6 @@ from controller.annotations import (
     AnnotationError,
     AnnotationReader,
     note_read,
-    parse_enum,
     parse_json,
     quote,
 )
@@ -26,7 +25,9 @@ from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.apis import catalogue
 from controller.ingress.schemas import (
     ActionSpec,
+    CognitoConfig,
     ConditionSpec,
+    JwtValidationConfig,
     ListenPort,
     OidcConfig,
     Protocol,
@@ -73,6 +74,8 @@ class IngressAnnotations:
     tags: Mapping[str, str] = field(default_factory=dict)
     actions: Mapping[str, ActionSpec] = field(default_factory=dict)
     conditions: Mapping[str, tuple[ConditionSpec, ...]] = field(default_factory=dict)
+    # Read on the Ingress only, as upstream does; every rule of this Ingress validates JWTs.
+    jwt_validation: JwtValidationConfig | None = None
 
 
 # Exclusive: set on one member, or the same value on all (upstream's group merge rule).
@@ -155,6 +158,7 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         tags=reader.get_string_map("tags") or {},
         actions=actions,
         conditions=conditions,
+        jwt_validation=reader.get_json("jwt-validation", JwtValidationConfig),
     )
 
 
@@ -228,7 +232,10 @@ def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None
 
 @dataclass(frozen=True, kw_only=True)
 class AuthSettings:
-    oidc: OidcConfig
+    """`auth-type` oidc (with `oidc`) or cognito (with `cognito`), and the shared settings."""
+
+    oidc: OidcConfig | None = None
+    cognito: CognitoConfig | None = None
     scope: str = "openid"
     session_cookie: str = "AWSELBAuthSessionCookie"
     session_timeout: int = 604800
@@ -236,30 +243,35 @@ class AuthSettings:
 
 
 def parse_auth(ing: Mapping[str, Any], service: Mapping[str, Any] | None) -> AuthSettings | None:
+    # Each key on the Service first, then on the Ingress (upstream merges the two maps).
     reader = AnnotationReader.of(service, PREFIX, fallbacks=[ing])
-    auth_type = reader.get("auth-type", _auth_type)
+    auth_type = reader.get_enum("auth-type", ("none", "oidc", "cognito"))
     if auth_type in (None, "none"):
         return None
+    # Upstream parses both identity providers' annotations: a malformed one is an error
+    # whichever the type names.
     oidc = reader.get_json("auth-idp-oidc", OidcConfig)
-    if oidc is None:
-        raise AnnotationError(PREFIX + "auth-idp-oidc", None,
-                              "is required when auth-type is oidc")
+    cognito = reader.get_json("auth-idp-cognito", CognitoConfig)
+    if auth_type == "oidc":
+        if oidc is None:
+            raise AnnotationError(PREFIX + "auth-idp-oidc", None,
+                                  "is required when auth-type is oidc")
+        cognito = None
+    else:
+        if cognito is None:
+            raise AnnotationError(PREFIX + "auth-idp-cognito", None,
+                                  "is required when auth-type is cognito")
+        oidc = None
     timeout = reader.get_int("auth-session-timeout", minimum=1, maximum=604800)
     return AuthSettings(
         oidc=oidc,
+        cognito=cognito,
         scope=reader.get_str("auth-scope") or "openid",
         session_cookie=reader.get_str("auth-session-cookie") or "AWSELBAuthSessionCookie",
         session_timeout=604800 if timeout is None else timeout,
         on_unauthenticated=reader.get_enum("auth-on-unauthenticated-request",
                                            ("authenticate", "allow", "deny")) or "authenticate",
     )
-
-
-def _auth_type(key: str, raw: str) -> str:
-    value = parse_enum(key, raw, ("none", "oidc", "cognito"))
-    if value == "cognito":
-        raise AnnotationError(key, raw, "is not supported (only none and oidc are)")
-    return value
 
 
 def oidc_secret_names(ing: Mapping[str, Any]) -> list[str]:

@@ -23,15 +23,18 @@ from controller.ingress.annotations import (
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassParams
 from controller.ingress.merge import BuildError, MissingObject
-from controller.ingress.schemas import ActionSpec
+from controller.ingress.schemas import ActionSpec, JwtValidationConfig
 from controller.model import (
     Action,
+    AuthenticateCognitoAction,
     AuthenticateOidcAction,
     FixedResponseAction,
     ForwardAction,
     GroupReference,
     HealthCheck,
     HealthCheckMatcher,
+    JwtClaim,
+    JwtValidationAction,
     NetworkingPort,
     RedirectAction,
     Ref,
@@ -207,7 +210,8 @@ class Backends:
             raise BuildError(f"Ingress {m.get('namespace')}/{m.get('name')}: "
                              f"{_first_line(exc)}") from None
 
-    def auth(self, ing: Obj, service_name: str | None) -> AuthenticateOidcAction | None:
+    def auth(self, ing: Obj, service_name: str | None
+             ) -> AuthenticateOidcAction | AuthenticateCognitoAction | None:
         m = meta(ing)
         namespace = str(m.get("namespace"))
         svc = self.caches.services.get(f"{namespace}/{service_name}") if service_name else None
@@ -219,9 +223,20 @@ class Backends:
             raise BuildError(f"Ingress {namespace}/{m.get('name')}: {exc}") from None
         if settings is None:
             return None
+        if settings.cognito is not None:
+            cognito = settings.cognito
+            return AuthenticateCognitoAction(
+                user_pool_arn=cognito.user_pool_arn,
+                user_pool_client_id=cognito.user_pool_client_id,
+                user_pool_domain=cognito.user_pool_domain,
+                session_cookie_name=settings.session_cookie, scope=settings.scope,
+                session_timeout=settings.session_timeout,
+                on_unauthenticated_request=settings.on_unauthenticated,
+                authentication_request_extra_params=dict(cognito.extra_params))
         return self._oidc(ing, settings)
 
     def _oidc(self, ing: Obj, auth: AuthSettings) -> AuthenticateOidcAction:
+        assert auth.oidc is not None  # parse_auth: either cognito or oidc
         namespace = str(meta(ing).get("namespace"))
         key = f"{namespace}/{auth.oidc.secret_name}"
         self.secrets.add(key)
@@ -248,6 +263,27 @@ class Backends:
             # Stands for the credentials in the checkpoint: any change to the Secret's data
             # gives it a new resourceVersion, and nothing of the secret is digested.
             credentials_version=f"{sm.get('uid', '')}/{sm.get('resourceVersion', '')}")
+
+
+def jwt_action(config: JwtValidationConfig | None) -> JwtValidationAction | None:
+    if config is None:
+        return None
+    return JwtValidationAction(
+        jwks_endpoint=config.jwks_endpoint, issuer=config.issuer,
+        additional_claims=[JwtClaim.model_validate({"format": c.format, "name": c.name,
+                                                    "values": c.values})
+                           for c in config.additional_claims])
+
+
+def secured(actions: list[Action], auth: Action | None, jwt: Action | None, *,
+            owner: str) -> list[Action]:
+    """A rule's actions on an HTTPS listener (upstream's buildActions): the authentication or
+    the JWT validation first, never both."""
+    if auth is not None and jwt is not None:
+        raise BuildError(f"Ingress {owner}: authentication and jwt validation can't both be "
+                         "configured")
+    first = auth if auth is not None else jwt
+    return [first, *actions] if first is not None else actions
 
 
 def _secret_value(data: Mapping[str, Any], *keys: str) -> str | None:

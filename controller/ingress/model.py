@@ -29,7 +29,7 @@ from controller.annotationreview import Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
 from controller.defaults import DEFAULT_INGRESS_CLASS
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
-from controller.ingress.backends import Backends
+from controller.ingress.backends import Backends, jwt_action, secured
 from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, Member, is_explicit, stack_labels
 from controller.ingress.merge import (
@@ -129,6 +129,8 @@ class _Rule:
     conditions: list[Condition]
     actions: list[Action]
     auth: Action | None
+    jwt: Action | None = None
+    owner: str = ""  # namespace/name of the Ingress it comes from
 
 
 def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
@@ -197,22 +199,24 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         raise BuildError(f"group {request.key}: ssl-redirect port {lb.ssl_redirect} is not an "
                          "HTTPS listen port")
     rules: dict[int, list[_Rule]] = {port: [] for port in ports}
-    default_actions: list[Action] | None = None
-    default_owner = ""
+    default_rule: _Rule | None = None
     for member, ann in parsed:
         ing = member.ingress
         params = member.info.params if member.info else None
         spec = ing.get("spec") or {}
         if spec.get("defaultBackend"):
-            if default_actions is not None:
-                raise BuildError(f"group {request.key}: both {default_owner} and {member.key} "
-                                 "set a default backend")
-            default_actions, _ = backends.backend_actions(ing, spec["defaultBackend"],
-                                                          ann.actions, params)
-            default_owner = member.key
+            if default_rule is not None:
+                raise BuildError(f"group {request.key}: both {default_rule.owner} and "
+                                 f"{member.key} set a default backend")
+            actions, svc_name = backends.backend_actions(ing, spec["defaultBackend"],
+                                                         ann.actions, params)
+            # Upstream authenticates the default backend as it does a rule's.
+            default_rule = _Rule([], actions, backends.auth(ing, svc_name),
+                                 jwt_action(ann.jwt_validation), member.key)
         member_rules = _member_rules(member, ann, backends)
         for lp in _ports_of(ann, ing):
             rules[lp.port].extend(member_rules)
+    warnings.extend(_unsecured_http(ports, rules, lb.ssl_redirect))
 
     for port, protocol in sorted(ports.items()):
         redirect = protocol == "HTTP" and lb.ssl_redirect is not None
@@ -222,8 +226,11 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         else:
             # Upstream's answer when no default backend is set
             # (pkg/ingress/model_build_listener.go).
-            defaults = default_actions or [FixedResponseAction(status_code="404",
-                                                               content_type="text/plain")]
+            defaults = [FixedResponseAction(status_code="404", content_type="text/plain")]
+            if default_rule is not None:
+                defaults = default_rule.actions if protocol != "HTTPS" else secured(
+                    default_rule.actions, default_rule.auth, default_rule.jwt,
+                    owner=default_rule.owner)
         certificates: Sequence[str] | CertificateDiscovery = ()
         if protocol == "HTTPS":
             certificates = _certificates(port, parsed)
@@ -239,8 +246,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             continue  # every HTTP request is redirected: rules there would never match
         for priority, rule in enumerate(rules[port], start=1):
             actions = rule.actions
-            if rule.auth is not None and protocol == "HTTPS":
-                actions = [rule.auth, *actions]
+            if protocol == "HTTPS":
+                actions = secured(actions, rule.auth, rule.jwt, owner=rule.owner)
             try:
                 builder.add_rule(f"{port}:{priority}", ListenerRule(
                     listener_arn=listener_ref, priority=priority, conditions=rule.conditions,
@@ -422,8 +429,29 @@ def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -
             conditions.extend(extra)
             if not conditions:
                 conditions.append(PathPatternCondition(values=["/*"]))
-            result.append(_Rule(conditions, actions, backends.auth(ing, svc_name)))
+            result.append(_Rule(conditions, actions, backends.auth(ing, svc_name),
+                                jwt_action(ann.jwt_validation), member.key))
     return result
+
+
+def _unsecured_http(ports: Mapping[int, str], rules: Mapping[int, list[_Rule]],
+                    ssl_redirect: int | None) -> list[str]:
+    """Upstream authenticates and validates JWTs on HTTPS listeners only: the same rule on an
+    HTTP listener (not redirected to HTTPS) forwards without either. Said, not refused."""
+    if ssl_redirect is not None:
+        return []
+    found: dict[str, list[int]] = {}
+    for port, protocol in sorted(ports.items()):
+        if protocol != "HTTP":
+            continue
+        for rule in rules[port]:
+            secured_rule = rule.auth is not None or rule.jwt is not None
+            ports_of = found.setdefault(rule.owner, []) if secured_rule else None
+            if ports_of is not None and port not in ports_of:
+                ports_of.append(port)
+    return [f"Ingress {owner}: authentication and JWT validation apply on HTTPS listeners "
+            f"only; HTTP port {', '.join(map(str, found[owner]))} forwards without them "
+            "(set ssl-redirect)" for owner in sorted(found)]
 
 
 def _annotated_conditions(member: Member, ann: IngressAnnotations,

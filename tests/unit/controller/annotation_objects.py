@@ -1,5 +1,6 @@
 """Objects carrying every annotation key the controllers act on, with values that take every
-branch that reads one more key (an HTTP health check, OIDC authentication, access logs on), for
+branch that reads one more key (an HTTP health check, OIDC authentication, access logs on;
+JWT validation, which excludes authentication, on an Ingress of its own: `INGRESS_JWT`), for
 the tests that hold the parsers' reads to the catalogue (`recording()`, `found_in()`)."""
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ OIDC: Final = json.dumps({"issuer": "https://idp.example.com",
                           "tokenEndpoint": "https://idp.example.com/token",
                           "userInfoEndpoint": "https://idp.example.com/userinfo",
                           "secretName": "oidc"})
+COGNITO: Final = json.dumps({
+    "userPoolARN": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_abcDEF123",
+    "userPoolClientID": "client1", "userPoolDomain": "shop-auth"})
+JWT: Final = json.dumps({"jwksEndpoint": "https://idp.example.com/jwks",
+                         "issuer": "https://idp.example.com"})
 
 # Read from the backend Service first (upstream's svcAndIngAnnotations), then the Ingress.
 TARGET_GROUP: Final = {
@@ -38,7 +44,8 @@ TARGET_GROUP: Final = {
     "healthcheck-interval-seconds": "20", "healthcheck-timeout-seconds": "6",
     "healthy-threshold-count": "3", "unhealthy-threshold-count": "3", "success-codes": "200",
     "multi-cluster-target-group": "true",
-    "auth-type": "oidc", "auth-idp-oidc": OIDC, "auth-scope": "openid email",
+    "auth-type": "oidc", "auth-idp-oidc": OIDC, "auth-idp-cognito": COGNITO,
+    "auth-scope": "openid email",
     "auth-session-cookie": "session", "auth-session-timeout": "3600",
     "auth-on-unauthenticated-request": "deny",
 }
@@ -56,6 +63,7 @@ INGRESS: Final = {
     "conditions.web": json.dumps([{"field": "source-ip",
                                    "sourceIpConfig": {"values": ["10.0.0.0/8"]}}]),
 }
+INGRESS_JWT: Final = {**INGRESS, "auth-type": "none", "jwt-validation": JWT}
 SERVICE: Final = {
     "aws-load-balancer-type": "external", "aws-load-balancer-nlb-target-type": "ip",
     "aws-load-balancer-name": "web", "aws-load-balancer-scheme": "internal",

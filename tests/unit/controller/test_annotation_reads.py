@@ -17,6 +17,7 @@ from runtime.reconcile import Request
 from tests.unit.controller.annotation_objects import (
     INGRESS,
     INGRESS_GROUP,
+    INGRESS_JWT,
     REQUEST,
     SERVICE,
     SERVICE_INTERNAL,
@@ -37,7 +38,8 @@ def _ours(reads: set[str], prefix: str) -> set[str]:
 def _ingress_reads(*, params: bool) -> set[str]:
     reads: set[str] = set()
     named = Request("", INGRESS_GROUP["group.name"])
-    for notes, request in ((INGRESS, REQUEST), ({**INGRESS, **INGRESS_GROUP}, named)):
+    for notes, request in ((INGRESS, REQUEST), ({**INGRESS, **INGRESS_GROUP}, named),
+                           (INGRESS_JWT, REQUEST)):
         c, _ = ingress_world(notes, params=namespace_only_params() if params else None)
         with recording() as seen:
             built = build(c, request)
@@ -81,7 +83,7 @@ def test_an_nlb_service_reads_exactly_the_acted_on_keys() -> None:
 
 def test_the_rich_objects_carry_every_acted_on_key() -> None:
     """The objects above are what makes the tests above mean anything."""
-    assert {INGRESS_PREFIX + k.replace(".web", ".*") for k in {**INGRESS, **INGRESS_GROUP}} \
-        == INGRESS_ANNOTATION_KEYS
+    assert {INGRESS_PREFIX + k.replace(".web", ".*")
+            for k in {**INGRESS, **INGRESS_GROUP, **INGRESS_JWT}} == INGRESS_ANNOTATION_KEYS
     assert {SERVICE_PREFIX + k for k in {**SERVICE, **SERVICE_INTERNAL}} \
         == SERVICE_ANNOTATION_KEYS

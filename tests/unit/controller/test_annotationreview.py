@@ -152,7 +152,6 @@ def test_a_narrowing_key_aiolbc_cannot_honour_refuses_the_ingress() -> None:
 def test_every_narrowing_key_not_acted_on_refuses() -> None:
     for suffix, value in (("wafv2-acl-name", "shop"), ("waf-acl-id", "abc"),
                           ("web-acl-id", "abc"), ("shield-advanced-protection", "true"),
-                          ("jwt-validation", '{"issuer": "x"}'),
                           ("mutual-authentication", '[{"port": 443, "mode": "verify"}]')):
         with pytest.raises(UnsupportedAnnotation, match=f"{A}{suffix} asks for"):
             check({A + suffix: value}, where="ingress")
