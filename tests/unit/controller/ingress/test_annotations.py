@@ -32,8 +32,9 @@ TG_KEYS = [
     "healthcheck-interval-seconds", "healthcheck-timeout-seconds", "healthy-threshold-count",
     "unhealthy-threshold-count", "success-codes", "multi-cluster-target-group",
 ]
-AUTH_KEYS = ["auth-type", "auth-idp-oidc", "auth-scope", "auth-session-cookie",
-             "auth-session-timeout", "auth-on-unauthenticated-request"]
+AUTH_KEYS = ["auth-type", "auth-idp-oidc", "auth-idp-cognito", "auth-scope",
+             "auth-session-cookie", "auth-session-timeout", "auth-on-unauthenticated-request",
+             "jwt-validation"]
 ALL_KEYS = INGRESS_KEYS + TG_KEYS + AUTH_KEYS
 
 # Text that looks like what people write, plus anything at all.
