@@ -21,6 +21,7 @@ from controller.model import (
     AuthenticateOidcAction,
     FixedResponseAction,
     ForwardAction,
+    JwtClaim,
     JwtValidationAction,
     canonical_json,
     checkpoint_digest,
@@ -339,15 +340,14 @@ def test_the_api_form_compares_equal_to_what_aws_answers() -> None:
                                     user_pool_domain="d")
     sent = api_action(cog, 1, str)
     # AWS leaves out what was not set and fills its defaults in; either way it is the same.
-    answered = {"Type": "authenticate-cognito", "Order": 1, "AuthenticateCognitoConfig": {
-        "UserPoolArn": POOL, "UserPoolClientId": "c", "UserPoolDomain": "d"}}
+    config = {"UserPoolArn": POOL, "UserPoolClientId": "c", "UserPoolDomain": "d"}
+    answered = {"Type": "authenticate-cognito", "Order": 1, "AuthenticateCognitoConfig": config}
     assert normal_action(sent) == normal_action(answered)
-    changed = {**answered, "AuthenticateCognitoConfig": {
-        **answered["AuthenticateCognitoConfig"], "Scope": "email"}}
+    changed = {**answered, "AuthenticateCognitoConfig": {**config, "Scope": "email"}}
     assert normal_action(sent) != normal_action(changed)
     check = JwtValidationAction(jwks_endpoint="https://j", issuer="i", additional_claims=[
-        {"format": "string-array", "name": "b", "values": ["1", "2"]},
-        {"format": "single-string", "name": "a", "values": ["x"]}])
+        JwtClaim(format="string-array", name="b", values=["1", "2"]),
+        JwtClaim(format="single-string", name="a", values=["x"])])
     sent = api_action(check, 1, str)
     assert sent["JwtValidationConfig"]["AdditionalClaims"][0]["Name"] == "a"
     reordered = {**sent, "JwtValidationConfig": {
