@@ -5,6 +5,8 @@ group that cannot be built)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from controller.errors import InvalidInput
@@ -58,6 +60,17 @@ def established(ing: Obj) -> Obj:
     {A + "group.order": "5000"},
     {A + "healthcheck-interval-seconds": "1"},
     {A + "auth-type": "cognito"},
+    {A + "auth-type": "cognito", A + "auth-idp-cognito": json.dumps({
+        "userPoolARN": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_abc",
+        "userPoolClientID": "client1",
+        "userPoolDomain": "https://shop.auth.us-west-2.amazoncognito.com"})},
+    {A + "jwt-validation": '{"jwksEndpoint": "http://idp.example.com/jwks", "issuer": "i"}'},
+    {A + "jwt-validation": '{"jwksEndpoint": "https://idp.example.com/jwks", "issuer": "i"}',
+     A + "auth-type": "cognito", A + "listen-ports": '[{"HTTPS": 443}]',
+     A + "certificate-arn": "arn:aws:acm:us-west-2:123456789012:certificate/x",
+     A + "auth-idp-cognito": json.dumps({
+         "userPoolARN": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_abc",
+         "userPoolClientID": "client1", "userPoolDomain": "shop"})},
     {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
     {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"},
     {A + "inbound-cidr": "10.0.0.0/8"},
@@ -189,3 +202,16 @@ def test_class_parameters_are_checked_as_ingresses_of_the_class_read_them() -> N
     with pytest.raises(InvalidInput, match="give either ids or tags, not both"):
         admit_params(both)
     assert admit_params(class_params("p", {"scheme": "internal"})) == []
+
+
+def test_authentication_an_http_listener_skips_is_a_warning() -> None:
+    """Upstream puts authentication and JWT validation on HTTPS listeners only: said at
+    `kubectl apply`, as the Warning Event says it."""
+    ing = ingress("web", annotations={
+        A + "jwt-validation": '{"jwksEndpoint": "https://idp.example.com/jwks", "issuer": "i"}',
+        A + "listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]',
+        A + "certificate-arn": "arn:aws:acm:us-west-2:123456789012:certificate/x"})
+    c = caches(ingress_class(), backend_service("web"))
+    assert admit(ing, None, c, SETTINGS) == [
+        "Ingress default/web: authentication and JWT validation apply on HTTPS listeners only; "
+        "HTTP port 80 forwards without them (set ssl-redirect)"]
