@@ -197,6 +197,11 @@ def ingress(key: str, value: str, base: dict[str, str] | None = None, *,
 HTTPS = {"listen-ports": '[{"HTTPS": 443}]', "certificate-arn": "{cert}"}
 HTTP_AND_HTTPS = {"listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]', "certificate-arn": "{cert}"}
 OIDC_ON = {**HTTPS, "auth-type": "oidc", "auth-idp-oidc": "{oidc}"}
+_POOL = "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_abcDEF123"
+COGNITO_ON = {**HTTPS, "auth-type": "cognito", "auth-idp-cognito": json.dumps(
+    {"userPoolARN": _POOL, "userPoolClientID": "client1", "userPoolDomain": "shop-auth"})}
+JWT_ON = {**HTTPS, "jwt-validation": json.dumps(
+    {"jwksEndpoint": "https://idp.example.com/jwks", "issuer": "https://idp.example.com"})}
 
 
 def _group_order_case() -> Case:
@@ -308,6 +313,13 @@ def ingress_cases() -> list[Case]:
         ingress("auth-session-timeout", "3600", OIDC_ON, with_secret=True),
         ingress("auth-on-unauthenticated-request", "deny", OIDC_ON, with_secret=True,
                 name="i-auth-on-unauthenticated"),
+        ingress("auth-idp-cognito", json.dumps(
+            {"userPoolARN": _POOL, "userPoolClientID": "client2",
+             "userPoolDomain": "auth.example.com"}), COGNITO_ON),
+        ingress("jwt-validation", json.dumps(
+            {"jwksEndpoint": "https://idp.example.com/jwks", "issuer": "https://idp.example.com",
+             "additionalClaims": [{"name": "role", "format": "single-string",
+                                   "values": ["admin"]}]}), JWT_ON),
         _legacy_class_case(),
         _service_side_case(),
     ]
