@@ -43,12 +43,20 @@ IAM_PREFIX = {
     "shield": "shield",
     "resourcegroupstaggingapi": "tag",
     "iam": "iam",
+    "cognito-idp": "cognito-idp",
 }
 
 # Actions AWS authorizes on the caller's behalf without a call of that name:
-# the first CreateLoadBalancer in an account creates the ELB service-linked role.
+# the first CreateLoadBalancer in an account creates the ELB service-linked role; an
+# authenticate-cognito action is checked with the caller's DescribeUserPoolClient (upstream's
+# policy grants it).
+_COGNITO = {"cognito-idp:DescribeUserPoolClient"}
 IMPLIED_BY = {
     "elasticloadbalancing:CreateLoadBalancer": {"iam:CreateServiceLinkedRole"},
+    "elasticloadbalancing:CreateListener": _COGNITO,
+    "elasticloadbalancing:ModifyListener": _COGNITO,
+    "elasticloadbalancing:CreateRule": _COGNITO,
+    "elasticloadbalancing:ModifyRule": _COGNITO,
 }
 
 _OPERATION = re.compile(r"[A-Z][A-Za-z0-9]+")
