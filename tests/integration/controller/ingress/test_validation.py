@@ -30,6 +30,12 @@ async def _warnings(c: Cluster, name: str) -> list[dict[str, Any]]:
      "target group attribute 'proxy_protocol_v2.enabled' is not one a HTTP target group has"),
     ({}, [path("/" + "a" * 200, "web")], "want 1..128 characters"),
     ({A + "tags": "aws:owner=me"}, None, "aws: prefix is reserved"),
+    ({A + "jwt-validation": '{"jwksEndpoint": "http://idp.example.com/jwks", "issuer": "i"}'},
+     None, "jwksEndpoint must be a full https:// URL"),
+    ({A + "auth-type": "cognito", A + "auth-idp-cognito":
+      '{"userPoolARN": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_a1",'
+      ' "userPoolClientID": "c", "userPoolDomain": "https://x.example.com"}'},
+     None, "userPoolDomain: a URL"),
 ])
 async def test_what_aws_would_refuse_creates_nothing(
         cluster: Cluster, aws_proxy: AWSFaultProxy, annotations: dict[str, str],

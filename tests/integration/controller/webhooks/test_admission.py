@@ -254,3 +254,33 @@ async def test_an_unreachable_or_slow_webhook_fails_open(cluster: Cluster,
     assert "does not match target group instances" in await warning_event(
         cluster, "b", "InvalidSpec")
 
+
+
+async def test_authentication_settings_are_denied_and_warned_as_the_events_say(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    await cluster.ingress_class()
+    await cluster.backend("web")
+    await cluster.start(on_setup=hooks.setup)
+    bad = {A + "jwt-validation": '{"jwksEndpoint": "http://idp.example.com/jwks", '
+                                 '"issuer": "https://idp.example.com"}'}
+    await cluster.ingress("early", bad, backend="web")
+    text = await warning_event(cluster, "early", "FailedBuildModel")
+    assert "jwksEndpoint must be a full https:// URL" in text
+    await hooks.install()
+
+    late = objects.ingress("late", bad, paths=[objects.ingress_path("/", "web")])
+    result = await apply(hooks.kubectl, late)
+    assert denial("vingress.elbv2.k8s.aws", text.replace("default/early", "default/late")) \
+        in result.stderr
+    assert await cluster.find(INGRESSES, "late") is None
+    # Valid, on HTTP and HTTPS listeners: admitted, and told that HTTP forwards without it.
+    good = {A + "jwt-validation": '{"jwksEndpoint": "https://idp.example.com/jwks", '
+                                  '"issuer": "https://idp.example.com"}',
+            A + "listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]',
+            A + "certificate-arn": cluster.seed.certificate_arn}
+    result = await apply(hooks.kubectl, objects.ingress(
+        "both", good, paths=[objects.ingress_path("/", "web")]))
+    assert result.returncode == 0, result.stderr
+    assert ("Warning: Ingress default/both: authentication and JWT validation apply on HTTPS "
+            "listeners only; HTTP port 80 forwards without them (set ssl-redirect)") \
+        in result.stderr
