@@ -1,7 +1,8 @@
 """JSON annotation values in upstream's shapes: `listen-ports`, `actions.<name>`,
 `conditions.<name>`, `auth-idp-oidc`, `auth-idp-cognito` and `jwt-validation`. Upstream (Go's
-encoding/json) matches object keys case-insensitively; so do `ActionSpec`, `CognitoConfig` and
-`JwtValidationConfig`, whose values are also checked against what AWS accepts."""
+encoding/json) matches object keys case-insensitively; so do `ActionSpec`, `OidcConfig`,
+`CognitoConfig` and `JwtValidationConfig`, the last two also checked against what AWS
+accepts."""
 
 from __future__ import annotations
 
@@ -194,6 +195,15 @@ class OidcConfig(_Json):
     secret_name: str = Field(alias="secretName", min_length=1)
     extra_params: dict[str, str] = Field(default_factory=dict,
                                          alias="authenticationRequestExtraParams")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _case(cls, value: Any) -> Any:
+        return _go_keys(value, {
+            "issuer": "issuer", "authorizationendpoint": "authorizationEndpoint",
+            "tokenendpoint": "tokenEndpoint", "userinfoendpoint": "userInfoEndpoint",
+            "secretname": "secretName",
+            "authenticationrequestextraparams": "authenticationRequestExtraParams"})
 
 
 # ---- auth-idp-cognito and jwt-validation -----------------------------------------------------

@@ -357,3 +357,13 @@ def test_the_api_form_compares_equal_to_what_aws_answers() -> None:
     plain = api_action(JwtValidationAction(jwks_endpoint="https://j", issuer="i"), 1, str)
     assert "AdditionalClaims" not in plain["JwtValidationConfig"]
     assert normal_action(plain) != normal_action(sent)
+
+
+def test_oidc_keys_match_in_any_case_too() -> None:
+    raw = json.dumps({"ISSUER": "https://i", "AuthorizationEndpoint": "https://i/a",
+                      "tokenendpoint": "https://i/t", "UserInfoEndpoint": "https://i/u",
+                      "SecretName": "s"})
+    auth = parse_auth(ingress("s", {A + "auth-type": "oidc", A + "auth-idp-oidc": raw}), None)
+    assert auth is not None
+    assert auth.oidc is not None
+    assert (auth.oidc.issuer, auth.oidc.secret_name) == ("https://i", "s")
