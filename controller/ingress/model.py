@@ -122,6 +122,9 @@ class BuiltGroup:
     # What builds but does not do what it says (inbound CIDRs that admit no one): a Warning
     # Event on every member when deployed, and a warning at admission.
     warnings: tuple[str, ...] = ()
+    # Per member: its authentication or JWT validation that an HTTP listener forwards without
+    # (upstream's HTTPS-only rule), for a Warning `AuthenticationOnHTTPSOnly` and admission.
+    http_unauthenticated: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -216,7 +219,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         member_rules = _member_rules(member, ann, backends)
         for lp in _ports_of(ann, ing):
             rules[lp.port].extend(member_rules)
-    warnings.extend(_unsecured_http(ports, rules, lb.ssl_redirect))
+    http_unauthenticated = _unsecured_http(ports, rules, lb.ssl_redirect)
 
     for port, protocol in sorted(ports.items()):
         redirect = protocol == "HTTP" and lb.ssl_redirect is not None
@@ -263,7 +266,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
-                      findings, tuple(warnings))
+                      findings, tuple(warnings), http_unauthenticated)
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches
@@ -435,11 +438,11 @@ def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -
 
 
 def _unsecured_http(ports: Mapping[int, str], rules: Mapping[int, list[_Rule]],
-                    ssl_redirect: int | None) -> list[str]:
+                    ssl_redirect: int | None) -> dict[str, str]:
     """Upstream authenticates and validates JWTs on HTTPS listeners only: the same rule on an
     HTTP listener (not redirected to HTTPS) forwards without either. Said, not refused."""
     if ssl_redirect is not None:
-        return []
+        return {}
     found: dict[str, list[int]] = {}
     for port, protocol in sorted(ports.items()):
         if protocol != "HTTP":
@@ -449,9 +452,9 @@ def _unsecured_http(ports: Mapping[int, str], rules: Mapping[int, list[_Rule]],
             ports_of = found.setdefault(rule.owner, []) if secured_rule else None
             if ports_of is not None and port not in ports_of:
                 ports_of.append(port)
-    return [f"Ingress {owner}: authentication and JWT validation apply on HTTPS listeners "
-            f"only; HTTP port {', '.join(map(str, found[owner]))} forwards without them "
-            "(set ssl-redirect)" for owner in sorted(found)]
+    return {owner: f"Ingress {owner}: authentication and JWT validation apply on HTTPS "
+                   f"listeners only; HTTP port {', '.join(map(str, found[owner]))} forwards "
+                   "without them (set ssl-redirect)" for owner in sorted(found)}
 
 
 def _annotated_conditions(member: Member, ann: IngressAnnotations,

@@ -183,6 +183,10 @@ class IngressReconciler:
         for warning in built.warnings:  # it builds, but not what the members meant
             for ing in members:
                 self._writer.event(ing, "Warning", "InboundCIDRsAdmitNoOne", warning)
+        for m in group.members:
+            if m.key in built.http_unauthenticated:
+                self._writer.event(m.ingress, "Warning", "AuthenticationOnHTTPSOnly",
+                                   built.http_unauthenticated[m.key])
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,

@@ -233,13 +233,13 @@ def test_cognito_goes_before_the_forward_on_https_rules_only() -> None:
             first.on_unauthenticated_request) == (POOL, "client1", "shop-auth", "deny")
     [plain] = built.stack.listener_rules["80:1"].actions
     assert isinstance(plain, ForwardAction)
-    assert built.warnings == (
+    assert built.http_unauthenticated == {"default/s": (
         "Ingress default/s: authentication and JWT validation apply on HTTPS listeners only; "
-        "HTTP port 80 forwards without them (set ssl-redirect)",)
+        "HTTP port 80 forwards without them (set ssl-redirect)")}
     redirected = build(ingress("s", {**BOTH, A + "ssl-redirect": "443",
                                      A + "auth-type": "cognito",
                                      A + "auth-idp-cognito": COGNITO}))
-    assert redirected.warnings == ()
+    assert redirected.http_unauthenticated == {}
 
 
 def test_jwt_validation_goes_before_the_forward_on_https_rules_only() -> None:
@@ -252,7 +252,7 @@ def test_jwt_validation_goes_before_the_forward_on_https_rules_only() -> None:
         ("a", ("2", "1")), ("z", ("admin",))]
     [plain] = built.stack.listener_rules["80:1"].actions
     assert isinstance(plain, ForwardAction)
-    assert len(built.warnings) == 1
+    assert list(built.http_unauthenticated) == ["default/s"]
 
 
 def test_a_backend_service_does_not_carry_jwt_validation() -> None:
