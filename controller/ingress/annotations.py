@@ -23,13 +23,11 @@ from controller.annotations import (
 )
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.apis import catalogue
+from controller.ingress.authschemas import CognitoConfig, JwtValidationConfig, OidcConfig
 from controller.ingress.schemas import (
     ActionSpec,
-    CognitoConfig,
     ConditionSpec,
-    JwtValidationConfig,
     ListenPort,
-    OidcConfig,
     Protocol,
 )
 from controller.model import SubnetSelector

@@ -20,10 +20,11 @@ from controller.ingress.annotations import (
     parse_auth,
     parse_target_group,
 )
+from controller.ingress.authschemas import JwtValidationConfig
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassParams
 from controller.ingress.merge import BuildError, MissingObject
-from controller.ingress.schemas import ActionSpec, JwtValidationConfig
+from controller.ingress.schemas import ActionSpec
 from controller.model import (
     Action,
     AuthenticateCognitoAction,
