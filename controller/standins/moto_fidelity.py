@@ -107,6 +107,9 @@ def apply() -> None:
     _descriptions_of_existing_rules()
     _private_link_inbound_rules()
     _paged_target_groups()
+    from controller.standins import moto_listeners
+
+    moto_listeners.apply()
     _applied = True
 
 
