@@ -20,8 +20,10 @@ from controller.annotations import (
     AnnotationError,
     AnnotationReader,
     annotations_of,
+    note_read,
     parse_bool,
     parse_port,
+    parse_string_map,
     quote,
 )
 from controller.apis import catalogue
@@ -44,6 +46,7 @@ SSL_PORTS: Final = "aws-load-balancer-ssl-ports"
 SSL_NEGOTIATION_POLICY: Final = "aws-load-balancer-ssl-negotiation-policy"
 BACKEND_PROTOCOL: Final = "aws-load-balancer-backend-protocol"
 ALPN_POLICY: Final = "aws-load-balancer-alpn-policy"
+LISTENER_ATTRIBUTES: Final = "aws-load-balancer-listener-attributes."
 HC_PROTOCOL: Final = "aws-load-balancer-healthcheck-protocol"
 HC_PORT: Final = "aws-load-balancer-healthcheck-port"
 HC_PATH: Final = "aws-load-balancer-healthcheck-path"
@@ -155,6 +158,8 @@ class ServiceLBConfig(_Frozen):
     disable_security_groups: bool = False
     icmp_path_mtu: bool = False
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
+    # `<PROTOCOL>-<port>` as the key names it → listener attributes.
+    listener_attributes: dict[str, dict[str, str]] = {}
 
     def is_tls_port(self, *, port: int, name: str | None = None, protocol: str = "TCP") -> bool:
         """Whether a Service port gets a TLS listener. As upstream, `*` is an ordinary token
@@ -382,6 +387,20 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
 
 
 
+def _listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """`aws-load-balancer-listener-attributes.<PROTOCOL>-<port>` keys (upstream reads the one
+    naming each listener; values are `key=value` lists as ModifyListenerAttributes takes)."""
+    start = PREFIX + LISTENER_ATTRIBUTES
+    note_read(start + "*")
+    found: dict[str, dict[str, str]] = {}
+    for key, value in sorted(annotations_of(service).items()):
+        if isinstance(key, str) and key.startswith(start) and len(key) > len(start):
+            if not isinstance(value, str):
+                raise AnnotationError(key, None, f"is not a string (got {type(value).__name__})")
+            found[key[len(start):]] = parse_string_map(key, value)
+    return found
+
+
 def parse_service_config(service: Mapping[str, Any], *,
                          defaults: StackDefaults) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
@@ -421,6 +440,7 @@ def parse_service_config(service: Mapping[str, Any], *,
         disable_security_groups=bool(reader.get_bool(DISABLE_NLB_SG)),
         icmp_path_mtu=reader.get_enum(ICMP_PATH_MTU, ON_OFF) == "on",
         inbound_rules_on_private_link=reader.get_enum(PRIVATE_LINK_INBOUND_RULES, ON_OFF),
+        listener_attributes=_listener_attributes(service),
     )
 
 

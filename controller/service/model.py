@@ -52,7 +52,7 @@ from controller.model import (
     service_security_group_name,
     service_target_group_name,
 )
-from controller.model.listener import ListenerProtocol
+from controller.model.listener import AlpnPolicy, ListenerProtocol
 from controller.model.stack import InvalidStack, describe_validation_error
 from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
 from controller.networking.frontend import (
@@ -294,6 +294,14 @@ class _Builder:
             return "UDP"
         return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
 
+    def _alpn_policy(self) -> AlpnPolicy | None:
+        # With EnhancedDefaultBehavior a TLS listener without the annotation gets "None", so
+        # removing it takes the policy off the listener (upstream's isRemoveALPN).
+        if self.config.alpn_policy is None and self.settings.gates.enabled(
+                "EnhancedDefaultBehavior"):
+            return "None"
+        return self.config.alpn_policy
+
     def _add_port(self, port: _Port, lb: Ref) -> None:
         cfg = self.config
         listener_protocol = self._listener_protocol(port)
@@ -320,7 +328,9 @@ class _Builder:
             load_balancer_arn=lb, port=port.port, protocol=listener_protocol,
             certificates=cfg.ssl_certificates if tls else (),
             ssl_policy=cfg.ssl_policy if tls else None,
-            alpn_policy=cfg.alpn_policy if tls else None,
+            alpn_policy=self._alpn_policy() if tls else None,
+            attributes=dict(cfg.listener_attributes.get(f"{listener_protocol}-{port.port}")
+                            or {}),
             default_actions=[ForwardAction(target_groups=[
                 WeightedTargetGroup(target_group_arn=tg_ref)])],
             tags=dict(cfg.tags)))
