@@ -78,7 +78,7 @@ from controller.networking.frontend import (
     unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
-from controller.settings import ClusterScope, StackDefaults
+from controller.settings import ClusterScope, StackDefaults, enhanced_default_behavior
 from runtime.featuregates import FeatureGates
 from runtime.objects import Obj, meta
 
@@ -196,7 +196,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
 
     per_listener = listener_settings(
         [(m, a, _ports_of(a, m.ingress)) for m, a in parsed], ports,
-        enhanced_defaults=settings.gates.enabled("EnhancedDefaultBehavior"))
+        enhanced_defaults=enhanced_default_behavior(settings.gates))
     warnings.extend(per_listener.warnings)
     if lb.ssl_redirect is not None and ports.get(lb.ssl_redirect) != "HTTPS":
         raise BuildError(f"group {request.key}: ssl-redirect port {lb.ssl_redirect} is not an "

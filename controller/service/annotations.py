@@ -158,8 +158,6 @@ class ServiceLBConfig(_Frozen):
     disable_security_groups: bool = False
     icmp_path_mtu: bool = False
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
-    # `<PROTOCOL>-<port>` as the key names it → listener attributes.
-    listener_attributes: dict[str, dict[str, str]] = {}
 
     def is_tls_port(self, *, port: int, name: str | None = None, protocol: str = "TCP") -> bool:
         """Whether a Service port gets a TLS listener. As upstream, `*` is an ordinary token
@@ -387,14 +385,16 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
 
 
 
-def _listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """`aws-load-balancer-listener-attributes.<PROTOCOL>-<port>` keys (upstream reads the one
-    naming each listener; values are `key=value` lists as ModifyListenerAttributes takes)."""
+def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """`aws-load-balancer-listener-attributes.<PROTOCOL>-<port>` keys, by `<PROTOCOL>-<port>`
+    (upstream reads the one naming each listener; values are `key=value` lists, as
+    ModifyListenerAttributes takes them)."""
     start = PREFIX + LISTENER_ATTRIBUTES
     note_read(start + "*")
     found: dict[str, dict[str, str]] = {}
     for key, value in sorted(annotations_of(service).items()):
         if isinstance(key, str) and key.startswith(start) and len(key) > len(start):
+            note_read(key)
             if not isinstance(value, str):
                 raise AnnotationError(key, None, f"is not a string (got {type(value).__name__})")
             found[key[len(start):]] = parse_string_map(key, value)
@@ -440,7 +440,6 @@ def parse_service_config(service: Mapping[str, Any], *,
         disable_security_groups=bool(reader.get_bool(DISABLE_NLB_SG)),
         icmp_path_mtu=reader.get_enum(ICMP_PATH_MTU, ON_OFF) == "on",
         inbound_rules_on_private_link=reader.get_enum(PRIVATE_LINK_INBOUND_RULES, ON_OFF),
-        listener_attributes=_listener_attributes(service),
     )
 
 
@@ -451,6 +450,7 @@ __all__ = [
     "ServiceLBConfig",
     "admission_warnings",
     "annotation_findings",
+    "parse_listener_attributes",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",

@@ -152,18 +152,20 @@ def test_a_narrowing_key_aiolbc_cannot_honour_refuses_the_ingress() -> None:
 def test_every_narrowing_key_not_acted_on_refuses() -> None:
     for suffix, value in (("wafv2-acl-name", "shop"), ("waf-acl-id", "abc"),
                           ("web-acl-id", "abc"), ("shield-advanced-protection", "true"),
-                          ("jwt-validation", '{"issuer": "x"}'),
-                          ("mutual-authentication", '[{"port": 443, "mode": "verify"}]')):
+                          ("jwt-validation", '{"issuer": "x"}')):
         with pytest.raises(UnsupportedAnnotation, match=f"{A}{suffix} asks for"):
             check({A + suffix: value}, where="ingress")
+    # Mutual TLS is acted on: neither refused nor reported.
+    assert check({A + "mutual-authentication": '[{"port": 443, "mode": "verify", '
+                  '"trustStore": "ts"}]'}, where="ingress") == ()
 
 
 def test_a_key_not_acted_on_is_a_warning_naming_it() -> None:
-    [finding] = review({A + "listener-attributes.HTTP-80": "x=y"}, where="ingress")
+    [finding] = review({A + "ipam-ipv4-pool-id": "ipam-pool-0123"}, where="ingress")
     assert finding == Finding(
-        A + "listener-attributes.HTTP-80", UNSUPPORTED,
-        "annotation alb.ingress.kubernetes.io/listener-attributes.HTTP-80 is not acted on "
-        "(aiolbc does not support listener attributes); it is ignored")
+        A + "ipam-ipv4-pool-id", UNSUPPORTED,
+        "annotation alb.ingress.kubernetes.io/ipam-ipv4-pool-id is not acted on "
+        "(aiolbc does not support IPAM IPv4 pools); it is ignored")
     [finding] = review({S + "aws-load-balancer-enable-tcp-udp-listener": "true"},
                        where="service")
     assert "aiolbc always merges TCP and UDP" in finding.message
