@@ -394,7 +394,6 @@ def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str,
     found: dict[str, dict[str, str]] = {}
     for key, value in sorted(annotations_of(service).items()):
         if isinstance(key, str) and key.startswith(start) and len(key) > len(start):
-            note_read(key)
             if not isinstance(value, str):
                 raise AnnotationError(key, None, f"is not a string (got {type(value).__name__})")
             found[key[len(start):]] = parse_string_map(key, value)

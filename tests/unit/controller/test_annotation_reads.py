@@ -76,9 +76,7 @@ def test_an_nlb_service_reads_exactly_the_acted_on_keys() -> None:
             stack = build_stack(nlb(notes), settings=SERVICE_SETTINGS)
         assert stack.load_balancers
         reads |= seen
-    # A listener-attributes key is noted by its own name too (the family is read as a whole).
-    family = SERVICE_PREFIX + "aws-load-balancer-listener-attributes."
-    assert _ours(reads, SERVICE_PREFIX) - {family + "TLS-443"} == SERVICE_ANNOTATION_KEYS
+    assert _ours(reads, SERVICE_PREFIX) == SERVICE_ANNOTATION_KEYS
 
 
 def test_the_rich_objects_carry_every_acted_on_key() -> None:
