@@ -61,6 +61,9 @@ def established(ing: Obj) -> Obj:
     {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
     {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"},
     {A + "inbound-cidr": "10.0.0.0/8"},
+    {A + "mutual-authentication": '[{"port": 443, "mode": "verify"}]'},
+    {A + "mutual-authentication": "[]"},
+    {A + "listener-attributes.HTTP-80": "no-equals-sign"},
 ])
 def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
     bad = ingress("web", annotations=annotations)

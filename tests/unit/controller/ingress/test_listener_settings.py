@@ -3,16 +3,34 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from controller.annotations import AnnotationError
+from controller.config.featuregates import GATES
+from controller.errors import InvalidInput
+from controller.ingress import admit_params, build_group
 from controller.ingress.merge import BuildError
+from controller.ingress.model import BuiltGroup
 from controller.ingress.mutualtls import parse_mutual_authentication
 from controller.model import MutualAuthentication
-from tests.support.objects import class_params
+from runtime.objects import Obj
+from runtime.reconcile import Request
+from tests.support.objects import (
+    backend_service,
+    class_params,
+    ingress,
+    ingress_class,
+    ingress_path,
+)
 from tests.unit.controller.annotation_objects import build, ingress_world
+from tests.unit.controller.ingress.caches import SETTINGS as UNIT_SETTINGS
+from tests.unit.controller.ingress.caches import caches, loader
 
-KEY = "alb.ingress.kubernetes.io/mutual-authentication"
+A = "alb.ingress.kubernetes.io/"
+KEY = A + "mutual-authentication"
+FRAME = "routing.http.response.x_frame_options.header_value"
 HTTPS = {"listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]',
          "certificate-arn": "arn:aws:acm:us-west-2:123456789012:certificate/abc"}
 
@@ -96,3 +114,63 @@ def test_ssl_redirect_port_from_class_params_replaces_the_annotation() -> None:
                          params=class_params("p", {"sslRedirectPort": "443"}))
     [action] = build(c).stack.listeners["80"].default_actions
     assert action.model_dump()["port"] == "443"
+
+
+def _group(*members: Obj) -> BuiltGroup:
+    c = caches(ingress_class(), backend_service("web"), *members)
+    return build_group(loader(c).load(Request("", "shop")), c, UNIT_SETTINGS)
+
+
+def _member(name: str, mtls: str | None = None, **more: str) -> Obj:
+    notes = {A + "group.name": "shop", **{A + k: v for k, v in HTTPS.items()},
+             **{A + k.replace("_", "-"): v for k, v in more.items()}}
+    if mtls is not None:
+        notes[A + "mutual-authentication"] = mtls
+    return ingress(name, annotations=notes, paths=[ingress_path(f"/{name}", "web")])
+
+
+def test_members_agreeing_on_mutual_tls_share_it_and_disagreeing_ones_are_named() -> None:
+    verify = '[{"port": 443, "mode": "verify", "trustStore": "ts"}]'
+    built = _group(_member("a", verify), _member("b", verify.replace('"port"', '"Port"')),
+                   _member("c"))
+    assert built.stack.listeners["443"].mutual_authentication == MutualAuthentication(
+        mode="verify", trust_store="ts", ignore_client_certificate_expiry=False)
+    with pytest.raises(BuildError) as caught:
+        _group(_member("a", verify), _member("b", '[{"port": 443, "mode": "passthrough"}]'))
+    assert str(caught.value) == (
+        "annotation alb.ingress.kubernetes.io/mutual-authentication conflicts within the group "
+        "for port 443: default/a has 'mode=verify,trustStore=ts,"
+        "ignoreClientCertificateExpiry=false', default/b has 'mode=passthrough'")
+
+
+def test_the_gate_turns_an_unconfigured_https_listener_off() -> None:
+    c = caches(ingress_class(), backend_service("web"), _member("a"))
+    group = loader(c).load(Request("", "shop"))
+    off = build_group(group, c, UNIT_SETTINGS)
+    assert off.stack.listeners["443"].mutual_authentication is None
+    gated = dataclasses.replace(UNIT_SETTINGS,
+                                gates=GATES.parse("EnhancedDefaultBehavior=true"))
+    on = build_group(group, c, gated)
+    assert on.stack.listeners["443"].mutual_authentication == MutualAuthentication(mode="off")
+    assert on.stack.listeners["80"].mutual_authentication is None
+
+
+def test_members_disagreeing_on_an_attribute_fail_unless_class_params_set_it() -> None:
+    a = _member("a", **{"listener-attributes.HTTPS-443": f"{FRAME}=DENY"})
+    b = _member("b", **{"listener-attributes.HTTPS-443": f"{FRAME}=SAMEORIGIN"})
+    with pytest.raises(BuildError, match="default/a has 'DENY', default/b has 'SAMEORIGIN'"):
+        _group(a, b)
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"sslRedirectPort": "https"}, "spec.sslRedirectPort"),
+    ({"sslRedirectPort": "70000"}, "spec.sslRedirectPort"),
+    ({"listeners": [{"protocol": "TCP", "port": 80}]}, "spec.listeners.0.protocol"),
+    ({"listeners": [{"protocol": "HTTP", "port": 0}]}, "spec.listeners.0.port"),
+    ({"listeners": [{"protocol": "HTTP", "port": 80}, {"protocol": "HTTP", "port": 80}]},
+     "HTTP-80 is listed twice"),
+])
+def test_bad_class_params_are_denied(spec: Obj, reason: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        admit_params(class_params("p", spec))
+    assert reason in str(caught.value)
