@@ -614,6 +614,4 @@ NON_MODEL_FLAGS: dict[str, str] = {
                                           "target is registered the same either way",
     "--enable-service-mutator-webhook": "what new Services are given at admission; a Service "
                                         "with a class deploys the same either way",
-    "--feature-gates": "every gate is pinned to what aiolbc does today, so no value changes "
-                       "what is deployed; a gate that comes to shape a model gets a flag case",
 }
