@@ -88,16 +88,18 @@ def _mutual_authentication(listener: Listener) -> dict[str, Any]:
 
 
 def _mutual_authentication_differs(want: dict[str, Any], have: dict[str, Any] | None) -> bool:
-    """Upstream's comparison: "off" equals nothing configured; otherwise every field but the
-    association status of a shared trust store."""
-    have_mode = (have or {}).get("Mode") or "off"
-    if want["Mode"] == "off" or have_mode == "off":
-        return bool(want["Mode"] != have_mode)
-    have_fields = {k: v for k, v in (have or {}).items() if k != "TrustStoreAssociationStatus"}
-    if want["Mode"] == "verify":
-        have_fields.setdefault("IgnoreClientCertificateExpiry", False)
-        have_fields.setdefault("AdvertiseTrustStoreCaNames", "off")
-    return have_fields != want
+    """Upstream's comparison: nothing configured is mode "off"; in mode "verify" the trust
+    store and its two options count, not the association status of a shared trust store."""
+    have = have or {}
+    if want["Mode"] != (have.get("Mode") or "off"):
+        return True
+    if want["Mode"] != "verify":
+        return False
+    return bool(have.get("TrustStoreArn") != want["TrustStoreArn"]
+                or bool(have.get("IgnoreClientCertificateExpiry"))
+                != want["IgnoreClientCertificateExpiry"]
+                or (have.get("AdvertiseTrustStoreCaNames") or "off")
+                != want["AdvertiseTrustStoreCaNames"])
 
 
 def _alpn(policy: list[str] | None) -> list[str]:

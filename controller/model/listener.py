@@ -58,7 +58,8 @@ class Listener(Tagged):
     ssl_policy: str | None = None
     alpn_policy: AlpnPolicy | None = None
     default_actions: Items[Action] = Field(min_length=1)
-    # None: not configured (what happens to one set before is the deployer's choice).
+    # None: not configured, AWS's setting is left as it is (upstream's default; with the
+    # EnhancedDefaultBehavior gate the builders say mode "off" instead).
     mutual_authentication: MutualAuthentication | None = None
     # ModifyListenerAttributes keys and values as AWS takes them; AWS validates the keys.
     attributes: dict[str, str] = Field(default_factory=dict)
