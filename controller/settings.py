@@ -13,6 +13,7 @@ from controller.defaults import DEFAULT_SSL_POLICY
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
 from runtime import flags, flagvalues
+from runtime.featuregates import FeatureGates
 from runtime.flags import flag
 
 
@@ -62,4 +63,13 @@ class StackDefaults:
         return None
 
 
-__all__ = ["ClusterScope", "StackDefaults"]
+def enhanced_default_behavior(gates: FeatureGates) -> bool:
+    """Upstream's EnhancedDefaultBehavior gate: removing the mutual-authentication or ALPN
+    annotation turns the setting off. Settings made without the controller's declared gates
+    (unit tests, tools) get upstream's default, off."""
+    if not gates.declared:
+        return False
+    return gates.enabled("EnhancedDefaultBehavior")
+
+
+__all__ = ["ClusterScope", "StackDefaults", "enhanced_default_behavior"]

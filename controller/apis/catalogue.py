@@ -12,7 +12,6 @@ parses objects carrying every key and compares the keys read with the acted-on o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -36,7 +35,6 @@ SOURCE_RANGES_KEY: Final = SERVICE_ANNOTATION_PREFIX + "load-balancer-source-ran
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 # Upstream's "no web ACL" values (`none` disassociates; an empty ID is skipped).
 _NO_ACL = frozenset({"", "none"})
-_MAX_INERT_JSON = 64 * 1024
 
 
 def _no_acl(value: str) -> bool:
@@ -45,26 +43,6 @@ def _no_acl(value: str) -> bool:
 
 def _shield_off(value: str) -> bool:
     return value in _GO_FALSE
-
-
-def _mutual_tls_off(value: str) -> bool:
-    """Every listener's mode is `off` (Go's encoding/json matches the field name in any case).
-    Anything else, unreadable values included, may ask for verification or passthrough."""
-    if len(value) > _MAX_INERT_JSON:
-        return False
-    try:
-        entries = json.loads(value)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(entries, list) or not entries:
-        return False
-    for entry in entries:
-        if not isinstance(entry, dict):
-            return False
-        modes = [v for k, v in entry.items() if isinstance(k, str) and k.lower() == "mode"]
-        if modes != ["off"]:
-            return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +58,6 @@ class Inert:
 
 _NO_ACL_VALUES = Inert(_no_acl, "`none` or empty")
 _SHIELD_OFF = Inert(_shield_off, "false")
-_MUTUAL_TLS_OFF = Inert(_mutual_tls_off, "mode `off` on every port")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,11 +176,10 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
              backend="ignored"),
     _ingress("manage-backend-security-group-rules", "backend security group rules",
              acted=True),
-    _ingress("mutual-authentication", "mutual TLS authentication", acted=False, narrows=True,
-             inert=_MUTUAL_TLS_OFF),
+    _ingress("mutual-authentication", "mutual TLS authentication", acted=True, narrows=True),
     _ingress("security-group-prefix-lists", "security group prefix lists", acted=True,
              narrows=True),
-    _ingress("listener-attributes.*", "listener attributes", acted=False,
+    _ingress("listener-attributes.*", "listener attributes", acted=True,
              placeholder="<protocol>-<port>"),
     _ingress("multi-cluster-target-group", "multi-cluster target groups", acted=True,
              backend="acted"),
@@ -275,7 +251,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
              "security group rules on PrivateLink traffic", acted=True, narrows=True),
     _service("aws-load-balancer-security-group-prefix-lists", "security group prefix lists",
              acted=True, narrows=True),
-    _service("aws-load-balancer-listener-attributes.*", "listener attributes", acted=False,
+    _service("aws-load-balancer-listener-attributes.*", "listener attributes", acted=True,
              placeholder="<protocol>-<port>"),
     _service("aws-load-balancer-multi-cluster-target-group", "multi-cluster target groups",
              acted=True),

@@ -1,5 +1,6 @@
 """Listener convergence: protocol, default actions, certificates (default and SNI), SSL and
-ALPN policy, tags. Listeners are matched to the model by port (one listener per port)."""
+ALPN policy, mutual TLS, attributes, tags. Listeners are matched to the model by port (one
+listener per port)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from controller.model import LISTENER, CertificateDiscovery, Listener
 
 _SECURE = ("HTTPS", "TLS")
 _RULED = ("HTTP", "HTTPS")
+# AWS has no attributes for TLS listeners (upstream leaves them alone too).
+_NO_ATTRIBUTES = ("TLS",)
 
 
 @dataclass
@@ -65,7 +68,43 @@ def _params(run: DeployRun, listener: Listener) -> dict[str, Any]:
             params["SslPolicy"] = listener.ssl_policy
     if listener.alpn_policy is not None and listener.protocol == "TLS":
         params["AlpnPolicy"] = [listener.alpn_policy]
+    if listener.mutual_authentication is not None:
+        params["MutualAuthentication"] = _mutual_authentication(listener)
     return params
+
+
+def _mutual_authentication(listener: Listener) -> dict[str, Any]:
+    mtls = listener.mutual_authentication
+    assert mtls is not None
+    if not mtls.trust_store_resolved:
+        raise DeployError(f"listener on port {listener.port}: trust store {mtls.trust_store!r} "
+                          "was not resolved")
+    api: dict[str, Any] = {"Mode": mtls.mode}
+    if mtls.mode == "verify":
+        api["TrustStoreArn"] = mtls.trust_store
+        api["IgnoreClientCertificateExpiry"] = bool(mtls.ignore_client_certificate_expiry)
+        api["AdvertiseTrustStoreCaNames"] = mtls.advertise_trust_store_ca_names or "off"
+    return api
+
+
+def _mutual_authentication_differs(want: dict[str, Any], have: dict[str, Any] | None) -> bool:
+    """Upstream's comparison: nothing configured is mode "off"; in mode "verify" the trust
+    store and its two options count, not the association status of a shared trust store."""
+    have = have or {}
+    if want["Mode"] != (have.get("Mode") or "off"):
+        return True
+    if want["Mode"] != "verify":
+        return False
+    return bool(have.get("TrustStoreArn") != want["TrustStoreArn"]
+                or bool(have.get("IgnoreClientCertificateExpiry"))
+                != want["IgnoreClientCertificateExpiry"]
+                or (have.get("AdvertiseTrustStoreCaNames") or "off")
+                != want["AdvertiseTrustStoreCaNames"])
+
+
+def _alpn(policy: list[str] | None) -> list[str]:
+    # AWS answers no ALPN policy as [] or ["None"]: the same thing.
+    return [] if not policy or policy == ["None"] else list(policy)
 
 
 def _differs(params: dict[str, Any], current: dict[str, Any]) -> bool:
@@ -80,7 +119,11 @@ def _differs(params: dict[str, Any], current: dict[str, Any]) -> bool:
             return True
     if "SslPolicy" in params and current.get("SslPolicy") != params["SslPolicy"]:
         return True
-    return "AlpnPolicy" in params and (current.get("AlpnPolicy") or []) != params["AlpnPolicy"]
+    if "MutualAuthentication" in params and _mutual_authentication_differs(
+            params["MutualAuthentication"], current.get("MutualAuthentication")):
+        return True
+    return "AlpnPolicy" in params and _alpn(current.get("AlpnPolicy")) != _alpn(
+        params["AlpnPolicy"])
 
 
 async def converge_listener(run: DeployRun, resource_id: str, listener: Listener,
@@ -100,6 +143,8 @@ async def converge_listener(run: DeployRun, resource_id: str, listener: Listener
     await converge_tags(run.calls, run.tracking, arn, current_tags, desired_tags)
     if listener.protocol in _SECURE:
         await _converge_sni(run, arn, _certificates(listener), fresh=fresh)
+    if listener.attributes and listener.protocol not in _NO_ATTRIBUTES:
+        await _converge_attributes(run, arn, listener.attributes)
     run.set_status(LISTENER, resource_id, "listenerARN", arn)
     return arn
 
@@ -119,6 +164,18 @@ async def _converge_sni(run: DeployRun, arn: str, certs: tuple[str, ...], *,
     if have - want:
         await run.calls.call("RemoveListenerCertificates", ListenerArn=arn,
                              Certificates=[{"CertificateArn": c} for c in sorted(have - want)])
+
+
+async def _converge_attributes(run: DeployRun, arn: str, wanted: dict[str, str]) -> None:
+    """Only the attributes the model names, and only those that differ (upstream: an attribute
+    no longer named keeps its value)."""
+    resp = await run.calls.call("DescribeListenerAttributes", ListenerArn=arn)
+    have = {a["Key"]: a.get("Value", "") for a in resp.get("Attributes", [])}
+    changed = {k: v for k, v in wanted.items() if have.get(k) != v}
+    if changed:
+        await run.calls.call("ModifyListenerAttributes", ListenerArn=arn,
+                             Attributes=[{"Key": k, "Value": v}
+                                         for k, v in sorted(changed.items())])
 
 
 async def delete_listener(run: DeployRun, arn: str) -> None:

@@ -10,7 +10,8 @@ Subnets, as upstream:
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
-host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC
+host. A trust store given by name (mutual TLS) is looked up with DescribeTrustStores. Results
+are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC
 and the cluster come from the stack's context, never from settings of the resolver's own.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.aws import Caller
+from controller.aws import AWSError, Caller
 from controller.deploy.errors import ResolveError
 from controller.model import (
     CertificateDiscovery,
@@ -181,6 +182,12 @@ class StackResolver:
         return zones
 
     async def _listener(self, listener: Listener, calls: Caller) -> Listener:
+        mtls = listener.mutual_authentication
+        if mtls is not None and not mtls.trust_store_resolved:
+            assert mtls.trust_store is not None
+            arn = await self._trust_store(mtls.trust_store, calls)
+            listener = listener.model_copy(update={
+                "mutual_authentication": mtls.model_copy(update={"trust_store": arn})})
         if not isinstance(listener.certificates, CertificateDiscovery):
             return listener
         certs = await self._certificates(calls)
@@ -192,6 +199,24 @@ class StackResolver:
                 raise ResolveError(f"no ACM certificate covers host {host!r}")
             chosen.extend(a for a in covering[:1] if a not in chosen)
         return listener.model_copy(update={"certificates": tuple(chosen)})
+
+    async def _trust_store(self, name: str, calls: Caller) -> str:
+        key = ("trust-store", name)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        try:
+            resp = await calls.call("DescribeTrustStores", Names=[name])
+        except AWSError as exc:
+            if exc.code.removesuffix("Exception") != "TrustStoreNotFound":
+                raise
+            raise ResolveError(f"no trust store named {name!r}") from None
+        stores = [s for s in resp.get("TrustStores", []) if s.get("Name") == name]
+        if not stores:
+            raise ResolveError(f"no trust store named {name!r}")
+        arn = str(stores[0]["TrustStoreArn"])
+        self._store(key, arn)
+        return arn
 
     async def _certificates(self, calls: Caller) -> dict[str, list[str]]:
         key = ("acm", "certificates")

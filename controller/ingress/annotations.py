@@ -19,18 +19,20 @@ from controller.annotations import (
     AnnotationReader,
     note_read,
     parse_json,
+    parse_string_map,
     quote,
 )
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.apis import catalogue
 from controller.ingress.authschemas import CognitoConfig, JwtValidationConfig, OidcConfig
+from controller.ingress.mutualtls import parse_mutual_authentication
 from controller.ingress.schemas import (
     ActionSpec,
     ConditionSpec,
     ListenPort,
     Protocol,
 )
-from controller.model import SubnetSelector
+from controller.model import MutualAuthentication, SubnetSelector
 
 Scheme = Literal["internal", "internet-facing"]
 IpAddressType = Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"]
@@ -74,6 +76,10 @@ class IngressAnnotations:
     conditions: Mapping[str, tuple[ConditionSpec, ...]] = field(default_factory=dict)
     # Read on the Ingress only, as upstream does; every rule of this Ingress validates JWTs.
     jwt_validation: JwtValidationConfig | None = None
+    # Listen port → mutual TLS (None: the annotation is not set).
+    mutual_authentication: Mapping[int, MutualAuthentication] | None = None
+    # `<PROTOCOL>-<port>` (as the key names it) → listener attributes.
+    listener_attributes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 # Exclusive: set on one member, or the same value on all (upstream's group merge rule).
@@ -138,6 +144,9 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
                for name, (key, value) in sorted(_name_suffixed(raw, "actions.").items())}
     conditions = {name: parse_json(key, value, tuple[ConditionSpec, ...])
                   for name, (key, value) in sorted(_name_suffixed(raw, "conditions.").items())}
+    listener_attributes = {
+        name: parse_string_map(key, value)
+        for name, (key, value) in sorted(_name_suffixed(raw, "listener-attributes.").items())}
     return IngressAnnotations(
         scheme=reader.get_enum("scheme", ("internal", "internet-facing")),
         load_balancer_name=reader.get("load-balancer-name", validators.load_balancer_name),
@@ -157,6 +166,8 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         actions=actions,
         conditions=conditions,
         jwt_validation=reader.get_json("jwt-validation", JwtValidationConfig),
+        mutual_authentication=reader.get("mutual-authentication", parse_mutual_authentication),
+        listener_attributes=listener_attributes,
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller import validators
-from controller.annotations import AnnotationError, note_read, quote
+from controller.annotations import AnnotationError, note_read, parse_int, quote
 from controller.apis import (
     ALB_CONTROLLER,
     DEFAULT_CLASS_ANNOTATION,
@@ -65,6 +65,12 @@ class _Subnets(_Spec):
     tags: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
 
+class _Listener(_Spec):
+    protocol: Literal["HTTP", "HTTPS"]
+    port: int = Field(ge=1, le=65535)
+    listener_attributes: tuple[_KeyValue, ...] = Field(default=(), alias="listenerAttributes")
+
+
 class ClassParams(_Spec):
     """IngressClassParams spec: values an administrator enforces; they override annotations."""
 
@@ -84,6 +90,20 @@ class ClassParams(_Spec):
     certificate_arn: tuple[str, ...] = Field(default=(), alias="certificateArn")
     load_balancer_name: str | None = Field(default=None, alias="loadBalancerName")
     target_type: Literal["instance", "ip"] | None = Field(default=None, alias="targetType")
+    ssl_redirect_port: str | None = Field(default=None, alias="sslRedirectPort")
+    listeners: tuple[_Listener, ...] = ()
+
+    @property
+    def ssl_redirect(self) -> int | None:
+        """sslRedirectPort as a port (parse_params refused anything else)."""
+        return int(self.ssl_redirect_port) if self.ssl_redirect_port else None
+
+    def listener_attributes(self, protocol: str, port: int) -> dict[str, str] | None:
+        """The attributes `listeners[]` gives the listener on `port` (None: not listed)."""
+        for listener in self.listeners:
+            if listener.protocol == protocol and listener.port == port:
+                return {kv.key: kv.value for kv in listener.listener_attributes}
+        return None
 
     @property
     def group_name(self) -> str | None:
@@ -129,6 +149,14 @@ def parse_params(obj: Obj) -> ClassParams:
                        validators.prefix_lists))
     if params.subnets is not None and params.subnets.ids:
         checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))
+    if params.ssl_redirect_port:
+        checks.append(("sslRedirectPort", params.ssl_redirect_port, _ssl_redirect_port))
+    seen: set[tuple[str, int]] = set()
+    for listener in params.listeners:
+        if (listener.protocol, listener.port) in seen:
+            raise ClassError(f"IngressClassParams {name}: spec.listeners: "
+                             f"{listener.protocol}-{listener.port} is listed twice")
+        seen.add((listener.protocol, listener.port))
     for field_name, raw, check in checks:
         try:
             check(f"spec.{field_name}", raw)
@@ -209,3 +237,9 @@ def _params_of(cls: Obj, ing: Obj, caches: Caches) -> ClassParams | None:
             raise ClassError(f"namespace {namespace} is not selected by the namespaceSelector "
                              f"of IngressClassParams {params.name}")
     return params
+
+
+def _ssl_redirect_port(key: str, raw: str) -> int:
+    # Upstream parses it with strconv.ParseInt and, when that fails, redirects nothing without
+    # a word; here it is refused instead.
+    return parse_int(key, raw, minimum=1, maximum=65535)

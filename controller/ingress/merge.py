@@ -86,6 +86,10 @@ def apply_params(ann: IngressAnnotations, params: ClassParams | None) -> Ingress
     if params.load_balancer_attributes:
         update["load_balancer_attributes"] = {**(ann.load_balancer_attributes or {}),
                                               **params.attribute_map()}
+    if params.ssl_redirect is not None:
+        # Upstream: a member whose class params set sslRedirectPort redirects to it, its own
+        # ssl-redirect annotation aside; the group's members must then agree.
+        update["ssl_redirect"] = params.ssl_redirect
     if params.certificate_arn:
         update["certificate_arns"] = tuple(params.certificate_arn)
     if params.tags:

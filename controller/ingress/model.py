@@ -32,6 +32,7 @@ from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends, jwt_action, secured
 from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, Member, is_explicit, stack_labels
+from controller.ingress.listenersettings import listener_settings
 from controller.ingress.merge import (
     BuildError,
     LoadBalancerConfig,
@@ -77,7 +78,7 @@ from controller.networking.frontend import (
     unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
-from controller.settings import ClusterScope, StackDefaults
+from controller.settings import ClusterScope, StackDefaults, enhanced_default_behavior
 from runtime.featuregates import FeatureGates
 from runtime.objects import Obj, meta
 
@@ -198,6 +199,10 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
 
+    per_listener = listener_settings(
+        [(m, a, _ports_of(a, m.ingress)) for m, a in parsed], ports,
+        enhanced_defaults=enhanced_default_behavior(settings.gates))
+    warnings.extend(per_listener.warnings)
     if lb.ssl_redirect is not None and ports.get(lb.ssl_redirect) != "HTTPS":
         raise BuildError(f"group {request.key}: ssl-redirect port {lb.ssl_redirect} is not an "
                          "HTTPS listen port")
@@ -242,6 +247,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 load_balancer_arn=lb_ref, port=port, protocol=protocol,
                 certificates=certificates,
                 ssl_policy=lb.ssl_policy if protocol == "HTTPS" else None,
+                mutual_authentication=per_listener.mutual_authentication.get(port),
+                attributes=dict(per_listener.attributes.get(port) or {}),
                 default_actions=defaults, tags=listener_tags))
         except ValueError as exc:
             raise BuildError(f"group {request.key}: listener {port}: {_message(exc)}") from None

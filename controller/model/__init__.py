@@ -26,7 +26,12 @@ from controller.model.base import (
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
 from controller.model.limits import Quotas
-from controller.model.listener import CertificateDiscovery, Listener, ListenerRule
+from controller.model.listener import (
+    CertificateDiscovery,
+    Listener,
+    ListenerRule,
+    MutualAuthentication,
+)
 from controller.model.loadbalancer import (
     LoadBalancer,
     SubnetDiscovery,
@@ -113,6 +118,7 @@ __all__ = [
     "Listener",
     "ListenerRule",
     "LoadBalancer",
+    "MutualAuthentication",
     "NetworkingIngress",
     "NetworkingPeer",
     "NetworkingPort",

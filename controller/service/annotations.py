@@ -20,8 +20,10 @@ from controller.annotations import (
     AnnotationError,
     AnnotationReader,
     annotations_of,
+    note_read,
     parse_bool,
     parse_port,
+    parse_string_map,
     quote,
 )
 from controller.apis import catalogue
@@ -44,6 +46,7 @@ SSL_PORTS: Final = "aws-load-balancer-ssl-ports"
 SSL_NEGOTIATION_POLICY: Final = "aws-load-balancer-ssl-negotiation-policy"
 BACKEND_PROTOCOL: Final = "aws-load-balancer-backend-protocol"
 ALPN_POLICY: Final = "aws-load-balancer-alpn-policy"
+LISTENER_ATTRIBUTES: Final = "aws-load-balancer-listener-attributes."
 HC_PROTOCOL: Final = "aws-load-balancer-healthcheck-protocol"
 HC_PORT: Final = "aws-load-balancer-healthcheck-port"
 HC_PATH: Final = "aws-load-balancer-healthcheck-path"
@@ -382,6 +385,21 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
 
 
 
+def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """`aws-load-balancer-listener-attributes.<PROTOCOL>-<port>` keys, by `<PROTOCOL>-<port>`
+    (upstream reads the one naming each listener; values are `key=value` lists, as
+    ModifyListenerAttributes takes them)."""
+    start = PREFIX + LISTENER_ATTRIBUTES
+    note_read(start + "*")
+    found: dict[str, dict[str, str]] = {}
+    for key, value in sorted(annotations_of(service).items()):
+        if isinstance(key, str) and key.startswith(start) and len(key) > len(start):
+            if not isinstance(value, str):
+                raise AnnotationError(key, None, f"is not a string (got {type(value).__name__})")
+            found[key[len(start):]] = parse_string_map(key, value)
+    return found
+
+
 def parse_service_config(service: Mapping[str, Any], *,
                          defaults: StackDefaults) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
@@ -431,6 +449,7 @@ __all__ = [
     "ServiceLBConfig",
     "admission_warnings",
     "annotation_findings",
+    "parse_listener_attributes",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",

@@ -52,7 +52,7 @@ from controller.model import (
     service_security_group_name,
     service_target_group_name,
 )
-from controller.model.listener import ListenerProtocol
+from controller.model.listener import AlpnPolicy, ListenerProtocol
 from controller.model.stack import InvalidStack, describe_validation_error
 from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressType
 from controller.networking.frontend import (
@@ -66,13 +66,15 @@ from controller.networking.frontend import (
 )
 from controller.networking.settings import BackendSettings
 from controller.service.annotations import (
+    LISTENER_ATTRIBUTES,
     PREFIX,
     SOURCE_RANGES,
     ServiceLBConfig,
+    parse_listener_attributes,
     parse_service_config,
     qualifies,
 )
-from controller.settings import ClusterScope, StackDefaults
+from controller.settings import ClusterScope, StackDefaults, enhanced_default_behavior
 from runtime.featuregates import FeatureGates
 
 # Bump when the same inputs would build a different stack: every stored checkpoint of a
@@ -160,12 +162,14 @@ class _Builder:
         self.uid = str(meta.get("uid") or "")
         self.spec: Mapping[str, Any] = service.get("spec") or {}
         self.config = config
+        self.listener_attributes = parse_listener_attributes(service)
         self.settings = settings
         self.stack_id = f"{self.namespace}/{self.name}"
         self.builder = StackBuilder(self.stack_id, kind="service", context=settings.context)
 
     def build(self) -> Stack:
         ports = self._ports()
+        self._check_listener_attributes(ports)
         cfg = self.config
         self.groups = self._security_groups()
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
@@ -294,6 +298,21 @@ class _Builder:
             return "UDP"
         return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
 
+    def _check_listener_attributes(self, ports: list[_Port]) -> None:
+        # Upstream skips a key naming no listener without a word; here it is one message.
+        names = {f"{self._listener_protocol(p)}-{p.port}" for p in ports}
+        for name in sorted(set(self.listener_attributes) - names):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{LISTENER_ATTRIBUTES}{name} "
+                f"names no listener of it (its listeners: {', '.join(sorted(names))})")
+
+    def _alpn_policy(self) -> AlpnPolicy | None:
+        # With EnhancedDefaultBehavior a TLS listener without the annotation gets "None", so
+        # removing it takes the policy off the listener (upstream's isRemoveALPN).
+        if self.config.alpn_policy is None and enhanced_default_behavior(self.settings.gates):
+            return "None"
+        return self.config.alpn_policy
+
     def _add_port(self, port: _Port, lb: Ref) -> None:
         cfg = self.config
         listener_protocol = self._listener_protocol(port)
@@ -320,7 +339,9 @@ class _Builder:
             load_balancer_arn=lb, port=port.port, protocol=listener_protocol,
             certificates=cfg.ssl_certificates if tls else (),
             ssl_policy=cfg.ssl_policy if tls else None,
-            alpn_policy=cfg.alpn_policy if tls else None,
+            alpn_policy=self._alpn_policy() if tls else None,
+            attributes=dict(self.listener_attributes.get(f"{listener_protocol}-{port.port}")
+                            or {}),
             default_actions=[ForwardAction(target_groups=[
                 WeightedTargetGroup(target_group_arn=tg_ref)])],
             tags=dict(cfg.tags)))

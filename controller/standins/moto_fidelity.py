@@ -115,6 +115,9 @@ def apply() -> None:
     _private_link_inbound_rules()
     _paged_target_groups()
     _jwt_validation_actions()
+    from controller.standins import moto_listeners
+
+    moto_listeners.apply()
     _applied = True
 
 

@@ -206,7 +206,10 @@ class AwsInspector:
                 rules = [r for r in (await call("DescribeRules",
                                                 ListenerArn=li["ListenerArn"]))["Rules"]
                          if not r.get("IsDefault")]
+                listener_attrs = (await call("DescribeListenerAttributes",
+                                             ListenerArn=li["ListenerArn"]))["Attributes"]
                 listeners.append({"listener": li, "certificates": certs["Certificates"],
+                                  "attributes": listener_attrs,
                                   "rules": sorted(rules, key=lambda r: int(r["Priority"]))})
             attrs = (await call("DescribeLoadBalancerAttributes", LoadBalancerArn=arn)
                      )["Attributes"]

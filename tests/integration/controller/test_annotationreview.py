@@ -97,10 +97,9 @@ async def test_an_ingress_asking_for_a_web_acl_is_refused_before_any_aws_call(
 
     # A key aiolbc does not act on: admitted with a warning kubectl prints, the same Warning
     # Event, and the load balancer built without it.
-    said = ("annotation alb.ingress.kubernetes.io/listener-attributes.HTTP-80 is not acted on "
-            "(aiolbc does not support listener attributes); it is ignored")
-    plain = objects.ingress("plain", {"listener-attributes.HTTP-80":
-                                      "routing.http.response.server.enabled=false"},
+    said = ("annotation alb.ingress.kubernetes.io/ipam-ipv4-pool-id is not acted on "
+            "(aiolbc does not support IPAM IPv4 pools); it is ignored")
+    plain = objects.ingress("plain", {"ipam-ipv4-pool-id": "ipam-pool-0123"},
                             paths=[objects.ingress_path("/", "web")])
     result = await apply(hooks, plain)
     assert result.returncode == 0, result.stderr

@@ -62,6 +62,8 @@ INGRESS: Final = {
         {"serviceName": "web", "servicePort": 80}]}}),
     "conditions.web": json.dumps([{"field": "source-ip",
                                    "sourceIpConfig": {"values": ["10.0.0.0/8"]}}]),
+    "mutual-authentication": '[{"port": 443, "mode": "passthrough"}]',
+    "listener-attributes.HTTPS-443": "routing.http.response.server.enabled=false",
 }
 INGRESS_JWT: Final = {**INGRESS, "auth-type": "none", "jwt-validation": JWT}
 SERVICE: Final = {
@@ -84,6 +86,7 @@ SERVICE: Final = {
     "aws-load-balancer-additional-resource-tags": "team=web",
     "aws-load-balancer-proxy-protocol": "*",
     "aws-load-balancer-multi-cluster-target-group": "true",
+    "aws-load-balancer-listener-attributes.TLS-443": "tcp.idle_timeout.seconds=60",
     "aws-load-balancer-access-log-enabled": "true",
     "aws-load-balancer-access-log-s3-bucket-name": "logs",
     "aws-load-balancer-access-log-s3-bucket-prefix": "web",

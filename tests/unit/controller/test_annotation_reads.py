@@ -83,7 +83,7 @@ def test_an_nlb_service_reads_exactly_the_acted_on_keys() -> None:
 
 def test_the_rich_objects_carry_every_acted_on_key() -> None:
     """The objects above are what makes the tests above mean anything."""
-    assert {INGRESS_PREFIX + k.replace(".web", ".*")
+    assert {INGRESS_PREFIX + k.replace(".web", ".*").replace(".HTTPS-443", ".*")
             for k in {**INGRESS, **INGRESS_GROUP, **INGRESS_JWT}} == INGRESS_ANNOTATION_KEYS
-    assert {SERVICE_PREFIX + k for k in {**SERVICE, **SERVICE_INTERNAL}} \
-        == SERVICE_ANNOTATION_KEYS
+    assert {SERVICE_PREFIX + k.replace(".TLS-443", ".*")
+            for k in {**SERVICE, **SERVICE_INTERNAL}} == SERVICE_ANNOTATION_KEYS

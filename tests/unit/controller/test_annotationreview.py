@@ -83,10 +83,12 @@ def test_every_key_on_an_nlb_service_is_acted_on_or_reported(key: str, value: st
             told = [f.message for f in annotation_findings(svc)]
         except InvalidInput as exc:
             told = _said(str(exc))
-    assert key in reads or _names([" ".join(_said(t)) for t in told], key), (key, told)
+    assert key in reads or _family_read(key, reads, S) \
+        or _names([" ".join(_said(t)) for t in told], key), (key, told)
     # Admission (the Service mutator) tells the same.
-    assert key in reads or _names([" ".join(_said(t)) for t in admission_warnings(
-        svc, load_balancer_class="service.k8s.aws/nlb")], key)
+    assert key in reads or _family_read(key, reads, S) or _names(
+        [" ".join(_said(t)) for t in admission_warnings(
+            svc, load_balancer_class="service.k8s.aws/nlb")], key)
 
 
 @settings(max_examples=300, deadline=None)
@@ -123,9 +125,9 @@ def test_every_key_on_a_backend_service_is_acted_on_or_reported(key: str, value:
     assert key in read_there or _names([" ".join(_said(t)) for t in told], key), (key, told)
 
 
-def _family_read(key: str, reads: set[str]) -> bool:
-    stem = key.removeprefix(A).split(".", 1)[0]
-    return "." in key.removeprefix(A) and A + stem + ".*" in reads
+def _family_read(key: str, reads: set[str], prefix: str = A) -> bool:
+    stem = key.removeprefix(prefix).split(".", 1)[0]
+    return "." in key.removeprefix(prefix) and prefix + stem + ".*" in reads
 
 
 def test_the_upstream_list_is_what_the_property_tests_draw_from() -> None:
@@ -151,18 +153,20 @@ def test_a_narrowing_key_aiolbc_cannot_honour_refuses_the_ingress() -> None:
 
 def test_every_narrowing_key_not_acted_on_refuses() -> None:
     for suffix, value in (("wafv2-acl-name", "shop"), ("waf-acl-id", "abc"),
-                          ("web-acl-id", "abc"), ("shield-advanced-protection", "true"),
-                          ("mutual-authentication", '[{"port": 443, "mode": "verify"}]')):
+                          ("web-acl-id", "abc"), ("shield-advanced-protection", "true")):
         with pytest.raises(UnsupportedAnnotation, match=f"{A}{suffix} asks for"):
             check({A + suffix: value}, where="ingress")
+    # Mutual TLS is acted on: neither refused nor reported.
+    assert check({A + "mutual-authentication": '[{"port": 443, "mode": "verify", '
+                  '"trustStore": "ts"}]'}, where="ingress") == ()
 
 
 def test_a_key_not_acted_on_is_a_warning_naming_it() -> None:
-    [finding] = review({A + "listener-attributes.HTTP-80": "x=y"}, where="ingress")
+    [finding] = review({A + "ipam-ipv4-pool-id": "ipam-pool-0123"}, where="ingress")
     assert finding == Finding(
-        A + "listener-attributes.HTTP-80", UNSUPPORTED,
-        "annotation alb.ingress.kubernetes.io/listener-attributes.HTTP-80 is not acted on "
-        "(aiolbc does not support listener attributes); it is ignored")
+        A + "ipam-ipv4-pool-id", UNSUPPORTED,
+        "annotation alb.ingress.kubernetes.io/ipam-ipv4-pool-id is not acted on "
+        "(aiolbc does not support IPAM IPv4 pools); it is ignored")
     [finding] = review({S + "aws-load-balancer-enable-tcp-udp-listener": "true"},
                        where="service")
     assert "aiolbc always merges TCP and UDP" in finding.message

@@ -89,8 +89,8 @@ def test_the_tables_name_every_key_and_say_what_happens() -> None:
     assert service.count("\n| `") == 49 + len(RETIRED_KEYS)
     assert ("| `alb.ingress.kubernetes.io/wafv2-acl-arn` | refused (a Warning for `none` or "
             "empty) |") in ingress
-    assert "| `alb.ingress.kubernetes.io/listener-attributes.<protocol>-<port>` | Warning |" \
-        in ingress
+    assert ("| `alb.ingress.kubernetes.io/listener-attributes.<protocol>-<port>` | acted on |"
+            in ingress)
     assert "| `service.beta.kubernetes.io/load-balancer-source-ranges` | acted on | yes |" \
         in service
     assert ("| `service.beta.kubernetes.io/aws-load-balancer-source-ranges` | refused: not "

@@ -12,6 +12,7 @@ a difference AWS (moto) shows, from a base that converges on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -137,6 +138,9 @@ def service_cases() -> list[Case]:
                 "deregistration_delay.timeout_seconds=30", name="s-tg-attributes"),
         service("aws-load-balancer-target-node-labels", "pool=a", target_type="instance"),
         service("aws-load-balancer-attributes", "load_balancing.cross_zone.enabled=true"),
+        dataclasses.replace(service("aws-load-balancer-listener-attributes.TCP-80",
+                                    "tcp.idle_timeout.seconds=120", name="s-listener-attributes"),
+                            covers=(SVC + "aws-load-balancer-listener-attributes.*",)),
         service("aws-load-balancer-additional-resource-tags", "team=x", name="s-tags"),
         service("aws-load-balancer-proxy-protocol", "*"),
         service("aws-load-balancer-multi-cluster-target-group", "true", name="s-multi-cluster"),
@@ -285,6 +289,12 @@ def ingress_cases() -> list[Case]:
                 name="i-lb-attributes"),
         ingress("ssl-redirect", "443", HTTP_AND_HTTPS),
         ingress("ssl-policy", POLICY, HTTPS),
+        ingress("mutual-authentication", '[{"port": 443, "mode": "passthrough"}]', HTTPS,
+                name="i-mutual-auth"),
+        dataclasses.replace(ingress("listener-attributes.HTTPS-443",
+                                    "routing.http.response.server.enabled=false", HTTPS,
+                                    name="i-listener-attributes"),
+                            covers=(ALB + "listener-attributes.*",)),
         ingress("listen-ports", '[{"HTTP": 8080}]'),
         ingress("certificate-arn", "{cert2}", HTTPS),
         ingress("tags", "team=x"),
@@ -364,6 +374,10 @@ def params_cases() -> list[Case]:
                observe=stacks("default/{name}", "p-group-enforced")),
         params("scheme", "internet-facing"),
         params("sslPolicy", POLICY, annotations=HTTPS),
+        params("sslRedirectPort", "443", annotations=HTTP_AND_HTTPS),
+        params("listeners", [{"protocol": "HTTPS", "port": 443, "listenerAttributes": [
+            {"key": "routing.http.response.server.enabled", "value": "false"}]}],
+            annotations=HTTPS),
         params("subnets", {"ids": "{public_subnet_list}"}),
         params("ipAddressType", "dualstack"),
         params("tags", [{"key": "team", "value": "x"}]),
@@ -612,6 +626,4 @@ NON_MODEL_FLAGS: dict[str, str] = {
                                           "target is registered the same either way",
     "--enable-service-mutator-webhook": "what new Services are given at admission; a Service "
                                         "with a class deploys the same either way",
-    "--feature-gates": "every gate is pinned to what aiolbc does today, so no value changes "
-                       "what is deployed; a gate that comes to shape a model gets a flag case",
 }

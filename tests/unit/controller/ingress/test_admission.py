@@ -74,6 +74,9 @@ def established(ing: Obj) -> Obj:
     {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
     {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"},
     {A + "inbound-cidr": "10.0.0.0/8"},
+    {A + "mutual-authentication": '[{"port": 443, "mode": "verify"}]'},
+    {A + "mutual-authentication": "[]"},
+    {A + "listener-attributes.HTTP-80": "no-equals-sign"},
 ])
 def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
     bad = ingress("web", annotations=annotations)
@@ -93,11 +96,11 @@ def test_group_names_follow_the_reconcilers_rule(name: str) -> None:
 
 
 def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
-    own = ("annotation alb.ingress.kubernetes.io/listener-attributes.HTTP-80 is not acted on "
-           "(aiolbc does not support listener attributes); it is ignored")
+    own = ("annotation alb.ingress.kubernetes.io/ipam-ipv4-pool-id is not acted on "
+           "(aiolbc does not support IPAM IPv4 pools); it is ignored")
     backend = ("backend Service default/web: annotation alb.ingress.kubernetes.io/scheme is "
                "read on the Ingress, not on a backend Service; it is ignored here")
-    ing = ingress("web", annotations={A + "listener-attributes.HTTP-80": "a=b"})
+    ing = ingress("web", annotations={A + "ipam-ipv4-pool-id": "ipam-pool-0123"})
     c = caches(ingress_class(), backend_service("web", {"scheme": "internal"}))
     assert admit(ing, None, c, SETTINGS) == [own, backend]
     built = build_group(loader(caches(ingress_class(), backend_service(
@@ -107,7 +110,7 @@ def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
     assert admit(ing, None, caches(ingress_class()), SETTINGS) == [
         "Ingress default/web: backend Service default/web not found", own]
     # Not ours: not a word.
-    other = ingress("web", annotations={A + "listener-attributes.HTTP-80": "a=b"},
+    other = ingress("web", annotations={A + "ipam-ipv4-pool-id": "ipam-pool-0123"},
                     class_name="nginx")
     assert admit(other, None, c, SETTINGS) == []
 
