@@ -136,23 +136,20 @@ def test_the_upstream_list_is_what_the_property_tests_draw_from() -> None:
 # ---- what each kind of key gets ----------------------------------------------------------------
 
 def test_a_narrowing_key_aiolbc_cannot_honour_refuses_the_ingress() -> None:
-    arn = "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/shop/0a1b"
-    c, _ = ingress_world({"wafv2-acl-arn": arn})
+    c, _ = ingress_world({"jwt-validation": '{"issuer": "x"}'})
     with pytest.raises(BuildError) as caught:
         build(c)
     assert str(caught.value) == (
-        "Ingress default/shop: annotation alb.ingress.kubernetes.io/wafv2-acl-arn asks for "
-        "WAFv2 web ACL association, which aiolbc does not support; it would narrow who can "
+        "Ingress default/shop: annotation alb.ingress.kubernetes.io/jwt-validation asks for "
+        "JWT validation, which aiolbc does not support; it would narrow who can "
         "reach the load balancer, so nothing is deployed for this Ingress until it is removed")
-    # The same key asking for nothing ("none" disassociates upstream) is only reported.
-    c, _ = ingress_world({"wafv2-acl-arn": "none", "shield-advanced-protection": "false"})
-    assert [f.reason for f in build(c).findings["default/shop"]] == [UNSUPPORTED] * 2
+    # A key asking for nothing (mutual TLS off on every port) is only reported.
+    c, _ = ingress_world({"mutual-authentication": '[{"port": 443, "mode": "off"}]'})
+    assert [f.reason for f in build(c).findings["default/shop"]] == [UNSUPPORTED]
 
 
 def test_every_narrowing_key_not_acted_on_refuses() -> None:
-    for suffix, value in (("wafv2-acl-name", "shop"), ("waf-acl-id", "abc"),
-                          ("web-acl-id", "abc"), ("shield-advanced-protection", "true"),
-                          ("jwt-validation", '{"issuer": "x"}'),
+    for suffix, value in (("jwt-validation", '{"issuer": "x"}'),
                           ("mutual-authentication", '[{"port": 443, "mode": "verify"}]')):
         with pytest.raises(UnsupportedAnnotation, match=f"{A}{suffix} asks for"):
             check({A + suffix: value}, where="ingress")

@@ -59,7 +59,8 @@ def established(ing: Obj) -> Obj:
     {A + "healthcheck-interval-seconds": "1"},
     {A + "auth-type": "cognito"},
     {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
-    {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"},
+    {A + "jwt-validation": '{"issuer": "x"}'},
+    {A + "wafv2-acl-arn": "arn:aws:wafv2:us-east-1:123456789012:global/webacl/a/b"},
     {A + "inbound-cidr": "10.0.0.0/8"},
 ])
 def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
@@ -100,9 +101,9 @@ def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
 
 
 def test_a_refused_key_leaves_a_newcomer_out_and_holds_the_group_of_an_established_one() -> None:
-    waf = {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"}
-    refused = ("annotation alb.ingress.kubernetes.io/wafv2-acl-arn asks for WAFv2 web ACL "
-               "association, which aiolbc does not support")
+    waf = {A + "jwt-validation": '{"issuer": "x"}'}
+    refused = ("annotation alb.ingress.kubernetes.io/jwt-validation asks for JWT validation, "
+               "which aiolbc does not support")
     first = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a")]))
     newcomer = ingress("b", annotations={**GROUP, **waf}, paths=[ingress_path("/b")])
     c = caches(ingress_class(), backend_service("web"), first, newcomer)
