@@ -1,5 +1,6 @@
-"""Where moto's ELBv2 model answers differently from AWS's documented API in a way the controller
-meets, the stand-in follows AWS. Applied once to the in-process moto server by `MotoStandIn`.
+"""Where moto's ELBv2, WAFv2 or Shield model answers differently from AWS's documented API in
+a way the controller meets, the stand-in follows AWS. Applied once to the in-process moto
+server by `MotoStandIn`.
 
 - `ModifyListener` (AWS API reference): `Protocol` may be HTTP, HTTPS, TCP, TLS, UDP, TCP_UDP or
   GENEVE; `Certificates` apply to HTTPS and TLS listeners; `AlpnPolicy` applies to TLS
@@ -29,6 +30,11 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
   400, 400 when not given) and a `NextMarker` while more follow, the next page starting after
   the `Marker` given. moto answers every target group in one page whatever is asked, so a
   region listing would look cheaper here than against AWS.
+- WAFv2 `AssociateWebACL` (WAFv2 API reference): a resource has at most one web ACL; associating
+  another replaces it. moto adds the resource to the new web ACL and leaves it in the old one,
+  whose association `GetWebACLForResource` keeps answering.
+- Shield `GetSubscriptionState` (Shield API reference): `ACTIVE` or `INACTIVE`. moto has no such
+  operation; here it answers from moto's subscription (`CreateSubscription`).
 """
 
 from __future__ import annotations
@@ -107,6 +113,8 @@ def apply() -> None:
     _descriptions_of_existing_rules()
     _private_link_inbound_rules()
     _paged_target_groups()
+    _one_web_acl_per_resource()
+    _shield_subscription_state()
     _applied = True
 
 
@@ -245,3 +253,29 @@ def _paged_target_groups() -> None:
                              "NextMarker": page[-1].arn if more and page else None})
 
     ELBV2Response.describe_target_groups = describe_target_groups  # type: ignore[method-assign]
+
+
+def _one_web_acl_per_resource() -> None:
+    from moto.wafv2.models import WAFV2Backend
+
+    original = WAFV2Backend.associate_web_acl
+
+    def associate_web_acl(self: Any, web_acl_arn: str, resource_arn: str) -> None:
+        original(self, web_acl_arn, resource_arn)
+        for arn, web_acl in self.wacls.items():
+            if arn != web_acl_arn and resource_arn in web_acl.associated_resources:
+                web_acl.associated_resources.remove(resource_arn)
+
+    WAFV2Backend.associate_web_acl = associate_web_acl  # type: ignore[method-assign]
+
+
+def _shield_subscription_state() -> None:
+    import json
+
+    from moto.shield.responses import ShieldResponse
+
+    def get_subscription_state(self: Any) -> str:
+        active = self.shield_backend.subscription is not None
+        return json.dumps({"SubscriptionState": "ACTIVE" if active else "INACTIVE"})
+
+    ShieldResponse.get_subscription_state = get_subscription_state  # type: ignore[attr-defined]

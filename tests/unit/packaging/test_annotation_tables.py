@@ -87,8 +87,9 @@ def test_the_tables_name_every_key_and_say_what_happens() -> None:
     ingress, service = render("ingress"), render("service")
     assert ingress.count("\n| `") == 73
     assert service.count("\n| `") == 49 + len(RETIRED_KEYS)
-    assert ("| `alb.ingress.kubernetes.io/wafv2-acl-arn` | refused (a Warning for `none` or "
-            "empty) |") in ingress
+    assert ("| `alb.ingress.kubernetes.io/mutual-authentication` | refused (a Warning for mode "
+            "`off` on every port) |") in ingress
+    assert "| `alb.ingress.kubernetes.io/wafv2-acl-arn` | acted on |" in ingress
     assert "| `alb.ingress.kubernetes.io/listener-attributes.<protocol>-<port>` | Warning |" \
         in ingress
     assert "| `service.beta.kubernetes.io/load-balancer-source-ranges` | acted on | yes |" \

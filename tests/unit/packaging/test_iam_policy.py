@@ -46,9 +46,15 @@ IAM_PREFIX = {
 }
 
 # Actions AWS authorizes on the caller's behalf without a call of that name:
-# the first CreateLoadBalancer in an account creates the ELB service-linked role.
+# the first CreateLoadBalancer in an account creates the ELB service-linked role; associating
+# a web ACL with (or removing it from) an ALB needs elasticloadbalancing:SetWebAcl on it.
+_SET_WEB_ACL = {"elasticloadbalancing:SetWebAcl"}
 IMPLIED_BY = {
     "elasticloadbalancing:CreateLoadBalancer": {"iam:CreateServiceLinkedRole"},
+    "wafv2:AssociateWebACL": _SET_WEB_ACL,
+    "wafv2:DisassociateWebACL": _SET_WEB_ACL,
+    "waf-regional:AssociateWebACL": _SET_WEB_ACL,
+    "waf-regional:DisassociateWebACL": _SET_WEB_ACL,
 }
 
 _OPERATION = re.compile(r"[A-Z][A-Za-z0-9]+")
