@@ -35,7 +35,7 @@ async def the_lb(c: Cluster) -> str:
     async def one() -> str | None:
         lbs = await c.aws.load_balancers()
         return str(lbs[0]["LoadBalancerArn"]) if len(lbs) == 1 else None
-    return await eventually(one)
+    return str(await eventually(one))
 
 
 async def deployed(c: Cluster, name: str = "shop") -> None:
