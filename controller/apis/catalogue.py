@@ -32,19 +32,7 @@ Backend = Literal["acted", "ignored"] | None
 NLB_PREFIX: Final = SERVICE_ANNOTATION_PREFIX + "aws-load-balancer-"
 SOURCE_RANGES_KEY: Final = SERVICE_ANNOTATION_PREFIX + "load-balancer-source-ranges"
 
-# Go's strconv.ParseBool false values: `shield-advanced-protection: "false"` asks for nothing.
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-# Upstream's "no web ACL" values (`none` disassociates; an empty ID is skipped).
-_NO_ACL = frozenset({"", "none"})
 _MAX_INERT_JSON = 64 * 1024
-
-
-def _no_acl(value: str) -> bool:
-    return value in _NO_ACL
-
-
-def _shield_off(value: str) -> bool:
-    return value in _GO_FALSE
 
 
 def _mutual_tls_off(value: str) -> bool:
@@ -78,8 +66,6 @@ class Inert:
         return self.test(value)
 
 
-_NO_ACL_VALUES = Inert(_no_acl, "`none` or empty")
-_SHIELD_OFF = Inert(_shield_off, "false")
 _MUTUAL_TLS_OFF = Inert(_mutual_tls_off, "mode `off` on every port")
 
 
