@@ -12,6 +12,7 @@ from controller.standins import AWSFaultProxy
 from runtime.resources import INGRESSES
 from tests.support.cluster import Cluster
 from tests.support.settings import ingress_settings
+from tests.support.tenancy import Tenancy
 from tests.support.waiting import eventually
 
 A = "alb.ingress.kubernetes.io/"
@@ -187,3 +188,40 @@ async def _has(messages: Any, text: str) -> bool:
 
 async def _now(value: bool) -> bool:
     return value
+
+
+async def test_a_namespace_cannot_strip_another_teams_web_acl(tenancy: Tenancy,
+                                                              attacker: Cluster) -> None:
+    """The attacker names the team's ALB (and then a load balancer made outside the
+    controller) and asks for no web ACL and no protection: nothing of theirs is touched."""
+    t = tenancy
+    arn = await web_acl(t.admin, "shop-acl")
+    await t.aws.call("shield", "CreateSubscription")
+    await t.admin.ingress_class("alb")
+    await t.admin.backend("web", endpoint_ips=["10.0.1.1"])
+    await t.admin.ingress("front", {A + "load-balancer-name": "shop-front",
+                                    A + "wafv2-acl-arn": arn,
+                                    A + "shield-advanced-protection": "true"}, backend="web")
+    await t.start()
+    lb = await the_lb(t.admin)
+    await eventually(lambda: _equals(associated(t.admin, lb), arn))
+    await t.admin.settled()
+    t.proxy.clear_log()
+
+    strip = {A + "wafv2-acl-arn": "none", A + "shield-advanced-protection": "false"}
+    await attacker.backend("web", endpoint_ips=["10.0.2.1"])
+    await attacker.ingress("steal", {A + "load-balancer-name": "shop-front", **strip},
+                           backend="web")
+    await attacker.ingress("join", {A + "group.name": "shop", **strip}, backend="web")
+    await eventually(lambda: _has(warnings_of(attacker, "steal"), "shop-front"))
+    await t.admin.settled()
+    assert await associated(t.admin, lb) == arn
+    protection = await t.aws.call("shield", "DescribeProtection", ResourceArn=lb)
+    assert protection["Protection"]["Name"] == SHIELD_PROTECTION_NAME
+    assert [op for op, _ in t.mutations()
+            if op in ("AssociateWebACL", "DisassociateWebACL", "DeleteProtection")] == []
+    assert await t.admin.stop() == 0
+
+
+async def warnings_of(c: Cluster, name: str) -> list[str]:
+    return [str(e.get("message")) for e in await c.events(name) if e.get("type") == "Warning"]
