@@ -39,6 +39,7 @@ from controller.model import (
     WAFv2Association,
     WebACLByName,
 )
+from controller.model.addons import web_acl_not_found
 from runtime.clock import Clock, RealClock
 
 
@@ -119,12 +120,12 @@ class StackResolver:
             update["subnets"] = subnets
         if lb.wafv2 is not None and isinstance(lb.wafv2.web_acl, WebACLByName):
             update["wafv2"] = WAFv2Association(
-                web_acl=await self._web_acl(lb.name, lb.wafv2.web_acl.name, calls))
+                web_acl=await self._web_acl(lb.wafv2.web_acl.name, calls))
         if lb.shield is not None and lb.shield.enabled:
             await self._shield_subscribed(lb.name, calls)
         return lb.model_copy(update=update) if update else lb
 
-    async def _web_acl(self, lb_name: str, name: str, calls: Caller) -> str:
+    async def _web_acl(self, name: str, calls: Caller) -> str:
         """A WAFv2 web ACL name (upstream's `wafv2-acl-name`) → its ARN: one that does not
         resolve stops the stack before anything is created or changed (fail closed)."""
         key = ("wafv2-web-acl", name)
@@ -133,8 +134,8 @@ class StackResolver:
             return str(cached)
         arn = await addonreads.wafv2_web_acl_named(calls, name)
         if not arn:
-            raise ResolveError(f"load balancer {lb_name}: no REGIONAL WAFv2 web ACL is named "
-                               f"{name!r} in this account and region")
+            # The text admission denies the same name with.
+            raise ResolveError(web_acl_not_found(name))
         self._store(key, arn)
         return arn
 

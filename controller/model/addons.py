@@ -44,6 +44,12 @@ def waf_id_problem(value: str) -> str | None:
     return None
 
 
+def web_acl_not_found(name: str) -> str:
+    """What the resolve stage (an Event) and admission (a denial) say of a name no regional
+    WAFv2 web ACL has."""
+    return f"no REGIONAL WAFv2 web ACL is named {name!r} in this account and region"
+
+
 class WebACLByName(Model):
     """Placeholder for the resolve stage: the REGIONAL WAFv2 web ACL of this name
     (wafv2 ListWebACLs), as upstream's name lookup."""
@@ -112,4 +118,5 @@ __all__ = [
     "waf_id_problem",
     "wafv2_arn_problem",
     "wafv2_name_problem",
+    "web_acl_not_found",
 ]
