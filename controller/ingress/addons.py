@@ -5,6 +5,9 @@ group with upstream's rules (v3.5.0 `pkg/ingress/model_build_load_balancer_addon
 - WAFv2: a web ACL *name* (IngressClassParams `wafv2AclName` over the member's
   `wafv2-acl-name`; an empty one is not set) wins over every ARN; else an ARN
   (`wafv2AclArn` over `wafv2-acl-arn`; the annotation counts when present, even empty).
+  Beyond upstream, class parameters are never overridden by an annotation: a member whose
+  class gives `wafv2AclArn` has its own `wafv2-acl-name` ignored, and a `wafv2-acl-name`
+  annotation in the group beside a class's ARN is a conflict (upstream lets the name win).
   `none` and an empty ARN ask for no web ACL: the association is removed.
 - WAF Classic: `waf-acl-id`, else the deprecated `web-acl-id`; empty is not set; `none`
   removes the association.
@@ -112,6 +115,8 @@ def _read(member: Member, names: list[_Given], arns: list[_Given], ids: list[_Gi
     ann_arn = reader.get_str("wafv2-acl-arn")
     if params is not None and params.wafv2_acl_name:
         names.append(_Given(params.wafv2_acl_name, member.key, where_params + "wafv2AclName"))
+    elif params is not None and params.wafv2_acl_arn:
+        pass  # the administrator's ARN: the member's own name may not override it
     elif ann_name:
         names.append(_Given(_checked(WAFV2_NAME, ann_name, wafv2_name_problem(ann_name)),
                             member.key, WAFV2_NAME))
@@ -145,6 +150,15 @@ def build_addons(members: Sequence[Member], settings: AddonSettings) -> Addons:
         except AnnotationError as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
 
+    enforced = [a for a in arns if not a.where.startswith(PREFIX)]
+    annotated = [n for n in names if n.where.startswith(PREFIX)]
+    if annotated and enforced:
+        # Upstream's names-over-ARNs rule would let one member's name replace the web ACL
+        # another member's class enforces: refused instead.
+        name = annotated[0]
+        raise BuildError(f"the WAFv2 web ACL conflicts within the group: {enforced[0].member} "
+                         f"has {quote(enforced[0].value)} ({enforced[0].where}), "
+                         f"{name.member} has the name {quote(name.value)} ({name.where})")
     wafv2: WAFv2Association | None = None
     if names:
         chosen = _merged(names, "the WAFv2 web ACL name")

@@ -104,12 +104,31 @@ def test_class_parameters_win_over_the_members_annotations() -> None:
     params = class_params("p", {"wafv2AclArn": ARN})
     assert lb_of(built({A + "wafv2-acl-arn": OTHER}, params=params))[0] == (
         WAFv2Association(web_acl=ARN))
-    # A name in the annotations still wins over the parameters' ARN (upstream's order).
-    assert lb_of(built({A + "wafv2-acl-name": "mine"}, params=params))[0] == (
-        WAFv2Association(web_acl=WebACLByName(name="mine")))
+    # Beyond upstream (where a name wins over any ARN): the member's own name does not
+    # override its class's ARN.
+    assert lb_of(built({A + "wafv2-acl-name": "none"}, params=params))[0] == (
+        WAFv2Association(web_acl=ARN))
     named = class_params("p", {"wafv2AclName": "theirs", "wafv2AclArn": ARN})
     assert lb_of(built({A + "wafv2-acl-name": "mine"}, params=named))[0] == (
         WAFv2Association(web_acl=WebACLByName(name="theirs")))
+
+
+def test_a_name_in_the_group_cannot_replace_a_class_enforced_web_acl() -> None:
+    params = class_params("p", {"wafv2AclArn": ARN})
+    enforced = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a")],
+                                   class_name="enforced"))
+    stripper = ingress("b", annotations={**GROUP, A + "wafv2-acl-name": "none"},
+                       paths=[ingress_path("/b")])
+    c = caches(ingress_class(), ingress_class("enforced", params="p"), params,
+               backend_service("web"), enforced, stripper)
+    settled = settle(loader(c).load(SHOP), caches=c, policy="params",
+                     build=lambda g: build_group(g, c, SETTINGS))
+    assert [(key_of(i), why) for i, why in settled.group.excluded] == [(
+        "default/b", f'the WAFv2 web ACL conflicts within the group: default/a has "{ARN}" '
+        "(IngressClassParams p spec.wafv2AclArn), default/b has the name \"none\" "
+        "(alb.ingress.kubernetes.io/wafv2-acl-name)")]
+    assert settled.built is not None
+    assert lb_of(settled.built)[0] == WAFv2Association(web_acl=ARN)
 
 
 def test_values_that_are_not_what_they_name_are_one_error() -> None:
