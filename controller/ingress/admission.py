@@ -140,6 +140,8 @@ def web_acl_names(ing: Obj, caches: Caches, settings: BuilderSettings) -> tuple[
     params = info.params if info is not None else None
     if params is not None and params.wafv2_acl_name:
         name: object = params.wafv2_acl_name
+    elif params is not None and params.wafv2_acl_arn:
+        return ()  # the class's ARN: the member's own name is not read
     else:
         name = annotations_of(ing).get(WAFV2_NAME)
     return (name,) if isinstance(name, str) and name not in ("", NONE) else ()
