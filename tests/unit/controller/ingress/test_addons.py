@@ -158,6 +158,12 @@ def test_a_flag_turned_off_refuses_what_asks_for_the_addon() -> None:
     params = class_params("p", {"wafv2AclName": "theirs"})
     assert "IngressClassParams p spec.wafv2AclName asks for" in error({}, params=params,
                                                                      settings=off)
+    # Admission denies with the same words.
+    ing = ingress("web", annotations={A + "wafv2-acl-arn": ARN})
+    with pytest.raises(InvalidInput) as info:
+        admit(ing, None, caches(ingress_class(), backend_service("web")),
+              dataclasses.replace(SETTINGS, addons=off))
+    assert str(info.value) == error({A + "wafv2-acl-arn": ARN}, settings=off)
 
 
 def test_a_flag_turned_off_reports_what_asks_for_nothing() -> None:
