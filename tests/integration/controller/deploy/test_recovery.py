@@ -159,7 +159,7 @@ async def test_rule_priority_swap_moves_rules_without_rewriting_them(
 
 async def test_a_crash_at_any_addon_call_converges(
         aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
-        aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any) -> None:
+        aws_proxy: AWSFaultProxy, aws_seed: AwsSeed) -> None:
     """The addon calls come last: a crash before or after each converges on the next run, and
     the run after changes nothing."""
     acl = await aws_pool.call(
