@@ -44,8 +44,6 @@ _Addon = TypeVar("_Addon", WAFv2Association, WAFRegionalAssociation, ShieldProte
 NONE: Final = "none"
 WAFV2_ARN: Final = PREFIX + "wafv2-acl-arn"
 WAFV2_NAME: Final = PREFIX + "wafv2-acl-name"
-WAF_ACL_ID: Final = PREFIX + "waf-acl-id"
-WEB_ACL_ID: Final = PREFIX + "web-acl-id"
 SHIELD: Final = PREFIX + "shield-advanced-protection"
 
 
