@@ -120,8 +120,7 @@ def _not_acted_on(key: str, entry: AnnotationKey, value: object, where: Where) -
     if where == "backend" and entry.backend is None:
         return Finding(key, UNSUPPORTED, f"annotation {key} is read on the Ingress, not on a "
                        "backend Service; it is ignored here")
-    inert = entry.inert is not None and isinstance(value, str) and entry.inert(value)
-    if _narrows_here(entry, where) and not inert:
+    if _narrows_here(entry, where):
         return Finding(key, UNSUPPORTED, f"annotation {key} asks for {entry.feature}, which "
                        f"aiolbc does not support; {_held(where)} removed", refused=True)
     why = entry.note or f"aiolbc does not support {entry.feature}"

@@ -12,7 +12,7 @@ parses objects carrying every key and compares the keys read with the acted-on o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -31,33 +31,6 @@ Backend = Literal["acted", "ignored"] | None
 NLB_PREFIX: Final = SERVICE_ANNOTATION_PREFIX + "aws-load-balancer-"
 SOURCE_RANGES_KEY: Final = SERVICE_ANNOTATION_PREFIX + "load-balancer-source-ranges"
 
-# Go's strconv.ParseBool false values: `shield-advanced-protection: "false"` asks for nothing.
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-# Upstream's "no web ACL" values (`none` disassociates; an empty ID is skipped).
-_NO_ACL = frozenset({"", "none"})
-
-
-def _no_acl(value: str) -> bool:
-    return value in _NO_ACL
-
-
-def _shield_off(value: str) -> bool:
-    return value in _GO_FALSE
-
-
-@dataclass(frozen=True, slots=True)
-class Inert:
-    """The values of a narrowing key that ask for nothing (`shown` says which, for the docs)."""
-
-    test: Callable[[str], bool]
-    shown: str
-
-    def __call__(self, value: str) -> bool:
-        return self.test(value)
-
-
-_NO_ACL_VALUES = Inert(_no_acl, "`none` or empty")
-_SHIELD_OFF = Inert(_shield_off, "false")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,10 +44,9 @@ class AnnotationKey:
     acted_on: bool
     # Narrows who can reach the load balancer (WAF, Shield, authentication, mutual TLS,
     # CIDRs, source ranges, security groups, an internal scheme): not acted on, it stops the
-    # object (fail closed) unless `inert` says the value asks for nothing.
+    # object (fail closed).
     narrows: bool = False
     backend: Backend = None
-    inert: Inert | None = None
     placeholder: str = "<name>"
     # Said instead of "aiolbc does not support <feature>" when a plain refusal would mislead.
     note: str = ""
@@ -102,11 +74,11 @@ class AnnotationKey:
 
 
 def _ingress(suffix: str, feature: str, *, acted: bool, narrows: bool = False,
-             backend: Backend = None, inert: Inert | None = None,
+             backend: Backend = None,
              placeholder: str = "<name>", note: str = "") -> AnnotationKey:
     return AnnotationKey(key=INGRESS_ANNOTATION_PREFIX + suffix, kind="ingress",
                          feature=feature, acted_on=acted, narrows=narrows, backend=backend,
-                         inert=inert, placeholder=placeholder, note=note)
+                         placeholder=placeholder, note=note)
 
 
 def _service(suffix: str, feature: str, *, acted: bool, narrows: bool = False,
@@ -135,16 +107,13 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("subnets", "subnets", acted=True),
     _ingress("customer-owned-ipv4-pool", "customer-owned IPv4 pools (Outposts)", acted=False),
     _ingress("load-balancer-attributes", "load balancer attributes", acted=True),
-    _ingress("wafv2-acl-arn", "WAFv2 web ACL association", acted=False, narrows=True,
-             inert=_NO_ACL_VALUES),
-    _ingress("wafv2-acl-name", "WAFv2 web ACL association", acted=False, narrows=True,
-             inert=_NO_ACL_VALUES),
-    _ingress("waf-acl-id", "WAF Classic web ACL association", acted=False, narrows=True,
-             inert=_NO_ACL_VALUES),
-    _ingress("web-acl-id", "WAF Classic web ACL association (deprecated key)", acted=False,
-             narrows=True, inert=_NO_ACL_VALUES),
-    _ingress("shield-advanced-protection", "AWS Shield Advanced protection", acted=False,
-             narrows=True, inert=_SHIELD_OFF),
+    _ingress("wafv2-acl-arn", "WAFv2 web ACL association", acted=True, narrows=True),
+    _ingress("wafv2-acl-name", "WAFv2 web ACL association", acted=True, narrows=True),
+    _ingress("waf-acl-id", "WAF Classic web ACL association", acted=True, narrows=True),
+    _ingress("web-acl-id", "WAF Classic web ACL association (deprecated key)", acted=True,
+             narrows=True),
+    _ingress("shield-advanced-protection", "AWS Shield Advanced protection", acted=True,
+             narrows=True),
     _ingress("security-groups", "security groups", acted=True, narrows=True),
     _ingress("listen-ports", "listeners", acted=True),
     _ingress("ssl-redirect", "listeners", acted=True),
@@ -343,7 +312,6 @@ __all__ = [
     "SERVICE_KEYS",
     "SOURCE_RANGES_KEY",
     "AnnotationKey",
-    "Inert",
     "Kind",
     "entry_for",
     "reviewed",

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from controller.aws import addonreads
 from controller.aws.reader import Desc, DirectReader, Tagged
 from runtime.clock import Clock, RealClock
 from runtime.tokenbucket import TokenBucket
@@ -167,11 +168,15 @@ class ReadCache:
         self.security_groups: LookupCache[Desc | None] = LookupCache(
             bucket=bucket, clock=self._clock, settings=self.settings,
             missing=lambda group: group is None)
+        self.web_acls: LookupCache[str | None] = LookupCache(
+            bucket=bucket, clock=self._clock, settings=self.settings,
+            missing=lambda arn: arn is None)
 
     @property
     def lookups(self) -> int:
         """Misses sent to AWS so far, of every kind."""
-        return self.target_groups.lookups + self.security_groups.lookups
+        return (self.target_groups.lookups + self.security_groups.lookups
+                + self.web_acls.lookups)
 
     async def target_group(self, *, arn: str | None = None, name: str | None = None) -> Tagged:
         """A target group by ARN (or else name) with its tags (DescribeTargetGroups and
@@ -198,3 +203,10 @@ class ReadCache:
 
         return await self.security_groups.get(group_id, lookup)
 
+    async def web_acl_named(self, name: str) -> str | None:
+        """The ARN of the REGIONAL WAFv2 web ACL called `name` (ListWebACLs on a miss), or
+        None. Raises LookupUnavailable."""
+        async def lookup() -> str | None:
+            return await addonreads.wafv2_web_acl_named(self._reader.caller, name)
+
+        return await self.web_acls.get(name, lookup)

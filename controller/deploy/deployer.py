@@ -1,5 +1,7 @@
 """The stack deployer: make AWS equal the model, in the order target groups → load balancer →
-listeners → rules, then delete what the model no longer has (in reverse)."""
+listeners → rules → the load balancer's addons (WAFv2, WAF Classic, Shield), then delete what
+the model no longer has (in reverse). A deleted load balancer takes its web ACL associations
+with it (AWS drops them); nothing else is called for them."""
 
 from __future__ import annotations
 
@@ -43,8 +45,11 @@ from controller.deploy.securitygroups import (
     SecurityGroupSettings,
     StackSecurityGroups,
 )
+from controller.deploy.shield import converge_shield
 from controller.deploy.tags import Tracking
 from controller.deploy.targetgroups import converge_target_group
+from controller.deploy.wafregional import converge_waf_regional
+from controller.deploy.wafv2 import converge_wafv2
 from controller.model import TARGET_GROUP, Stack, StackKind
 from controller.networking.backend import BackendSecurityGroup
 from runtime.clock import Clock, RealClock
@@ -271,6 +276,11 @@ class StackDeployer:
                 state=(lb_desc.get("State") or {}).get("Code", ""))
             listener_arns, rule_arns = await self._listeners(
                 run, lb_arn, current_listeners, tags)
+            # Addons last, as upstream; only on this stack's own load balancer (created or
+            # found by its tags above), never on one we did not create.
+            await converge_wafv2(run, lb_arn, lb_model.wafv2)
+            await converge_waf_regional(run, lb_arn, lb_model.waf_regional)
+            await converge_shield(run, lb_arn, lb_model.shield)
 
         # Delete what the model no longer has, now that nothing of the stack forwards to it:
         # load balancers first, then target groups no binding points at any more.

@@ -10,9 +10,12 @@ Subnets, as upstream:
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
-host. A trust store given by name (mutual TLS) is looked up with DescribeTrustStores. Results
-are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC
-and the cluster come from the stack's context, never from settings of the resolver's own.
+host. A trust store given by name (mutual TLS) is looked up with DescribeTrustStores. A WAFv2
+web ACL given by name becomes its ARN (ListWebACLs, REGIONAL scope, as upstream); Shield Advanced
+protection asked for needs an active subscription. Either failing stops the stack before anything
+is created (fail closed; upstream skips Shield silently). Results are cached for `ttl` seconds; an
+ALB needs subnets in two or more zones. The VPC and the cluster come from the stack's context,
+never from settings of the resolver's own.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.aws import AWSError, Caller
+from controller.aws import AWSError, Caller, addonreads
 from controller.deploy.errors import ResolveError
 from controller.model import (
     CertificateDiscovery,
@@ -34,7 +37,10 @@ from controller.model import (
     StackContext,
     SubnetDiscovery,
     SubnetSelector,
+    WAFv2Association,
+    WebACLByName,
 )
+from controller.model.addons import web_acl_not_found
 from runtime.clock import Clock, RealClock
 
 
@@ -110,9 +116,42 @@ class StackResolver:
             raise ResolveError(
                 f"load balancer {lb.name}: an application load balancer needs subnets in at "
                 f"least two availability zones, got {len(zones)} ({', '.join(sorted(zones))})")
-        if subnets == tuple(lb.subnets):
-            return lb
-        return lb.model_copy(update={"subnets": subnets})
+        update: dict[str, Any] = {}
+        if subnets != tuple(lb.subnets):
+            update["subnets"] = subnets
+        if lb.wafv2 is not None and isinstance(lb.wafv2.web_acl, WebACLByName):
+            update["wafv2"] = WAFv2Association(
+                web_acl=await self._web_acl(lb.wafv2.web_acl.name, calls))
+        if lb.shield is not None and lb.shield.enabled:
+            await self._shield_subscribed(lb.name, calls)
+        return lb.model_copy(update=update) if update else lb
+
+    async def _web_acl(self, name: str, calls: Caller) -> str:
+        """A WAFv2 web ACL name (upstream's `wafv2-acl-name`) → its ARN: one that does not
+        resolve stops the stack before anything is created or changed (fail closed)."""
+        key = ("wafv2-web-acl", name)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        arn = await addonreads.wafv2_web_acl_named(calls, name)
+        if not arn:
+            # The text admission denies the same name with.
+            raise ResolveError(web_acl_not_found(name))
+        self._store(key, arn)
+        return arn
+
+    async def _shield_subscribed(self, lb_name: str, calls: Caller) -> None:
+        """Upstream skips Shield silently without a subscription; asked for, it cannot be
+        honoured then, so the stack stops (fail closed). Only an active one is cached, so a
+        new subscription counts at the next try."""
+        key = ("shield-subscription", "")
+        if self._cached(key):
+            return
+        if not await addonreads.shield_subscribed(calls):
+            raise ResolveError(f"load balancer {lb_name}: Shield Advanced protection is asked "
+                               "for (shield-advanced-protection), but the account has no active "
+                               "Shield Advanced subscription")
+        self._store(key, True)
 
     async def _select(self, tags: Mapping[str, Sequence[str]], ctx: StackContext,
                       calls: Caller) -> dict[str, list[str]]:

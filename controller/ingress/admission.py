@@ -31,6 +31,7 @@ import base64
 from controller.annotationreview import review, summarized
 from controller.annotations import AnnotationError, annotations_of
 from controller.errors import InvalidInput, MissingReference
+from controller.ingress.addons import NONE, WAFV2_NAME
 from controller.ingress.annotations import IngressAnnotations
 from controller.ingress.caches import Caches
 from controller.ingress.classes import ClassError, classify, parse_params
@@ -129,6 +130,24 @@ def _settle(group: Group, caches: Caches, settings: BuilderSettings,
             policy: GroupNamespaces) -> Settled[BuiltGroup]:
     return settle(group, caches=caches, policy=policy,
                   build=lambda g: build_group(g, caches, settings))
+
+
+def web_acl_names(ing: Obj, caches: Caches, settings: BuilderSettings) -> tuple[str, ...]:
+    """The WAFv2 web ACL names the Ingress brings (its class parameters' over its own
+    annotation; `none` and empty name none), for the webhook to look up as the resolve stage
+    will: a name that does not resolve is denied with the reconcile's words. Never raises."""
+    try:
+        info = classify(ing, caches, ingress_class=settings.ingress_class)
+    except InvalidInput:
+        return ()
+    params = info.params if info is not None else None
+    if params is not None and params.wafv2_acl_name:
+        name: object = params.wafv2_acl_name
+    elif params is not None and params.wafv2_acl_arn:
+        return ()  # the class's ARN: the member's own name is not read
+    else:
+        name = annotations_of(ing).get(WAFV2_NAME)
+    return (name,) if isinstance(name, str) and name not in ("", NONE) else ()
 
 
 def admit_params(obj: Obj) -> list[str]:

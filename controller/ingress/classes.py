@@ -34,6 +34,7 @@ from controller.apis import (
 )
 from controller.errors import InvalidInput, MissingReference
 from controller.ingress.caches import Caches
+from controller.model.addons import wafv2_arn_problem, wafv2_name_problem
 from runtime.objects import Obj, annotations_of, dig, labels_of, meta
 
 
@@ -104,6 +105,9 @@ class ClassParams(_Spec):
             if listener.protocol == protocol and listener.port == port:
                 return {kv.key: kv.value for kv in listener.listener_attributes}
         return None
+    # Empty is not set (upstream compares with ""); `none` asks for no web ACL.
+    wafv2_acl_arn: str = Field(default="", alias="wafv2AclArn")
+    wafv2_acl_name: str = Field(default="", alias="wafv2AclName")
 
     @property
     def group_name(self) -> str | None:
@@ -157,6 +161,12 @@ def parse_params(obj: Obj) -> ClassParams:
             raise ClassError(f"IngressClassParams {name}: spec.listeners: "
                              f"{listener.protocol}-{listener.port} is listed twice")
         seen.add((listener.protocol, listener.port))
+    for field_name, raw, problem in (("wafv2AclArn", params.wafv2_acl_arn, wafv2_arn_problem),
+                                     ("wafv2AclName", params.wafv2_acl_name, wafv2_name_problem)):
+        reason = problem(raw) if raw and raw != "none" else None
+        if reason is not None:
+            raise ClassError(f"IngressClassParams {name}: spec.{field_name}: {quote(raw)} "
+                             f"{reason}")
     for field_name, raw, check in checks:
         try:
             check(f"spec.{field_name}", raw)

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from controller.annotationreview import Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
 from controller.defaults import DEFAULT_INGRESS_CLASS
+from controller.ingress.addons import AddonSettings, build_addons
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends, jwt_action, secured
 from controller.ingress.caches import Caches
@@ -103,6 +104,7 @@ class BuilderSettings:
     quotas: Quotas = field(default_factory=Quotas)
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
     gates: FeatureGates = field(default_factory=FeatureGates)
+    addons: AddonSettings = field(default_factory=AddonSettings)
 
     @property
     def context(self) -> StackContext:
@@ -168,6 +170,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         except (AnnotationError, UnsupportedAnnotation) as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
         parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
+    addons = build_addons(group.members, settings.addons)
+    for key, extra in addons.findings.items():
+        findings[key] += extra
     lb = merge_load_balancer(parsed, default_scheme=settings.defaults.scheme,
                              default_ssl_policy=settings.defaults.ssl_policy,
                              default_tags=settings.defaults.tags,
@@ -195,7 +200,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             subnets=lb.subnets if lb.subnets else SubnetDiscovery(
                 role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
             security_groups=groups.security_groups, attributes=dict(lb.attributes),
-            tags=dict(lb.tags)))
+            tags=dict(lb.tags), wafv2=addons.wafv2, waf_regional=addons.waf_regional,
+            shield=addons.shield))
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from controller import flagrules
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_MAX_CONCURRENT_RECONCILES
+from controller.ingress.addons import AddonSettings
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, Workers
@@ -39,6 +40,24 @@ class IngressConfig:
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
         help="how many Ingress groups are reconciled at once")
 
+    # Upstream's addon switches (pkg/config/addons_config.go): off, an Ingress asking for the
+    # addon is refused (upstream ignores it), one asking for none is told it is not acted on.
+    enable_waf: bool = flag(
+        "--enable-waf", default=True, parse=flagvalues.parse_bool,
+        help="act on WAF Classic (regional) web ACL associations of ALBs (waf-acl-id)")
+    enable_wafv2: bool = flag(
+        "--enable-wafv2", default=True, parse=flagvalues.parse_bool,
+        help="act on WAFv2 web ACL associations of ALBs (wafv2-acl-arn, wafv2-acl-name, "
+        "IngressClassParams wafv2AclArn and wafv2AclName)")
+    enable_shield: bool = flag(
+        "--enable-shield", default=True, parse=flagvalues.parse_bool,
+        help="act on Shield Advanced protection of ALBs (shield-advanced-protection)")
+
+    @property
+    def addons(self) -> AddonSettings:
+        return AddonSettings(waf=self.enable_waf, wafv2=self.enable_wafv2,
+                             shield=self.enable_shield)
+
     @property
     def workers(self) -> Workers:
         return Workers(max_concurrent_reconciles=self.max_concurrent_reconciles)
@@ -52,7 +71,7 @@ class Settings(StackSettings):
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster=self.cluster, ingress_class=self.config.ingress_class,
                                defaults=self.defaults, backend_sg=self.backend_sg,
-                               gates=self.gates)
+                               gates=self.gates, addons=self.config.addons)
 
 
 __all__ = ["IngressConfig", "Settings"]

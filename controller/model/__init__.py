@@ -14,6 +14,14 @@ from controller.model.actions import (
     WeightedTargetGroup,
     carries_write_only,
 )
+from controller.model.addons import (
+    SHIELD_PROTECTION_NAME,
+    SHIELD_PROTECTION_NAMES,
+    ShieldProtection,
+    WAFRegionalAssociation,
+    WAFv2Association,
+    WebACLByName,
+)
 from controller.model.base import (
     LISTENER,
     LISTENER_RULE,
@@ -96,6 +104,8 @@ __all__ = [
     "REDACTED",
     "RESOURCE_TYPES",
     "SECURITY_GROUP",
+    "SHIELD_PROTECTION_NAME",
+    "SHIELD_PROTECTION_NAMES",
     "TARGET_GROUP",
     "TARGET_GROUP_BINDING",
     "Action",
@@ -132,6 +142,7 @@ __all__ = [
     "SecurityGroup",
     "ServiceReference",
     "SharedBackendSecurityGroup",
+    "ShieldProtection",
     "SourceIpCondition",
     "Stack",
     "StackBuilder",
@@ -144,6 +155,9 @@ __all__ = [
     "TargetGroup",
     "TargetGroupBindingNetworking",
     "TargetGroupBindingResource",
+    "WAFRegionalAssociation",
+    "WAFv2Association",
+    "WebACLByName",
     "WeightedTargetGroup",
     "backend_security_group_name",
     "canonical_json",

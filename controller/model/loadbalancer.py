@@ -6,8 +6,16 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from controller.model.addons import ShieldProtection, WAFRegionalAssociation, WAFv2Association
 from controller.model.base import Items, Model, Tagged, sorted_unique
 from controller.model.limits import LOAD_BALANCER_ATTRIBUTES, unknown_attributes
 from controller.model.securitygroup import GroupReference, sorted_groups
@@ -64,6 +72,7 @@ class SubnetSelector(Model):
 
 
 SubnetPlaceholder = SubnetDiscovery | SubnetSelector
+_ADDONS = ("wafv2", "waf_regional", "shield")
 
 
 class LoadBalancer(Tagged):
@@ -85,6 +94,28 @@ class LoadBalancer(Tagged):
     # AWS's default, "on", left as it is).
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
+    # ALB addons (addons.py); None: nobody asked, what AWS has is left alone.
+    wafv2: WAFv2Association | None = None
+    waf_regional: WAFRegionalAssociation | None = None
+    shield: ShieldProtection | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_addons(self, handler: SerializerFunctionWrapHandler,
+                               info: SerializationInfo) -> dict[str, object]:
+        # An addon nobody asked for is not written at all, so a load balancer without addons
+        # has the canonical JSON (and checkpoint) it had before addons existed.
+        data: dict[str, object] = handler(self)
+        for name in _ADDONS:
+            if data.get(name, ...) is None:
+                del data[name]
+        return data
+
+    @model_validator(mode="after")
+    def _addons_on_albs(self) -> LoadBalancer:
+        if self.type != "application" and any(getattr(self, a) is not None for a in _ADDONS):
+            raise ValueError("WAF and Shield associations are application load balancer "
+                             "settings")
+        return self
 
     @field_validator("name")
     @classmethod

@@ -11,6 +11,7 @@ client-side throttles and error handling meet the answers real AWS gives:
 - `target_health=TargetHealthSettings(...)` (or `enable_target_health`): ELBv2 target health
   as AWS reports it (`initial`, `unused`, `draining`, ...) instead of moto's instant `healthy`;
   `target_health` is the model tests and the demo drive (`target_health.py`).
+- `waf_regional`: AWS WAF Classic Regional, which moto lacks, answered here (`waf_regional.py`).
 - `log`: one `RequestRecord` per HTTP request (each botocore retry is a request).
 """
 
@@ -35,6 +36,7 @@ from controller.standins.aws_wire import (
 )
 from controller.standins.target_health import TargetHealth, TargetHealthSettings
 from controller.standins.target_health_handler import TargetHealthHandler
+from controller.standins.waf_regional import WAFRegional
 from runtime.clock import Clock, RealClock
 from runtime.tokenbucket import TokenBucket
 
@@ -166,6 +168,8 @@ class AWSFaultProxy:
         self._session: aiohttp.ClientSession | None = None
         self._url: str | None = None
         self._health: TargetHealthHandler | None = None
+        # moto has no WAF Classic Regional: the proxy answers it (waf_regional.py).
+        self.waf_regional = WAFRegional()
         if target_health is not None:
             self.enable_target_health(target_health)
 
@@ -316,9 +320,15 @@ class AWSFaultProxy:
                                       source="limit")
         if self._health is not None and self._health.handles(aws):
             return await self._serve_target_health(self._health, request, body, aws, arrived)
+        if self.waf_regional.handles(aws):
+            waf = self.waf_regional.answer(aws, body)
+            self._record(aws, arrived, waf.outcome, waf.status, "waf-regional")
+            return web.Response(status=waf.status, body=waf.body,
+                                headers={"Content-Type": waf.content_type})
         response = await self._forward(request, body, aws, arrived)
         if self._health is not None:
             self._health.observe(aws, response.status)
+        self.waf_regional.observe(aws, response.status)
         return response
 
     async def _serve_target_health(self, health: TargetHealthHandler, request: web.Request,

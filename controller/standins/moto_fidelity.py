@@ -1,5 +1,6 @@
-"""Where moto's ELBv2 model answers differently from AWS's documented API in a way the controller
-meets, the stand-in follows AWS. Applied once to the in-process moto server by `MotoStandIn`.
+"""Where moto's ELBv2, WAFv2 or Shield model answers differently from AWS's documented API in
+a way the controller meets, the stand-in follows AWS. Applied once to the in-process moto
+server by `MotoStandIn`.
 
 - `ModifyListener` (AWS API reference): `Protocol` may be HTTP, HTTPS, TCP, TLS, UDP, TCP_UDP or
   GENEVE; `Certificates` apply to HTTPS and TLS listeners; `AlpnPolicy` applies to TLS
@@ -36,6 +37,11 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
   `Name` other than exp, iss, nbf and iat; 1 to 10 `Values` of at most 256 characters, without
   spaces for space-separated-values), each violation a `ValidationError`, and answered back as
   sent. moto 5.2 refuses the type (`ValidationError`, "Member must satisfy enum value set").
+- WAFv2 `AssociateWebACL` (WAFv2 API reference): a resource has at most one web ACL; associating
+  another replaces it. moto adds the resource to the new web ACL and leaves it in the old one,
+  whose association `GetWebACLForResource` keeps answering.
+- Shield `GetSubscriptionState` (Shield API reference): `ACTIVE` or `INACTIVE`. moto has no such
+  operation; here it answers from moto's subscription (`CreateSubscription`).
 """
 
 from __future__ import annotations
@@ -118,6 +124,8 @@ def apply() -> None:
     from controller.standins import moto_listeners
 
     moto_listeners.apply()
+    _one_web_acl_per_resource()
+    _shield_subscription_state()
     _applied = True
 
 
@@ -307,3 +315,27 @@ def _jwt_problem(config: Any) -> str:
         if fmt == "space-separated-values" and any(" " in v for v in values):
             return f"claim {name!r}: space-separated values cannot contain spaces"
     return ""
+def _one_web_acl_per_resource() -> None:
+    from moto.wafv2.models import WAFV2Backend
+
+    original = WAFV2Backend.associate_web_acl
+
+    def associate_web_acl(self: Any, web_acl_arn: str, resource_arn: str) -> None:
+        original(self, web_acl_arn, resource_arn)
+        for arn, web_acl in self.wacls.items():
+            if arn != web_acl_arn and resource_arn in web_acl.associated_resources:
+                web_acl.associated_resources.remove(resource_arn)
+
+    WAFV2Backend.associate_web_acl = associate_web_acl  # type: ignore[method-assign]
+
+
+def _shield_subscription_state() -> None:
+    import json
+
+    from moto.shield.responses import ShieldResponse
+
+    def get_subscription_state(self: Any) -> str:
+        active = self.shield_backend.subscription is not None
+        return json.dumps({"SubscriptionState": "ACTIVE" if active else "INACTIVE"})
+
+    ShieldResponse.get_subscription_state = get_subscription_state  # type: ignore[attr-defined]

@@ -25,9 +25,10 @@ from typing import Final
 import structlog
 
 from controller import ingress, service
-from controller.aws import AWSError, LookupUnavailable
+from controller.aws import AWSError, LookupUnavailable, ReadCache
 from controller.errors import InvalidInput
 from controller.ingress.exclusions import GroupNamespaces
+from controller.model.addons import web_acl_not_found
 from controller.targetgroupbinding import BindingAdmission, gates_for, with_gates
 from runtime.clock import Clock, RealClock
 from runtime.failures import describe
@@ -177,16 +178,32 @@ class IngressValidator:
     informers: tuple[SharedInformer, ...]
     settings: ingress.BuilderSettings
     policy: GroupNamespaces = "params"  # --ingress-group-namespaces
+    # WAFv2 web ACL names are looked up as the resolve stage will (None: not checked here).
+    reads: ReadCache | None = None
+    skipped: SkippedReads = field(default_factory=SkippedReads)
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
             return allowed()
         await _synced(self.informers)
+        ing = _object(request)
         try:
-            warnings = ingress.admit(_object(request), _old(request), self.caches,
-                                     self.settings, policy=self.policy)
+            warnings = ingress.admit(ing, _old(request), self.caches, self.settings,
+                                     policy=self.policy)
         except InvalidInput as exc:
             return _denial(exc)
+        if self.reads is None or not self.settings.addons.wafv2:
+            return allowed(warnings=warnings)
+        for name in ingress.web_acl_names(ing, self.caches, self.settings):
+            try:
+                found = await self.reads.web_acl_named(name)
+            except (LookupUnavailable, AWSError) as exc:
+                self.skipped.note(VALIDATE_INGRESS, exc)
+                warnings.append(f"Ingress {key_of(ing)}: WAFv2 web ACL {name!r} not looked up "
+                                f"({exc}); the controller looks it up when it reconciles")
+                continue
+            if found is None:
+                return denied(web_acl_not_found(name))
         return allowed(warnings=warnings)
 
 

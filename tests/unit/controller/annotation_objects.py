@@ -58,6 +58,9 @@ INGRESS: Final = {
     "inbound-cidrs": "10.0.0.0/8", "ssl-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
     "certificate-arn": CERT, "tags": "team=shop", "security-group-prefix-lists": "pl-1",
     "manage-backend-security-group-rules": "true", "group.order": "5",
+    "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/shop/0a1b",
+    "wafv2-acl-name": "shop", "waf-acl-id": "0a1b2c3d", "web-acl-id": "0a1b2c3d",
+    "shield-advanced-protection": "true",
     "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
         {"serviceName": "web", "servicePort": 80}]}}),
     "conditions.web": json.dumps([{"field": "source-ip",

@@ -36,7 +36,7 @@ def _does(entry: AnnotationKey) -> str:
     if entry.acted_on:
         return "acted on"
     if entry.narrows:
-        return "refused" + (f" (a Warning for {entry.inert.shown})" if entry.inert else "")
+        return "refused"
     return "Warning"
 
 
@@ -87,8 +87,8 @@ def test_the_tables_name_every_key_and_say_what_happens() -> None:
     ingress, service = render("ingress"), render("service")
     assert ingress.count("\n| `") == 73
     assert service.count("\n| `") == 49 + len(RETIRED_KEYS)
-    assert ("| `alb.ingress.kubernetes.io/wafv2-acl-arn` | refused (a Warning for `none` or "
-            "empty) |") in ingress
+    assert "| `alb.ingress.kubernetes.io/wafv2-acl-arn` | acted on |" in ingress
+    assert "| `alb.ingress.kubernetes.io/mutual-authentication` | acted on |" in ingress
     assert ("| `alb.ingress.kubernetes.io/listener-attributes.<protocol>-<port>` | acted on |"
             in ingress)
     assert "| `service.beta.kubernetes.io/load-balancer-source-ranges` | acted on | yes |" \

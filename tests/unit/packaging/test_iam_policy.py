@@ -49,14 +49,20 @@ IAM_PREFIX = {
 # Actions AWS authorizes on the caller's behalf without a call of that name:
 # the first CreateLoadBalancer in an account creates the ELB service-linked role; an
 # authenticate-cognito action is checked with the caller's DescribeUserPoolClient (upstream's
-# policy grants it).
+# policy grants it); associating a web ACL with (or removing it from) an ALB needs
+# elasticloadbalancing:SetWebAcl on it.
 _COGNITO = {"cognito-idp:DescribeUserPoolClient"}
+_SET_WEB_ACL = {"elasticloadbalancing:SetWebAcl"}
 IMPLIED_BY = {
     "elasticloadbalancing:CreateLoadBalancer": {"iam:CreateServiceLinkedRole"},
     "elasticloadbalancing:CreateListener": _COGNITO,
     "elasticloadbalancing:ModifyListener": _COGNITO,
     "elasticloadbalancing:CreateRule": _COGNITO,
     "elasticloadbalancing:ModifyRule": _COGNITO,
+    "wafv2:AssociateWebACL": _SET_WEB_ACL,
+    "wafv2:DisassociateWebACL": _SET_WEB_ACL,
+    "waf-regional:AssociateWebACL": _SET_WEB_ACL,
+    "waf-regional:DisassociateWebACL": _SET_WEB_ACL,
 }
 
 _OPERATION = re.compile(r"[A-Z][A-Za-z0-9]+")

@@ -8,6 +8,7 @@ import pytest
 
 from controller.aws import AWSClientPool
 from controller.deploy import DeployerSettings, StackDeployer, resource_tag
+from controller.model import ShieldProtection, Stack, WAFRegionalAssociation, WAFv2Association
 from controller.standins import AWSFaultProxy, AwsSeed
 from tests.integration.controller.deploy.stacks import (
     alb_stack,
@@ -154,3 +155,48 @@ async def test_rule_priority_swap_moves_rules_without_rewriting_them(
     aws_proxy.clear_log()
     await deployer.deploy(swapped)
     assert _mutations(aws_proxy) == []
+
+
+async def test_a_crash_at_any_addon_call_converges(
+        aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
+        aws_proxy: AWSFaultProxy, aws_seed: AwsSeed) -> None:
+    """The addon calls come last: a crash before or after each converges on the next run, and
+    the run after changes nothing."""
+    acl = await aws_pool.call(
+        "wafv2", "CreateWebACL", Name="crash-acl", Scope="REGIONAL",
+        DefaultAction={"Allow": {}}, VisibilityConfig={
+            "SampledRequestsEnabled": False, "CloudWatchMetricsEnabled": False,
+            "MetricName": "crash-acl"})
+    classic = aws_proxy.waf_regional.create_web_acl("crash-classic")
+    await aws_pool.call("shield", "CreateSubscription")
+    addons = {"wafv2": WAFv2Association(web_acl=acl["Summary"]["ARN"]),
+              "waf_regional": WAFRegionalAssociation(web_acl_id=classic),
+              "shield": ShieldProtection(enabled=True)}
+
+    def build(name: str) -> Stack:
+        stack = alb_stack(aws_seed, name)
+        lbs = {rid: lb.model_copy(update=addons) for rid, lb in stack.load_balancers.items()}
+        return stack.model_copy(update={"load_balancers": lbs})
+
+    aws_proxy.clear_log()
+    probe = await StackDeployer(aws_pool, deployer_settings).deploy(build("addons-probe"))
+    total = probe.mutating_calls
+    assert _mutations(aws_proxy)[-3:] == ["AssociateWebACL", "AssociateWebACL",
+                                          "CreateProtection"]
+    for phase in ("before", "after"):
+        for k in range(total - 3, total):
+            stack = build(f"addons-{phase}{k}")
+            crashing = StackDeployer(aws_pool, deployer_settings)
+            if phase == "before":
+                crashing.before_mutation = crash_before(k)
+            else:
+                crashing.after_mutation = crash_after(k)
+            with pytest.raises(Crash):
+                await crashing.deploy(stack)
+            await StackDeployer(aws_pool, deployer_settings).deploy(stack)
+            aws_proxy.clear_log()
+            again = await StackDeployer(aws_pool, deployer_settings).deploy(stack)
+            assert _mutations(aws_proxy) == [], f"{phase} crash point {k}"
+            assert again.load_balancer is not None
+            lb_arn = again.load_balancer.arn
+            assert aws_proxy.waf_regional.association(lb_arn) == classic

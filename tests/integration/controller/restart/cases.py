@@ -563,6 +563,86 @@ def other_cases() -> list[Case]:
             _deleted_managed_binding()]
 
 
+# ---- ALB addons: WAFv2 (moto), WAF Classic (the fault proxy's stand-in), Shield -------------
+
+async def _lb_of(world: World, name: str) -> str:
+    lbs = [lb["LoadBalancerArn"] for lb in await world.aws.load_balancers()]
+    tags = await world.aws.tags(lbs) if lbs else {}
+    found = [a for a, t in tags.items() if t.get("ingress.k8s.aws/stack") == f"default/{name}"]
+    return str(found[0]) if found else ""
+
+
+async def web_acls_of(world: World, name: str) -> Any:
+    """The case's load balancer's WAFv2 web ACL, WAF Classic web ACL and Shield protection
+    (WAF Classic asked of the fault proxy, which answers it)."""
+    arn = await _lb_of(world, name)
+    if not arn:
+        return None
+    wafv2 = await world.aws.call("wafv2", "GetWebACLForResource", ResourceArn=arn)
+    classic = await world.pool.call("waf-regional", "GetWebACLForResource", ResourceArn=arn)
+    try:
+        shield = (await world.aws.call("shield", "DescribeProtection", ResourceArn=arn)
+                  )["Protection"]["Name"]
+    except Exception as exc:
+        if "ResourceNotFound" not in str(exc):
+            raise
+        shield = None
+    return ((wafv2.get("WebACL") or {}).get("ARN"),
+            (classic.get("WebACLSummary") or {}).get("WebACLId"), shield)
+
+
+async def make_web_acls(world: World) -> None:
+    """`{web_acl}`, `{web_acl2}` (WAFv2, in moto, named `first` and `second`), `{waf_id}`,
+    `{waf_id2}` (WAF Classic, through the fault proxy), and a Shield subscription."""
+    if "web_acl" in world.extra:
+        return
+    for key, name in (("web_acl", "first"), ("web_acl2", "second")):
+        world.extra[key] = str((await world.aws.call(
+            "wafv2", "CreateWebACL", Name=name, Scope="REGIONAL", DefaultAction={"Allow": {}},
+            VisibilityConfig={"SampledRequestsEnabled": False,
+                              "CloudWatchMetricsEnabled": False, "MetricName": name}))[
+            "Summary"]["ARN"])
+    for key, name in (("waf_id", "first"), ("waf_id2", "second")):
+        token = (await world.pool.call("waf-regional", "GetChangeToken"))["ChangeToken"]
+        world.extra[key] = str((await world.pool.call(
+            "waf-regional", "CreateWebACL", Name=name, MetricName=name,
+            DefaultAction={"Type": "ALLOW"}, ChangeToken=token))["WebACL"]["WebACLId"])
+    await world.aws.call("shield", "CreateSubscription")
+
+
+def _addon(key: str, value: str, base: dict[str, str], name: str) -> Case:
+    case = ingress(key, value, base, name=name, observe=web_acls_of)
+
+    async def setup(world: World, n: str) -> None:
+        await make_web_acls(world)
+        await case.setup(world, n)
+
+    return Case(case.name, case.covers, setup, case.change, case.observe, case.ready)
+
+
+def _addon_params(field_name: str, value: str, base: dict[str, str]) -> Case:
+    case = params(field_name, value, base, observe=web_acls_of)
+
+    async def setup(world: World, n: str) -> None:
+        await make_web_acls(world)
+        await case.setup(world, n)
+
+    return Case(case.name, case.covers, setup, case.change, case.observe, case.ready)
+
+
+def addon_cases() -> list[Case]:
+    """Run through the fault proxy (it answers WAF Classic)."""
+    return [
+        _addon("wafv2-acl-arn", "{web_acl2}", {"wafv2-acl-arn": "{web_acl}"}, "a-wafv2-arn"),
+        _addon("wafv2-acl-name", "second", {"wafv2-acl-arn": "{web_acl}"}, "a-wafv2-name"),
+        _addon("waf-acl-id", "{waf_id2}", {"waf-acl-id": "{waf_id}"}, "a-waf-acl-id"),
+        _addon("web-acl-id", "none", {"web-acl-id": "{waf_id}"}, "a-web-acl-id"),
+        _addon("shield-advanced-protection", "true", {}, "a-shield"),
+        _addon_params("wafv2AclArn", "{web_acl2}", {"wafv2AclArn": "{web_acl}"}),
+        _addon_params("wafv2AclName", "second", {"wafv2AclArn": "{web_acl}"}),
+    ]
+
+
 # Inputs the model reads whose changes, today, reach nothing in AWS: a change still gets NORMAL
 # priority (it changes the checkpoint), but there is nothing to see.
 _NAME_ONLY_AT_CREATION = ("used only to create a load balancer: an existing one keeps its own "

@@ -49,7 +49,10 @@ class World(Cluster):
                 "oidc": oidc("https://idp.example.com"),
                 "oidc2": oidc("https://idp2.example.com"),
                 "tg_b": self.extra.get(f"tg:{name}-b", ""),
-                "tg_b_name": self.extra.get(f"tg-name:{name}-b", "")}
+                "tg_b_name": self.extra.get(f"tg-name:{name}-b", ""),
+                "web_acl": self.extra.get("web_acl", ""),
+                "web_acl2": self.extra.get("web_acl2", ""),
+                "waf_id": self.extra.get("waf_id", ""), "waf_id2": self.extra.get("waf_id2", "")}
 
     def fill(self, items: dict[str, str], name: str) -> dict[str, str]:
         values = self.values(name)

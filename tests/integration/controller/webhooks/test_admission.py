@@ -156,6 +156,39 @@ async def test_ingresses_and_class_parameters_are_checked_by_the_groups_build(
     assert await cluster.find(INGRESSCLASSPARAMS, "params") is None
 
 
+async def test_a_web_acl_name_is_looked_up_as_the_reconcile_will(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    await cluster.ingress_class()
+    await cluster.backend("web")
+    await cluster.start(on_setup=hooks.setup)
+    await cluster.ingress("early", {A + "wafv2-acl-name": "shop-acl"}, backend="web")
+    text = await warning_event(cluster, "early", "FailedDeployModel")
+    assert text == "no REGIONAL WAFv2 web ACL is named 'shop-acl' in this account and region"
+    await hooks.install()
+
+    late = objects.ingress("late", {A + "wafv2-acl-name": "shop-acl"},
+                           paths=[objects.ingress_path("/", "web")])
+    result = await apply(hooks.kubectl, late)
+    assert denial("vingress.elbv2.k8s.aws", text) in result.stderr
+    assert await cluster.find(INGRESSES, "late") is None
+    # A value of the wrong shape is denied with the build's text.
+    result = await apply(hooks.kubectl, objects.ingress(
+        "arn", {A + "wafv2-acl-arn": "arn:aws:iam::123456789012:role/x"},
+        paths=[objects.ingress_path("/", "web")]))
+    assert denial("vingress.elbv2.k8s.aws", "Ingress default/arn: annotation "
+                  "alb.ingress.kubernetes.io/wafv2-acl-arn: ") in result.stderr
+    # Once the web ACL exists (and the cached miss expired), both are served.
+    await cluster.aws.call("wafv2", "CreateWebACL", Name="shop-acl", Scope="REGIONAL",
+                           DefaultAction={"Allow": {}},
+                           VisibilityConfig={"SampledRequestsEnabled": False,
+                                             "CloudWatchMetricsEnabled": False,
+                                             "MetricName": "shop-acl"})
+
+    async def admitted() -> bool:
+        return (await apply(hooks.kubectl, late)).returncode == 0
+    await eventually(admitted, timeout=30, interval=1.0)
+
+
 # ---- pods and Services ------------------------------------------------------------------------
 
 def _pod(name: str, namespace: str, **labels: str) -> Obj:

@@ -62,10 +62,11 @@ def test_families_and_exact_keys_are_told_apart() -> None:
 def test_the_parsers_key_sets_are_views_of_the_catalogue() -> None:
     assert ingress_annotations.INGRESS_ANNOTATION_KEYS is INGRESS_ANNOTATION_KEYS
     assert service_annotations.SERVICE_ANNOTATION_KEYS is SERVICE_ANNOTATION_KEYS
-    assert len(INGRESS_ANNOTATION_KEYS) == 41
+    assert len(INGRESS_ANNOTATION_KEYS) == 46
     assert len(SERVICE_ANNOTATION_KEYS) == 38
     assert A + "actions.*" in INGRESS_ANNOTATION_KEYS
-    assert A + "wafv2-acl-arn" not in INGRESS_ANNOTATION_KEYS
+    assert A + "wafv2-acl-arn" in INGRESS_ANNOTATION_KEYS
+    assert A + "jwt-validation" in INGRESS_ANNOTATION_KEYS
     # Upstream's key, and not the spelling aiolbc once read.
     assert S + "load-balancer-source-ranges" in SERVICE_ANNOTATION_KEYS
     assert S + "aws-load-balancer-source-ranges" not in SERVICE_ANNOTATION_KEYS
@@ -97,23 +98,11 @@ def test_what_narrows_access() -> None:
     assert not [e.key for e in SERVICE_KEYS if e.narrows and not e.acted_on]
 
 
-def test_inert_values_ask_for_nothing() -> None:
-    def inert(suffix: str, value: str) -> bool:
-        entry = entry_for(A + suffix, "ingress")
-        assert entry is not None
-        assert entry.inert is not None
-        return entry.inert(value)
-
-    assert inert("wafv2-acl-arn", "none")
-    assert inert("waf-acl-id", "")
-    assert not inert("wafv2-acl-arn", "arn:aws:wafv2:us-west-2:1:regional/webacl/x/y")
-    assert inert("shield-advanced-protection", "false")
-    assert not inert("shield-advanced-protection", "true")
-    # Acted on: no value of it needs to be told apart any more.
-    mtls = entry_for(A + "mutual-authentication", "ingress")
-    assert mtls is not None
-    assert mtls.acted_on
-    assert mtls.inert is None
+def test_every_key_that_narrows_access_is_acted_on() -> None:
+    """WAF, Shield, authentication, mutual TLS, CIDRs, source ranges and security groups: none
+    of upstream's narrowing keys is left for the fail-closed refusal (the retired
+    source-ranges spelling apart, which is not upstream's)."""
+    assert not [e.key for e in (*INGRESS_KEYS, *SERVICE_KEYS) if e.narrows and not e.acted_on]
 
 
 def test_what_is_reviewed_on_each_kind() -> None:

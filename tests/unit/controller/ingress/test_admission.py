@@ -72,7 +72,8 @@ def established(ing: Obj) -> Obj:
          "userPoolARN": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_abc",
          "userPoolClientID": "client1", "userPoolDomain": "shop"})},
     {A + "load-balancer-attributes": "idle_timeout.timeout_seconds"},
-    {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"},
+    {A + "jwt-validation": '{"issuer": "x"}'},
+    {A + "wafv2-acl-arn": "arn:aws:wafv2:us-east-1:123456789012:global/webacl/a/b"},
     {A + "inbound-cidr": "10.0.0.0/8"},
     {A + "mutual-authentication": '[{"port": 443, "mode": "verify"}]'},
     {A + "mutual-authentication": "[]"},
@@ -116,9 +117,9 @@ def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
 
 
 def test_a_refused_key_leaves_a_newcomer_out_and_holds_the_group_of_an_established_one() -> None:
-    waf = {A + "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/a/b"}
-    refused = ("annotation alb.ingress.kubernetes.io/wafv2-acl-arn asks for WAFv2 web ACL "
-               "association, which aiolbc does not support")
+    waf = {A + "wafv2-acl-arnn": "arn:aws:wafv2:us-west-2:1:regional/webacl/x/y"}
+    refused = ("annotation alb.ingress.kubernetes.io/wafv2-acl-arnn is not a known annotation "
+               "(did you mean alb.ingress.kubernetes.io/wafv2-acl-arn?); it would narrow")
     first = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a")]))
     newcomer = ingress("b", annotations={**GROUP, **waf}, paths=[ingress_path("/b")])
     c = caches(ingress_class(), backend_service("web"), first, newcomer)
