@@ -220,7 +220,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
         "healthcheck-interval-seconds", "healthcheck-timeout-seconds",
         "healthcheck-healthy-threshold-count", "healthcheck-unhealthy-threshold-count",
         "healthcheck-success-codes", "attributes", "tags")),
-    _ingress("use-regex-path-match", "regular-expression path matching", acted=False),
+    _ingress("use-regex-path-match", "regular-expression path matching", acted=True),
     _ingress("target-control-port.*", "the ALB Target Control Agent", acted=False,
              backend="ignored", placeholder="<service>.<port>"),
     _ingress("create-acm-cert", "ACM certificate creation", acted=False),

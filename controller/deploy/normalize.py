@@ -140,6 +140,9 @@ def api_condition(condition: Condition) -> dict[str, Any]:
             values.append(item)
         return {"Field": condition.field, key: {"Values": values}}
     config: dict[str, Any] = {"Values": list(condition.values)}
+    regex = getattr(condition, "regex_values", ())
+    if regex:
+        config = {"RegexValues": list(regex)}
     if isinstance(condition, HttpHeaderCondition):
         config["HttpHeaderName"] = condition.header_name
     return {"Field": condition.field, key: config}
@@ -153,6 +156,9 @@ def normal_condition(condition: dict[str, Any]) -> tuple[Any, ...]:
         pairs = sorted((v.get("Key") or "", v["Value"]) for v in values)
         return (field, "", tuple(pairs))
     header = (config.get("HttpHeaderName") or "").lower() if field == "http-header" else ""
+    regex = config.get("RegexValues") or []
+    if regex:
+        return (field, header, tuple(sorted(values)), tuple(sorted(regex)))
     return (field, header, tuple(sorted(values)))
 
 

@@ -24,6 +24,7 @@ from controller.annotations import (
 )
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.apis import catalogue
+from controller.ingress.gojson import decode, ignored_fields_message
 from controller.ingress.schemas import (
     ActionSpec,
     ConditionSpec,
@@ -73,6 +74,10 @@ class IngressAnnotations:
     tags: Mapping[str, str] = field(default_factory=dict)
     actions: Mapping[str, ActionSpec] = field(default_factory=dict)
     conditions: Mapping[str, tuple[ConditionSpec, ...]] = field(default_factory=dict)
+    # ImplementationSpecific paths are regular expressions (upstream's default: wildcards).
+    use_regex_path_match: bool = False
+    # One line per JSON value with fields upstream's decoder ignores (so do we): a Warning.
+    ignored_fields: tuple[tuple[str, str], ...] = ()  # (key, message)
 
 
 # Exclusive: set on one member, or the same value on all (upstream's group merge rule).
@@ -133,10 +138,9 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
     raw = (ing.get("metadata") or {}).get("annotations") or {}
     if not isinstance(raw, Mapping):
         raw = {}
-    actions = {name: parse_json(key, value, ActionSpec)
-               for name, (key, value) in sorted(_name_suffixed(raw, "actions.").items())}
-    conditions = {name: parse_json(key, value, tuple[ConditionSpec, ...])
-                  for name, (key, value) in sorted(_name_suffixed(raw, "conditions.").items())}
+    ignored: list[tuple[str, str]] = []
+    actions = _routing(raw, "actions.", ActionSpec, ignored)
+    conditions = _routing(raw, "conditions.", tuple[ConditionSpec, ...], ignored)
     return IngressAnnotations(
         scheme=reader.get_enum("scheme", ("internal", "internet-facing")),
         load_balancer_name=reader.get("load-balancer-name", validators.load_balancer_name),
@@ -155,7 +159,20 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         tags=reader.get_string_map("tags") or {},
         actions=actions,
         conditions=conditions,
+        use_regex_path_match=bool(reader.get_bool("use-regex-path-match")),
+        ignored_fields=tuple(ignored),
     )
+
+
+def _routing(raw: Mapping[str, Any], stem: str, schema: Any,
+             ignored: list[tuple[str, str]]) -> Any:
+    """`<stem><name>` JSON values decoded as upstream's Go code decodes them."""
+    out: dict[str, Any] = {}
+    for name, (key, value) in sorted(_name_suffixed(raw, stem).items()):
+        out[name], unknown = decode(key, value, schema)
+        if unknown:
+            ignored.append((key, f"annotation {key}: {ignored_fields_message(unknown)}"))
+    return out
 
 
 # ---- target group settings (backend Service first, then Ingress) ---------------------------

@@ -177,17 +177,17 @@ class Backends:
             fc = spec.fixed_response_config
             return FixedResponseAction(status_code=fc.status_code, content_type=fc.content_type,
                                        message_body=fc.message_body)
-        if spec.forward_config is None:
-            assert spec.target_group_arn is not None
-            return ForwardAction(target_groups=[
-                WeightedTargetGroup(target_group_arn=spec.target_group_arn)])
         weighted: list[WeightedTargetGroup] = []
-        for tgt in spec.forward_config.target_groups:
+        for tgt in spec.forward_groups():
             weight = 1 if tgt.weight is None else tgt.weight
             if tgt.target_group_arn is not None:
                 weighted.append(WeightedTargetGroup(target_group_arn=tgt.target_group_arn,
                                                     weight=weight))
                 continue
+            if tgt.target_group_name is not None:
+                m = meta(ing)
+                raise BuildError(f"Ingress {m.get('namespace')}/{m.get('name')}: "
+                                 "targetGroupName is not supported; use targetGroupARN")
             assert tgt.service_name is not None
             assert tgt.service_port is not None
             port: int | str = tgt.service_port
@@ -195,7 +195,7 @@ class Backends:
                 port = int(port)
             ref = self.target_group(ing, tgt.service_name, port, params)
             weighted.append(WeightedTargetGroup(target_group_arn=ref, weight=weight))
-        sticky = spec.forward_config.stickiness
+        sticky = spec.forward_config.stickiness if spec.forward_config is not None else None
         try:
             return ForwardAction(
                 target_groups=weighted,

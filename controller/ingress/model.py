@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from controller.annotationreview import Finding, UnsupportedAnnotation, check
+from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
 from controller.defaults import DEFAULT_INGRESS_CLASS
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
@@ -161,6 +161,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             ann = parse_ingress(member.ingress)
         except (AnnotationError, UnsupportedAnnotation) as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
+        findings[member.key] += tuple(Finding(key, UNKNOWN, message)
+                                      for key, message in ann.ignored_fields)
         parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
     lb = merge_load_balancer(parsed, default_scheme=settings.defaults.scheme,
                              default_ssl_policy=settings.defaults.ssl_policy,
@@ -410,38 +412,48 @@ def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -
         host = rule.get("host")
         paths = ((rule.get("http") or {}).get("paths")) or []
         for path in sort_paths(paths):
-            conditions: list[Condition] = []
-            if host:
-                conditions.append(HostHeaderCondition(values=[str(host)]))
-            values = path_values(str(path.get("path") or ""), path.get("pathType"))
             actions, svc_name = backends.backend_actions(ing, path.get("backend"), ann.actions,
                                                          params)
-            extra = _annotated_conditions(member, ann, svc_name)
-            if values:
-                conditions.append(PathPatternCondition(values=values))
-            conditions.extend(extra)
-            if not conditions:
-                conditions.append(PathPatternCondition(values=["/*"]))
+            conditions = _rule_conditions(member, ann, str(host or ""), path, svc_name)
             result.append(_Rule(conditions, actions, backends.auth(ing, svc_name)))
     return result
 
 
-def _annotated_conditions(member: Member, ann: IngressAnnotations,
-                          svc_name: str | None) -> list[Condition]:
-    if svc_name is None or svc_name not in ann.conditions:
-        return []
+def _rule_conditions(member: Member, ann: IngressAnnotations, host: str, path: Any,
+                     svc_name: str | None) -> list[Condition]:
+    """Upstream's `buildRuleConditions`: the rule's host and the path's patterns joined with
+    the `conditions.<service>` annotation's host-header and path-pattern values into one
+    condition each (wildcards or regular expressions, never both), the other fields as
+    given, `/*` when nothing else matches."""
+    hosts: list[str] = [host] if host else []
+    host_regexes: list[str] = []
+    paths: list[str] = []
+    path_regexes: list[str] = []
+    raw_path = str(path.get("path") or "")
+    if raw_path:
+        if path.get("pathType") in (None, "ImplementationSpecific") and ann.use_regex_path_match:
+            # Kubernetes wants paths to start with `/`, a regular expression does not.
+            path_regexes.append(raw_path[1:])
+        else:
+            paths.extend(path_values(raw_path, path.get("pathType")))
     out: list[Condition] = []
+    where = f"Ingress {member.key}" + (
+        f": conditions.{svc_name}" if svc_name is not None and svc_name in ann.conditions
+        else "")
     try:
-        for spec in ann.conditions[svc_name]:
+        for spec in ann.conditions.get(svc_name or "", ()) if svc_name is not None else ():
             if spec.field == "host-header":
-                out.append(HostHeaderCondition(
-                    values=spec.host_header.values if spec.host_header else spec.values or ()))
+                config = spec.host_header
+                hosts.extend(config.values if config else spec.values or ())
+                host_regexes.extend(config.regex_values if config else ())
             elif spec.field == "path-pattern":
-                out.append(PathPatternCondition(
-                    values=spec.path_pattern.values if spec.path_pattern else spec.values or ()))
+                config = spec.path_pattern
+                paths.extend(config.values if config else spec.values or ())
+                path_regexes.extend(config.regex_values if config else ())
             elif spec.field == "http-header" and spec.http_header is not None:
                 out.append(HttpHeaderCondition(header_name=spec.http_header.http_header_name,
-                                               values=spec.http_header.values))
+                                               values=spec.http_header.values,
+                                               regex_values=spec.http_header.regex_values))
             elif spec.field == "query-string" and spec.query_string is not None:
                 out.append(QueryStringCondition(values=[
                     QueryStringKeyValue(key=kv.key, value=kv.value)
@@ -450,6 +462,20 @@ def _annotated_conditions(member: Member, ann: IngressAnnotations,
                 out.append(SourceIpCondition(values=spec.source_ip.values))
             elif spec.field == "http-request-method" and spec.http_request_method is not None:
                 out.append(HttpRequestMethodCondition(values=spec.http_request_method.values))
+        # Upstream checks this before AWS would refuse it with a message hard to trace back.
+        if hosts and host_regexes:
+            raise BuildError(f"Ingress {member.key}: the host condition must use exactly one "
+                             "of values and regexValues, got both")
+        if paths and path_regexes:
+            raise BuildError(f"Ingress {member.key}: the path condition must use exactly one "
+                             "of values and regexValues, got both (use-regex-path-match "
+                             "makes ImplementationSpecific paths regular expressions)")
+        if hosts or host_regexes:
+            out.append(HostHeaderCondition(values=hosts, regex_values=host_regexes))
+        if paths or path_regexes:
+            out.append(PathPatternCondition(values=paths, regex_values=path_regexes))
     except ValueError as exc:
-        raise BuildError(f"Ingress {member.key}: conditions.{svc_name}: {_message(exc)}") from None
+        raise BuildError(f"{where}: {_message(exc)}") from None
+    if not out:
+        out.append(PathPatternCondition(values=["/*"]))
     return out

@@ -9,7 +9,12 @@ from pydantic import Field, field_validator
 
 from controller.model.actions import Action
 from controller.model.base import Items, Model, Ref, Tagged
-from controller.model.ruleconditions import MAX_CONDITION_VALUES, Condition, condition_sort_key
+from controller.model.ruleconditions import (
+    MAX_CONDITION_VALUES,
+    Condition,
+    condition_sort_key,
+    condition_value_count,
+)
 
 ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
 AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None"]
@@ -60,7 +65,7 @@ class ListenerRule(Tagged):
     @classmethod
     def _conditions(cls, value: Sequence[Condition]) -> tuple[Condition, ...]:
         # Conditions are AND-ed: their order carries no meaning, so fix one.
-        total = sum(len(c.values) for c in value)
+        total = sum(condition_value_count(c) for c in value)
         if total > MAX_CONDITION_VALUES:
             raise ValueError(
                 f"rule has {total} condition values; AWS allows at most {MAX_CONDITION_VALUES}"

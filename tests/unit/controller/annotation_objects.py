@@ -51,6 +51,7 @@ INGRESS: Final = {
     "inbound-cidrs": "10.0.0.0/8", "ssl-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
     "certificate-arn": CERT, "tags": "team=shop", "security-group-prefix-lists": "pl-1",
     "manage-backend-security-group-rules": "true", "group.order": "5",
+    "use-regex-path-match": "false",
     "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
         {"serviceName": "web", "servicePort": 80}]}}),
     "conditions.web": json.dumps([{"field": "source-ip",

@@ -1,0 +1,192 @@
+"""Routing as upstream builds it: Ingresses copied from upstream's docs, regular expressions,
+the rule's host and path joined with the `conditions.<name>` annotation's."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.ingress.merge import BuildError
+from controller.ingress.model import BuiltGroup, build_group
+from controller.model import (
+    FixedResponseAction,
+    ForwardAction,
+    HostHeaderCondition,
+    ListenerRule,
+    PathPatternCondition,
+    RedirectAction,
+    Stickiness,
+)
+from runtime.reconcile import Request
+from tests.support.objects import backend_service, ingress, ingress_class, ingress_path
+from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
+
+A = "alb.ingress.kubernetes.io/"
+
+
+def build(*objs: dict[str, object]) -> BuiltGroup:
+    c = caches(ingress_class("alb"), *objs)
+    return build_group(loader(c).load(Request("default", "ingress")), c, SETTINGS)
+
+
+def rules(built: BuiltGroup, port: int = 80) -> list[ListenerRule]:
+    return sorted((r for rid, r in built.stack.listener_rules.items()
+                   if rid.startswith(f"{port}:")), key=lambda r: r.priority)
+
+
+def conditions(rule: ListenerRule) -> dict[str, object]:
+    return {c.field: c for c in rule.conditions}
+
+
+def use_annotation(path: str, name: str, path_type: str = "Exact") -> dict[str, object]:
+    return ingress_path(path, name, "use-annotation", path_type=path_type)
+
+
+# upstream docs/guide/ingress/annotations.md, "actions" and "conditions" examples, verbatim.
+ACTIONS = {
+    A + "actions.response-503": '{"type":"fixed-response","fixedResponseConfig":{"contentType":'
+    '"text/plain","statusCode":"503","messageBody":"503 error text"}}\n',
+    A + "actions.redirect-to-eks": '{"type":"redirect","redirectConfig":{"host":"aws.amazon.com"'
+    ',"path":"/eks/","port":"443","protocol":"HTTPS","query":"k=v","statusCode":"HTTP_302"}}\n',
+    A + "actions.forward-single-tg": '{"type":"forward","targetGroupARN": '
+    '"arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/mine/0123456789abcdef"}\n',
+}
+CONDITIONS = {
+    A + "actions.rule-path1": '{"type":"fixed-response","fixedResponseConfig":{"contentType":'
+    '"text/plain","statusCode":"200","messageBody":"Host is www.example.com OR '
+    'anno.example.com"}}\n',
+    A + "conditions.rule-path1": '[{"field":"host-header","hostHeaderConfig":{"values":'
+    '["anno.example.com"]}}]\n',
+    A + "actions.rule-path2": '{"type":"fixed-response","fixedResponseConfig":{"contentType":'
+    '"text/plain","statusCode":"200","messageBody":"Path is /path2 OR /anno/path2"}}\n',
+    A + "conditions.rule-path2": '[{"field":"path-pattern","pathPatternConfig":{"values":'
+    '["/anno/path2"]}}]\n',
+    A + "actions.rule-path4": '{"type":"fixed-response","fixedResponseConfig":{"contentType":'
+    '"text/plain","statusCode":"200","messageBody":"Http request method is GET OR HEAD"}}\n',
+    A + "conditions.rule-path4": '[{"field":"http-request-method","httpRequestMethodConfig":'
+    '{"Values":["GET", "HEAD"]}}]\n',
+    A + "actions.rule-path6": '{"type":"fixed-response","fixedResponseConfig":{"contentType":'
+    '"text/plain","statusCode":"200","messageBody":"Source IP is 192.168.0.0/16 OR '
+    '172.16.0.0/16"}}\n',
+    A + "conditions.rule-path6": '[{"field":"source-ip","sourceIpConfig":{"values":'
+    '["192.168.0.0/16", "172.16.0.0/16"]}}]\n',
+}
+WEIGHTED = {
+    A + "target-type": "ip",
+    A + "actions.weighted-routing": """{
+        "type":"forward",
+        "forwardConfig":{
+        "targetGroups":[
+            {"serviceName":"service-1","servicePort":"80","weight":50},
+            {"serviceName":"service-2","servicePort":"80","weight":50}
+        ],
+        "TargetGroupStickinessConfig": {
+            "Enabled": true,
+            "DurationSeconds": 120
+        }
+        }
+    }""",
+}
+
+
+def test_upstreams_actions_example() -> None:
+    built = build(ingress("ingress", annotations=ACTIONS, paths=[
+        use_annotation("/503", "response-503"), use_annotation("/eks", "redirect-to-eks"),
+        use_annotation("/path1", "forward-single-tg")]))
+    fixed, redirect, forward = (r.actions[-1] for r in rules(built))
+    assert fixed == FixedResponseAction(status_code="503", content_type="text/plain",
+                                        message_body="503 error text")
+    assert isinstance(redirect, RedirectAction)
+    assert (redirect.host, redirect.path, redirect.port, redirect.protocol, redirect.query,
+            redirect.status_code) == ("aws.amazon.com", "/eks/", "443", "HTTPS", "k=v",
+                                      "HTTP_302")
+    assert isinstance(forward, ForwardAction)
+    assert forward.target_groups[0].target_group_arn == (
+        "arn:aws:elasticloadbalancing:us-west-2:123456789012:targetgroup/mine/0123456789abcdef")
+
+
+def test_upstreams_conditions_example_joins_host_and_path_values() -> None:
+    built = build(ingress("ingress", annotations=CONDITIONS, host="www.example.com", paths=[
+        use_annotation("/path1", "rule-path1"), use_annotation("/path2", "rule-path2"),
+        use_annotation("/path4", "rule-path4"), use_annotation("/path6", "rule-path6")]))
+    r1, r2, r4, r6 = rules(built)
+    # One host-header condition holding the rule's host and the annotation's (upstream).
+    assert conditions(r1)["host-header"] == HostHeaderCondition(
+        values=["anno.example.com", "www.example.com"])
+    assert conditions(r2)["path-pattern"] == PathPatternCondition(values=["/anno/path2",
+                                                                         "/path2"])
+    assert tuple(conditions(r4)["http-request-method"].values) == ("GET", "HEAD")  # type: ignore[attr-defined]
+    assert tuple(conditions(r6)["source-ip"].values) == (  # type: ignore[attr-defined]
+        "172.16.0.0/16", "192.168.0.0/16")
+    assert all(not f for f in built.findings.values())
+
+
+def test_upstreams_weighted_example_with_title_case_stickiness() -> None:
+    built = build(backend_service("service-1"), backend_service("service-2"),
+                  ingress("ingress", annotations=WEIGHTED, host="www.example.com", paths=[
+                      use_annotation("/", "weighted-routing", path_type="Prefix")]))
+    (rule,) = rules(built)
+    forward = rule.actions[-1]
+    assert isinstance(forward, ForwardAction)
+    assert [w.weight for w in forward.target_groups] == [50, 50]
+    assert forward.stickiness == Stickiness(enabled=True, duration_seconds=120)
+
+
+def test_an_unknown_field_is_a_warning_and_the_rest_builds() -> None:
+    built = build(ingress("ingress", annotations={
+        A + "actions.fixed": '{"type":"fixed-response","fixedResponseConfig":{"statusCode":'
+        '"404"},"weigth":3}'}, paths=[use_annotation("/x", "fixed")]))
+    (finding,) = built.findings["default/ingress"]
+    assert finding.reason == "UnknownAnnotation"
+    assert "'weigth'" in finding.message
+    assert rules(built)[0].actions[-1] == FixedResponseAction(status_code="404")
+
+
+def test_regex_values_reach_the_rule() -> None:
+    built = build(backend_service("web"), ingress("ingress", annotations={
+        A + "conditions.web": '[{"field":"http-header","httpHeaderConfig":{"httpHeaderName":'
+        '"User-Agent","regexValues":[".+Chrome.+"]}},{"field":"host-header","hostHeaderConfig":'
+        '{"regexValues":["^(.+)\\\\.example\\\\.com"]}}]'}, paths=[ingress_path("/api")]))
+    (rule,) = rules(built)
+    found = conditions(rule)
+    assert found["host-header"] == HostHeaderCondition(regex_values=["^(.+)\\.example\\.com"])
+    assert tuple(found["http-header"].regex_values) == (".+Chrome.+",)  # type: ignore[attr-defined]
+    assert tuple(found["path-pattern"].values) == ("/api", "/api/*")  # type: ignore[attr-defined]
+
+
+def test_use_regex_path_match_makes_implementation_specific_paths_regular_expressions() -> None:
+    built = build(backend_service("web"), ingress("ingress", annotations={
+        A + "use-regex-path-match": "true"}, paths=[
+            ingress_path("/^/api/(.+)$", path_type="ImplementationSpecific"),
+            ingress_path("/exact", path_type="Exact")]))
+    exact, regex = rules(built)
+    assert conditions(regex)["path-pattern"] == PathPatternCondition(regex_values=["^/api/(.+)$"])
+    assert conditions(exact)["path-pattern"] == PathPatternCondition(values=["/exact"])
+    # Without it (upstream's default) the same path is a wildcard pattern.
+    built = build(backend_service("web"), ingress("ingress", paths=[
+        ingress_path("/^/api/(.+)$", path_type="ImplementationSpecific")]))
+    assert conditions(rules(built)[0])["path-pattern"] == PathPatternCondition(
+        values=["/^/api/(.+)$"])
+
+
+@pytest.mark.parametrize(("annotations", "host", "message"), [
+    ({A + "conditions.web": '[{"field":"host-header","hostHeaderConfig":{"regexValues":["x"]}}]'},
+     "www.example.com", "host condition must use exactly one of values and regexValues"),
+    ({A + "use-regex-path-match": "true", A + "conditions.web":
+      '[{"field":"path-pattern","pathPatternConfig":{"values":["/x"]}}]'},
+     None, "path condition must use exactly one of values and regexValues"),
+    ({A + "use-regex-path-match": "maybe"}, None, "is not a boolean"),
+])
+def test_values_and_regex_values_never_mix(annotations: dict[str, str], host: str | None,
+                                           message: str) -> None:
+    with pytest.raises(BuildError, match=message) as info:
+        build(backend_service("web"), ingress("ingress", annotations=annotations, host=host,
+                                              paths=[ingress_path(
+                                                  "/x", path_type="ImplementationSpecific")]))
+    assert "\n" not in str(info.value)
+
+
+def test_stacks_without_regular_expressions_keep_their_canonical_json() -> None:
+    built = build(backend_service("web"), ingress("ingress", host="a.example.com"))
+    (rule,) = rules(built)
+    dumped = rule.model_dump(mode="json")
+    assert all("regex_values" not in c for c in dumped["conditions"])
