@@ -26,7 +26,7 @@ from controller.apis import (
 from controller.apis.catalogue import Kind, entry_for
 from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
 from tests.integration.controller.restart.world import ALB, SVC, World
-from tests.support.objects import endpoint_ip
+from tests.support.objects import endpoint_ip, ingress_path
 
 Step = Callable[[World, str], Awaitable[None]]
 Observe = Callable[[World, str], Awaitable[Any]]
@@ -240,6 +240,21 @@ def _conditions_case() -> Case:
                 own_stack(), checkpointed(INGRESSES))
 
 
+def _regex_path_case() -> Case:
+    """An ImplementationSpecific path becomes a regular expression (upstream's leading `/`
+    dropped)."""
+    async def setup(world: World, n: str) -> None:
+        await world.backend(f"{n}-be")
+        await world.ingress(n, {"target-type": "ip"}, paths=[ingress_path(
+            "/^/api/(.+)$", f"{n}-be", path_type="ImplementationSpecific")])
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "use-regex-path-match": "true"})
+
+    return Case("i-use-regex-path-match", (ALB + "use-regex-path-match",), setup, change,
+                own_stack(), checkpointed(INGRESSES))
+
+
 def _group_name_case() -> Case:
     async def change(world: World, n: str) -> None:
         await world.annotate(INGRESSES, n, {ALB + "group.name": f"{n}-joined"})
@@ -285,6 +300,7 @@ def ingress_cases() -> list[Case]:
         ingress("tags", "team=x"),
         _actions_case(),
         _conditions_case(),
+        _regex_path_case(),
         _group_name_case(),
         _group_order_case(),
         ingress("target-type", "instance"),
