@@ -230,7 +230,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
                   "neither reads nor writes it"),
     _ingress("actions.*", "rule actions", acted=True),
     _ingress("conditions.*", "rule conditions", acted=True, narrows=True),
-    _ingress("transforms.*", "URL and host-header transforms", acted=False),
+    _ingress("transforms.*", "URL and host-header transforms", acted=True),
 )
 
 # The 47 `SvcLBSuffix*` constants, `actions.<protocol>-<port>`

@@ -21,6 +21,7 @@ from controller.model import (
     QueryStringCondition,
     RedirectAction,
     Ref,
+    RuleTransform,
 )
 
 RefResolver = Callable[[Ref], str]
@@ -164,6 +165,25 @@ def normal_condition(condition: dict[str, Any]) -> tuple[Any, ...]:
 
 def normal_conditions(conditions: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(normal_condition(c) for c in conditions)
+
+
+_TRANSFORM_CONFIG = {"host-header-rewrite": "HostHeaderRewriteConfig",
+                     "url-rewrite": "UrlRewriteConfig"}
+
+
+def api_transforms(transforms: Iterable[RuleTransform]) -> list[dict[str, Any]]:
+    return [{"Type": t.type, _TRANSFORM_CONFIG[t.type]: {"Rewrites": [
+        {"Regex": r.regex, "Replace": r.replace} for r in t.rewrites]}} for t in transforms]
+
+
+def normal_transforms(transforms: Iterable[dict[str, Any]] | None) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for t in transforms or ():
+        config = t.get(_TRANSFORM_CONFIG.get(str(t.get("Type")), "")) or {}
+        rewrites = tuple((r.get("Regex"), r.get("Replace") or "")
+                         for r in config.get("Rewrites") or ())
+        out.append((t.get("Type"), rewrites))
+    return sorted(out, key=lambda item: str(item[0]))
 
 
 def api_health_check(hc: HealthCheck) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from controller.ingress.schemas import (
     ListenPort,
     OidcConfig,
     Protocol,
+    TransformSpec,
 )
 from controller.model import SubnetSelector
 
@@ -74,6 +75,7 @@ class IngressAnnotations:
     tags: Mapping[str, str] = field(default_factory=dict)
     actions: Mapping[str, ActionSpec] = field(default_factory=dict)
     conditions: Mapping[str, tuple[ConditionSpec, ...]] = field(default_factory=dict)
+    transforms: Mapping[str, tuple[TransformSpec, ...]] = field(default_factory=dict)
     # ImplementationSpecific paths are regular expressions (upstream's default: wildcards).
     use_regex_path_match: bool = False
     # One line per JSON value with fields upstream's decoder ignores (so do we): a Warning.
@@ -141,6 +143,7 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
     ignored: list[tuple[str, str]] = []
     actions = _routing(raw, "actions.", ActionSpec, ignored)
     conditions = _routing(raw, "conditions.", tuple[ConditionSpec, ...], ignored)
+    transforms = _routing(raw, "transforms.", tuple[TransformSpec, ...], ignored)
     return IngressAnnotations(
         scheme=reader.get_enum("scheme", ("internal", "internet-facing")),
         load_balancer_name=reader.get("load-balancer-name", validators.load_balancer_name),
@@ -159,6 +162,7 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         tags=reader.get_string_map("tags") or {},
         actions=actions,
         conditions=conditions,
+        transforms=transforms,
         use_regex_path_match=bool(reader.get_bool("use-regex-path-match")),
         ignored_fields=tuple(ignored),
     )

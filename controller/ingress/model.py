@@ -58,6 +58,8 @@ from controller.model import (
     QueryStringKeyValue,
     Quotas,
     RedirectAction,
+    Rewrite,
+    RuleTransform,
     SecurityGroup,
     SourceIpCondition,
     Stack,
@@ -129,6 +131,7 @@ class _Rule:
     conditions: list[Condition]
     actions: list[Action]
     auth: Action | None
+    transforms: list[RuleTransform] = field(default_factory=list)
 
 
 def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
@@ -246,7 +249,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             try:
                 builder.add_rule(f"{port}:{priority}", ListenerRule(
                     listener_arn=listener_ref, priority=priority, conditions=rule.conditions,
-                    actions=actions, tags=listener_tags))
+                    actions=actions, transforms=rule.transforms, tags=listener_tags))
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None
@@ -415,8 +418,25 @@ def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -
             actions, svc_name = backends.backend_actions(ing, path.get("backend"), ann.actions,
                                                          params)
             conditions = _rule_conditions(member, ann, str(host or ""), path, svc_name)
-            result.append(_Rule(conditions, actions, backends.auth(ing, svc_name)))
+            result.append(_Rule(conditions, actions, backends.auth(ing, svc_name),
+                                _transforms(member, ann, svc_name)))
     return result
+
+
+def _transforms(member: Member, ann: IngressAnnotations,
+                svc_name: str | None) -> list[RuleTransform]:
+    """`transforms.<service>`, as upstream reads it for the path's backend."""
+    specs = ann.transforms.get(svc_name or "", ()) if svc_name is not None else ()
+    out: list[RuleTransform] = []
+    for spec in specs:
+        config = spec.url_rewrite if spec.type == "url-rewrite" else spec.host_header_rewrite
+        assert config is not None  # TransformSpec checked it
+        out.append(RuleTransform(type=spec.type, rewrites=[
+            Rewrite(regex=r.regex, replace=r.replace) for r in config.rewrites]))
+    if len({t.type for t in out}) != len(out):
+        raise BuildError(f"Ingress {member.key}: transforms.{svc_name}: a rule takes one "
+                         "host-header-rewrite and one url-rewrite transform at most")
+    return out
 
 
 def _rule_conditions(member: Member, ann: IngressAnnotations, host: str, path: Any,

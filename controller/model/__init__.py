@@ -78,6 +78,7 @@ from controller.model.targetgroup import (
     TargetGroup,
     TargetGroupBindingResource,
 )
+from controller.model.transforms import Rewrite, RuleTransform
 
 __all__ = [
     "LISTENER",
@@ -117,6 +118,8 @@ __all__ = [
     "RedirectAction",
     "Ref",
     "Resource",
+    "Rewrite",
+    "RuleTransform",
     "SecurityGroup",
     "ServiceReference",
     "SharedBackendSecurityGroup",

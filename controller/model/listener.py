@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from controller.model.actions import Action
 from controller.model.base import Items, Model, Ref, Tagged
@@ -15,6 +15,7 @@ from controller.model.ruleconditions import (
     condition_sort_key,
     condition_value_count,
 )
+from controller.model.transforms import RuleTransform
 
 ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
 AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None"]
@@ -60,6 +61,26 @@ class ListenerRule(Tagged):
     priority: int = Field(ge=1, le=50000)
     conditions: Items[Condition] = Field(min_length=1)
     actions: Items[Action] = Field(min_length=1)
+    # At most one of each type (AWS); kept in type order, which carries no meaning.
+    transforms: Items[RuleTransform] = ()
+
+    @field_validator("transforms", mode="after")
+    @classmethod
+    def _transforms(cls, value: Sequence[RuleTransform]) -> tuple[RuleTransform, ...]:
+        types = [t.type for t in value]
+        if len(types) != len(set(types)):
+            raise ValueError("rule has two transforms of one type; AWS allows one "
+                             "host-header-rewrite and one url-rewrite")
+        return tuple(sorted(value, key=lambda t: t.type))
+
+    @model_serializer(mode="wrap")
+    def _compat(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A rule without transforms serializes as before they existed: its stack's
+        # canonical JSON, and checkpoint, stay the same.
+        out: dict[str, object] = handler(self)
+        if not self.transforms:
+            out.pop("transforms", None)
+        return out
 
     @field_validator("conditions", mode="after")
     @classmethod

@@ -52,6 +52,8 @@ INGRESS: Final = {
     "certificate-arn": CERT, "tags": "team=shop", "security-group-prefix-lists": "pl-1",
     "manage-backend-security-group-rules": "true", "group.order": "5",
     "use-regex-path-match": "false",
+    "transforms.web": json.dumps([{"type": "url-rewrite", "urlRewriteConfig": {
+        "rewrites": [{"regex": "^/api/(.+)$", "replace": "/$1"}]}}]),
     "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
         {"serviceName": "web", "servicePort": 80}]}}),
     "conditions.web": json.dumps([{"field": "source-ip",

@@ -14,6 +14,8 @@ from controller.model import (
     ListenerRule,
     LoadBalancer,
     PathPatternCondition,
+    Rewrite,
+    RuleTransform,
     Stack,
     StackBuilder,
 )
@@ -47,7 +49,8 @@ def _conditions(elbv2: Any) -> dict[str, Any]:
     (listener,) = elbv2.describe_listeners(LoadBalancerArn=lb["LoadBalancerArn"])["Listeners"]
     (rule,) = [r for r in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
                if not r["IsDefault"]]
-    return rule
+    found: dict[str, Any] = rule
+    return found
 
 
 async def test_regex_conditions_reach_aws_once(deployer: StackDeployer, aws_proxy: AWSFaultProxy,
@@ -67,3 +70,30 @@ async def test_regex_conditions_reach_aws_once(deployer: StackDeployer, aws_prox
     assert _mutations(aws_proxy) == ["ModifyRule"]
     by_field = {c["Field"]: c for c in _conditions(elbv2)["Conditions"]}
     assert by_field["path-pattern"]["PathPatternConfig"] == {"RegexValues": ["^/v2/(.+)$"]}
+
+
+URL = RuleTransform(type="url-rewrite", rewrites=[Rewrite(regex="^/api/(.+)$", replace="/$1")])
+HOST = RuleTransform(type="host-header-rewrite",
+                     rewrites=[Rewrite(regex="^(.+)\\.example\\.com$", replace="$1.example.org")])
+
+
+async def test_transforms_are_created_changed_and_reset(
+        deployer: StackDeployer, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed,
+        elbv2: Any) -> None:
+    await deployer.deploy(_routed(aws_seed, transforms=[URL, HOST]))
+    assert sorted(t["Type"] for t in _conditions(elbv2)["Transforms"]) == [
+        "host-header-rewrite", "url-rewrite"]
+    aws_proxy.clear_log()
+    await deployer.deploy(_routed(aws_seed, transforms=[HOST, URL]))
+    assert _mutations(aws_proxy) == []
+    await deployer.deploy(_routed(aws_seed, transforms=[URL]))
+    assert _mutations(aws_proxy) == ["ModifyRule"]
+    assert _conditions(elbv2)["Transforms"] == [{"Type": "url-rewrite", "UrlRewriteConfig": {
+        "Rewrites": [{"Regex": "^/api/(.+)$", "Replace": "/$1"}]}}]
+    aws_proxy.clear_log()
+    await deployer.deploy(_routed(aws_seed))
+    assert _mutations(aws_proxy) == ["ModifyRule"]
+    assert not _conditions(elbv2).get("Transforms")
+    aws_proxy.clear_log()
+    await deployer.deploy(_routed(aws_seed))
+    assert _mutations(aws_proxy) == []

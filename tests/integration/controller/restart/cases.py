@@ -255,6 +255,16 @@ def _regex_path_case() -> Case:
                 own_stack(), checkpointed(INGRESSES))
 
 
+def _transforms_case() -> Case:
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + f"transforms.{n}-be": json.dumps([
+            {"type": "url-rewrite",
+             "urlRewriteConfig": {"rewrites": [{"regex": "^/api/(.+)$", "replace": "/$1"}]}}])})
+
+    return Case("i-transforms", (ALB + "transforms.*",), _ingress_setup({}), change,
+                own_stack(), checkpointed(INGRESSES))
+
+
 def _group_name_case() -> Case:
     async def change(world: World, n: str) -> None:
         await world.annotate(INGRESSES, n, {ALB + "group.name": f"{n}-joined"})
@@ -301,6 +311,7 @@ def ingress_cases() -> list[Case]:
         _actions_case(),
         _conditions_case(),
         _regex_path_case(),
+        _transforms_case(),
         _group_name_case(),
         _group_order_case(),
         ingress("target-type", "instance"),

@@ -190,3 +190,59 @@ def test_stacks_without_regular_expressions_keep_their_canonical_json() -> None:
     (rule,) = rules(built)
     dumped = rule.model_dump(mode="json")
     assert all("regex_values" not in c for c in dumped["conditions"])
+
+
+# upstream docs/guide/ingress/annotations.md, "transforms" examples, verbatim.
+URL_REWRITE = """
+    [
+        {
+            "type": "url-rewrite",
+            "urlRewriteConfig": {
+                "rewrites": [
+                    {
+                        "regex": "^\\\\/api\\\\/(.+)$",
+                        "replace": "/$1"
+                    }
+                ]
+            }
+        }
+    ]
+"""
+HOST_REWRITE = """
+    [
+        {
+            "type": "host-header-rewrite",
+            "hostHeaderRewriteConfig": {
+                "rewrites": [
+                    {
+                        "regex": "^(.+)\\\\.example\\\\.com$",
+                        "replace": "$1.example.org"
+                    }
+                ]
+            }
+        }
+    ]
+"""
+
+
+def test_upstreams_transforms_examples_reach_the_rule() -> None:
+    built = build(backend_service("my-service"), backend_service("other"), ingress(
+        "ingress", annotations={A + "transforms.my-service": URL_REWRITE,
+                                A + "transforms.other": HOST_REWRITE},
+        paths=[ingress_path("/api", "my-service"), ingress_path("/", "other")]))
+    api, rest = rules(built)
+    (url,) = api.transforms
+    assert (url.type, url.rewrites[0].regex, url.rewrites[0].replace) == (
+        "url-rewrite", "^\\/api\\/(.+)$", "/$1")
+    (host,) = rest.transforms
+    assert (host.type, host.rewrites[0].regex, host.rewrites[0].replace) == (
+        "host-header-rewrite", "^(.+)\\.example\\.com$", "$1.example.org")
+    assert "transforms" in api.model_dump(mode="json")
+
+
+def test_two_transforms_of_one_type_are_one_error() -> None:
+    two = URL_REWRITE.strip()[:-1] + "," + URL_REWRITE.strip()[1:]
+    with pytest.raises(BuildError, match="one host-header-rewrite and one url-rewrite") as info:
+        build(backend_service("web"), ingress("ingress", annotations={
+            A + "transforms.web": two}))
+    assert "\n" not in str(info.value)
