@@ -22,6 +22,7 @@ from controller.model import (
     RedirectAction,
     Ref,
     RuleTransform,
+    TargetGroupByName,
 )
 
 RefResolver = Callable[[Ref], str]
@@ -45,7 +46,10 @@ _OIDC_DEFAULTS: dict[str, Any] = {
 }
 
 
-def arn_of(value: Ref | str, resolve: RefResolver) -> str:
+def arn_of(value: Ref | str | TargetGroupByName, resolve: RefResolver) -> str:
+    if isinstance(value, TargetGroupByName):
+        # The resolve stage replaces every name; one left here is a bug, not input.
+        raise ValueError(f"target group named {value.target_group_name!r} was not resolved")
     return resolve(value) if isinstance(value, Ref) else value
 
 

@@ -10,8 +10,11 @@ Subnets, as upstream:
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
-host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC
-and the cluster come from the stack's context, never from settings of the resolver's own.
+host. A forward to a target group by name (`TargetGroupByName`, upstream's `targetGroupName`)
+gets the ARN of the target group of that name (DescribeTargetGroups by name); whether the
+stack may forward there was checked before the stack was built (the qualify step). Results
+are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC and the cluster
+come from the stack's context, never from settings of the resolver's own.
 """
 
 from __future__ import annotations
@@ -23,16 +26,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.aws import Caller
+from controller.aws import AWSError, Caller
 from controller.deploy.errors import ResolveError
 from controller.model import (
+    Action,
     CertificateDiscovery,
+    ForwardAction,
     Listener,
+    ListenerRule,
     LoadBalancer,
     Stack,
     StackContext,
     SubnetDiscovery,
     SubnetSelector,
+    TargetGroupByName,
 )
 from runtime.clock import Clock, RealClock
 
@@ -70,7 +77,54 @@ class StackResolver:
                      for rid, lis in stack.listeners.items()}
         if listeners != stack.listeners:
             update["listeners"] = listeners
+        rules = {rid: await self._rule(rule, calls)
+                 for rid, rule in stack.listener_rules.items()}
+        if rules != stack.listener_rules:
+            update["listener_rules"] = rules
         return stack.model_copy(update=update) if update else stack
+
+    async def _rule(self, rule: ListenerRule, calls: Caller) -> ListenerRule:
+        actions = await self._actions(rule.actions, calls)
+        return rule if actions is None else rule.model_copy(update={"actions": actions})
+
+    async def _actions(self, actions: Sequence[Action], calls: Caller) -> tuple[Action, ...] | None:
+        """The actions with target groups named by name given their ARNs; None when no
+        action names one."""
+        if not any(isinstance(a, ForwardAction) and any(
+                isinstance(w.target_group_arn, TargetGroupByName) for w in a.target_groups)
+                for a in actions):
+            return None
+        out: list[Action] = []
+        for action in actions:
+            if isinstance(action, ForwardAction):
+                groups = []
+                for weighted in action.target_groups:
+                    target = weighted.target_group_arn
+                    if isinstance(target, TargetGroupByName):
+                        arn = await self._target_group_arn(target.target_group_name, calls)
+                        weighted = weighted.model_copy(update={"target_group_arn": arn})
+                    groups.append(weighted)
+                action = action.model_copy(update={"target_groups": tuple(groups)})
+            out.append(action)
+        return tuple(out)
+
+    async def _target_group_arn(self, name: str, calls: Caller) -> str:
+        key = ("target-group-name", name)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        try:
+            resp = await calls.call("DescribeTargetGroups", Names=[name])
+        except AWSError as exc:
+            if exc.is_not_found:
+                raise ResolveError(f"no target group named {name!r}") from None
+            raise
+        groups = resp.get("TargetGroups") or []
+        if not groups:
+            raise ResolveError(f"no target group named {name!r}")
+        arn = str(groups[0]["TargetGroupArn"])
+        self._store(key, arn)
+        return arn
 
     def _cached(self, key: tuple[str, str]) -> Any:
         entry = self._cache.get(key)
@@ -181,6 +235,9 @@ class StackResolver:
         return zones
 
     async def _listener(self, listener: Listener, calls: Caller) -> Listener:
+        actions = await self._actions(listener.default_actions, calls)
+        if actions is not None:
+            listener = listener.model_copy(update={"default_actions": actions})
         if not isinstance(listener.certificates, CertificateDiscovery):
             return listener
         certs = await self._certificates(calls)

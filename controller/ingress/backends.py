@@ -40,6 +40,7 @@ from controller.model import (
     Stickiness,
     TargetGroup,
     TargetGroupBindingResource,
+    TargetGroupByName,
     WeightedTargetGroup,
     ingress_target_group_name,
 )
@@ -185,9 +186,10 @@ class Backends:
                                                     weight=weight))
                 continue
             if tgt.target_group_name is not None:
-                m = meta(ing)
-                raise BuildError(f"Ingress {m.get('namespace')}/{m.get('name')}: "
-                                 "targetGroupName is not supported; use targetGroupARN")
+                # Resolved to its ARN by the resolve stage; the qualify step checked it first.
+                weighted.append(WeightedTargetGroup(target_group_arn=TargetGroupByName(
+                    target_group_name=tgt.target_group_name), weight=weight))
+                continue
             assert tgt.service_name is not None
             assert tgt.service_port is not None
             port: int | str = tgt.service_port

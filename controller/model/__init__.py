@@ -8,6 +8,7 @@ from controller.model.actions import (
     ForwardAction,
     RedirectAction,
     Stickiness,
+    TargetGroupByName,
     WeightedTargetGroup,
     carries_write_only,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "TargetGroup",
     "TargetGroupBindingNetworking",
     "TargetGroupBindingResource",
+    "TargetGroupByName",
     "WeightedTargetGroup",
     "backend_security_group_name",
     "canonical_json",

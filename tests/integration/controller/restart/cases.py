@@ -230,6 +230,24 @@ def _actions_case() -> Case:
                 checkpointed(INGRESSES))
 
 
+def _target_group_name_case() -> Case:
+    """A forward by target group name (upstream's `targetGroupName`) moved to another name."""
+    def action(name: str) -> str:
+        return json.dumps({"type": "forward", "targetGroupName": name})
+
+    async def setup(world: World, n: str) -> None:
+        for tg in (f"{n}-a", f"{n}-b"):
+            await world.target_group(tg, protocol="HTTP")
+        await world.ingress(n, {"actions.named": action(f"{n}-a")}, backend="named",
+                            backend_port=USE_ANNOTATION)
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "actions.named": action(f"{n}-b")})
+
+    return Case("i-target-group-name", (ALB + "actions.*",), setup, change, own_stack(),
+                checkpointed(INGRESSES))
+
+
 def _conditions_case() -> Case:
     async def change(world: World, n: str) -> None:
         await world.annotate(INGRESSES, n, {ALB + f"conditions.{n}-be": json.dumps([
@@ -309,6 +327,7 @@ def ingress_cases() -> list[Case]:
         ingress("certificate-arn", "{cert2}", HTTPS),
         ingress("tags", "team=x"),
         _actions_case(),
+        _target_group_name_case(),
         _conditions_case(),
         _regex_path_case(),
         _transforms_case(),

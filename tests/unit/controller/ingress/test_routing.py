@@ -15,6 +15,7 @@ from controller.model import (
     PathPatternCondition,
     RedirectAction,
     Stickiness,
+    TargetGroupByName,
 )
 from runtime.reconcile import Request
 from tests.support.objects import backend_service, ingress, ingress_class, ingress_path
@@ -246,3 +247,37 @@ def test_two_transforms_of_one_type_are_one_error() -> None:
         build(backend_service("web"), ingress("ingress", annotations={
             A + "transforms.web": two}))
     assert "\n" not in str(info.value)
+
+
+def test_target_group_names_stay_names_in_the_model() -> None:
+    # upstream docs: the forward-multiple-tg example, with targetGroupName.
+    multiple = ('{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"service-1",'
+                '"servicePort":"http","weight":20},{"serviceName":"service-2","servicePort":80,'
+                '"weight":20},{"targetGroupARN":"arn-of-your-non-k8s-target-group","weight":60},'
+                '{"targetGroupName":"name-of-your-non-k8s-target-group","weight":80}],'
+                '"targetGroupStickinessConfig":{"enabled":true,"durationSeconds":200}}}')
+    # Its placeholder name has 33 characters, one more than AWS allows a target group name.
+    with pytest.raises(BuildError, match="at most 32 characters"):
+        build(backend_service("service-1"), backend_service("service-2"), ingress(
+            "ingress", annotations={A + "actions.forward-multiple-tg": multiple},
+            paths=[use_annotation("/path3", "forward-multiple-tg")]))
+    multiple = multiple.replace("name-of-your-non-k8s-target-group", "name-of-your-non-k8s-tg")
+    built = build(backend_service("service-1"), backend_service("service-2"), ingress(
+        "ingress", annotations={A + "actions.forward-multiple-tg": multiple,
+                                A + "actions.forward-single-tg-by-name": '{"type":"forward",'
+                                '"targetGroupName": "name-of-your-target-group"}'},
+        paths=[use_annotation("/path2", "forward-single-tg-by-name"),
+               use_annotation("/path3", "forward-multiple-tg")]))
+    single, weighted = (r.actions[-1] for r in rules(built))
+    assert isinstance(single, ForwardAction)
+    assert single.target_groups[0].target_group_arn == TargetGroupByName(
+        target_group_name="name-of-your-target-group")
+    assert isinstance(weighted, ForwardAction)
+    targets = {str(w.target_group_arn): w.weight for w in weighted.target_groups}
+    assert targets["arn-of-your-non-k8s-target-group"] == 60
+    assert targets[str(TargetGroupByName(
+        target_group_name="name-of-your-non-k8s-tg"))] == 80
+    assert weighted.stickiness == Stickiness(enabled=True, duration_seconds=200)
+    with pytest.raises(BuildError, match="targetGroupName: String should have at most 32"):
+        build(ingress("ingress", annotations={A + "actions.x": '{"type":"forward",'
+                      '"targetGroupName": "' + "n" * 33 + '"}'}, paths=[use_annotation("/", "x")]))

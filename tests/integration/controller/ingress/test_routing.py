@@ -1,0 +1,50 @@
+"""Routing as upstream: a forward to a target group by name (its ARN looked up, the same
+ownership checks as by ARN), a name that names nothing refused with one Warning."""
+
+from __future__ import annotations
+
+import json
+
+from runtime.objects import Obj
+from runtime.resources import INGRESSES
+from tests.support.cluster import Cluster
+from tests.support.objects import hostname, ingress_path
+from tests.support.tenancy import warnings
+from tests.support.waiting import eventually
+
+
+def _by_name(name: str) -> dict[str, str]:
+    # upstream docs: {"type":"forward","targetGroupName": "name-of-your-target-group"}
+    return {"actions.by-name": json.dumps({"type": "forward", "targetGroupName": name})}
+
+
+async def test_forward_by_target_group_name(cluster: Cluster) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    arn = await c.target_group("mine-tg")
+    await c.ingress("named", _by_name("mine-tg"),
+                    paths=[ingress_path("/", "by-name", "use-annotation")])
+    await c.ingress("nothing", _by_name("no-such-tg"),
+                    paths=[ingress_path("/", "by-name", "use-annotation")])
+    await c.start()
+
+    async def deployed() -> Obj | None:
+        ing = await c.find(INGRESSES, "named")
+        return ing if ing is not None and hostname(ing) else None
+
+    ing = await eventually(deployed)
+    lb = await c.aws.load_balancer_at(hostname(ing))
+    assert lb is not None
+    listeners = await c.aws.listeners(str(lb["LoadBalancerArn"]))
+    (rule,) = await c.aws.rules(listeners[80]["ListenerArn"])
+    (forward,) = rule["Actions"]
+    assert [g["TargetGroupArn"] for g in forward["ForwardConfig"]["TargetGroups"]] == [arn]
+
+    async def refused() -> list[Obj]:
+        return [e for e in warnings(await c.events("nothing"))
+                if "target group named 'no-such-tg': not found" in e["message"]]
+
+    await eventually(refused, message="a name naming nothing was not reported")
+    assert not (await c.get(INGRESSES, "nothing"))["metadata"].get("finalizers")
+    assert len(await c.aws.load_balancers()) == 1
+    await c.stop()
