@@ -115,7 +115,9 @@ def _admit(ing: Obj, caches: Caches, settings: BuilderSettings, policy: GroupNam
             raise BuildError(f"not part of group {member.group.key}: {reason}")
     if after.group.held is None:
         # What builds but admits no one: the Warning Event's text, said at apply time too.
-        return list(after.built.warnings) if after.built is not None else []
+        if after.built is None:
+            return []
+        return [*after.built.warnings, *after.built.missing.get(key, ())]
     before = _settle(current, caches, settings, policy) if current.members else None
     if before is not None and before.group.held == after.group.held:
         return [after.group.held]

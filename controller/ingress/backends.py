@@ -11,7 +11,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from controller.annotations import AnnotationError
 from controller.ingress.annotations import (
@@ -63,6 +63,12 @@ class Backends:
     # without one); None: no rules are managed on them.
     target_source: GroupReference | None = None
     restricted_rules: bool = True
+    # Upstream's --tolerate-non-existent-backend-service / -action: a rule forwarding to one
+    # Service that does not exist, or naming an action annotation that does not exist, answers
+    # a fixed 503; `missing` says which, per Ingress (namespace/name).
+    tolerate_missing_service: bool = False
+    tolerate_missing_action: bool = False
+    missing: dict[str, list[str]] = field(default_factory=dict)
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -73,6 +79,25 @@ class Backends:
     def _use(self, ing: Obj, service_key: str) -> None:
         m = meta(ing)
         self.used.setdefault(f"{m.get('namespace')}/{m.get('name')}", set()).add(service_key)
+
+    def _tolerated(self, ing: Obj, service_name: str) -> bool:
+        """The Service is missing and that is tolerated: noted (and still watched for)."""
+        namespace = str(meta(ing).get("namespace"))
+        key = f"{namespace}/{service_name}"
+        if not self.tolerate_missing_service or self.caches.services.get(key) is not None:
+            return False
+        self.services.add(key)
+        self._missing(ing, f"backend Service {key} not found; its rules answer 503 until it "
+                           "exists")
+        return True
+
+    def _missing(self, ing: Obj, what: str) -> None:
+        m = meta(ing)
+        key = f"{m.get('namespace')}/{m.get('name')}"
+        message = f"Ingress {key}: {what}"
+        found = self.missing.setdefault(key, [])
+        if message not in found:
+            found.append(message)
 
     def service(self, ing: Obj, name: str) -> Obj:
         namespace = str(meta(ing).get("namespace"))
@@ -156,9 +181,15 @@ class Backends:
         if port_ref.get("name") == "use-annotation":
             spec = annotated.get(svc_name)
             if spec is None:
+                if self.tolerate_missing_action:
+                    self._missing(ing, f"backend {svc_name} uses annotation actions.{svc_name}, "
+                                       "which is missing; its rules answer 503 until it exists")
+                    return [unavailable(BACKEND_ACTION_MISSING)], svc_name
                 raise BuildError(f"{where}: backend {svc_name} uses annotation actions."
                                  f"{svc_name}, which is missing")
             return [self.annotated_action(ing, spec, params)], svc_name
+        if self._tolerated(ing, svc_name):
+            return [unavailable(BACKEND_SERVICE_MISSING)], svc_name
         port: int | str | None = port_ref.get("number") or port_ref.get("name")
         if port is None:
             raise BuildError(f"{where}: backend Service {svc_name} names no port")
@@ -178,8 +209,12 @@ class Backends:
             fc = spec.fixed_response_config
             return FixedResponseAction(status_code=fc.status_code, content_type=fc.content_type,
                                        message_body=fc.message_body)
+        groups = spec.forward_groups()
+        if (len(groups) == 1 and groups[0].service_name is not None
+                and self._tolerated(ing, groups[0].service_name)):
+            return unavailable(BACKEND_SERVICE_MISSING)  # upstream: one Service only
         weighted: list[WeightedTargetGroup] = []
-        for tgt in spec.forward_groups():
+        for tgt in groups:
             weight = 1 if tgt.weight is None else tgt.weight
             if tgt.target_group_arn is not None:
                 weighted.append(WeightedTargetGroup(target_group_arn=tgt.target_group_arn,
@@ -250,6 +285,17 @@ class Backends:
             # Stands for the credentials in the checkpoint: any change to the Secret's data
             # gives it a new resourceVersion, and nothing of the secret is digested.
             credentials_version=f"{sm.get('uid', '')}/{sm.get('resourceVersion', '')}")
+
+
+# Upstream's exact answers (pkg/ingress/enhanced_backend_builder.go).
+BACKEND_SERVICE_MISSING: Final = "Backend service does not exist"
+BACKEND_ACTION_MISSING: Final = "Backend action does not exist"
+
+
+def unavailable(message_body: str) -> FixedResponseAction:
+    """The fixed 503 a rule gets for a backend that does not exist."""
+    return FixedResponseAction(status_code="503", content_type="text/plain",
+                               message_body=message_body)
 
 
 def _secret_value(data: Mapping[str, Any], *keys: str) -> str | None:

@@ -27,7 +27,11 @@ from pydantic import ValidationError
 
 from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
-from controller.defaults import DEFAULT_INGRESS_CLASS
+from controller.defaults import (
+    DEFAULT_INGRESS_CLASS,
+    DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
+    DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
+)
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends
 from controller.ingress.caches import Caches
@@ -104,6 +108,9 @@ class BuilderSettings:
     quotas: Quotas = field(default_factory=Quotas)
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
     gates: FeatureGates = field(default_factory=FeatureGates)
+    # --tolerate-non-existent-backend-service / -action: a missing one answers 503.
+    tolerate_missing_service: bool = DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE
+    tolerate_missing_action: bool = DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION
 
     @property
     def context(self) -> StackContext:
@@ -124,6 +131,9 @@ class BuiltGroup:
     # What builds but does not do what it says (inbound CIDRs that admit no one): a Warning
     # Event on every member when deployed, and a warning at admission.
     warnings: tuple[str, ...] = ()
+    # Per member: backends that do not exist, tolerated with a 503 rule (a Warning Event on
+    # that member when deployed, and a warning at admission).
+    missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -180,7 +190,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                         stack_id=group.stack_id, labels=stack_labels(request),
                         default_target_type=settings.defaults.target_type, tags=lb.tags,
                         target_source=groups.target_source,
-                        restricted_rules=settings.backend_sg.restricted_rules)
+                        restricted_rules=settings.backend_sg.restricted_rules,
+                        tolerate_missing_service=settings.tolerate_missing_service,
+                        tolerate_missing_action=settings.tolerate_missing_action)
     # Listeners and rules carry the default tags only (the tags annotation is for the load
     # balancer and its target groups).
     listener_tags = dict(settings.defaults.tags)
@@ -261,7 +273,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
-                      findings, tuple(warnings))
+                      findings, tuple(warnings),
+                      {k: tuple(v) for k, v in sorted(backends.missing.items())})
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches

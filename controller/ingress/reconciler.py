@@ -183,6 +183,9 @@ class IngressReconciler:
         for warning in built.warnings:  # it builds, but not what the members meant
             for ing in members:
                 self._writer.event(ing, "Warning", "InboundCIDRsAdmitNoOne", warning)
+        for member in group.members:  # tolerated as upstream: a 503 rule, and a Warning
+            for message in built.missing.get(member.key, ()):
+                self._writer.event(member.ingress, "Warning", "BackendNotFound", message)
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,

@@ -3,8 +3,11 @@ the rule's host and path joined with the `conditions.<name>` annotation's."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from controller.ingress.admission import admit
 from controller.ingress.merge import BuildError
 from controller.ingress.model import BuiltGroup, build_group
 from controller.model import (
@@ -281,3 +284,64 @@ def test_target_group_names_stay_names_in_the_model() -> None:
     with pytest.raises(BuildError, match="targetGroupName: String should have at most 32"):
         build(ingress("ingress", annotations={A + "actions.x": '{"type":"forward",'
                       '"targetGroupName": "' + "n" * 33 + '"}'}, paths=[use_annotation("/", "x")]))
+
+
+TOLERANT = dataclasses.replace(SETTINGS, tolerate_missing_service=True,
+                               tolerate_missing_action=True)
+
+
+def build_tolerant(*objs: dict[str, object]) -> BuiltGroup:
+    c = caches(ingress_class("alb"), *objs)
+    return build_group(loader(c).load(Request("default", "ingress")), c, TOLERANT)
+
+
+def test_missing_backends_answer_upstreams_503_with_a_warning() -> None:
+    built = build_tolerant(backend_service("web"), ingress("ingress", paths=[
+        ingress_path("/gone", "gone"), use_annotation("/act", "no-action"),
+        ingress_path("/", "web")], spec={"defaultBackend": {"service": {
+            "name": "also-gone", "port": {"number": 80}}}}))
+    action, gone, web = rules(built)  # Exact first, then Prefix longest first
+    assert gone.actions == (FixedResponseAction(
+        status_code="503", content_type="text/plain",
+        message_body="Backend service does not exist"),)
+    assert action.actions == (FixedResponseAction(
+        status_code="503", content_type="text/plain",
+        message_body="Backend action does not exist"),)
+    assert isinstance(web.actions[0], ForwardAction)
+    assert built.stack.listeners["80"].default_actions[0] == gone.actions[0]
+    assert built.missing["default/ingress"] == (
+        "Ingress default/ingress: backend Service default/also-gone not found; its rules answer "
+        "503 until it exists",
+        "Ingress default/ingress: backend no-action uses annotation actions.no-action, which is "
+        "missing; its rules answer 503 until it exists",
+        "Ingress default/ingress: backend Service default/gone not found; its rules answer 503 "
+        "until it exists")
+    assert {"default/gone", "default/also-gone"} <= built.services  # watched for
+
+
+def test_only_a_forward_to_one_missing_service_is_tolerated() -> None:
+    weighted = ('{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"web",'
+                '"servicePort":80,"weight":1},{"serviceName":"gone","servicePort":80,'
+                '"weight":1}]}}')
+    single = '{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"gone",' \
+             '"servicePort":80}]}}'
+    built = build_tolerant(ingress("ingress", annotations={A + "actions.one": single},
+                                   paths=[use_annotation("/", "one")]))
+    assert rules(built)[0].actions[-1] == FixedResponseAction(
+        status_code="503", content_type="text/plain",
+        message_body="Backend service does not exist")
+    with pytest.raises(BuildError, match="backend Service default/gone not found"):
+        build_tolerant(backend_service("web"), ingress(
+            "ingress", annotations={A + "actions.two": weighted},
+            paths=[use_annotation("/", "two")]))
+    # A missing port of a Service that exists stays an error (upstream too).
+    with pytest.raises(BuildError, match="port 81 not found"):
+        build_tolerant(backend_service("web"), ingress("ingress", paths=[
+            ingress_path("/", "web", 81)]))
+
+
+def test_admission_says_what_the_warning_event_says() -> None:
+    ing = ingress("ingress", paths=[ingress_path("/", "gone")])
+    assert admit(ing, None, caches(ingress_class("alb")), TOLERANT) == [
+        "Ingress default/ingress: backend Service default/gone not found; its rules answer 503 "
+        "until it exists"]
