@@ -197,6 +197,8 @@ class TargetGroupSettings:
     success_codes: str = "200"
     multi_cluster: bool = False
     tags: Mapping[str, str] = field(default_factory=dict)
+    # Instance targets: only nodes carrying these labels are registered (upstream).
+    target_node_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 
@@ -242,6 +244,7 @@ def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None
             validators.ALB_GRPC_CODES if grpc else validators.ALB_HTTP_CODES))
         or ("12" if grpc else "200"),
         multi_cluster=bool(mc_reader.get_bool("multi-cluster-target-group")),
+        target_node_labels=reader.get_string_map("target-node-labels") or {},
     )
 
 

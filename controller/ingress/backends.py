@@ -162,6 +162,9 @@ class Backends:
             target_type=settings.target_type,
             service_ref=ServiceReference(name=service_name, port=port),
             multi_cluster_target_group=settings.multi_cluster,
+            node_selector=(dict(settings.target_node_labels)
+                           if settings.target_type == "instance" and settings.target_node_labels
+                           else None),
             networking=binding_networking(self.target_source, ports,
                                           restricted=self.restricted_rules),
             labels=dict(self.labels)))

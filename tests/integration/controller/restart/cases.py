@@ -347,6 +347,7 @@ def ingress_cases() -> list[Case]:
         ingress("unhealthy-threshold-count", "5"),
         ingress("success-codes", "200-299"),
         ingress("multi-cluster-target-group", "true", name="i-multi-cluster"),
+        ingress("target-node-labels", "pool=b", {"target-type": "instance"}),
         ingress("auth-type", "oidc", {**HTTPS, "auth-idp-oidc": "{oidc}"}, with_secret=True),
         ingress("auth-idp-oidc", "{oidc2}", OIDC_ON, with_secret=True),
         ingress("auth-scope", "openid email", OIDC_ON, with_secret=True),

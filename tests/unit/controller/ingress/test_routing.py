@@ -345,3 +345,19 @@ def test_admission_says_what_the_warning_event_says() -> None:
     assert admit(ing, None, caches(ingress_class("alb")), TOLERANT) == [
         "Ingress default/ingress: backend Service default/gone not found; its rules answer 503 "
         "until it exists"]
+
+
+def test_target_node_labels_select_the_nodes_of_instance_targets() -> None:
+    labels = {A + "target-node-labels": "pool=web,zone=a"}
+    built = build(backend_service("web", {"target-node-labels": "pool=svc"}),
+                  backend_service("api"),
+                  ingress("ingress", annotations={A + "target-type": "instance", **labels},
+                          paths=[ingress_path("/web", "web"), ingress_path("/api", "api")]))
+    selectors = {b.service_ref.name: b.node_selector
+                 for b in built.stack.target_group_bindings.values()}
+    # The Service's value first, then the Ingress's (upstream).
+    assert selectors == {"web": {"pool": "svc"}, "api": {"pool": "web", "zone": "a"}}
+    # ip targets are pods: no node selector.
+    built = build(backend_service("web"), ingress("ingress", annotations={
+        A + "target-type": "ip", **labels}))
+    assert [b.node_selector for b in built.stack.target_group_bindings.values()] == [None]
