@@ -245,6 +245,8 @@ def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None
         or ("12" if grpc else "200"),
         multi_cluster=bool(mc_reader.get_bool("multi-cluster-target-group")),
         target_node_labels=reader.get_string_map("target-node-labels") or {},
+        # The backend Service's own `tags` (upstream reads them for its target groups).
+        tags=AnnotationReader.of(service, PREFIX).get_string_map("tags") or {},
     )
 
 

@@ -58,7 +58,11 @@ class Backends:
     stack_id: str
     labels: Mapping[str, str]
     default_target_type: Literal["instance", "ip"]
-    tags: Mapping[str, str]
+    # Target group tags (upstream): the Ingress's tags (class parameters' winning), under its
+    # backend Service's `tags`, under the class parameters', under `--default-tags`.
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+    ingress_tags: dict[str, Mapping[str, str]] = field(default_factory=dict)
     # What the targets' groups must admit (the backend group, or the managed frontend group
     # without one); None: no rules are managed on them.
     target_source: GroupReference | None = None
@@ -145,12 +149,18 @@ class Backends:
             service_uid=str(meta(svc).get("uid") or ""), service_port=port,
             target_port=tg_port, target_type=settings.target_type,
             protocol=settings.protocol, protocol_version=settings.protocol_version)
+        for tag in sorted(set(settings.tags) & self.external_managed_tags):
+            raise BuildError(f"Ingress {namespace}/{ing_name}: backend Service "
+                             f"{namespace}/{service_name}: tag {tag!r} is managed outside the "
+                             "controller (--external-managed-tags)")
+        tags = {**self.ingress_tags.get(f"{namespace}/{ing_name}", {}), **settings.tags,
+                **(params.tag_map() if params is not None else {}), **self.default_tags}
         try:
             tg = TargetGroup(
                 name=name, protocol=settings.protocol,
                 protocol_version=settings.protocol_version, port=tg_port,
                 target_type=settings.target_type, health_check=_health_check(settings),
-                attributes=dict(settings.attributes), tags=dict(self.tags))
+                attributes=dict(settings.attributes), tags=tags)
         except ValueError as exc:
             raise BuildError(f"{where}: {_first_line(exc)}") from None
         ref = self.builder.add_target_group(rid, tg)

@@ -142,6 +142,7 @@ class _Rule:
     actions: list[Action]
     auth: Action | None
     transforms: list[RuleTransform] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
@@ -188,14 +189,18 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
-                        default_target_type=settings.defaults.target_type, tags=lb.tags,
+                        default_target_type=settings.defaults.target_type,
+                        default_tags=settings.defaults.tags,
+                        external_managed_tags=settings.defaults.external_managed_tags,
                         target_source=groups.target_source,
                         restricted_rules=settings.backend_sg.restricted_rules,
                         tolerate_missing_service=settings.tolerate_missing_service,
                         tolerate_missing_action=settings.tolerate_missing_action)
-    # Listeners and rules carry the default tags only (the tags annotation is for the load
-    # balancer and its target groups).
-    listener_tags = dict(settings.defaults.tags)
+    # Listeners carry the group's tags (members' and class parameters', `--default-tags`
+    # winning), each rule its own Ingress's (upstream, with its ListenerRulesTagging gate on).
+    listener_tags = dict(lb.tags)
+    for member, ann in parsed:
+        backends.ingress_tags[member.key] = dict(ann.tags)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(
         settings.cluster.name, str(meta(first).get("namespace")), str(meta(first).get("name")),
@@ -227,7 +232,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             default_actions, _ = backends.backend_actions(ing, spec["defaultBackend"],
                                                           ann.actions, params)
             default_owner = member.key
-        member_rules = _member_rules(member, ann, backends)
+        member_rules = _member_rules(member, ann, backends,
+                                     {**ann.tags, **settings.defaults.tags})
         for lp in _ports_of(ann, ing):
             rules[lp.port].extend(member_rules)
 
@@ -261,7 +267,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             try:
                 builder.add_rule(f"{port}:{priority}", ListenerRule(
                     listener_arn=listener_ref, priority=priority, conditions=rule.conditions,
-                    actions=actions, transforms=rule.transforms, tags=listener_tags))
+                    actions=actions, transforms=rule.transforms, tags=rule.tags))
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None
@@ -418,7 +424,8 @@ def path_values(path: str, path_type: str | None) -> list[str]:
     return [path]
 
 
-def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -> list[_Rule]:
+def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends,
+                  tags: Mapping[str, str]) -> list[_Rule]:
     ing = member.ingress
     params = member.info.params if member.info else None
     result: list[_Rule] = []
@@ -432,7 +439,7 @@ def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -
                                                          params)
             conditions = _rule_conditions(member, ann, str(host or ""), path, svc_name)
             result.append(_Rule(conditions, actions, backends.auth(ing, svc_name),
-                                _transforms(member, ann, svc_name)))
+                                _transforms(member, ann, svc_name), dict(tags)))
     return result
 
 

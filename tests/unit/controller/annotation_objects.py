@@ -37,7 +37,7 @@ TARGET_GROUP: Final = {
     "healthcheck-port": "8081", "healthcheck-protocol": "HTTP", "healthcheck-path": "/hz",
     "healthcheck-interval-seconds": "20", "healthcheck-timeout-seconds": "6",
     "healthy-threshold-count": "3", "unhealthy-threshold-count": "3", "success-codes": "200",
-    "multi-cluster-target-group": "true", "target-node-labels": "pool=a",
+    "multi-cluster-target-group": "true", "target-node-labels": "pool=a", "tags": "team=web",
     "auth-type": "oidc", "auth-idp-oidc": OIDC, "auth-scope": "openid email",
     "auth-session-cookie": "session", "auth-session-timeout": "3600",
     "auth-on-unauthenticated-request": "deny",

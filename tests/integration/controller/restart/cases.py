@@ -309,6 +309,15 @@ def _service_side_case() -> Case:
                 _ingress_setup({}), change, own_stack(), checkpointed(INGRESSES))
 
 
+def _service_tags_case() -> Case:
+    """A backend Service's `tags` reach its target groups (upstream)."""
+    async def change(world: World, n: str) -> None:
+        await world.annotate(SERVICES, f"{n}-be", {ALB + "tags": "team=svc"})
+
+    return Case("i-service-tags", (ALB + "tags",), _ingress_setup({}), change, own_stack(),
+                checkpointed(INGRESSES))
+
+
 def ingress_cases() -> list[Case]:
     return [
         ingress("scheme", "internet-facing"),
@@ -357,6 +366,7 @@ def ingress_cases() -> list[Case]:
                 name="i-auth-on-unauthenticated"),
         _legacy_class_case(),
         _service_side_case(),
+        _service_tags_case(),
     ]
 
 

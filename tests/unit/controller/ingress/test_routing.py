@@ -9,7 +9,7 @@ import pytest
 
 from controller.ingress.admission import admit
 from controller.ingress.merge import BuildError
-from controller.ingress.model import BuiltGroup, build_group
+from controller.ingress.model import BuilderSettings, BuiltGroup, build_group
 from controller.model import (
     FixedResponseAction,
     ForwardAction,
@@ -361,3 +361,54 @@ def test_target_node_labels_select_the_nodes_of_instance_targets() -> None:
     built = build(backend_service("web"), ingress("ingress", annotations={
         A + "target-type": "ip", **labels}))
     assert [b.node_selector for b in built.stack.target_group_bindings.values()] == [None]
+
+
+def _group(*objs: dict[str, object], settings: BuilderSettings = SETTINGS) -> BuiltGroup:
+    c = caches(ingress_class("alb"), *objs)
+    return build_group(loader(c).load(Request("", "shop")), c, settings)
+
+
+def test_tags_as_upstream_reads_them() -> None:
+    settings = dataclasses.replace(SETTINGS, defaults=dataclasses.replace(
+        SETTINGS.defaults, tags={"env": "prod"}))
+    group = {A + "group.name": "shop"}
+    built = _group(
+        backend_service("web", {"tags": "team=web-svc,svc=1"}), backend_service("api"),
+        ingress("a", annotations={**group, A + "tags": "team=a,env=dev,a=1"},
+                paths=[ingress_path("/a", "web")]),
+        ingress("b", annotations={**group, A + "tags": "b=1"}, paths=[ingress_path("/b", "api")]),
+        settings=settings)
+    (lb,) = built.stack.load_balancers.values()
+    # The group's tags (every member's), --default-tags winning.
+    assert lb.tags == {"team": "a", "a": "1", "b": "1", "env": "prod"}
+    assert built.stack.listeners["80"].tags == lb.tags
+    # Each rule its own Ingress's.
+    rule_a, rule_b = rules(built)
+    assert rule_a.tags == {"team": "a", "a": "1", "env": "prod"}
+    assert rule_b.tags == {"b": "1", "env": "prod"}
+    # Target groups: the backend Service's tags over its Ingress's.
+    by_service = {b.service_ref.name: built.stack.target_groups[rid].tags
+                  for rid, b in built.stack.target_group_bindings.items()}
+    assert by_service == {"web": {"team": "web-svc", "svc": "1", "a": "1", "env": "prod"},
+                          "api": {"b": "1", "env": "prod"}}
+
+
+def test_members_giving_a_tag_two_values_is_an_error_naming_them() -> None:
+    group = {A + "group.name": "shop"}
+    with pytest.raises(BuildError, match="tag 'team' is \"a\" on default/a, \"b\" on "
+                                         "default/b") as info:
+        _group(backend_service("web"),
+               ingress("a", annotations={**group, A + "tags": "team=a"}),
+               ingress("b", annotations={**group, A + "tags": "team=b"},
+                       paths=[ingress_path("/b")]))
+    assert "\n" not in str(info.value)
+
+
+def test_a_backend_services_tags_respect_external_managed_tags() -> None:
+    settings = dataclasses.replace(SETTINGS, defaults=dataclasses.replace(
+        SETTINGS.defaults, external_managed_tags=frozenset({"owner"})))
+    with pytest.raises(BuildError, match="backend Service default/web: tag 'owner' is managed "
+                                         "outside the controller"):
+        build_group(loader(c := caches(ingress_class("alb"), backend_service(
+            "web", {"tags": "owner=x"}), ingress("ingress"))).load(
+                Request("default", "ingress")), c, settings)
