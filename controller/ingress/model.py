@@ -14,7 +14,9 @@ managed.
 
 Rule order (upstream): members by (group.order, namespace, name); within an Ingress its rules
 in order; within a rule its paths with Exact first, then Prefix by length (longest first), then
-ImplementationSpecific in their written order. Priorities count from 1 per listener.
+ImplementationSpecific in their written order. Redirect rules that would loop, and rules a
+redirect rule before them covers, are left out (`rules.optimize`, upstream's rule optimizer).
+Priorities count from 1 per listener.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from controller.ingress.merge import (
     apply_params,
     merge_load_balancer,
 )
+from controller.ingress.rules import optimize
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
 from controller.model import (
@@ -260,7 +263,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             raise BuildError(f"group {request.key}: listener {port}: {_message(exc)}") from None
         if redirect:
             continue  # every HTTP request is redirected: rules there would never match
-        for priority, rule in enumerate(rules[port], start=1):
+        for priority, rule in enumerate(optimize(port, protocol, rules[port]), start=1):
             actions = rule.actions
             if rule.auth is not None and protocol == "HTTPS":
                 actions = [rule.auth, *actions]

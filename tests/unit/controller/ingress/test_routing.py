@@ -412,3 +412,41 @@ def test_a_backend_services_tags_respect_external_managed_tags() -> None:
         build_group(loader(c := caches(ingress_class("alb"), backend_service(
             "web", {"tags": "owner=x"}), ingress("ingress"))).load(
                 Request("default", "ingress")), c, settings)
+
+
+def test_upstreams_ssl_redirect_action_idiom_collapses_as_upstreams_rules_do() -> None:
+    # upstream's docs (actions.ssl-redirect, before ssl-redirect existed): on HTTP every path
+    # is redirected, so only the redirect rule is kept; on HTTPS it would loop, so it goes.
+    built = build(backend_service("web"), backend_service("api"), ingress("ingress", annotations={
+        A + "listen-ports": '[{"HTTP": 80}, {"HTTPS":443}]',
+        A + "certificate-arn": "arn:aws:acm:us-west-2:123456789012:certificate/abc",
+        A + "actions.ssl-redirect": '{"Type": "redirect", "RedirectConfig": { "Protocol": '
+        '"HTTPS", "Port": "443", "StatusCode": "HTTP_301"}}'}, paths=[
+            ingress_path("/*", "ssl-redirect", "use-annotation",
+                         path_type="ImplementationSpecific"),
+            ingress_path("/api", "api", path_type="ImplementationSpecific"),
+            ingress_path("/", "web", path_type="ImplementationSpecific")]))
+    (http,) = rules(built, 80)
+    assert isinstance(http.actions[-1], RedirectAction)
+    assert [r.priority for r in rules(built, 443)] == [1, 2]
+    assert all(isinstance(r.actions[-1], ForwardAction) for r in rules(built, 443))
+
+
+def test_a_redirect_covers_only_rules_within_its_hosts_and_paths() -> None:
+    redirect = {A + "actions.moved": '{"type":"redirect","redirectConfig":{"host":'
+                '"new.example.com","statusCode":"HTTP_301"}}',
+                A + "conditions.moved": '[{"field":"http-header","httpHeaderConfig":'
+                '{"httpHeaderName":"X-Old","values":["1"]}}]'}
+    # An extra condition: the redirect covers nothing, every rule stays.
+    built = build(backend_service("web"), ingress("ingress", annotations=redirect, paths=[
+        use_annotation("/old", "moved", path_type="Prefix"), ingress_path("/old/x", "web",
+                                                                          path_type="Exact")]))
+    assert len(rules(built)) == 2
+    del redirect[A + "conditions.moved"]
+    built = build(backend_service("web"), ingress("ingress", annotations=redirect, paths=[
+        ingress_path("/new", "web", path_type="Exact"),
+        use_annotation("/old", "moved", path_type="Exact"),
+        ingress_path("/old", "web", path_type="Exact")]))
+    # The Exact /old after the redirect of /old can never match; /new (before it) stays.
+    assert [tuple(conditions(r)["path-pattern"].values) for r in rules(built)] == [  # type: ignore[attr-defined]
+        ("/new",), ("/old",)]
