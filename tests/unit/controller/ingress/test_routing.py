@@ -450,3 +450,21 @@ def test_a_redirect_covers_only_rules_within_its_hosts_and_paths() -> None:
     # The Exact /old after the redirect of /old can never match; /new (before it) stays.
     assert [tuple(conditions(r)["path-pattern"].values) for r in rules(built)] == [  # type: ignore[attr-defined]
         ("/new",), ("/old",)]
+
+
+@pytest.mark.parametrize("annotations", [
+    {A + "transforms.web": '[{"type":"url-rewrite"}]'},
+    {A + "conditions.web": '[{"field":"path-pattern","pathPatternConfig":{"values":["/a"],'
+                           '"regexValues":["b"]}}]'},
+    {A + "use-regex-path-match": "true",
+     A + "conditions.web": '[{"field":"path-pattern","pathPatternConfig":{"values":["/a"]}}]'},
+])
+def test_admission_denies_with_the_builds_message(annotations: dict[str, str]) -> None:
+    ing = ingress("ingress", annotations=annotations,
+                  paths=[ingress_path("/x", path_type="ImplementationSpecific")])
+    c = caches(ingress_class("alb"), backend_service("web"))
+    with pytest.raises(BuildError) as built:
+        build(backend_service("web"), ing)
+    with pytest.raises(BuildError) as denied:
+        admit(ing, None, c, SETTINGS)
+    assert str(denied.value) == str(built.value)
