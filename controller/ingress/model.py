@@ -473,8 +473,16 @@ def _rule_conditions(member: Member, ann: IngressAnnotations, host: str, path: A
     paths: list[str] = []
     path_regexes: list[str] = []
     raw_path = str(path.get("path") or "")
+    path_type = path.get("pathType")
+    if path_type not in (None, "Exact", "Prefix", "ImplementationSpecific"):
+        raise BuildError(f"Ingress {member.key}: unknown pathType {path_type!r} for path "
+                         f"{raw_path[:200]!r}")
+    if path_type in ("Exact", "Prefix") and raw_path != "/" and any(c in raw_path for c in "*?"):
+        # AWS would read them as wildcards, which Exact and Prefix paths are not (upstream).
+        raise BuildError(f"Ingress {member.key}: {str(path_type).lower()} path "
+                         f"{raw_path[:200]!r} must not contain the wildcards * or ?")
     if raw_path:
-        if path.get("pathType") in (None, "ImplementationSpecific") and ann.use_regex_path_match:
+        if path_type in (None, "ImplementationSpecific") and ann.use_regex_path_match:
             # Kubernetes wants paths to start with `/`, a regular expression does not.
             path_regexes.append(raw_path[1:])
         else:

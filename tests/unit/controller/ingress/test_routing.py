@@ -468,3 +468,14 @@ def test_admission_denies_with_the_builds_message(annotations: dict[str, str]) -
     with pytest.raises(BuildError) as denied:
         admit(ing, None, c, SETTINGS)
     assert str(denied.value) == str(built.value)
+
+
+@pytest.mark.parametrize(("path", "path_type", "message"), [
+    ("/a*", "Exact", "exact path '/a\\*' must not contain the wildcards"),
+    ("/a?", "Prefix", "prefix path '/a\\?' must not contain the wildcards"),
+    ("/a", "Regex", "unknown pathType 'Regex'"),
+])
+def test_path_types_as_upstream_checks_them(path: str, path_type: str, message: str) -> None:
+    with pytest.raises(BuildError, match=message):
+        build(backend_service("web"), ingress("ingress", paths=[
+            ingress_path(path, path_type=path_type)]))
