@@ -48,3 +48,48 @@ async def test_forward_by_target_group_name(cluster: Cluster) -> None:
     assert not (await c.get(INGRESSES, "nothing"))["metadata"].get("finalizers")
     assert len(await c.aws.load_balancers()) == 1
     await c.stop()
+
+
+async def test_a_missing_backend_answers_503_until_it_exists(cluster: Cluster) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", paths=[ingress_path("/later", "later"), ingress_path("/", "web")])
+    await c.start()
+
+    async def actions() -> list[str] | None:
+        ing = await c.find(INGRESSES, "shop")
+        if ing is None or not hostname(ing):
+            return None
+        lb = await c.aws.load_balancer_at(hostname(ing))
+        assert lb is not None
+        listeners = await c.aws.listeners(str(lb["LoadBalancerArn"]))
+        rules = await c.aws.rules(listeners[80]["ListenerArn"])
+        return [r["Actions"][-1]["Type"] for r in rules]
+
+    assert await eventually(actions) == ["fixed-response", "forward"]
+    (rule, _) = await _rules(c)
+    assert rule["Actions"][-1]["FixedResponseConfig"] == {
+        "StatusCode": "503", "ContentType": "text/plain",
+        "MessageBody": "Backend service does not exist"}
+
+    async def told() -> list[Obj]:
+        return [e for e in warnings(await c.events("shop"), "BackendNotFound")
+                if "backend Service default/later not found" in e["message"]]
+
+    await eventually(told, message="the missing Service was not named in a Warning")
+    await c.backend("later")
+
+    async def forwarding() -> bool:
+        return await actions() == ["forward", "forward"]
+
+    await eventually(forwarding, message="the rule did not forward once the Service existed")
+    await c.stop()
+
+
+async def _rules(c: Cluster) -> list[Obj]:
+    ing = await c.get(INGRESSES, "shop")
+    lb = await c.aws.load_balancer_at(hostname(ing))
+    assert lb is not None
+    listeners = await c.aws.listeners(str(lb["LoadBalancerArn"]))
+    return await c.aws.rules(listeners[80]["ListenerArn"])
