@@ -69,6 +69,12 @@ class ForwardConfig(_Go):
     stickiness: StickinessConfig | None = Field(default=None,
                                                 alias="targetGroupStickinessConfig")
 
+    @model_validator(mode="after")
+    def _weights(self) -> ForwardConfig:
+        if len(self.target_groups) > 1 and any(t.weight is None for t in self.target_groups):
+            raise ValueError("weight must be set when routing to several target groups")
+        return self
+
 
 class RedirectConfig(_Go):
     protocol: str | None = Field(default=None, alias="protocol")

@@ -127,3 +127,14 @@ def test_any_json_decodes_or_fails_with_one_line(document: object) -> None:
         except AnnotationError as exc:
             message = str(exc)
         assert "\n" not in message
+
+
+def test_several_target_groups_each_need_a_weight() -> None:
+    # upstream: "weight must be set when route to multiple target groups"
+    with pytest.raises(AnnotationError, match="weight must be set when routing to several"):
+        decode(KEY, '{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"a",'
+                    '"servicePort":80,"weight":1},{"serviceName":"b","servicePort":80}]}}',
+               ActionSpec)
+    spec, _ = decode(KEY, '{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":'
+                          '"a","servicePort":80}]}}', ActionSpec)
+    assert spec.forward_groups()[0].weight is None
