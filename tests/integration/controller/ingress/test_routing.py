@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
+from controller.apis import TARGETGROUPBINDINGS
 from runtime.objects import Obj
 from runtime.resources import INGRESSES
 from tests.support.cluster import Cluster
 from tests.support.objects import hostname, ingress_path
-from tests.support.tenancy import warnings
+from tests.support.tenancy import Tenancy, warnings
 from tests.support.waiting import eventually
 
 
@@ -93,3 +94,35 @@ async def _rules(c: Cluster) -> list[Obj]:
     assert lb is not None
     listeners = await c.aws.listeners(str(lb["LoadBalancerArn"]))
     return await c.aws.rules(listeners[80]["ListenerArn"])
+
+
+async def test_a_forward_by_name_to_another_namespaces_target_group_is_refused(
+        tenancy: Tenancy, attacker: Cluster) -> None:
+    t = tenancy
+    await t.admin.ingress_class("alb")
+    await t.admin.backend("web", endpoint_ips=["10.0.1.1"])
+    await t.admin.ingress("front", paths=[ingress_path("/", "web")])
+    await t.start()
+
+    async def shop_target_group() -> str | None:
+        listed = (await t.admin.client.list(TARGETGROUPBINDINGS, t.admin.namespace)
+                  ).get("items") or []
+        return str(listed[0]["metadata"]["name"]) if listed else None
+
+    # The managed binding has its target group's name.
+    name = await eventually(shop_target_group)
+    await t.admin.settled()
+    t.proxy.clear_log()
+    await attacker.ingress("into-shop", _by_name(name),
+                           paths=[ingress_path("/", "by-name", "use-annotation")])
+
+    async def refused() -> list[Obj]:
+        return [e for e in warnings(await attacker.events("into-shop"), "TargetGroupNotOwned")
+                if "namespace shop" in e["message"] and repr(name) in e["message"]]
+
+    await eventually(refused, message="a forward by name into shop was not refused")
+    assert not (await attacker.get(INGRESSES, "into-shop"))["metadata"].get("finalizers")
+    await t.admin.settled()
+    assert len(await t.aws.load_balancers()) == 1
+    assert t.mutations() == []
+    assert await t.admin.stop() == 0
