@@ -11,6 +11,9 @@ DEFAULT_HEALTH_PROBE_BIND_ADDR: Final = ":61779"
 DEFAULT_INGRESS_CLASS: Final = "alb"
 DEFAULT_LOAD_BALANCER_CLASS: Final = "service.k8s.aws/nlb"
 DEFAULT_SSL_POLICY: Final = "ELBSecurityPolicy-2016-08"
+# A rule whose backend Service or `actions.<name>` annotation is missing answers 503.
+DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE: Final = True
+DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION: Final = True
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 3
 DEFAULT_SYNC_PERIOD: Final = 10 * 3600.0
 DEFAULT_MAX_BACKOFF: Final = 1000.0  # 16m40s: a failed reconcile's longest wait

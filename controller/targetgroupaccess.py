@@ -190,6 +190,22 @@ class TargetGroupLookup:
         self._ttl = ttl
         self._cache: dict[str, tuple[float, TargetGroupFacts]] = {}
 
+    async def facts_by_name(self, name: str) -> TargetGroupFacts:
+        """The target group of this name (upstream's `targetGroupName`), as `facts`."""
+        now = self._clock.now()
+        cached = self._cache.get(f"name:{name}")
+        if cached is not None and now - cached[0] < self._ttl:
+            return cached[1]
+        found = await self._reader.target_group(name=name)
+        if found.desc is None:
+            self._cache.pop(f"name:{name}", None)
+            raise TargetGroupMissing("not found")
+        facts = TargetGroupFacts(arn=str(found.desc["TargetGroupArn"]),
+                                 name=str(found.desc.get("TargetGroupName", "")),
+                                 vpc_id=str(found.desc.get("VpcId", "")), tags=found.tags)
+        self._cache[f"name:{name}"] = (now, facts)
+        return facts
+
     async def facts(self, arn: str) -> TargetGroupFacts:
         now = self._clock.now()
         cached = self._cache.get(arn)

@@ -100,8 +100,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("load-balancer-name", "the load balancer's name", acted=True),
     _ingress("group.name", "Ingress groups", acted=True),
     _ingress("group.order", "Ingress groups", acted=True),
-    _ingress("tags", "tags", acted=True, backend="ignored",
-             note="aiolbc reads tags on the Ingress only, not on a backend Service"),
+    _ingress("tags", "tags", acted=True, backend="acted"),
     _ingress("ip-address-type", "the IP address type", acted=True),
     _ingress("scheme", "the load balancer's scheme", acted=True, narrows=True),
     _ingress("subnets", "subnets", acted=True),
@@ -141,8 +140,8 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("auth-session-cookie", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("auth-session-timeout", _AUTH, acted=True, narrows=True, backend="acted"),
     _ingress("jwt-validation", "JWT validation", acted=True, narrows=True),
-    _ingress("target-node-labels", "target node labels for ALB instance targets", acted=False,
-             backend="ignored"),
+    _ingress("target-node-labels", "target node labels for ALB instance targets", acted=True,
+             backend="acted"),
     _ingress("manage-backend-security-group-rules", "backend security group rules",
              acted=True),
     _ingress("mutual-authentication", "mutual TLS authentication", acted=True, narrows=True),
@@ -161,7 +160,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
         "healthcheck-interval-seconds", "healthcheck-timeout-seconds",
         "healthcheck-healthy-threshold-count", "healthcheck-unhealthy-threshold-count",
         "healthcheck-success-codes", "attributes", "tags")),
-    _ingress("use-regex-path-match", "regular-expression path matching", acted=False),
+    _ingress("use-regex-path-match", "regular-expression path matching", acted=True),
     _ingress("target-control-port.*", "the ALB Target Control Agent", acted=False,
              backend="ignored", placeholder="<service>.<port>"),
     _ingress("create-acm-cert", "ACM certificate creation", acted=False),
@@ -171,7 +170,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
                   "neither reads nor writes it"),
     _ingress("actions.*", "rule actions", acted=True),
     _ingress("conditions.*", "rule conditions", acted=True, narrows=True),
-    _ingress("transforms.*", "URL and host-header transforms", acted=False),
+    _ingress("transforms.*", "URL and host-header transforms", acted=True),
 )
 
 # The 47 `SvcLBSuffix*` constants, `actions.<protocol>-<port>`

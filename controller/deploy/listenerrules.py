@@ -10,8 +10,10 @@ from controller.deploy.deployrun import DeployRun
 from controller.deploy.normalize import (
     api_actions,
     api_condition,
+    api_transforms,
     normal_actions,
     normal_conditions,
+    normal_transforms,
 )
 from controller.deploy.tags import as_api_tags, converge_tags
 from controller.model import LISTENER_RULE, ListenerRule
@@ -46,21 +48,29 @@ async def converge_rules(run: DeployRun, listener_arn: str, wanted: dict[str, Li
         model = wanted[rid]
         conditions = [api_condition(c) for c in model.conditions]
         actions = api_actions(model.actions, run.resolve)
+        transforms = api_transforms(model.transforms)
+        transformed: dict[str, Any] = {}
+        if normal_transforms(rule.get("Transforms")) != normal_transforms(transforms):
+            # AWS keeps a rule's transforms unless told: new ones, or none (ResetTransforms).
+            transformed = ({"Transforms": transforms} if transforms
+                           else {"ResetTransforms": True})
         if (normal_conditions(rule.get("Conditions", [])) != normal_conditions(conditions)
                 or normal_actions(rule.get("Actions", [])) != normal_actions(actions)
-                or run.must_write(model.actions)):
+                or transformed or run.must_write(model.actions)):
             await run.calls.call("ModifyRule", RuleArn=rule["RuleArn"], Conditions=conditions,
-                                 Actions=actions)
+                                 Actions=actions, **transformed)
         await converge_tags(run.calls, run.tracking, rule["RuleArn"],
                             tags.get(rule["RuleArn"], {}), run.desired_tags(rid, model.tags))
         arns[rid] = rule["RuleArn"]
     for rid in sorted(set(wanted) - set(matched), key=lambda r: wanted[r].priority):
         model = wanted[rid]
+        extra: dict[str, Any] = (
+            {"Transforms": api_transforms(model.transforms)} if model.transforms else {})
         resp = await run.calls.call(
             "CreateRule", ListenerArn=listener_arn, Priority=model.priority,
             Conditions=[api_condition(c) for c in model.conditions],
             Actions=api_actions(model.actions, run.resolve),
-            Tags=as_api_tags(run.desired_tags(rid, model.tags)))
+            Tags=as_api_tags(run.desired_tags(rid, model.tags)), **extra)
         arns[rid] = resp["Rules"][0]["RuleArn"]
     for rid, arn in arns.items():
         run.set_status(LISTENER_RULE, rid, "ruleARN", arn)

@@ -23,6 +23,8 @@ from controller.model import (
     QueryStringCondition,
     RedirectAction,
     Ref,
+    RuleTransform,
+    TargetGroupByName,
 )
 
 RefResolver = Callable[[Ref], str]
@@ -46,7 +48,10 @@ _AUTH_DEFAULTS: dict[str, Any] = {
 }
 
 
-def arn_of(value: Ref | str, resolve: RefResolver) -> str:
+def arn_of(value: Ref | str | TargetGroupByName, resolve: RefResolver) -> str:
+    if isinstance(value, TargetGroupByName):
+        # The resolve stage replaces every name; one left here is a bug, not input.
+        raise ValueError(f"target group named {value.target_group_name!r} was not resolved")
     return resolve(value) if isinstance(value, Ref) else value
 
 
@@ -170,6 +175,9 @@ def api_condition(condition: Condition) -> dict[str, Any]:
             values.append(item)
         return {"Field": condition.field, key: {"Values": values}}
     config: dict[str, Any] = {"Values": list(condition.values)}
+    regex = getattr(condition, "regex_values", ())
+    if regex:
+        config = {"RegexValues": list(regex)}
     if isinstance(condition, HttpHeaderCondition):
         config["HttpHeaderName"] = condition.header_name
     return {"Field": condition.field, key: config}
@@ -183,11 +191,33 @@ def normal_condition(condition: dict[str, Any]) -> tuple[Any, ...]:
         pairs = sorted((v.get("Key") or "", v["Value"]) for v in values)
         return (field, "", tuple(pairs))
     header = (config.get("HttpHeaderName") or "").lower() if field == "http-header" else ""
+    regex = config.get("RegexValues") or []
+    if regex:
+        return (field, header, tuple(sorted(values)), tuple(sorted(regex)))
     return (field, header, tuple(sorted(values)))
 
 
 def normal_conditions(conditions: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(normal_condition(c) for c in conditions)
+
+
+_TRANSFORM_CONFIG = {"host-header-rewrite": "HostHeaderRewriteConfig",
+                     "url-rewrite": "UrlRewriteConfig"}
+
+
+def api_transforms(transforms: Iterable[RuleTransform]) -> list[dict[str, Any]]:
+    return [{"Type": t.type, _TRANSFORM_CONFIG[t.type]: {"Rewrites": [
+        {"Regex": r.regex, "Replace": r.replace} for r in t.rewrites]}} for t in transforms]
+
+
+def normal_transforms(transforms: Iterable[dict[str, Any]] | None) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for t in transforms or ():
+        config = t.get(_TRANSFORM_CONFIG.get(str(t.get("Type")), "")) or {}
+        rewrites = tuple((r.get("Regex"), r.get("Replace") or "")
+                         for r in config.get("Rewrites") or ())
+        out.append((t.get("Type"), rewrites))
+    return sorted(out, key=lambda item: str(item[0]))
 
 
 def api_health_check(hc: HealthCheck) -> dict[str, Any]:

@@ -13,9 +13,12 @@ Certificate discovery picks the ACM certificates whose domain or alternative nam
 host. A trust store given by name (mutual TLS) is looked up with DescribeTrustStores. A WAFv2
 web ACL given by name becomes its ARN (ListWebACLs, REGIONAL scope, as upstream); Shield Advanced
 protection asked for needs an active subscription. Either failing stops the stack before anything
-is created (fail closed; upstream skips Shield silently). Results are cached for `ttl` seconds; an
-ALB needs subnets in two or more zones. The VPC and the cluster come from the stack's context,
-never from settings of the resolver's own.
+is created (fail closed; upstream skips Shield silently). A forward to a target group by name
+(`TargetGroupByName`, upstream's `targetGroupName`) gets the ARN of the target group of that name
+(DescribeTargetGroups by name); whether the stack may forward there was checked before the stack
+was built (the qualify step). Results are cached for `ttl` seconds; an ALB needs subnets in two or
+more zones. The VPC and the cluster come from the stack's context, never from settings of the
+resolver's own.
 """
 
 from __future__ import annotations
@@ -30,13 +33,17 @@ from typing import Any
 from controller.aws import AWSError, Caller, addonreads
 from controller.deploy.errors import ResolveError
 from controller.model import (
+    Action,
     CertificateDiscovery,
+    ForwardAction,
     Listener,
+    ListenerRule,
     LoadBalancer,
     Stack,
     StackContext,
     SubnetDiscovery,
     SubnetSelector,
+    TargetGroupByName,
     WAFv2Association,
     WebACLByName,
 )
@@ -77,7 +84,54 @@ class StackResolver:
                      for rid, lis in stack.listeners.items()}
         if listeners != stack.listeners:
             update["listeners"] = listeners
+        rules = {rid: await self._rule(rule, calls)
+                 for rid, rule in stack.listener_rules.items()}
+        if rules != stack.listener_rules:
+            update["listener_rules"] = rules
         return stack.model_copy(update=update) if update else stack
+
+    async def _rule(self, rule: ListenerRule, calls: Caller) -> ListenerRule:
+        actions = await self._actions(rule.actions, calls)
+        return rule if actions is None else rule.model_copy(update={"actions": actions})
+
+    async def _actions(self, actions: Sequence[Action], calls: Caller) -> tuple[Action, ...] | None:
+        """The actions with target groups named by name given their ARNs; None when no
+        action names one."""
+        if not any(isinstance(a, ForwardAction) and any(
+                isinstance(w.target_group_arn, TargetGroupByName) for w in a.target_groups)
+                for a in actions):
+            return None
+        out: list[Action] = []
+        for action in actions:
+            if isinstance(action, ForwardAction):
+                groups = []
+                for weighted in action.target_groups:
+                    target = weighted.target_group_arn
+                    if isinstance(target, TargetGroupByName):
+                        arn = await self._target_group_arn(target.target_group_name, calls)
+                        weighted = weighted.model_copy(update={"target_group_arn": arn})
+                    groups.append(weighted)
+                action = action.model_copy(update={"target_groups": tuple(groups)})
+            out.append(action)
+        return tuple(out)
+
+    async def _target_group_arn(self, name: str, calls: Caller) -> str:
+        key = ("target-group-name", name)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        try:
+            resp = await calls.call("DescribeTargetGroups", Names=[name])
+        except AWSError as exc:
+            if exc.is_not_found:
+                raise ResolveError(f"no target group named {name!r}") from None
+            raise
+        groups = resp.get("TargetGroups") or []
+        if not groups:
+            raise ResolveError(f"no target group named {name!r}")
+        arn = str(groups[0]["TargetGroupArn"])
+        self._store(key, arn)
+        return arn
 
     def _cached(self, key: tuple[str, str]) -> Any:
         entry = self._cache.get(key)
@@ -227,6 +281,9 @@ class StackResolver:
             arn = await self._trust_store(mtls.trust_store, calls)
             listener = listener.model_copy(update={
                 "mutual_authentication": mtls.model_copy(update={"trust_store": arn})})
+        actions = await self._actions(listener.default_actions, calls)
+        if actions is not None:
+            listener = listener.model_copy(update={"default_actions": actions})
         if not isinstance(listener.certificates, CertificateDiscovery):
             return listener
         certs = await self._certificates(calls)

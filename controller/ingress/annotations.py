@@ -25,12 +25,14 @@ from controller.annotations import (
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.apis import catalogue
 from controller.ingress.authschemas import CognitoConfig, JwtValidationConfig, OidcConfig
+from controller.ingress.gojson import decode, ignored_fields_message
 from controller.ingress.mutualtls import parse_mutual_authentication
 from controller.ingress.schemas import (
     ActionSpec,
     ConditionSpec,
     ListenPort,
     Protocol,
+    TransformSpec,
 )
 from controller.model import MutualAuthentication, SubnetSelector
 
@@ -80,6 +82,11 @@ class IngressAnnotations:
     mutual_authentication: Mapping[int, MutualAuthentication] | None = None
     # `<PROTOCOL>-<port>` (as the key names it) → listener attributes.
     listener_attributes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    transforms: Mapping[str, tuple[TransformSpec, ...]] = field(default_factory=dict)
+    # ImplementationSpecific paths are regular expressions (upstream's default: wildcards).
+    use_regex_path_match: bool = False
+    # One line per JSON value with fields upstream's decoder ignores (so do we): a Warning.
+    ignored_fields: tuple[tuple[str, str], ...] = ()  # (key, message)
 
 
 # Exclusive: set on one member, or the same value on all (upstream's group merge rule).
@@ -140,10 +147,10 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
     raw = (ing.get("metadata") or {}).get("annotations") or {}
     if not isinstance(raw, Mapping):
         raw = {}
-    actions = {name: parse_json(key, value, ActionSpec)
-               for name, (key, value) in sorted(_name_suffixed(raw, "actions.").items())}
-    conditions = {name: parse_json(key, value, tuple[ConditionSpec, ...])
-                  for name, (key, value) in sorted(_name_suffixed(raw, "conditions.").items())}
+    ignored: list[tuple[str, str]] = []
+    actions = _routing(raw, "actions.", ActionSpec, ignored)
+    conditions = _routing(raw, "conditions.", tuple[ConditionSpec, ...], ignored)
+    transforms = _routing(raw, "transforms.", tuple[TransformSpec, ...], ignored)
     listener_attributes = {
         name: parse_string_map(key, value)
         for name, (key, value) in sorted(_name_suffixed(raw, "listener-attributes.").items())}
@@ -168,7 +175,21 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         jwt_validation=reader.get_json("jwt-validation", JwtValidationConfig),
         mutual_authentication=reader.get("mutual-authentication", parse_mutual_authentication),
         listener_attributes=listener_attributes,
+        transforms=transforms,
+        use_regex_path_match=bool(reader.get_bool("use-regex-path-match")),
+        ignored_fields=tuple(ignored),
     )
+
+
+def _routing(raw: Mapping[str, Any], stem: str, schema: Any,
+             ignored: list[tuple[str, str]]) -> Any:
+    """`<stem><name>` JSON values decoded as upstream's Go code decodes them."""
+    out: dict[str, Any] = {}
+    for name, (key, value) in sorted(_name_suffixed(raw, stem).items()):
+        out[name], unknown = decode(key, value, schema)
+        if unknown:
+            ignored.append((key, f"annotation {key}: {ignored_fields_message(unknown)}"))
+    return out
 
 
 # ---- target group settings (backend Service first, then Ingress) ---------------------------
@@ -189,6 +210,8 @@ class TargetGroupSettings:
     success_codes: str = "200"
     multi_cluster: bool = False
     tags: Mapping[str, str] = field(default_factory=dict)
+    # Instance targets: only nodes carrying these labels are registered (upstream).
+    target_node_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 
@@ -234,6 +257,9 @@ def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None
             validators.ALB_GRPC_CODES if grpc else validators.ALB_HTTP_CODES))
         or ("12" if grpc else "200"),
         multi_cluster=bool(mc_reader.get_bool("multi-cluster-target-group")),
+        target_node_labels=reader.get_string_map("target-node-labels") or {},
+        # The backend Service's own `tags` (upstream reads them for its target groups).
+        tags=AnnotationReader.of(service, PREFIX).get_string_map("tags") or {},
     )
 
 

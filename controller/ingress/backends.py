@@ -11,7 +11,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from controller.annotations import AnnotationError
 from controller.ingress.annotations import (
@@ -44,6 +44,7 @@ from controller.model import (
     Stickiness,
     TargetGroup,
     TargetGroupBindingResource,
+    TargetGroupByName,
     WeightedTargetGroup,
     ingress_target_group_name,
 )
@@ -61,11 +62,21 @@ class Backends:
     stack_id: str
     labels: Mapping[str, str]
     default_target_type: Literal["instance", "ip"]
-    tags: Mapping[str, str]
+    # Target group tags (upstream): the Ingress's tags (class parameters' winning), under its
+    # backend Service's `tags`, under the class parameters', under `--default-tags`.
+    default_tags: Mapping[str, str] = field(default_factory=dict)
+    external_managed_tags: frozenset[str] = frozenset()
+    ingress_tags: dict[str, Mapping[str, str]] = field(default_factory=dict)
     # What the targets' groups must admit (the backend group, or the managed frontend group
     # without one); None: no rules are managed on them.
     target_source: GroupReference | None = None
     restricted_rules: bool = True
+    # Upstream's --tolerate-non-existent-backend-service / -action: a rule forwarding to one
+    # Service that does not exist, or naming an action annotation that does not exist, answers
+    # a fixed 503; `missing` says which, per Ingress (namespace/name).
+    tolerate_missing_service: bool = False
+    tolerate_missing_action: bool = False
+    missing: dict[str, list[str]] = field(default_factory=dict)
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -76,6 +87,25 @@ class Backends:
     def _use(self, ing: Obj, service_key: str) -> None:
         m = meta(ing)
         self.used.setdefault(f"{m.get('namespace')}/{m.get('name')}", set()).add(service_key)
+
+    def _tolerated(self, ing: Obj, service_name: str) -> bool:
+        """The Service is missing and that is tolerated: noted (and still watched for)."""
+        namespace = str(meta(ing).get("namespace"))
+        key = f"{namespace}/{service_name}"
+        if not self.tolerate_missing_service or self.caches.services.get(key) is not None:
+            return False
+        self.services.add(key)
+        self._missing(ing, f"backend Service {key} not found; its rules answer 503 until it "
+                           "exists")
+        return True
+
+    def _missing(self, ing: Obj, what: str) -> None:
+        m = meta(ing)
+        key = f"{m.get('namespace')}/{m.get('name')}"
+        message = f"Ingress {key}: {what}"
+        found = self.missing.setdefault(key, [])
+        if message not in found:
+            found.append(message)
 
     def service(self, ing: Obj, name: str) -> Obj:
         namespace = str(meta(ing).get("namespace"))
@@ -123,12 +153,18 @@ class Backends:
             service_uid=str(meta(svc).get("uid") or ""), service_port=port,
             target_port=tg_port, target_type=settings.target_type,
             protocol=settings.protocol, protocol_version=settings.protocol_version)
+        for tag in sorted(set(settings.tags) & self.external_managed_tags):
+            raise BuildError(f"Ingress {namespace}/{ing_name}: backend Service "
+                             f"{namespace}/{service_name}: tag {tag!r} is managed outside the "
+                             "controller (--external-managed-tags)")
+        tags = {**self.ingress_tags.get(f"{namespace}/{ing_name}", {}), **settings.tags,
+                **(params.tag_map() if params is not None else {}), **self.default_tags}
         try:
             tg = TargetGroup(
                 name=name, protocol=settings.protocol,
                 protocol_version=settings.protocol_version, port=tg_port,
                 target_type=settings.target_type, health_check=_health_check(settings),
-                attributes=dict(settings.attributes), tags=dict(self.tags))
+                attributes=dict(settings.attributes), tags=tags)
         except ValueError as exc:
             raise BuildError(f"{where}: {_first_line(exc)}") from None
         ref = self.builder.add_target_group(rid, tg)
@@ -140,6 +176,9 @@ class Backends:
             target_type=settings.target_type,
             service_ref=ServiceReference(name=service_name, port=port),
             multi_cluster_target_group=settings.multi_cluster,
+            node_selector=(dict(settings.target_node_labels)
+                           if settings.target_type == "instance" and settings.target_node_labels
+                           else None),
             networking=binding_networking(self.target_source, ports,
                                           restricted=self.restricted_rules),
             labels=dict(self.labels)))
@@ -159,9 +198,15 @@ class Backends:
         if port_ref.get("name") == "use-annotation":
             spec = annotated.get(svc_name)
             if spec is None:
+                if self.tolerate_missing_action:
+                    self._missing(ing, f"backend {svc_name} uses annotation actions.{svc_name}, "
+                                       "which is missing; its rules answer 503 until it exists")
+                    return [unavailable(BACKEND_ACTION_MISSING)], svc_name
                 raise BuildError(f"{where}: backend {svc_name} uses annotation actions."
                                  f"{svc_name}, which is missing")
             return [self.annotated_action(ing, spec, params)], svc_name
+        if self._tolerated(ing, svc_name):
+            return [unavailable(BACKEND_SERVICE_MISSING)], svc_name
         port: int | str | None = port_ref.get("number") or port_ref.get("name")
         if port is None:
             raise BuildError(f"{where}: backend Service {svc_name} names no port")
@@ -181,16 +226,21 @@ class Backends:
             fc = spec.fixed_response_config
             return FixedResponseAction(status_code=fc.status_code, content_type=fc.content_type,
                                        message_body=fc.message_body)
-        if spec.forward_config is None:
-            assert spec.target_group_arn is not None
-            return ForwardAction(target_groups=[
-                WeightedTargetGroup(target_group_arn=spec.target_group_arn)])
+        groups = spec.forward_groups()
+        if (len(groups) == 1 and groups[0].service_name is not None
+                and self._tolerated(ing, groups[0].service_name)):
+            return unavailable(BACKEND_SERVICE_MISSING)  # upstream: one Service only
         weighted: list[WeightedTargetGroup] = []
-        for tgt in spec.forward_config.target_groups:
+        for tgt in groups:
             weight = 1 if tgt.weight is None else tgt.weight
             if tgt.target_group_arn is not None:
                 weighted.append(WeightedTargetGroup(target_group_arn=tgt.target_group_arn,
                                                     weight=weight))
+                continue
+            if tgt.target_group_name is not None:
+                # Resolved to its ARN by the resolve stage; the qualify step checked it first.
+                weighted.append(WeightedTargetGroup(target_group_arn=TargetGroupByName(
+                    target_group_name=tgt.target_group_name), weight=weight))
                 continue
             assert tgt.service_name is not None
             assert tgt.service_port is not None
@@ -199,7 +249,7 @@ class Backends:
                 port = int(port)
             ref = self.target_group(ing, tgt.service_name, port, params)
             weighted.append(WeightedTargetGroup(target_group_arn=ref, weight=weight))
-        sticky = spec.forward_config.stickiness
+        sticky = spec.forward_config.stickiness if spec.forward_config is not None else None
         try:
             return ForwardAction(
                 target_groups=weighted,
@@ -285,6 +335,15 @@ def secured(actions: list[Action], auth: Action | None, jwt: Action | None, *,
                          "configured")
     first = auth if auth is not None else jwt
     return [first, *actions] if first is not None else actions
+# Upstream's exact answers (pkg/ingress/enhanced_backend_builder.go).
+BACKEND_SERVICE_MISSING: Final = "Backend service does not exist"
+BACKEND_ACTION_MISSING: Final = "Backend action does not exist"
+
+
+def unavailable(message_body: str) -> FixedResponseAction:
+    """The fixed 503 a rule gets for a backend that does not exist."""
+    return FixedResponseAction(status_code="503", content_type="text/plain",
+                               message_body=message_body)
 
 
 def _secret_value(data: Mapping[str, Any], *keys: str) -> str | None:

@@ -131,11 +131,20 @@ def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
                         ) -> LoadBalancerConfig:
     values = {attr: _exclusive(members, attr, suffix) for attr, suffix in EXCLUSIVE_FIELDS}
     tags: dict[str, str] = {}
+    owners: dict[str, str] = {}
     for member, ann in members:
         for name in sorted(set(ann.tags) & external_managed_tags):
             raise BuildError(f"Ingress {member.key}: tag {name!r} is managed outside the "
                              "controller (--external-managed-tags)")
-        tags.update(ann.tags)
+        # The group's resources carry every member's tags: a key two members give different
+        # values is an error naming both (upstream), never one value chosen silently.
+        for name, value in sorted(ann.tags.items()):
+            if name in tags and tags[name] != value:
+                raise BuildError(
+                    f"annotation {PREFIX}tags conflicts within the group: tag {name!r} is "
+                    f"{quote(tags[name])} on {owners[name]}, {quote(value)} on {member.key}")
+            tags[name] = value
+            owners.setdefault(name, member.key)
     # --default-tags win over the tags annotation, as upstream documents.
     tags.update(default_tags or {})
     ip_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] = (

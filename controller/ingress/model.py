@@ -14,7 +14,9 @@ managed.
 
 Rule order (upstream): members by (group.order, namespace, name); within an Ingress its rules
 in order; within a rule its paths with Exact first, then Prefix by length (longest first), then
-ImplementationSpecific in their written order. Priorities count from 1 per listener.
+ImplementationSpecific in their written order. Redirect rules that would loop, and rules a
+redirect rule before them covers, are left out (`rules.optimize`, upstream's rule optimizer).
+Priorities count from 1 per listener.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from controller.annotationreview import Finding, UnsupportedAnnotation, check
+from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
-from controller.defaults import DEFAULT_INGRESS_CLASS
+from controller.defaults import (
+    DEFAULT_INGRESS_CLASS,
+    DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
+    DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
+)
 from controller.ingress.addons import AddonSettings, build_addons
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends, jwt_action, secured
@@ -40,6 +46,7 @@ from controller.ingress.merge import (
     apply_params,
     merge_load_balancer,
 )
+from controller.ingress.rules import optimize
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
 from controller.model import (
@@ -60,6 +67,8 @@ from controller.model import (
     QueryStringKeyValue,
     Quotas,
     RedirectAction,
+    Rewrite,
+    RuleTransform,
     SecurityGroup,
     SourceIpCondition,
     Stack,
@@ -105,6 +114,9 @@ class BuilderSettings:
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
     gates: FeatureGates = field(default_factory=FeatureGates)
     addons: AddonSettings = field(default_factory=AddonSettings)
+    # --tolerate-non-existent-backend-service / -action: a missing one answers 503.
+    tolerate_missing_service: bool = DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE
+    tolerate_missing_action: bool = DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION
 
     @property
     def context(self) -> StackContext:
@@ -128,6 +140,9 @@ class BuiltGroup:
     # Per member: its authentication or JWT validation that an HTTP listener forwards without
     # (upstream's HTTPS-only rule), for a Warning `AuthenticationOnHTTPSOnly` and admission.
     http_unauthenticated: Mapping[str, str] = field(default_factory=dict)
+    # Per member: backends that do not exist, tolerated with a 503 rule (a Warning Event on
+    # that member when deployed, and a warning at admission).
+    missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,6 +152,8 @@ class _Rule:
     auth: Action | None
     jwt: Action | None = None
     owner: str = ""  # namespace/name of the Ingress it comes from
+    transforms: list[RuleTransform] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 def build_group(group: Group, caches: Caches, settings: BuilderSettings) -> BuiltGroup:
@@ -169,6 +186,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             ann = parse_ingress(member.ingress)
         except (AnnotationError, UnsupportedAnnotation) as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
+        findings[member.key] += tuple(Finding(key, UNKNOWN, message)
+                                      for key, message in ann.ignored_fields)
         parsed.append((member, apply_params(ann, member.info.params if member.info else None)))
     addons = build_addons(group.members, settings.addons)
     for key, extra in addons.findings.items():
@@ -184,12 +203,18 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
-                        default_target_type=settings.defaults.target_type, tags=lb.tags,
+                        default_target_type=settings.defaults.target_type,
+                        default_tags=settings.defaults.tags,
+                        external_managed_tags=settings.defaults.external_managed_tags,
                         target_source=groups.target_source,
-                        restricted_rules=settings.backend_sg.restricted_rules)
-    # Listeners and rules carry the default tags only (the tags annotation is for the load
-    # balancer and its target groups).
-    listener_tags = dict(settings.defaults.tags)
+                        restricted_rules=settings.backend_sg.restricted_rules,
+                        tolerate_missing_service=settings.tolerate_missing_service,
+                        tolerate_missing_action=settings.tolerate_missing_action)
+    # Listeners carry the group's tags (members' and class parameters', `--default-tags`
+    # winning), each rule its own Ingress's (upstream, with its ListenerRulesTagging gate on).
+    listener_tags = dict(lb.tags)
+    for member, ann in parsed:
+        backends.ingress_tags[member.key] = dict(ann.tags)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(
         settings.cluster.name, str(meta(first).get("namespace")), str(meta(first).get("name")),
@@ -227,7 +252,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             # Upstream authenticates the default backend as it does a rule's.
             default_rule = _Rule([], actions, backends.auth(ing, svc_name),
                                  jwt_action(ann.jwt_validation), member.key)
-        member_rules = _member_rules(member, ann, backends)
+        member_rules = _member_rules(member, ann, backends,
+                                     {**ann.tags, **settings.defaults.tags})
         for lp in _ports_of(ann, ing):
             rules[lp.port].extend(member_rules)
     http_unauthenticated = _unsecured_http(ports, rules, lb.ssl_redirect)
@@ -260,14 +286,14 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             raise BuildError(f"group {request.key}: listener {port}: {_message(exc)}") from None
         if redirect:
             continue  # every HTTP request is redirected: rules there would never match
-        for priority, rule in enumerate(rules[port], start=1):
+        for priority, rule in enumerate(optimize(port, protocol, rules[port]), start=1):
             actions = rule.actions
             if protocol == "HTTPS":
                 actions = secured(actions, rule.auth, rule.jwt, owner=rule.owner)
             try:
                 builder.add_rule(f"{port}:{priority}", ListenerRule(
                     listener_arn=listener_ref, priority=priority, conditions=rule.conditions,
-                    actions=actions, tags=listener_tags))
+                    actions=actions, transforms=rule.transforms, tags=rule.tags))
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None
@@ -279,7 +305,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
-                      findings, tuple(warnings), http_unauthenticated)
+                      findings, tuple(warnings), http_unauthenticated,
+                      {k: tuple(v) for k, v in sorted(backends.missing.items())})
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches
@@ -423,7 +450,8 @@ def path_values(path: str, path_type: str | None) -> list[str]:
     return [path]
 
 
-def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -> list[_Rule]:
+def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends,
+                  tags: Mapping[str, str]) -> list[_Rule]:
     ing = member.ingress
     params = member.info.params if member.info else None
     result: list[_Rule] = []
@@ -433,20 +461,12 @@ def _member_rules(member: Member, ann: IngressAnnotations, backends: Backends) -
         host = rule.get("host")
         paths = ((rule.get("http") or {}).get("paths")) or []
         for path in sort_paths(paths):
-            conditions: list[Condition] = []
-            if host:
-                conditions.append(HostHeaderCondition(values=[str(host)]))
-            values = path_values(str(path.get("path") or ""), path.get("pathType"))
             actions, svc_name = backends.backend_actions(ing, path.get("backend"), ann.actions,
                                                          params)
-            extra = _annotated_conditions(member, ann, svc_name)
-            if values:
-                conditions.append(PathPatternCondition(values=values))
-            conditions.extend(extra)
-            if not conditions:
-                conditions.append(PathPatternCondition(values=["/*"]))
+            conditions = _rule_conditions(member, ann, str(host or ""), path, svc_name)
             result.append(_Rule(conditions, actions, backends.auth(ing, svc_name),
-                                jwt_action(ann.jwt_validation), member.key))
+                                jwt_action(ann.jwt_validation), member.key,
+                                _transforms(member, ann, svc_name), dict(tags)))
     return result
 
 
@@ -470,22 +490,65 @@ def _unsecured_http(ports: Mapping[int, str], rules: Mapping[int, list[_Rule]],
                    "without them (set ssl-redirect)" for owner in sorted(found)}
 
 
-def _annotated_conditions(member: Member, ann: IngressAnnotations,
-                          svc_name: str | None) -> list[Condition]:
-    if svc_name is None or svc_name not in ann.conditions:
-        return []
+def _transforms(member: Member, ann: IngressAnnotations,
+                svc_name: str | None) -> list[RuleTransform]:
+    """`transforms.<service>`, as upstream reads it for the path's backend."""
+    specs = ann.transforms.get(svc_name or "", ()) if svc_name is not None else ()
+    out: list[RuleTransform] = []
+    for spec in specs:
+        config = spec.url_rewrite if spec.type == "url-rewrite" else spec.host_header_rewrite
+        assert config is not None  # TransformSpec checked it
+        out.append(RuleTransform(type=spec.type, rewrites=[
+            Rewrite(regex=r.regex, replace=r.replace) for r in config.rewrites]))
+    if len({t.type for t in out}) != len(out):
+        raise BuildError(f"Ingress {member.key}: transforms.{svc_name}: a rule takes one "
+                         "host-header-rewrite and one url-rewrite transform at most")
+    return out
+
+
+def _rule_conditions(member: Member, ann: IngressAnnotations, host: str, path: Any,
+                     svc_name: str | None) -> list[Condition]:
+    """Upstream's `buildRuleConditions`: the rule's host and the path's patterns joined with
+    the `conditions.<service>` annotation's host-header and path-pattern values into one
+    condition each (wildcards or regular expressions, never both), the other fields as
+    given, `/*` when nothing else matches."""
+    hosts: list[str] = [host] if host else []
+    host_regexes: list[str] = []
+    paths: list[str] = []
+    path_regexes: list[str] = []
+    raw_path = str(path.get("path") or "")
+    path_type = path.get("pathType")
+    if path_type not in (None, "Exact", "Prefix", "ImplementationSpecific"):
+        raise BuildError(f"Ingress {member.key}: unknown pathType {path_type!r} for path "
+                         f"{raw_path[:200]!r}")
+    if path_type in ("Exact", "Prefix") and raw_path != "/" and any(c in raw_path for c in "*?"):
+        # AWS would read them as wildcards, which Exact and Prefix paths are not (upstream).
+        raise BuildError(f"Ingress {member.key}: {str(path_type).lower()} path "
+                         f"{raw_path[:200]!r} must not contain the wildcards * or ?")
+    if raw_path:
+        if path_type in (None, "ImplementationSpecific") and ann.use_regex_path_match:
+            # Kubernetes wants paths to start with `/`, a regular expression does not.
+            path_regexes.append(raw_path[1:])
+        else:
+            paths.extend(path_values(raw_path, path.get("pathType")))
     out: list[Condition] = []
+    where = f"Ingress {member.key}" + (
+        f": conditions.{svc_name}" if svc_name is not None and svc_name in ann.conditions
+        else "")
     try:
-        for spec in ann.conditions[svc_name]:
+        for spec in ann.conditions.get(svc_name or "", ()) if svc_name is not None else ():
             if spec.field == "host-header":
-                out.append(HostHeaderCondition(
-                    values=spec.host_header.values if spec.host_header else spec.values or ()))
+                config = spec.host_header
+                hosts.extend(config.values if config else spec.values or ())
+                host_regexes.extend(config.regex_values if config else ())
             elif spec.field == "path-pattern":
-                out.append(PathPatternCondition(
-                    values=spec.path_pattern.values if spec.path_pattern else spec.values or ()))
+                config = spec.path_pattern
+                paths.extend(config.values if config else spec.values or ())
+                path_regexes.extend(config.regex_values if config else ())
             elif spec.field == "http-header" and spec.http_header is not None:
                 out.append(HttpHeaderCondition(header_name=spec.http_header.http_header_name,
-                                               values=spec.http_header.values))
+                                               values=spec.http_header.values,
+                                               regex_values=spec.http_header.regex_values))
             elif spec.field == "query-string" and spec.query_string is not None:
                 out.append(QueryStringCondition(values=[
                     QueryStringKeyValue(key=kv.key, value=kv.value)
@@ -494,6 +557,20 @@ def _annotated_conditions(member: Member, ann: IngressAnnotations,
                 out.append(SourceIpCondition(values=spec.source_ip.values))
             elif spec.field == "http-request-method" and spec.http_request_method is not None:
                 out.append(HttpRequestMethodCondition(values=spec.http_request_method.values))
+        # Upstream checks this before AWS would refuse it with a message hard to trace back.
+        if hosts and host_regexes:
+            raise BuildError(f"Ingress {member.key}: the host condition must use exactly one "
+                             "of values and regexValues, got both")
+        if paths and path_regexes:
+            raise BuildError(f"Ingress {member.key}: the path condition must use exactly one "
+                             "of values and regexValues, got both (use-regex-path-match "
+                             "makes ImplementationSpecific paths regular expressions)")
+        if hosts or host_regexes:
+            out.append(HostHeaderCondition(values=hosts, regex_values=host_regexes))
+        if paths or path_regexes:
+            out.append(PathPatternCondition(values=paths, regex_values=path_regexes))
     except ValueError as exc:
-        raise BuildError(f"Ingress {member.key}: conditions.{svc_name}: {_message(exc)}") from None
+        raise BuildError(f"{where}: {_message(exc)}") from None
+    if not out:
+        out.append(PathPatternCondition(values=["/*"]))
     return out

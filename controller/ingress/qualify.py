@@ -63,9 +63,11 @@ class Qualifier:
     async def _forward_refused(self, member: Member) -> str | None:
         namespace = namespace_of(member.ingress)
         settings = self._settings
-        for arn in forwarded_arns(member.ingress):
+        arns = [(arn, False) for arn in forwarded_arns(member.ingress)]
+        for arn, by_name in [*arns, *((n, True) for n in forwarded_names(member.ingress))]:
             try:
-                facts = await self._target_groups.facts(arn)
+                facts = await (self._target_groups.facts_by_name(arn) if by_name
+                               else self._target_groups.facts(arn))
                 targetgroupaccess.check_target_group(facts, namespace=namespace,
                                              vpc_id=settings.cluster.vpc_id,
                                              cluster_name=settings.cluster.name)
@@ -73,7 +75,7 @@ class Qualifier:
                     facts, namespace=namespace,
                     bindings=targetgroupaccess.bindings_of(self._bindings_by_index, facts))
             except InvalidInput as exc:
-                return f"forward to {arn}: {exc}"
+                return f"forward to {'target group named ' + repr(arn) if by_name else arn}: {exc}"
         return None
 
 
@@ -93,4 +95,14 @@ def forwarded_arns(ing: Obj) -> list[str]:
     return sorted(set(found))
 
 
-__all__ = ["Qualifier", "forwarded_arns"]
+def forwarded_names(ing: Obj) -> list[str]:
+    """Target group names (upstream's `targetGroupName`) the Ingress's actions forward to."""
+    try:
+        actions = parse_ingress(ing).actions
+    except AnnotationError:
+        return []
+    return sorted({t.target_group_name for spec in actions.values() if spec.type == "forward"
+                   for t in spec.forward_groups() if t.target_group_name})
+
+
+__all__ = ["Qualifier", "forwarded_arns", "forwarded_names"]

@@ -187,6 +187,9 @@ class IngressReconciler:
             if m.key in built.http_unauthenticated:
                 self._writer.event(m.ingress, "Warning", "AuthenticationOnHTTPSOnly",
                                    built.http_unauthenticated[m.key])
+        for member in group.members:  # tolerated as upstream: a 503 rule, and a Warning
+            for message in built.missing.get(member.key, ()):
+                self._writer.event(member.ingress, "Warning", "BackendNotFound", message)
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,

@@ -1,12 +1,13 @@
-"""JSON annotation values in upstream's shapes: `listen-ports`, `actions.<name>` and
-`conditions.<name>` (the authentication ones are in `controller.ingress.authschemas`). Upstream
-(Go's encoding/json) matches action keys case-insensitively; so does `ActionSpec`."""
+"""JSON annotation values in upstream's shapes: `listen-ports`, `actions.<name>`,
+`conditions.<name>` and `transforms.<name>` (the authentication ones are in
+`controller.ingress.authschemas`). The routing ones are upstream's
+structs (`pkg/ingress/config_types.go`) with its JSON names, decoded as Go decodes them
+(`controller.ingress.gojson`: keys in any case, unknown fields ignored and reported)."""
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,145 +23,163 @@ class ListenPort(Json):
     port: int
 
 
-class TargetGroupTuple(Json):
-    target_group_arn: str | None = Field(default=None, alias="targetGroupARN")
-    service_name: str | None = Field(default=None, alias="serviceName")
+class _Go(BaseModel):
+    """A struct of upstream's `pkg/ingress/config_types.go`: field aliases are its JSON names,
+    decoded by `controller.ingress.gojson` as Go decodes them."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+# AWS's lengths (ELBv2 API reference: a condition's RegexValues, a RewriteConfig's Regex and
+# Replace), and a bound on rewrites per transform that AWS's own limit stays under.
+MAX_REGEX_LENGTH = 128
+MAX_REWRITE_LENGTH = 1024
+MAX_REWRITES = 10
+
+
+class TargetGroupTuple(_Go):
+    target_group_arn: str | None = Field(default=None, alias="targetGroupARN", min_length=1,
+                                         max_length=2048)
+    target_group_name: str | None = Field(default=None, alias="targetGroupName", min_length=1,
+                                          max_length=32)
+    service_name: str | None = Field(default=None, alias="serviceName", min_length=1,
+                                     max_length=253)
     service_port: int | str | None = Field(default=None, alias="servicePort")
     weight: int | None = Field(default=None, ge=0, le=999)
 
     @model_validator(mode="after")
     def _one(self) -> TargetGroupTuple:
-        if (self.target_group_arn is None) == (self.service_name is None):
-            raise ValueError("each target group needs exactly one of targetGroupARN, "
-                             "serviceName")
+        by_aws = self.target_group_arn is not None or self.target_group_name is not None
+        if by_aws == (self.service_name is not None):
+            raise ValueError("each target group needs exactly one of serviceName, "
+                             "targetGroupARN/targetGroupName")
         if self.service_name is not None and self.service_port is None:
             raise ValueError(f"target group {self.service_name} needs a servicePort")
         return self
 
 
-class StickinessConfig(Json):
-    enabled: bool
+class StickinessConfig(_Go):
+    enabled: bool = False
     duration_seconds: int | None = Field(default=None, alias="durationSeconds", ge=1,
                                          le=604800)
 
 
-class ForwardConfig(Json):
+class ForwardConfig(_Go):
     target_groups: tuple[TargetGroupTuple, ...] = Field(alias="targetGroups", min_length=1,
                                                        max_length=5)
     stickiness: StickinessConfig | None = Field(default=None,
                                                 alias="targetGroupStickinessConfig")
 
-
-class RedirectConfig(Json):
-    protocol: str | None = Field(default=None, alias="Protocol")
-    port: str | None = Field(default=None, alias="Port")
-    host: str | None = Field(default=None, alias="Host")
-    path: str | None = Field(default=None, alias="Path")
-    query: str | None = Field(default=None, alias="Query")
-    status_code: Literal["HTTP_301", "HTTP_302"] = Field(alias="StatusCode")
+    @model_validator(mode="after")
+    def _weights(self) -> ForwardConfig:
+        if len(self.target_groups) > 1 and any(t.weight is None for t in self.target_groups):
+            raise ValueError("weight must be set when routing to several target groups")
+        return self
 
 
-class FixedResponseConfig(Json):
-    content_type: str | None = Field(default=None, alias="ContentType")
-    message_body: str | None = Field(default=None, alias="MessageBody")
-    status_code: str = Field(alias="StatusCode", pattern=r"^[2-5][0-9][0-9]$")
+class RedirectConfig(_Go):
+    protocol: str | None = Field(default=None, alias="protocol")
+    port: str | None = Field(default=None, alias="port")
+    host: str | None = Field(default=None, alias="host")
+    path: str | None = Field(default=None, alias="path")
+    query: str | None = Field(default=None, alias="query")
+    status_code: Literal["HTTP_301", "HTTP_302"] = Field(alias="statusCode")
 
 
-class ActionSpec(Json):
-    """`actions.<name>`: a forward (one ARN, or weighted target groups), redirect or fixed
-    response. Upstream accepts its config keys in either case; so does this parser."""
+class FixedResponseConfig(_Go):
+    content_type: str | None = Field(default=None, alias="contentType")
+    message_body: str | None = Field(default=None, alias="messageBody")
+    status_code: str = Field(alias="statusCode", pattern=r"^[2-5][0-9][0-9]$")
 
-    type: Literal["forward", "redirect", "fixed-response"] = Field(alias="Type")
-    target_group_arn: str | None = Field(default=None, alias="TargetGroupArn")
-    forward_config: ForwardConfig | None = Field(default=None, alias="ForwardConfig")
-    redirect_config: RedirectConfig | None = Field(default=None, alias="RedirectConfig")
+
+class ActionSpec(_Go):
+    """`actions.<name>` (upstream's `Action`): a forward (one target group by ARN or name, or
+    weighted target groups), redirect or fixed response."""
+
+    type: Literal["forward", "redirect", "fixed-response"] = Field(alias="type")
+    target_group_arn: str | None = Field(default=None, alias="targetGroupARN", min_length=1,
+                                         max_length=2048)
+    target_group_name: str | None = Field(default=None, alias="targetGroupName", min_length=1,
+                                          max_length=32)
+    forward_config: ForwardConfig | None = Field(default=None, alias="forwardConfig")
+    redirect_config: RedirectConfig | None = Field(default=None, alias="redirectConfig")
     fixed_response_config: FixedResponseConfig | None = Field(default=None,
-                                                              alias="FixedResponseConfig")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _case(cls, value: Any) -> Any:
-        return _title_keys(value)
+                                                              alias="fixedResponseConfig")
 
     @model_validator(mode="after")
     def _complete(self) -> ActionSpec:
-        if self.type == "forward" and not (self.target_group_arn or self.forward_config):
-            raise ValueError("a forward action needs targetGroupARN or forwardConfig")
+        simple = self.target_group_arn is not None or self.target_group_name is not None
+        if self.type == "forward" and not (simple or self.forward_config):
+            raise ValueError("a forward action needs targetGroupARN, targetGroupName or "
+                             "forwardConfig")
+        if self.type == "forward" and simple and self.forward_config is not None:
+            raise ValueError("a forward action takes either forwardConfig or "
+                             "targetGroupARN/targetGroupName")
         if self.type == "redirect" and self.redirect_config is None:
             raise ValueError("a redirect action needs redirectConfig")
         if self.type == "fixed-response" and self.fixed_response_config is None:
             raise ValueError("a fixed-response action needs fixedResponseConfig")
         return self
 
-
-_TITLE_KEYS = {
-    "type": "Type", "targetgrouparn": "TargetGroupArn", "forwardconfig": "ForwardConfig",
-    "redirectconfig": "RedirectConfig", "fixedresponseconfig": "FixedResponseConfig",
-    "protocol": "Protocol", "port": "Port", "host": "Host", "path": "Path", "query": "Query",
-    "statuscode": "StatusCode", "contenttype": "ContentType", "messagebody": "MessageBody",
-}
-_NESTED = {"RedirectConfig", "FixedResponseConfig"}
+    def forward_groups(self) -> tuple[TargetGroupTuple, ...]:
+        """The target groups of a forward, the simple form as upstream normalises it."""
+        if self.forward_config is not None:
+            return self.forward_config.target_groups
+        return (TargetGroupTuple(targetGroupARN=self.target_group_arn,
+                                 targetGroupName=self.target_group_name),)
 
 
-_FORWARD_KEYS = {"targetgroups": "targetGroups",
-                 "targetgroupstickinessconfig": "targetGroupStickinessConfig"}
-_TUPLE_KEYS = {"targetgrouparn": "targetGroupARN", "servicename": "serviceName",
-               "serviceport": "servicePort", "weight": "weight"}
-_STICKY_KEYS = {"enabled": "enabled", "durationseconds": "durationSeconds"}
+def _regexes(values: tuple[str, ...]) -> tuple[str, ...]:
+    for value in values:
+        if not value or len(value) > MAX_REGEX_LENGTH:
+            raise ValueError(f"regex value {value[:40]!r}: want 1..{MAX_REGEX_LENGTH} "
+                             "characters")
+    return values
 
 
-def _rename(value: Any, names: Mapping[str, str]) -> Any:
-    if not isinstance(value, dict):
-        return value
-    return {(names.get(k.lower(), k) if isinstance(k, str) else k): v for k, v in value.items()}
-
-
-def _title_keys(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    result: dict[str, Any] = {}
-    for key, item in value.items():
-        name = _TITLE_KEYS.get(key.lower(), key) if isinstance(key, str) else key
-        if name == "ForwardConfig" and isinstance(item, dict):
-            item = _rename(item, _FORWARD_KEYS)
-            groups = item.get("targetGroups")
-            if isinstance(groups, list):
-                item["targetGroups"] = [_rename(g, _TUPLE_KEYS) for g in groups]
-            if "targetGroupStickinessConfig" in item:
-                item["targetGroupStickinessConfig"] = _rename(
-                    item["targetGroupStickinessConfig"], _STICKY_KEYS)
-        elif name in _NESTED:
-            item = _title_keys(item)
-        result[name] = item
-    return result
-
-
-class _Values(Json):
+class _Values(_Go):
     values: tuple[str, ...] = Field(min_length=1)
 
 
-class _HeaderConfig(Json):
+class _Matched(_Go):
+    """Values (wildcards) or regexValues (regular expressions), exactly one (upstream)."""
+
+    values: tuple[str, ...] = ()
+    regex_values: tuple[str, ...] = Field(default=(), alias="regexValues")
+
+    @model_validator(mode="after")
+    def _one(self) -> _Matched:
+        if not self.values and not self.regex_values:
+            raise ValueError("values or regexValues must be specified")
+        if self.values and self.regex_values:
+            raise ValueError("precisely one of values and regexValues can be specified")
+        _regexes(self.regex_values)
+        return self
+
+
+class _HeaderConfig(_Matched):
     http_header_name: str = Field(alias="httpHeaderName", min_length=1, max_length=40)
-    values: tuple[str, ...] = Field(min_length=1)
 
 
-class _KeyValue(Json):
+class _KeyValue(_Go):
     key: str | None = None
     value: str
 
 
-class _QueryConfig(Json):
+class _QueryConfig(_Go):
     values: tuple[_KeyValue, ...] = Field(min_length=1)
 
 
-class ConditionSpec(Json):
+class ConditionSpec(_Go):
+    """One entry of `conditions.<name>` (upstream's `RuleCondition`)."""
+
     field: Literal["host-header", "path-pattern", "http-header", "query-string", "source-ip",
                    "http-request-method"]
-    host_header: _Values | None = Field(default=None, alias="hostHeaderConfig")
-    path_pattern: _Values | None = Field(default=None, alias="pathPatternConfig")
+    host_header: _Matched | None = Field(default=None, alias="hostHeaderConfig")
+    path_pattern: _Matched | None = Field(default=None, alias="pathPatternConfig")
     http_header: _HeaderConfig | None = Field(default=None, alias="httpHeaderConfig")
     query_string: _QueryConfig | None = Field(default=None, alias="queryStringConfig")
-    source_ip: _Values | None = Field(default=None, alias="sourceIpConfig")
+    source_ip: _Values | None = Field(default=None, alias="sourceIPConfig")
     http_request_method: _Values | None = Field(default=None, alias="httpRequestMethodConfig")
     values: tuple[str, ...] | None = None  # legacy form for host-header and path-pattern
 
@@ -181,3 +200,30 @@ class ConditionSpec(Json):
                 except ValueError:
                     raise ValueError(f"source-ip {cidr!r} is not a CIDR") from None
         return self
+
+
+class RewriteConfig(_Go):
+    regex: str = Field(min_length=1, max_length=MAX_REWRITE_LENGTH)
+    replace: str = Field(max_length=MAX_REWRITE_LENGTH)
+
+
+class RewriteConfigObject(_Go):
+    rewrites: tuple[RewriteConfig, ...] = Field(min_length=1, max_length=MAX_REWRITES)
+
+
+class TransformSpec(_Go):
+    """One entry of `transforms.<name>` (upstream's `Transform`)."""
+
+    type: Literal["url-rewrite", "host-header-rewrite"]
+    host_header_rewrite: RewriteConfigObject | None = Field(default=None,
+                                                            alias="hostHeaderRewriteConfig")
+    url_rewrite: RewriteConfigObject | None = Field(default=None, alias="urlRewriteConfig")
+
+    @model_validator(mode="after")
+    def _config(self) -> TransformSpec:
+        if self.type == "url-rewrite" and self.url_rewrite is None:
+            raise ValueError("a url-rewrite transform needs urlRewriteConfig")
+        if self.type == "host-header-rewrite" and self.host_header_rewrite is None:
+            raise ValueError("a host-header-rewrite transform needs hostHeaderRewriteConfig")
+        return self
+

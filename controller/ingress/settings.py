@@ -8,7 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller import flagrules
-from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_MAX_CONCURRENT_RECONCILES
+from controller.defaults import (
+    DEFAULT_INGRESS_CLASS,
+    DEFAULT_MAX_CONCURRENT_RECONCILES,
+    DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
+    DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
+)
 from controller.ingress.addons import AddonSettings
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
@@ -35,6 +40,16 @@ class IngressConfig:
         help="which namespaces an Ingress group may span: params (a group named in annotations "
         "stays in one namespace; IngressClassParams groups span the namespaces they select), "
         "single (every group in one namespace), any (upstream: any namespace joins any group)")
+    tolerate_non_existent_backend_service: bool = flag(
+        "--tolerate-non-existent-backend-service",
+        default=DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE, parse=flagvalues.parse_bool,
+        help="a rule forwarding to one backend Service that does not exist answers a fixed 503 "
+        "(with a Warning naming it) instead of failing its Ingress")
+    tolerate_non_existent_backend_action: bool = flag(
+        "--tolerate-non-existent-backend-action",
+        default=DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION, parse=flagvalues.parse_bool,
+        help="a rule whose use-annotation backend has no actions.<name> annotation answers a "
+        "fixed 503 (with a Warning naming it) instead of failing its Ingress")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
@@ -71,7 +86,11 @@ class Settings(StackSettings):
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster=self.cluster, ingress_class=self.config.ingress_class,
                                defaults=self.defaults, backend_sg=self.backend_sg,
-                               gates=self.gates, addons=self.config.addons)
+                               gates=self.gates, addons=self.config.addons,
+                               tolerate_missing_service=(
+                                   self.config.tolerate_non_existent_backend_service),
+                               tolerate_missing_action=(
+                                   self.config.tolerate_non_existent_backend_action))
 
 
 __all__ = ["IngressConfig", "Settings"]

@@ -22,6 +22,7 @@ from controller.apis import (
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
 from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
+from controller.ingress.gojson import go_fold
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
 from runtime.objects import (
     Obj,
@@ -97,13 +98,13 @@ def _forward_services(raw: str) -> list[str]:
         return []
     if not isinstance(action, dict):
         return []
-    forward = next((v for k, v in action.items() if str(k).lower() == "forwardconfig"), None)
-    groups = next((v for k, v in forward.items() if str(k).lower() == "targetgroups"),
+    forward = next((v for k, v in action.items() if go_fold(str(k)) == "forwardconfig"), None)
+    groups = next((v for k, v in forward.items() if go_fold(str(k)) == "targetgroups"),
                   None) if isinstance(forward, dict) else None
     found: list[str] = []
     for tg in groups if isinstance(groups, list) else []:
         if isinstance(tg, dict):
-            name = next((v for k, v in tg.items() if str(k).lower() == "servicename"), None)
+            name = next((v for k, v in tg.items() if go_fold(str(k)) == "servicename"), None)
             if isinstance(name, str) and name:
                 found.append(name)
     return found

@@ -11,6 +11,7 @@ from controller.model.actions import (
     JwtValidationAction,
     RedirectAction,
     Stickiness,
+    TargetGroupByName,
     WeightedTargetGroup,
     carries_write_only,
 )
@@ -94,6 +95,7 @@ from controller.model.targetgroup import (
     TargetGroup,
     TargetGroupBindingResource,
 )
+from controller.model.transforms import Rewrite, RuleTransform
 
 __all__ = [
     "LISTENER",
@@ -139,6 +141,8 @@ __all__ = [
     "RedirectAction",
     "Ref",
     "Resource",
+    "Rewrite",
+    "RuleTransform",
     "SecurityGroup",
     "ServiceReference",
     "SharedBackendSecurityGroup",
@@ -155,6 +159,7 @@ __all__ = [
     "TargetGroup",
     "TargetGroupBindingNetworking",
     "TargetGroupBindingResource",
+    "TargetGroupByName",
     "WAFRegionalAssociation",
     "WAFv2Association",
     "WebACLByName",

@@ -20,8 +20,16 @@ from controller.model.base import Items, Model, Ref
 REDACTED = "[REDACTED]"
 
 
+class TargetGroupByName(Model):
+    """Placeholder the resolve stage turns into the ARN of the target group of this name
+    (upstream's `targetGroupName`); the checkpoint covers the name, as it does a subnet
+    selector."""
+
+    target_group_name: str = Field(min_length=1, max_length=32)
+
+
 class WeightedTargetGroup(Model):
-    target_group_arn: Ref | str
+    target_group_arn: Ref | str | TargetGroupByName
     weight: int = Field(default=1, ge=0, le=999)
 
 
@@ -41,6 +49,8 @@ class ForwardAction(Model):
         # Weighted target groups are a set to AWS; order them so digests ignore build order.
         def key(w: WeightedTargetGroup) -> str:
             arn = w.target_group_arn
+            if isinstance(arn, TargetGroupByName):
+                return "name:" + arn.target_group_name
             return arn.ref if isinstance(arn, Ref) else arn
 
         keys = [key(w) for w in value]

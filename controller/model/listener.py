@@ -15,7 +15,13 @@ from pydantic import (
 
 from controller.model.actions import Action
 from controller.model.base import Items, Model, Ref, Tagged
-from controller.model.ruleconditions import MAX_CONDITION_VALUES, Condition, condition_sort_key
+from controller.model.ruleconditions import (
+    MAX_CONDITION_VALUES,
+    Condition,
+    condition_sort_key,
+    condition_value_count,
+)
+from controller.model.transforms import RuleTransform
 
 ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
 AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None"]
@@ -98,12 +104,32 @@ class ListenerRule(Tagged):
     priority: int = Field(ge=1, le=50000)
     conditions: Items[Condition] = Field(min_length=1)
     actions: Items[Action] = Field(min_length=1)
+    # At most one of each type (AWS); kept in type order, which carries no meaning.
+    transforms: Items[RuleTransform] = ()
+
+    @field_validator("transforms", mode="after")
+    @classmethod
+    def _transforms(cls, value: Sequence[RuleTransform]) -> tuple[RuleTransform, ...]:
+        types = [t.type for t in value]
+        if len(types) != len(set(types)):
+            raise ValueError("rule has two transforms of one type; AWS allows one "
+                             "host-header-rewrite and one url-rewrite")
+        return tuple(sorted(value, key=lambda t: t.type))
+
+    @model_serializer(mode="wrap")
+    def _compat(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A rule without transforms serializes as before they existed: its stack's
+        # canonical JSON, and checkpoint, stay the same.
+        out: dict[str, object] = handler(self)
+        if not self.transforms:
+            out.pop("transforms", None)
+        return out
 
     @field_validator("conditions", mode="after")
     @classmethod
     def _conditions(cls, value: Sequence[Condition]) -> tuple[Condition, ...]:
         # Conditions are AND-ed: their order carries no meaning, so fix one.
-        total = sum(len(c.values) for c in value)
+        total = sum(condition_value_count(c) for c in value)
         if total > MAX_CONDITION_VALUES:
             raise ValueError(
                 f"rule has {total} condition values; AWS allows at most {MAX_CONDITION_VALUES}"

@@ -43,7 +43,7 @@ TARGET_GROUP: Final = {
     "healthcheck-port": "8081", "healthcheck-protocol": "HTTP", "healthcheck-path": "/hz",
     "healthcheck-interval-seconds": "20", "healthcheck-timeout-seconds": "6",
     "healthy-threshold-count": "3", "unhealthy-threshold-count": "3", "success-codes": "200",
-    "multi-cluster-target-group": "true",
+    "multi-cluster-target-group": "true", "target-node-labels": "pool=a", "tags": "team=web",
     "auth-type": "oidc", "auth-idp-oidc": OIDC, "auth-idp-cognito": COGNITO,
     "auth-scope": "openid email",
     "auth-session-cookie": "session", "auth-session-timeout": "3600",
@@ -61,6 +61,9 @@ INGRESS: Final = {
     "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/shop/0a1b",
     "wafv2-acl-name": "shop", "waf-acl-id": "0a1b2c3d", "web-acl-id": "0a1b2c3d",
     "shield-advanced-protection": "true",
+    "use-regex-path-match": "false",
+    "transforms.web": json.dumps([{"type": "url-rewrite", "urlRewriteConfig": {
+        "rewrites": [{"regex": "^/api/(.+)$", "replace": "/$1"}]}}]),
     "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
         {"serviceName": "web", "servicePort": 80}]}}),
     "conditions.web": json.dumps([{"field": "source-ip",

@@ -230,15 +230,17 @@ def test_on_a_backend_service() -> None:
     assert scheme.message == ("annotation alb.ingress.kubernetes.io/scheme is read on the "
                               "Ingress, not on a backend Service; it is ignored here")
     assert not review({A + "wafv2-acl-arn": "arn"}, where="backend")[0].refused
-    # Upstream reads tags there; aiolbc does not.
-    [tags] = review({A + "tags": "a=b"}, where="backend")
-    assert "reads tags on the Ingress only" in tags.message
+    # Upstream reads it there; aiolbc does not.
+    [agent] = review({A + "target-control-port.web.80": "9000"}, where="backend")
+    assert "is not acted on" in agent.message
+    # Upstream reads tags and target node labels there; so does aiolbc.
+    assert review({A + "tags": "a=b", A + "target-node-labels": "a=b"}, where="backend") == ()
     # Reported on the Ingress that uses the Service, named.
-    c, _ = ingress_world({}, {"target-node-labels": "pool=a"})
+    c, _ = ingress_world({}, {"target-control-port.web.80": "9000"})
     assert [f.message for f in build(c).findings["default/shop"]] == [
-        "backend Service default/web: annotation alb.ingress.kubernetes.io/target-node-labels "
-        "is not acted on (aiolbc does not support target node labels for ALB instance "
-        "targets); it is ignored"]
+        "backend Service default/web: annotation alb.ingress.kubernetes.io/target-control-port"
+        ".web.80 is not acted on (aiolbc does not support the ALB Target Control Agent); it is "
+        "ignored"]
     c, _ = ingress_world({}, {"auth-typ": "oidc"})
     with pytest.raises(BuildError, match=r"^Ingress default/shop: backend Service default/web: "
                                          r"annotation alb\.ingress\.kubernetes\.io/auth-typ"):

@@ -193,6 +193,7 @@ def _recording(value: str) -> Obj:
 @example(_recording(DEEP))
 @example(_recording('{"group":"g","members":["default/' + "a" * 300_000 + '"]}'))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "conditions.web", DEEP))
+@example(_deep(INGRESS_ANNOTATION_PREFIX + "transforms.web", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "auth-idp-oidc", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "listen-ports", DEEP))
 @example(_deep(INGRESS_ANNOTATION_PREFIX + "actions.x", "x" * 300_000))

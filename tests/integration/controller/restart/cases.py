@@ -27,7 +27,7 @@ from controller.apis import (
 from controller.apis.catalogue import Kind, entry_for
 from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
 from tests.integration.controller.restart.world import ALB, SVC, World
-from tests.support.objects import endpoint_ip
+from tests.support.objects import endpoint_ip, ingress_path
 
 Step = Callable[[World, str], Awaitable[None]]
 Observe = Callable[[World, str], Awaitable[Any]]
@@ -239,6 +239,24 @@ def _actions_case() -> Case:
                 checkpointed(INGRESSES))
 
 
+def _target_group_name_case() -> Case:
+    """A forward by target group name (upstream's `targetGroupName`) moved to another name."""
+    def action(name: str) -> str:
+        return json.dumps({"type": "forward", "targetGroupName": name})
+
+    async def setup(world: World, n: str) -> None:
+        for tg in (f"{n}-a", f"{n}-b"):
+            await world.target_group(tg, protocol="HTTP")
+        await world.ingress(n, {"actions.named": action(f"{n}-a")}, backend="named",
+                            backend_port=USE_ANNOTATION)
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "actions.named": action(f"{n}-b")})
+
+    return Case("i-target-group-name", (ALB + "actions.*",), setup, change, own_stack(),
+                checkpointed(INGRESSES))
+
+
 def _conditions_case() -> Case:
     async def change(world: World, n: str) -> None:
         await world.annotate(INGRESSES, n, {ALB + f"conditions.{n}-be": json.dumps([
@@ -246,6 +264,31 @@ def _conditions_case() -> Case:
              "httpHeaderConfig": {"httpHeaderName": "X-Team", "values": ["a"]}}])})
 
     return Case("i-conditions", (ALB + "conditions.*",), _ingress_setup({}), change,
+                own_stack(), checkpointed(INGRESSES))
+
+
+def _regex_path_case() -> Case:
+    """An ImplementationSpecific path becomes a regular expression (upstream's leading `/`
+    dropped)."""
+    async def setup(world: World, n: str) -> None:
+        await world.backend(f"{n}-be")
+        await world.ingress(n, {"target-type": "ip"}, paths=[ingress_path(
+            "/^/api/(.+)$", f"{n}-be", path_type="ImplementationSpecific")])
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + "use-regex-path-match": "true"})
+
+    return Case("i-use-regex-path-match", (ALB + "use-regex-path-match",), setup, change,
+                own_stack(), checkpointed(INGRESSES))
+
+
+def _transforms_case() -> Case:
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + f"transforms.{n}-be": json.dumps([
+            {"type": "url-rewrite",
+             "urlRewriteConfig": {"rewrites": [{"regex": "^/api/(.+)$", "replace": "/$1"}]}}])})
+
+    return Case("i-transforms", (ALB + "transforms.*",), _ingress_setup({}), change,
                 own_stack(), checkpointed(INGRESSES))
 
 
@@ -275,6 +318,15 @@ def _service_side_case() -> Case:
                 _ingress_setup({}), change, own_stack(), checkpointed(INGRESSES))
 
 
+def _service_tags_case() -> Case:
+    """A backend Service's `tags` reach its target groups (upstream)."""
+    async def change(world: World, n: str) -> None:
+        await world.annotate(SERVICES, f"{n}-be", {ALB + "tags": "team=svc"})
+
+    return Case("i-service-tags", (ALB + "tags",), _ingress_setup({}), change, own_stack(),
+                checkpointed(INGRESSES))
+
+
 def ingress_cases() -> list[Case]:
     return [
         ingress("scheme", "internet-facing"),
@@ -299,7 +351,10 @@ def ingress_cases() -> list[Case]:
         ingress("certificate-arn", "{cert2}", HTTPS),
         ingress("tags", "team=x"),
         _actions_case(),
+        _target_group_name_case(),
         _conditions_case(),
+        _regex_path_case(),
+        _transforms_case(),
         _group_name_case(),
         _group_order_case(),
         ingress("target-type", "instance"),
@@ -316,6 +371,7 @@ def ingress_cases() -> list[Case]:
         ingress("unhealthy-threshold-count", "5"),
         ingress("success-codes", "200-299"),
         ingress("multi-cluster-target-group", "true", name="i-multi-cluster"),
+        ingress("target-node-labels", "pool=b", {"target-type": "instance"}),
         ingress("auth-type", "oidc", {**HTTPS, "auth-idp-oidc": "{oidc}"}, with_secret=True),
         ingress("auth-idp-oidc", "{oidc2}", OIDC_ON, with_secret=True),
         ingress("auth-scope", "openid email", OIDC_ON, with_secret=True),
@@ -332,6 +388,7 @@ def ingress_cases() -> list[Case]:
                                    "values": ["admin"]}]}), JWT_ON),
         _legacy_class_case(),
         _service_side_case(),
+        _service_tags_case(),
     ]
 
 

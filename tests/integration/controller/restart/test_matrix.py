@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from controller.annotations import recording
-from controller.apis import LEGACY_CLASS_ANNOTATION, TARGETGROUPBINDINGS
+from controller.apis import LEGACY_CLASS_ANNOTATION, TARGETGROUPBINDINGS, USE_ANNOTATION
 from controller.apis.targetgroupbinding import ServiceReference, TargetGroupBindingSpec
 from controller.config import add_flags
 from controller.ingress.annotations import INGRESS_ANNOTATION_KEYS
@@ -44,6 +44,7 @@ from tests.integration.controller.restart.cases import (
 )
 from tests.integration.controller.restart.world import ALB, SVC, World
 from tests.support.aws import stack_of
+from tests.support.objects import ingress_path
 from tests.support.process import ControllerRun
 from tests.support.waiting import eventually
 
@@ -226,6 +227,10 @@ FLAG_RUNS: list[FlagRun] = [
     FlagRun({"--enable-waf": "true", "--enable-wafv2": "true", "--enable-shield": "true"},
             ("f-waf", "f-wafv2", "f-shield")),
     FlagRun({"--default-tags": "team=a"}, ("f-svc", "f-ing")),
+    # Off in the first run: the Ingress naming a missing Service and a missing action fails
+    # and has no load balancer; tolerated, it gets one with 503 rules.
+    FlagRun({"--tolerate-non-existent-backend-service": "true",
+             "--tolerate-non-existent-backend-action": "true"}, ("f-missing",)),
     FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
     FlagRun({"--default-target-type": "ip"}, ("f-svc", "f-ing")),
     # A Service without a scheme annotation keeps its existing load balancer's scheme
@@ -260,7 +265,9 @@ FLAG_RUNS: list[FlagRun] = [
 # The first run's values of the flags above that have a default worth changing from.
 FIRST_FLAGS = {"--external-managed-tags": "owner",
                "--service-target-eni-security-group-tags": "team=a",
-               "--enable-waf": "false", "--enable-wafv2": "false", "--enable-shield": "false"}
+               "--enable-waf": "false", "--enable-wafv2": "false", "--enable-shield": "false",
+               "--tolerate-non-existent-backend-service": "false",
+               "--tolerate-non-existent-backend-action": "false"}
 
 
 def _stack_of(name: str) -> str:
@@ -284,6 +291,8 @@ async def test_flags_that_shape_the_model_changed_while_down(
                                            LEGACY_CLASS_ANNOTATION: "other"},
                         backend="f-legacy-other-be", class_name=None)
     await world.nlb_service("f-lbc-other", load_balancer_class="example.com/other")
+    await world.ingress("f-missing", {"target-type": "ip"}, paths=[
+        ingress_path("/a", "f-missing-svc"), ingress_path("/b", "f-missing-act", USE_ANNOTATION)])
     await world.backend("f-user-ing-be")
     await world.ingress("f-user-ing", {"target-type": "ip",
                                        "security-groups": world.extra["security_group"]},
@@ -316,7 +325,7 @@ async def test_flags_that_shape_the_model_changed_while_down(
     region = world.seed.region
     all_regions = [world.seed.region, "eu-west-1"]
     names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
-             "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield"]
+             "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield", "f-missing"]
 
     async def observe(name: str) -> str:
         if name == "f-eni":

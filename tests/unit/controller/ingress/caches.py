@@ -27,9 +27,12 @@ from runtime.reconcile import Request
 from runtime.store import Store
 from tests.support.deployed import HOSTNAME, bindings_as_deployed
 
+# Upstream's tolerance of missing backends off: a missing Service is these tests' plainest bad
+# input. With it on (the flags' default), see test_routing.py.
 SETTINGS = BuilderSettings(
     cluster=ClusterScope(name="test-cluster", region="us-west-2", vpc_id="vpc-1"),
-    defaults=StackDefaults(target_type="ip"))
+    defaults=StackDefaults(target_type="ip"), tolerate_missing_service=False,
+    tolerate_missing_action=False)
 
 
 def caches(*objects: Obj) -> Caches:
