@@ -10,8 +10,12 @@ Subnets, as upstream:
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
-host. Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC
-and the cluster come from the stack's context, never from settings of the resolver's own.
+host, of every key type (as upstream: ListCertificates answers RSA_2048 ones only unless asked
+for others); with `authorities` (`--allowed-certificate-authority-arns`) only those issued by
+one of those private CAs (DescribeCertificate's `CertificateAuthorityArn`, as upstream: an
+Amazon-issued or imported certificate has none, so it is never picked then). Results are
+cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC and the cluster
+come from the stack's context, never from settings of the resolver's own.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.aws import Caller
+from controller.aws import AWSError, Caller
 from controller.deploy.errors import ResolveError
 from controller.model import (
     CertificateDiscovery,
@@ -41,6 +45,10 @@ from runtime.clock import Clock, RealClock
 class ResolverSettings:
     ttl: float = 300.0
     certificate_statuses: tuple[str, ...] = ("ISSUED",)
+    # Every ACM KeyAlgorithm, as upstream asks (`acmTypes.KeyAlgorithm.Values()`).
+    certificate_key_types: tuple[str, ...] = (
+        "RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1",
+        "EC_secp521r1")
 
 
 @dataclass
@@ -183,11 +191,19 @@ class StackResolver:
     async def _listener(self, listener: Listener, calls: Caller) -> Listener:
         if not isinstance(listener.certificates, CertificateDiscovery):
             return listener
+        discovery = listener.certificates
         certs = await self._certificates(calls)
         chosen: list[str] = []
-        for host in listener.certificates.hosts:
+        for host in discovery.hosts:
             covering = sorted(arn for arn, names in certs.items()
                               if any(_covers(name, host) for name in names))
+            if discovery.authorities:
+                covering = [arn for arn in covering
+                            if await self._authority(arn, calls) in discovery.authorities]
+                if not covering:
+                    raise ResolveError(
+                        f"no ACM certificate issued by an allowed certificate authority "
+                        f"({', '.join(discovery.authorities)}) covers host {host!r}")
             if not covering:
                 raise ResolveError(f"no ACM certificate covers host {host!r}")
             chosen.extend(a for a in covering[:1] if a not in chosen)
@@ -202,13 +218,31 @@ class StackResolver:
         found = {}
         async for page in calls.paginate(
                 "ListCertificates", service="acm",
-                CertificateStatuses=list(self.settings.certificate_statuses)):
+                CertificateStatuses=list(self.settings.certificate_statuses),
+                Includes={"keyTypes": list(self.settings.certificate_key_types)}):
             for cert in page.get("CertificateSummaryList", []):
                 names = [cert.get("DomainName", "")]
                 names += cert.get("SubjectAlternativeNameSummaries", [])
                 found[cert["CertificateArn"]] = [n.lower() for n in names if n]
         self._store(key, found)
         return found
+
+    async def _authority(self, arn: str, calls: Caller) -> str:
+        """The private CA that issued certificate `arn` ("" for one Amazon issued or
+        imported); a certificate's issuer never changes, so it is cached like the listing."""
+        key = ("acm-authority", arn)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        try:
+            resp = await calls.call("DescribeCertificate", service="acm", CertificateArn=arn)
+        except AWSError as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+            return ""  # deleted since the listing: not a candidate
+        authority = str((resp.get("Certificate") or {}).get("CertificateAuthorityArn") or "")
+        self._store(key, authority)
+        return authority
 
 
 def _cluster_rank(subnet: dict[str, Any], cluster_name: str) -> int | None:

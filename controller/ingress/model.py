@@ -102,6 +102,8 @@ class BuilderSettings:
     quotas: Quotas = field(default_factory=Quotas)
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
     gates: FeatureGates = field(default_factory=FeatureGates)
+    # --allowed-certificate-authority-arns: in the discovery placeholder, so in the checkpoint.
+    allowed_certificate_authorities: frozenset[str] = frozenset()
 
     @property
     def context(self) -> StackContext:
@@ -226,7 +228,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                                                                content_type="text/plain")]
         certificates: Sequence[str] | CertificateDiscovery = ()
         if protocol == "HTTPS":
-            certificates = _certificates(port, parsed)
+            certificates = _certificates(
+                port, parsed, authorities=settings.allowed_certificate_authorities)
         try:
             listener_ref = builder.add_listener(str(port), Listener(
                 load_balancer_arn=lb_ref, port=port, protocol=protocol,
@@ -352,7 +355,8 @@ def _listen_ports(parsed: Sequence[tuple[Member, IngressAnnotations]]
     return ports
 
 
-def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
+def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]], *,
+                  authorities: frozenset[str] = frozenset()
                   ) -> Sequence[str] | CertificateDiscovery:
     arns: list[str] = []
     hosts: list[str] = []
@@ -369,7 +373,7 @@ def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
     if arns:
         return arns
     if hosts:
-        return CertificateDiscovery(hosts=hosts)
+        return CertificateDiscovery(hosts=hosts, authorities=sorted(authorities))
     raise BuildError(f"HTTPS listener on port {port} has no certificate: set the "
                      "certificate-arn annotation or TLS hosts")
 

@@ -17,6 +17,11 @@ from runtime import flagvalues
 from runtime.flags import flag
 
 
+def _authority_arns(value: frozenset[str]) -> str | None:
+    bad = sorted(arn for arn in value if not arn.startswith("arn:"))
+    return f"not an ARN: {', '.join(bad)}" if bad else None
+
+
 def _ingress_class(value: str) -> str | None:
     # Empty is upstream's "the legacy `alb` annotation value only".
     return flagrules.dns_subdomain_problem(value) if value else None
@@ -34,6 +39,12 @@ class IngressConfig:
         help="which namespaces an Ingress group may span: params (a group named in annotations "
         "stays in one namespace; IngressClassParams groups span the namespaces they select), "
         "single (every group in one namespace), any (upstream: any namespace joins any group)")
+    allowed_certificate_authority_arns: frozenset[str] = flag(
+        "--allowed-certificate-authority-arns", default=frozenset(),
+        parse=flagvalues.parse_names, check=_authority_arns,
+        help="certificate discovery considers only the ACM certificates issued by one of these "
+        "private certificate authorities (comma-separated ARNs; empty: every issued "
+        "certificate, as upstream)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
@@ -52,7 +63,9 @@ class Settings(StackSettings):
     def builder(self) -> BuilderSettings:
         return BuilderSettings(cluster=self.cluster, ingress_class=self.config.ingress_class,
                                defaults=self.defaults, backend_sg=self.backend_sg,
-                               gates=self.gates)
+                               gates=self.gates,
+                               allowed_certificate_authorities=(
+                                   self.config.allowed_certificate_authority_arns))
 
 
 __all__ = ["IngressConfig", "Settings"]

@@ -16,15 +16,26 @@ AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred"
 
 
 class CertificateDiscovery(Model):
-    """Placeholder resolved by the resolve stage: ACM certificates covering these hosts."""
+    """Placeholder resolved by the resolve stage: ACM certificates covering these hosts, and,
+    when `authorities` is given (`--allowed-certificate-authority-arns`), issued by one of those
+    private CAs only. An empty `authorities` is left out of the canonical JSON, so stacks that
+    do not restrict discovery keep their checkpoints."""
 
     hosts: Items[str] = Field(min_length=1)
+    authorities: Items[str] = Field(default=(), exclude_if=lambda value: not value)
 
     @field_validator("hosts", mode="before")
     @classmethod
     def _sorted(cls, value: object) -> object:
         if isinstance(value, (list, tuple, set, frozenset)):
             return tuple(sorted({str(v).lower() for v in value}))
+        return value
+
+    @field_validator("authorities", mode="before")
+    @classmethod
+    def _sorted_arns(cls, value: object) -> object:
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return tuple(sorted({str(v) for v in value}))
         return value
 
 
