@@ -1,5 +1,6 @@
-"""The stack deployer: make AWS equal the model, in the order target groups → load balancer →
-listeners → rules, then delete what the model no longer has (in reverse)."""
+"""The stack deployer: make AWS equal the model, in the order (imported certificates,) target
+groups → load balancer → listeners → rules, then delete what the model no longer has (in
+reverse)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from controller.aws import (
     SnapshotReader,
     SnapshotStale,
 )
+from controller.deploy.certificates import StackCertificates
 from controller.deploy.concurrency import run_all
 from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
@@ -64,6 +66,9 @@ class DeployerSettings:
     # retry this many times, then leave it to the next reconcile.
     security_group_retries: int = 3
     security_group_backoff: float = 1.0
+    # Whether stacks may own ACM certificates (imported from Secrets): only then are they
+    # looked for, in particular once per process across the region (`StackCertificates`).
+    manage_certificates: bool = False
 
 
 class StackDeployer:
@@ -88,6 +93,7 @@ class StackDeployer:
             cluster=settings.cluster_name, backend=backend, clock=self._clock,
             settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,
                                            delete_backoff=settings.security_group_backoff))
+        self._certificates = StackCertificates(cluster=settings.cluster_name)
         # Test seams: see `controller.aws.BeforeMutation`.
         self.before_mutation = before_mutation
         self.after_mutation = after_mutation
@@ -188,6 +194,9 @@ class StackDeployer:
                       fresh: bool, retain: Set[str]) -> DeployResult:
         calls, reader = run.calls, run.reader
         lb_id, lb_model = next(iter(run.stack.load_balancers.items()), (None, None))
+        if run.stack.certificates and not self._settings.manage_certificates:
+            raise DeployError(f"stack {run.stack.id} has certificates to import, and this "
+                              "deployer does not manage certificates")
 
         # Identify: the stack's load balancer by its tags (identity.py); a stack this process
         # has not seen, about to create one, first looks for it under older names.
@@ -236,6 +245,10 @@ class StackDeployer:
         owned.load_balancers = {a for a in lbs.tags if run.tracking.owns(lbs.tags[a])}
         owned.target_groups = {a for a in tgs if run.tracking.owns(tags.get(a, {}))}
 
+        # The stack's own certificates, before any listener points at them.
+        if self._settings.manage_certificates:
+            await self._certificates.converge(run, key)
+
         # Converge target groups.
         async def one_tg(rid: str) -> None:
             desc = matched.current.get(rid)
@@ -282,6 +295,8 @@ class StackDeployer:
         await self._delete_target_groups(calls, deleting)
         owned.target_groups -= set(deleting)
         await self._groups.finish(run, key, groups)
+        if self._settings.manage_certificates:
+            await self._certificates.finish(run, key)
 
         bindings = {
             rid: ResolvedTargetGroupBinding(
@@ -382,6 +397,8 @@ class StackDeployer:
         owned.load_balancers.clear()
         owned.target_groups.clear()
         await self._groups.delete_stack(reader, tracking, key, vpc_id=vpc_id)
+        if self._settings.manage_certificates:
+            await self._certificates.delete_stack(calls, tracking, key)
         return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
                             mutating_calls=calls.counts.mutating)
 

@@ -5,10 +5,12 @@ gates)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from controller import flagrules
 from controller.defaults import DEFAULT_INGRESS_CLASS, DEFAULT_MAX_CONCURRENT_RECONCILES
+from controller.deploy import DeployerSettings
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, Workers
@@ -45,6 +47,11 @@ class IngressConfig:
         help="certificate discovery considers only the ACM certificates issued by one of these "
         "private certificate authorities (comma-separated ARNs; empty: every issued "
         "certificate, as upstream)")
+    enable_secret_certificates: bool = flag(
+        "--enable-secret-certificates", default=False, parse=flagvalues.parse_bool,
+        help="import the certificate of an Ingress's spec.tls[].secretName Secret (type "
+        "kubernetes.io/tls, in the Ingress's namespace) into ACM and serve it on its HTTPS "
+        "listeners, re-imported when the Secret changes (upstream ignores secretName)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
@@ -65,7 +72,15 @@ class Settings(StackSettings):
                                defaults=self.defaults, backend_sg=self.backend_sg,
                                gates=self.gates,
                                allowed_certificate_authorities=(
-                                   self.config.allowed_certificate_authority_arns))
+                                   self.config.allowed_certificate_authority_arns),
+                               secret_certificates=self.config.enable_secret_certificates)
+
+    @property
+    def deployer(self) -> DeployerSettings:
+        # `super()` without arguments does not work in a slotted dataclass.
+        shared: DeployerSettings = StackSettings.deployer.__get__(self)
+        return dataclasses.replace(shared,
+                                   manage_certificates=self.config.enable_secret_certificates)
 
 
 __all__ = ["IngressConfig", "Settings"]

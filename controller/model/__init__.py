@@ -12,6 +12,7 @@ from controller.model.actions import (
     carries_write_only,
 )
 from controller.model.base import (
+    CERTIFICATE,
     LISTENER,
     LISTENER_RULE,
     LOAD_BALANCER,
@@ -22,6 +23,7 @@ from controller.model.base import (
     Ref,
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
+from controller.model.certificate import ImportedCertificate
 from controller.model.limits import Quotas
 from controller.model.listener import CertificateDiscovery, Listener, ListenerRule
 from controller.model.loadbalancer import (
@@ -80,6 +82,7 @@ from controller.model.targetgroup import (
 )
 
 __all__ = [
+    "CERTIFICATE",
     "LISTENER",
     "LISTENER_RULE",
     "LOAD_BALANCER",
@@ -102,6 +105,7 @@ __all__ = [
     "HostHeaderCondition",
     "HttpHeaderCondition",
     "HttpRequestMethodCondition",
+    "ImportedCertificate",
     "IngressRule",
     "InvalidStack",
     "Listener",

@@ -29,6 +29,14 @@ meets, the stand-in follows AWS. Applied once to the in-process moto server by `
   400, 400 when not given) and a `NextMarker` while more follow, the next page starting after
   the `Marker` given. moto answers every target group in one page whatever is asked, so a
   region listing would look cheaper here than against AWS.
+- `ImportCertificate` with `CertificateArn` (ACM API reference, "reimport"): the certificate
+  keeps its ARN, its tags and its associations; tags may not be given ("You cannot apply tags
+  when reimporting a certificate", `ValidationException`), and only an imported certificate can
+  be reimported. moto replaces the certificate with a new one without tags (so a re-imported
+  certificate would no longer look like its owner's) and takes tags and any type.
+- `ListCertificates`: without `Includes.keyTypes` only `RSA_2048` certificates are listed
+  ("Default filtering returns only RSA_2048 certificates"); moto lists every key type, so a
+  caller that forgot the filter would find ECDSA certificates here and not in AWS.
 """
 
 from __future__ import annotations
@@ -107,6 +115,7 @@ def apply() -> None:
     _descriptions_of_existing_rules()
     _private_link_inbound_rules()
     _paged_target_groups()
+    _acm_reimport_and_key_types()
     _applied = True
 
 
@@ -245,3 +254,37 @@ def _paged_target_groups() -> None:
                              "NextMarker": page[-1].arn if more and page else None})
 
     ELBV2Response.describe_target_groups = describe_target_groups  # type: ignore[method-assign]
+
+
+def _acm_reimport_and_key_types() -> None:
+    from moto.acm.exceptions import AWSValidationException
+    from moto.acm.models import AWSCertificateManagerBackend
+
+    original_import = AWSCertificateManagerBackend.import_certificate
+
+    def import_certificate(self: Any, certificate: bytes, private_key: bytes,
+                           chain: bytes | None, arn: str | None,
+                           tags: list[dict[str, str]]) -> str:
+        if arn is None or arn not in self._certificates:
+            return str(original_import(self, certificate, private_key, chain, arn, tags))
+        if tags:
+            raise AWSValidationException("You cannot apply tags when reimporting a certificate.")
+        before = self._certificates[arn]
+        if before.type != "IMPORTED":
+            raise AWSValidationException(f"Certificate {arn} was not imported; only an "
+                                         "imported certificate can be reimported.")
+        result = str(original_import(self, certificate, private_key, chain, arn, []))
+        after = self._certificates[arn]
+        after.tags = before.tags
+        after.in_use_by = before.in_use_by
+        return result
+
+    original_list = AWSCertificateManagerBackend.list_certificates
+
+    def list_certificates(self: Any, statuses: list[str], includes: dict[str, Any]) -> Any:
+        includes = dict(includes or {})
+        includes.setdefault("keyTypes", ["RSA_2048"])
+        return original_list(self, statuses, includes)
+
+    AWSCertificateManagerBackend.import_certificate = import_certificate  # type: ignore[method-assign]
+    AWSCertificateManagerBackend.list_certificates = list_certificates  # type: ignore[method-assign]

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from controller.apis import INGRESS_STACK_NAME_LABEL, TARGETGROUPBINDINGS
-from runtime.resources import INGRESSES, SERVICES
+from runtime.resources import INGRESSES, SECRETS, SERVICES
 from tests.integration.controller.restart.cases import HTTPS, OIDC_SECRET
+from tests.integration.controller.restart.test_matrix import tls_secret
 from tests.integration.controller.restart.world import World
 from tests.support.waiting import eventually
 
@@ -56,6 +57,54 @@ async def test_oidc_client_secret_rotated_while_down_reaches_aws(world: World) -
 
         await eventually(rotated, timeout=60)
         await eventually(lambda: _changed(world, before), timeout=30)
+    finally:
+        await second.kill()
+
+
+async def _served_certificate(world: World) -> tuple[str, str] | None:
+    """(ARN, serial) of the certificate the HTTPS listener serves."""
+    for lb in await world.aws.load_balancers():
+        for listener in (await world.aws.listeners(lb["LoadBalancerArn"])).values():
+            for cert in listener.get("Certificates") or []:
+                arn = str(cert["CertificateArn"])
+                detail = await world.aws.call("acm", "DescribeCertificate", CertificateArn=arn)
+                return arn, str(detail["Certificate"].get("Serial"))
+    return None
+
+
+async def test_tls_secret_rotated_while_down_reaches_acm(world: World) -> None:
+    """The Secret's certificate version is in the checkpoint: a rotation made while the
+    controller was down is a real change after the restart, re-imported under the same ARN."""
+    await world.backend("tls-be")
+    await world.create(SECRETS, tls_secret("tls-cert", "tls.example.com"))
+    await world.ingress("tls", {"target-type": "ip", "listen-ports": '[{"HTTPS": 443}]'},
+                        backend="tls-be", tls_hosts=["tls.example.com"])
+    ing = await world.get(INGRESSES, "tls")
+    ing["spec"]["tls"][0]["secretName"] = "tls-cert"
+    await world.client.update(INGRESSES, ing)
+    first = await world.run("--enable-secret-certificates=true")
+    try:
+        await eventually(lambda: world.checkpoint(INGRESSES, "tls"), timeout=60)
+        served = await _served_certificate(world)
+        assert served is not None
+        before = await world.checkpoint(INGRESSES, "tls")
+    finally:
+        await first.kill()
+
+    secret = await world.get(SECRETS, "tls-cert")
+    secret["data"] = tls_secret("tls-cert", "tls.example.com")["data"]
+    await world.client.update(SECRETS, secret)
+
+    second = await world.run("--enable-secret-certificates=true")
+    try:
+        async def rotated() -> bool:
+            now = await _served_certificate(world)
+            return now is not None and now[0] == served[0] and now[1] != served[1]
+
+        await eventually(rotated, timeout=60)
+        now = await world.checkpoint(INGRESSES, "tls")
+        assert now
+        assert now != before
     finally:
         await second.kill()
 
