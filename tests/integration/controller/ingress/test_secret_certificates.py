@@ -191,3 +191,38 @@ async def test_without_the_flag_secret_name_is_ignored_as_upstream(cluster: Clus
     assert set(await _acm(c)) == before
     assert not warnings(await c.events("shop"))
     assert await c.stop() == 0
+
+
+async def test_deleting_the_ingress_deletes_its_certificate_and_no_one_else_s(
+        cluster: Cluster) -> None:
+    c = cluster
+    ca, pair = _pair("shop.example.com")
+    # Someone else's imported certificate, tagged for this cluster but no stack: never touched.
+    theirs = (await c.aws.call(
+        "acm", "ImportCertificate", Certificate=pair.cert_pem, PrivateKey=pair.key_pem,
+        Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": c.seed.cluster_name}]))["CertificateArn"]
+    await put_secret(c, tls_secret("shop-tls", pair.cert_pem + ca.cert_pem, pair.key_pem))
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", HTTPS, backend="web")
+    ing = await c.get(INGRESSES, "shop")
+    ing["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
+    await c.client.update(INGRESSES, ing)
+    before = set(await _acm(c))
+    await c.start(ingress=ingress_settings(c.seed, enable_secret_certificates=True))
+
+    async def imported() -> str | None:
+        certs = await _listener_certs(c)
+        return certs[0] if certs and certs[0] not in before else None
+
+    arn = await eventually(imported, timeout=60)
+    await c.settled()
+    await c.delete(INGRESSES, "shop")
+
+    async def gone() -> bool:
+        return not await c.aws.load_balancers() and arn not in await _acm(c)
+
+    await eventually(gone, timeout=60)
+    assert set(await _acm(c)) == before
+    assert theirs in before
+    assert await c.stop() == 0
