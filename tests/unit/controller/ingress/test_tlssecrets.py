@@ -153,6 +153,7 @@ def test_the_listener_serves_the_imported_certificate_and_its_version_is_checkpo
     group = loader(c).load(Request("default", "shop"))
     built = build_group(group, c, ON)
     (rid, cert), = built.stack.certificates.items()
+    assert cert.secret == KEY
     assert rid == KEY
     assert built.stack.listeners["443"].certificates == (
         Ref.to("AWS::CertificateManager::Certificate", KEY, "certificateARN"),)
@@ -171,7 +172,7 @@ def test_the_listener_serves_the_imported_certificate_and_its_version_is_checkpo
 
 
 def test_certificate_arn_wins_and_a_mix_is_refused_at_admission_too() -> None:
-    ca, pair = _pair()
+    _, pair = _pair()
     secret = tls_secret(pair.cert_pem, pair.key_pem)
     arn = "arn:aws:acm:us-west-2:123456789012:certificate/abc"
     c = caches(ingress_class("alb"), backend_service("web"),
