@@ -93,7 +93,9 @@ class StackCertificates:
 
     async def finish(self, run: DeployRun, key: StackKey) -> None:
         """Delete the stack's certificates the model no longer has (its listeners converged:
-        none of them serves one any more)."""
+        none of them serves one any more). A process that has not scanned yet scans first: the
+        stack may have lost its last certificate while no controller ran."""
+        await self.ensure_scanned(run.calls)
         known = self._known.get(key)
         if not known:
             return

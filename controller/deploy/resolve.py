@@ -13,7 +13,8 @@ Certificate discovery picks the ACM certificates whose domain or alternative nam
 host, of every key type (as upstream: ListCertificates answers RSA_2048 ones only unless asked
 for others); with `authorities` (`--allowed-certificate-authority-arns`) only those issued by
 one of those private CAs (DescribeCertificate's `CertificateAuthorityArn`, as upstream: an
-Amazon-issued or imported certificate has none, so it is never picked then). Results are
+Amazon-issued or imported certificate has none, so it is never picked then); with
+`skip_imported_from_secrets` not one imported from a namespace's TLS Secret. Results are
 cached for `ttl` seconds; an ALB needs subnets in two or more zones. The VPC and the cluster
 come from the stack's context, never from settings of the resolver's own.
 """
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.aws import AWSError, Caller
+from controller.deploy.certificates import SECRET_TAG
 from controller.deploy.errors import ResolveError
 from controller.model import (
     CertificateDiscovery,
@@ -197,6 +199,9 @@ class StackResolver:
         for host in discovery.hosts:
             covering = sorted(arn for arn, names in certs.items()
                               if any(_covers(name, host) for name in names))
+            if discovery.skip_imported_from_secrets:
+                covering = [arn for arn in covering
+                            if not await self._imported_from_secret(arn, calls)]
             if discovery.authorities:
                 covering = [arn for arn in covering
                             if await self._authority(arn, calls) in discovery.authorities]
@@ -224,6 +229,23 @@ class StackResolver:
                 names = [cert.get("DomainName", "")]
                 names += cert.get("SubjectAlternativeNameSummaries", [])
                 found[cert["CertificateArn"]] = [n.lower() for n in names if n]
+        self._store(key, found)
+        return found
+
+    async def _imported_from_secret(self, arn: str, calls: Caller) -> bool:
+        """Whether certificate `arn` is one a controller imported from a TLS Secret (its
+        `elbv2.k8s.aws/secret` tag); cached like the listing."""
+        key = ("acm-from-secret", arn)
+        cached = self._cached(key)
+        if cached is not None:
+            return bool(cached)
+        try:
+            resp = await calls.call("ListTagsForCertificate", service="acm", CertificateArn=arn)
+        except AWSError as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+            return True  # deleted since the listing: not a candidate
+        found = any(t.get("Key") == SECRET_TAG for t in resp.get("Tags") or [])
         self._store(key, found)
         return found
 

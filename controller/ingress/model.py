@@ -416,7 +416,8 @@ def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
                 "section of the listener's members a secretName, or set certificate-arn")
         return [imported.ref(member, name) for member, name in secrets]
     if hosts:
-        return CertificateDiscovery(hosts=hosts, authorities=sorted(authorities))
+        return CertificateDiscovery(hosts=hosts, authorities=sorted(authorities),
+                                    skip_imported_from_secrets=imported is not None)
     raise BuildError(f"HTTPS listener on port {port} has no certificate: set the "
                      "certificate-arn annotation or TLS hosts")
 

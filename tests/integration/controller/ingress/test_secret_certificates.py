@@ -226,3 +226,36 @@ async def test_deleting_the_ingress_deletes_its_certificate_and_no_one_else_s(
     assert set(await _acm(c)) == before
     assert theirs in before
     assert await c.stop() == 0
+
+
+async def test_a_certificate_imported_for_one_group_is_never_discovered_for_another(
+        cluster: Cluster) -> None:
+    c = cluster
+    ca, pair = _pair("shop.example.com")
+    await put_secret(c, tls_secret("shop-tls", pair.cert_pem + ca.cert_pem, pair.key_pem))
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", HTTPS, backend="web")
+    ing = await c.get(INGRESSES, "shop")
+    ing["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
+    await c.client.update(INGRESSES, ing)
+    await c.start(ingress=ingress_settings(c.seed, enable_secret_certificates=True))
+
+    async def imported() -> str | None:
+        certs = await _listener_certs(c)
+        return certs[0] if certs else None
+
+    theirs = await eventually(imported, timeout=60)
+    await c.settled()
+    # Another group asks for the same host by discovery: the imported one is not a candidate.
+    await c.ingress("copycat", HTTPS, backend="web", tls_hosts=["shop.example.com"])
+
+    async def refused() -> Obj | None:
+        found = [e for e in warnings(await c.events("copycat"))
+                 if "no ACM certificate covers host 'shop.example.com'" in e["message"]]
+        return found[0] if found else None
+
+    await eventually(refused, timeout=30)
+    assert len(await c.aws.load_balancers()) == 1
+    assert (await _acm(c))[theirs]["tags"][SECRET_TAG] == "default/shop-tls"
+    assert await c.stop() == 0

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from controller.apis import INGRESS_STACK_NAME_LABEL, TARGETGROUPBINDINGS
+from controller.aws import AWSError
 from runtime.resources import INGRESSES, SECRETS, SERVICES
 from tests.integration.controller.restart.cases import HTTPS, OIDC_SECRET
 from tests.integration.controller.restart.test_matrix import tls_secret
@@ -105,6 +106,46 @@ async def test_tls_secret_rotated_while_down_reaches_acm(world: World) -> None:
         now = await world.checkpoint(INGRESSES, "tls")
         assert now
         assert now != before
+    finally:
+        await second.kill()
+
+
+async def test_tls_secret_dropped_while_down_deletes_its_certificate(world: World) -> None:
+    """A new process learns the certificates it imported from their tags: one the group no
+    longer uses (its Ingress now names certificate-arn) is deleted after the restart."""
+    await world.backend("drop-be")
+    await world.create(SECRETS, tls_secret("drop-cert", "drop.example.com"))
+    await world.ingress("drop", {"target-type": "ip", "listen-ports": '[{"HTTPS": 443}]'},
+                        backend="drop-be", tls_hosts=["drop.example.com"])
+    ing = await world.get(INGRESSES, "drop")
+    ing["spec"]["tls"][0]["secretName"] = "drop-cert"
+    await world.client.update(INGRESSES, ing)
+    first = await world.run("--enable-secret-certificates=true")
+    try:
+        await eventually(lambda: world.checkpoint(INGRESSES, "drop"), timeout=60)
+        served = await _served_certificate(world)
+        assert served is not None
+    finally:
+        await first.kill()
+
+    ing = await world.get(INGRESSES, "drop")
+    ing["metadata"]["annotations"]["alb.ingress.kubernetes.io/certificate-arn"] = \
+        world.seed.certificate_arn
+    await world.client.update(INGRESSES, ing)
+
+    second = await world.run("--enable-secret-certificates=true")
+    try:
+        async def deleted() -> bool:
+            try:
+                await world.aws.call("acm", "DescribeCertificate", CertificateArn=served[0])
+            except AWSError as exc:
+                return exc.code == "ResourceNotFoundException"
+            return False
+
+        await eventually(deleted, timeout=60)
+        now = await _served_certificate(world)
+        assert now is not None
+        assert now[0] == world.seed.certificate_arn
     finally:
         await second.kill()
 
