@@ -40,7 +40,7 @@ from controller.ingress.merge import (
 )
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
-from controller.ingress.tlssecrets import read_certificate
+from controller.ingress.tlssecrets import read_certificate, secret_name_problem
 from controller.model import (
     MANAGED_SECURITY_GROUP_ID,
     Action,
@@ -376,6 +376,7 @@ class _ImportedCertificates:
     def ref(self, member: Member, secret_name: str) -> Ref:
         key = f"{namespace_of(member.ingress)}/{secret_name}"
         if key not in self._refs:
+            secret_name_problem(secret_name, where=f"Ingress {member.key}")
             self.secrets.add(key)
             cert = read_certificate(self._caches.secrets.get(key), key,
                                     where=f"Ingress {member.key}")

@@ -26,6 +26,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from controller.flagrules import dns_subdomain_problem
 from controller.ingress.merge import BuildError, MissingObject
 from controller.model import ImportedCertificate, digest
 from runtime.objects import Obj, meta
@@ -42,13 +43,22 @@ _PRESUMED_VERSION: Final = "presumed"
 
 
 def tls_secret_names(ing: Mapping[str, Any]) -> list[str]:
-    """Secret names an Ingress's `spec.tls[].secretName` reference (never raises)."""
+    """Secret names an Ingress's `spec.tls[].secretName` reference (never raises); a value that
+    cannot name a Secret is no reference (the build refuses it, `secret_name_problem`)."""
     spec = ing.get("spec")
     tls = spec.get("tls") if isinstance(spec, dict) else None
     if not isinstance(tls, list):
         return []
     names = [t.get("secretName") for t in tls if isinstance(t, dict)]
-    return sorted({n for n in names if isinstance(n, str) and n})
+    return sorted({n for n in names
+                   if isinstance(n, str) and n and dns_subdomain_problem(n) is None})
+
+
+def secret_name_problem(name: str, *, where: str) -> None:
+    """Raises `BuildError` when `name` cannot be a Secret's name."""
+    problem = dns_subdomain_problem(name)
+    if problem is not None:
+        raise BuildError(f"{where}: spec.tls secretName {problem}")
 
 
 def read_certificate(secret: Obj | None, key: str, *, where: str) -> ImportedCertificate:
@@ -115,4 +125,4 @@ def _decoded(data: Mapping[str, Any], name: str, limit: int, bad: str) -> bytes:
     return value
 
 
-__all__ = ["TLS_SECRET_TYPE", "read_certificate", "tls_secret_names"]
+__all__ = ["TLS_SECRET_TYPE", "read_certificate", "secret_name_problem", "tls_secret_names"]

@@ -135,9 +135,17 @@ def test_hostile_tls_sections_name_no_secret(spec: Any) -> None:
 def test_a_secret_is_read_in_the_ingress_s_namespace_only() -> None:
     ing = ingress("shop", namespace="team-a")
     ing["spec"]["tls"] = [{"secretName": "other-ns/shop-tls"}, {"secretName": "b"}]
-    assert ingress_secrets(ing, Store(), [], tls=True) == {"team-a/other-ns/shop-tls",
-                                                         "team-a/b"}
+    # A name with a namespace in it names no Secret at all: it is never watched.
+    assert ingress_secrets(ing, Store(), [], tls=True) == {"team-a/b"}
     assert ingress_secrets(ing, Store(), []) == set()
+
+
+def test_a_secret_name_that_cannot_be_one_is_refused_before_any_read() -> None:
+    ing = _shop("../kube-system/token")
+    c = caches(ingress_class("alb"), backend_service("web"), ing)
+    with pytest.raises(BuildError, match=r"Ingress default/shop: spec\.tls secretName "
+                       r"'\.\./kube-system/token' is not a lowercase RFC 1123 subdomain"):
+        build_group(loader(c).load(Request("default", "shop")), c, ON)
 
 
 def _shop(secret_name: str | None = "shop-tls", **annotations: str) -> Obj:
