@@ -154,9 +154,10 @@ class BatchingReader(Reader):
 
     async def security_groups(self, *, vpc_id: str | None, names: Sequence[str] = (),
                               ids: Sequence[str] = (),
-                              tags: Mapping[str, str] | None = None) -> list[Desc]:
+                              tags: Mapping[str, str] | None = None,
+                              name_tags: Sequence[str] = ()) -> list[Desc]:
         return await self._below.security_groups(vpc_id=vpc_id, names=names, ids=ids,
-                                                 tags=tags)
+                                                 tags=tags, name_tags=name_tags)
 
 
 __all__ = ["BATCH_LIMIT", "SHARED", "BatchingReader", "DescribeBatcher"]

@@ -160,10 +160,12 @@ class Reader(ABC):
     @abstractmethod
     async def security_groups(self, *, vpc_id: str | None, names: Sequence[str] = (),
                               ids: Sequence[str] = (),
-                              tags: Mapping[str, str] | None = None) -> list[Desc]:
-        """Security groups (with their rules and tags) of `vpc_id` named one of `names`, or
-        carrying every tag of `tags`, or every group of the VPC when neither is given; `ids`
-        are looked up by ID alone. Missing IDs are left out."""
+                              tags: Mapping[str, str] | None = None,
+                              name_tags: Sequence[str] = ()) -> list[Desc]:
+        """Security groups (with their rules and tags) of `vpc_id` whose GroupName is one of
+        `names`, or whose `Name` tag is one of `name_tags` (how upstream resolves the groups a
+        user names), or carrying every tag of `tags`, or every group of the VPC when none is
+        given; `ids` are looked up by ID alone. Missing IDs are left out."""
 
     async def load_balancers(self, *, arns: Sequence[str] = (),
                              names: Sequence[str] = ()) -> list[Desc]:
@@ -234,7 +236,8 @@ class DirectReader(Reader):
 
     async def security_groups(self, *, vpc_id: str | None, names: Sequence[str] = (),
                               ids: Sequence[str] = (),
-                              tags: Mapping[str, str] | None = None) -> list[Desc]:
+                              tags: Mapping[str, str] | None = None,
+                              name_tags: Sequence[str] = ()) -> list[Desc]:
         if ids:
             answer = await split_missing(self._groups_by_id, list(ids),
                                          missing=lambda exc: exc.is_group_not_found)
@@ -244,9 +247,11 @@ class DirectReader(Reader):
             filters.append({"Name": "vpc-id", "Values": [vpc_id]})
         if names:
             filters.append({"Name": "group-name", "Values": list(names)})
+        if name_tags:
+            filters.append({"Name": "tag:Name", "Values": list(name_tags)})
         filters += [{"Name": f"tag:{key}", "Values": [value]}
                     for key, value in (tags or {}).items()]
-        if names or tags:
+        if names or tags or name_tags:
             resp = await self._caller.call("DescribeSecurityGroups", service="ec2",
                                            Filters=filters)
             return list(resp.get("SecurityGroups") or [])

@@ -216,20 +216,24 @@ class SnapshotReader(Reader):
 
     async def security_groups(self, *, vpc_id: str | None, names: Sequence[str] = (),
                               ids: Sequence[str] = (),
-                              tags: Mapping[str, str] | None = None) -> list[Desc]:
+                              tags: Mapping[str, str] | None = None,
+                              name_tags: Sequence[str] = ()) -> list[Desc]:
         listing = await self._listing() if vpc_id is not None else None
         if listing is None or vpc_id is None:
             return await self._below.security_groups(vpc_id=vpc_id, names=names, ids=ids,
-                                                     tags=tags)
+                                                     tags=tags, name_tags=name_tags)
         self._answered()
         groups = await self._snapshot.security_groups(self._below, listing, vpc_id)
-        return [g for g in groups if _matches(g, names=names, ids=ids, tags=tags or {})]
+        return [g for g in groups if _matches(g, names=names, ids=ids, tags=tags or {},
+                                              name_tags=name_tags)]
 
 
 def _matches(group: Desc, *, names: Sequence[str], ids: Sequence[str],
-             tags: Mapping[str, str]) -> bool:
+             tags: Mapping[str, str], name_tags: Sequence[str] = ()) -> bool:
     """The filters EC2 would apply (`DirectReader.security_groups`), on the listing."""
     if names and group.get("GroupName") not in names:
+        return False
+    if name_tags and tag_dict(group.get("Tags")).get("Name") not in name_tags:
         return False
     if ids and group.get("GroupId") not in ids:
         return False

@@ -1,7 +1,7 @@
-"""The stack deployer: make AWS equal the model, in the order target groups → load balancer →
-listeners → rules → the load balancer's addons (WAFv2, WAF Classic, Shield), then delete what
-the model no longer has (in reverse). A deleted load balancer takes its web ACL associations
-with it (AWS drops them); nothing else is called for them."""
+"""The stack deployer: make AWS equal the model, in the order (imported certificates,) target
+groups → load balancer → listeners → rules → the load balancer's addons (WAFv2, WAF Classic,
+Shield), then delete what the model no longer has (in reverse). A deleted load balancer takes its
+web ACL associations with it (AWS drops them); nothing else is called for them."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from controller.aws import (
     SnapshotReader,
     SnapshotStale,
 )
+from controller.deploy.certificates import StackCertificates
 from controller.deploy.concurrency import run_all
 from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
@@ -69,6 +70,9 @@ class DeployerSettings:
     # retry this many times, then leave it to the next reconcile.
     security_group_retries: int = 3
     security_group_backoff: float = 1.0
+    # Whether stacks may own ACM certificates (imported from Secrets): only then are they
+    # looked for, in particular once per process across the region (`StackCertificates`).
+    manage_certificates: bool = False
 
 
 class StackDeployer:
@@ -93,6 +97,7 @@ class StackDeployer:
             cluster=settings.cluster_name, backend=backend, clock=self._clock,
             settings=SecurityGroupSettings(delete_retries=settings.security_group_retries,
                                            delete_backoff=settings.security_group_backoff))
+        self._certificates = StackCertificates(cluster=settings.cluster_name)
         # Test seams: see `controller.aws.BeforeMutation`.
         self.before_mutation = before_mutation
         self.after_mutation = after_mutation
@@ -193,6 +198,9 @@ class StackDeployer:
                       fresh: bool, retain: Set[str]) -> DeployResult:
         calls, reader = run.calls, run.reader
         lb_id, lb_model = next(iter(run.stack.load_balancers.items()), (None, None))
+        if run.stack.certificates and not self._settings.manage_certificates:
+            raise DeployError(f"stack {run.stack.id} has certificates to import, and this "
+                              "deployer does not manage certificates")
 
         # Identify: the stack's load balancer by its tags (identity.py); a stack this process
         # has not seen, about to create one, first looks for it under older names.
@@ -240,6 +248,10 @@ class StackDeployer:
                                               in_use=in_use)
         owned.load_balancers = {a for a in lbs.tags if run.tracking.owns(lbs.tags[a])}
         owned.target_groups = {a for a in tgs if run.tracking.owns(tags.get(a, {}))}
+
+        # The stack's own certificates, before any listener points at them.
+        if self._settings.manage_certificates:
+            await self._certificates.converge(run, key)
 
         # Converge target groups.
         async def one_tg(rid: str) -> None:
@@ -292,6 +304,8 @@ class StackDeployer:
         await self._delete_target_groups(calls, deleting)
         owned.target_groups -= set(deleting)
         await self._groups.finish(run, key, groups)
+        if self._settings.manage_certificates:
+            await self._certificates.finish(run, key)
 
         bindings = {
             rid: ResolvedTargetGroupBinding(
@@ -392,6 +406,8 @@ class StackDeployer:
         owned.load_balancers.clear()
         owned.target_groups.clear()
         await self._groups.delete_stack(reader, tracking, key, vpc_id=vpc_id)
+        if self._settings.manage_certificates:
+            await self._certificates.delete_stack(calls, tracking, key)
         return DeployResult(stack_id=stack_id, load_balancer=None, calls=calls.counts.calls,
                             mutating_calls=calls.counts.mutating)
 

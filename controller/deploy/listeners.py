@@ -14,7 +14,7 @@ from controller.deploy.errors import DeployError
 from controller.deploy.listenerrules import list_rules
 from controller.deploy.normalize import api_actions, normal_actions
 from controller.deploy.tags import as_api_tags, converge_tags
-from controller.model import LISTENER, CertificateDiscovery, Listener
+from controller.model import LISTENER, CertificateDiscovery, Listener, Ref
 
 _SECURE = ("HTTPS", "TLS")
 _RULED = ("HTTP", "HTTPS")
@@ -47,10 +47,16 @@ async def observe_listeners(run: DeployRun, lb_arn: str | None) -> ObservedListe
                                      for d, r in zip(with_rules, rules, strict=True)})
 
 
-def _certificates(listener: Listener) -> tuple[str, ...]:
+def _certificates(run: DeployRun, listener: Listener) -> tuple[str, ...]:
+    """The listener's certificate ARNs, the stack's own (imported) ones' `$ref`s resolved."""
     if isinstance(listener.certificates, CertificateDiscovery):
         raise DeployError(f"listener on port {listener.port}: certificates were not resolved")
-    return tuple(listener.certificates)
+    arns: list[str] = []
+    for cert in listener.certificates:
+        arn = run.resolve(cert) if isinstance(cert, Ref) else cert
+        if arn not in arns:
+            arns.append(arn)
+    return tuple(arns)
 
 
 def _params(run: DeployRun, listener: Listener) -> dict[str, Any]:
@@ -58,7 +64,7 @@ def _params(run: DeployRun, listener: Listener) -> dict[str, Any]:
         "Protocol": listener.protocol, "Port": listener.port,
         "DefaultActions": api_actions(listener.default_actions, run.resolve),
     }
-    certs = _certificates(listener)
+    certs = _certificates(run, listener)
     if listener.protocol in _SECURE:
         if not certs:
             raise DeployError(f"{listener.protocol} listener on port {listener.port} "
@@ -142,7 +148,7 @@ async def converge_listener(run: DeployRun, resource_id: str, listener: Listener
     arn: str = current["ListenerArn"]
     await converge_tags(run.calls, run.tracking, arn, current_tags, desired_tags)
     if listener.protocol in _SECURE:
-        await _converge_sni(run, arn, _certificates(listener), fresh=fresh)
+        await _converge_sni(run, arn, _certificates(run, listener), fresh=fresh)
     if listener.attributes and listener.protocol not in _NO_ATTRIBUTES:
         await _converge_attributes(run, arn, listener.attributes)
     run.set_status(LISTENER, resource_id, "listenerARN", arn)

@@ -10,15 +10,20 @@ Subnets, as upstream:
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
-host. A trust store given by name (mutual TLS) is looked up with DescribeTrustStores. A WAFv2
-web ACL given by name becomes its ARN (ListWebACLs, REGIONAL scope, as upstream); Shield Advanced
-protection asked for needs an active subscription. Either failing stops the stack before anything
-is created (fail closed; upstream skips Shield silently). A forward to a target group by name
-(`TargetGroupByName`, upstream's `targetGroupName`) gets the ARN of the target group of that name
-(DescribeTargetGroups by name); whether the stack may forward there was checked before the stack
-was built (the qualify step). Results are cached for `ttl` seconds; an ALB needs subnets in two or
-more zones. The VPC and the cluster come from the stack's context, never from settings of the
-resolver's own.
+host, of every key type (as upstream: ListCertificates answers RSA_2048 ones only unless asked
+for others); with `authorities` (`--allowed-certificate-authority-arns`) only those issued by
+one of those private CAs (DescribeCertificate's `CertificateAuthorityArn`, as upstream: an
+Amazon-issued or imported certificate has none, so it is never picked then); with
+`skip_imported_from_secrets` not one imported from a namespace's TLS Secret. A trust store given
+by name (mutual TLS) is looked up with DescribeTrustStores. A WAFv2 web ACL given by name becomes
+its ARN (ListWebACLs, REGIONAL scope, as upstream); Shield Advanced protection asked for needs an
+active subscription. Either failing stops the stack before anything is created (fail closed;
+upstream skips Shield silently). A forward to a target group by name (`TargetGroupByName`,
+upstream's `targetGroupName`) gets the ARN of the target group of that name (DescribeTargetGroups
+by name); whether the stack may forward there was checked before the stack was built (the
+qualify step). Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones.
+The VPC and the cluster come from the stack's context, never from settings of the resolver's
+own.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.aws import AWSError, Caller, addonreads
+from controller.deploy.certificates import SECRET_TAG
 from controller.deploy.errors import ResolveError
 from controller.model import (
     Action,
@@ -55,6 +61,10 @@ from runtime.clock import Clock, RealClock
 class ResolverSettings:
     ttl: float = 300.0
     certificate_statuses: tuple[str, ...] = ("ISSUED",)
+    # Every ACM KeyAlgorithm, as upstream asks (`acmTypes.KeyAlgorithm.Values()`).
+    certificate_key_types: tuple[str, ...] = (
+        "RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1",
+        "EC_secp521r1")
 
 
 @dataclass
@@ -286,11 +296,22 @@ class StackResolver:
             listener = listener.model_copy(update={"default_actions": actions})
         if not isinstance(listener.certificates, CertificateDiscovery):
             return listener
+        discovery = listener.certificates
         certs = await self._certificates(calls)
         chosen: list[str] = []
-        for host in listener.certificates.hosts:
+        for host in discovery.hosts:
             covering = sorted(arn for arn, names in certs.items()
                               if any(_covers(name, host) for name in names))
+            if discovery.skip_imported_from_secrets:
+                covering = [arn for arn in covering
+                            if not await self._imported_from_secret(arn, calls)]
+            if discovery.authorities:
+                covering = [arn for arn in covering
+                            if await self._authority(arn, calls) in discovery.authorities]
+                if not covering:
+                    raise ResolveError(
+                        f"no ACM certificate issued by an allowed certificate authority "
+                        f"({', '.join(discovery.authorities)}) covers host {host!r}")
             if not covering:
                 raise ResolveError(f"no ACM certificate covers host {host!r}")
             chosen.extend(a for a in covering[:1] if a not in chosen)
@@ -323,13 +344,48 @@ class StackResolver:
         found = {}
         async for page in calls.paginate(
                 "ListCertificates", service="acm",
-                CertificateStatuses=list(self.settings.certificate_statuses)):
+                CertificateStatuses=list(self.settings.certificate_statuses),
+                Includes={"keyTypes": list(self.settings.certificate_key_types)}):
             for cert in page.get("CertificateSummaryList", []):
                 names = [cert.get("DomainName", "")]
                 names += cert.get("SubjectAlternativeNameSummaries", [])
                 found[cert["CertificateArn"]] = [n.lower() for n in names if n]
         self._store(key, found)
         return found
+
+    async def _imported_from_secret(self, arn: str, calls: Caller) -> bool:
+        """Whether certificate `arn` is one a controller imported from a TLS Secret (its
+        `elbv2.k8s.aws/secret` tag); cached like the listing."""
+        key = ("acm-from-secret", arn)
+        cached = self._cached(key)
+        if cached is not None:
+            return bool(cached)
+        try:
+            resp = await calls.call("ListTagsForCertificate", service="acm", CertificateArn=arn)
+        except AWSError as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+            return True  # deleted since the listing: not a candidate
+        found = any(t.get("Key") == SECRET_TAG for t in resp.get("Tags") or [])
+        self._store(key, found)
+        return found
+
+    async def _authority(self, arn: str, calls: Caller) -> str:
+        """The private CA that issued certificate `arn` ("" for one Amazon issued or
+        imported); a certificate's issuer never changes, so it is cached like the listing."""
+        key = ("acm-authority", arn)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        try:
+            resp = await calls.call("DescribeCertificate", service="acm", CertificateArn=arn)
+        except AWSError as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+            return ""  # deleted since the listing: not a candidate
+        authority = str((resp.get("Certificate") or {}).get("CertificateAuthorityArn") or "")
+        self._store(key, authority)
+        return authority
 
 
 def _cluster_rank(subnet: dict[str, Any], cluster_name: str) -> int | None:

@@ -4,7 +4,8 @@ group), and the networking its bindings ask for, with every placeholder made an 
 
 Order (why traffic is never opened before it is needed, nor closed while still used):
 0. before anything of the stack is created or changed (`resolve_named`): user-given groups are
-   looked up, names made IDs (each must name a group of the VPC, IDs too), and each is
+   looked up, names made IDs (a name is a group's `Name` tag, as upstream: each must name
+   exactly one group of the VPC, an ID one group too), and each is
    checked as every AWS resource the stack did not create: one tagged for another cluster
    (`elbv2.k8s.aws/cluster`), or another stack's managed group (its `ingress.k8s.aws/stack` or
    `service.k8s.aws/stack` names a stack that is not this one), is refused
@@ -330,7 +331,10 @@ class StackSecurityGroups:
 
 async def _resolve_named(run: DeployRun) -> dict[str, str]:
     """User-given group names and IDs → IDs in the stack's VPC, each group checked
-    (`_check_named`). Names match GroupName, IDs GroupId; names and IDs are read concurrently."""
+    (`_check_named`). As upstream (`pkg/networking/security_group_resolver.go`), a value that is
+    not an ID names a group by its `Name` tag in the VPC; one that matches no group, or several
+    (upstream would attach them all, unasked), is an error naming it. Names and IDs are read
+    concurrently."""
     given = sorted({g for lb in run.stack.load_balancers.values() for g in lb.security_groups
                     if isinstance(g, str)})
     if not given:
@@ -343,7 +347,7 @@ async def _resolve_named(run: DeployRun) -> dict[str, str]:
         if not names and not ids:
             return []
         # Looked up by ID, a group of any VPC is found: it must be the stack's.
-        return [g for g in await run.reader.security_groups(vpc_id=vpc_id, names=names,
+        return [g for g in await run.reader.security_groups(vpc_id=vpc_id, name_tags=names,
                                                             ids=ids)
                 if g.get("VpcId") in (None, vpc_id)]
 
@@ -351,17 +355,26 @@ async def _resolve_named(run: DeployRun) -> dict[str, str]:
                                           read(names=[], ids=ids))
     found: dict[str, list[dict[str, Any]]] = {}
     for group in by_name:
-        found.setdefault(str(group["GroupName"]), []).append(group)
+        name = _tags(group).get("Name")
+        if name in names:
+            found.setdefault(name, []).append(group)
     for group in by_id:
         found.setdefault(str(group["GroupId"]), []).append(group)
     missing = [g for g in given if g not in found]
     if missing:
-        raise ResolveError(f"security groups not found in VPC {vpc_id}: {', '.join(missing)}")
+        raise ResolveError(f"security groups not found in VPC {vpc_id}: {', '.join(missing)} "
+                           "(a value that is not a group ID names a group by its Name tag)")
+    several = {name: sorted(str(g["GroupId"]) for g in groups)
+               for name, groups in found.items() if len(groups) > 1}
+    if several:
+        name, matches = min(several.items())
+        raise ResolveError(f"security group name {name!r} matches {len(matches)} groups in VPC "
+                           f"{vpc_id} ({', '.join(matches)}); use group IDs")
     resolved: dict[str, str] = {}
     for name, groups in sorted(found.items()):
         for group in groups:
             _check_named(name, group, run.tracking)
-        resolved[name] = sorted(str(g["GroupId"]) for g in groups)[0]
+        resolved[name] = str(groups[0]["GroupId"])
     return resolved
 
 

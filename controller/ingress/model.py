@@ -49,6 +49,7 @@ from controller.ingress.merge import (
 from controller.ingress.rules import optimize
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
+from controller.ingress.tlssecrets import read_certificate, secret_name_problem
 from controller.model import (
     MANAGED_SECURITY_GROUP_ID,
     Action,
@@ -67,6 +68,7 @@ from controller.model import (
     QueryStringKeyValue,
     Quotas,
     RedirectAction,
+    Ref,
     Rewrite,
     RuleTransform,
     SecurityGroup,
@@ -90,7 +92,7 @@ from controller.networking.frontend import (
 from controller.networking.settings import BackendSettings
 from controller.settings import ClusterScope, StackDefaults, enhanced_default_behavior
 from runtime.featuregates import FeatureGates
-from runtime.objects import Obj, meta
+from runtime.objects import Obj, meta, namespace_of
 
 # Bump when the same inputs would build a different stack (every stored checkpoint of a group
 # then stops matching). 2: the deploy context and the default tags are in the stack, and OIDC
@@ -117,6 +119,10 @@ class BuilderSettings:
     # --tolerate-non-existent-backend-service / -action: a missing one answers 503.
     tolerate_missing_service: bool = DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE
     tolerate_missing_action: bool = DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION
+    # --allowed-certificate-authority-arns: in the discovery placeholder, so in the checkpoint.
+    allowed_certificate_authorities: frozenset[str] = frozenset()
+    # --enable-secret-certificates: spec.tls[].secretName's certificates imported into ACM.
+    secret_certificates: bool = False
 
     @property
     def context(self) -> StackContext:
@@ -215,6 +221,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     listener_tags = dict(lb.tags)
     for member, ann in parsed:
         backends.ingress_tags[member.key] = dict(ann.tags)
+    imported = _ImportedCertificates(builder, caches, listener_tags)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(
         settings.cluster.name, str(meta(first).get("namespace")), str(meta(first).get("name")),
@@ -271,9 +278,11 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 defaults = default_rule.actions if protocol != "HTTPS" else secured(
                     default_rule.actions, default_rule.auth, default_rule.jwt,
                     owner=default_rule.owner)
-        certificates: Sequence[str] | CertificateDiscovery = ()
+        certificates: Sequence[str | Ref] | CertificateDiscovery = ()
         if protocol == "HTTPS":
-            certificates = _certificates(port, parsed)
+            certificates = _certificates(
+                port, parsed, authorities=settings.allowed_certificate_authorities,
+                imported=imported if settings.secret_certificates else None)
         try:
             listener_ref = builder.add_listener(str(port), Listener(
                 load_balancer_arn=lb_ref, port=port, protocol=protocol,
@@ -304,7 +313,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         check_quotas(stack, settings.quotas)
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
-    return BuiltGroup(stack, lb, frozenset(backends.services), frozenset(backends.secrets),
+    return BuiltGroup(stack, lb, frozenset(backends.services),
+                      frozenset(backends.secrets | imported.secrets),
                       findings, tuple(warnings), http_unauthenticated,
                       {k: tuple(v) for k, v in sorted(backends.missing.items())})
 
@@ -402,24 +412,63 @@ def _listen_ports(parsed: Sequence[tuple[Member, IngressAnnotations]]
     return ports
 
 
-def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
-                  ) -> Sequence[str] | CertificateDiscovery:
+class _ImportedCertificates:
+    """The certificates of `spec.tls[].secretName` Secrets a group's listeners use, each added
+    to the stack once (resource id: the Secret's namespace/name)."""
+
+    def __init__(self, builder: StackBuilder, caches: Caches, tags: dict[str, str]) -> None:
+        self._builder = builder
+        self._caches = caches
+        self._tags = tags
+        self._refs: dict[str, Ref] = {}
+        self.secrets: set[str] = set()
+
+    def ref(self, member: Member, secret_name: str) -> Ref:
+        key = f"{namespace_of(member.ingress)}/{secret_name}"
+        if key not in self._refs:
+            secret_name_problem(secret_name, where=f"Ingress {member.key}")
+            self.secrets.add(key)
+            cert = read_certificate(self._caches.secrets.get(key), key,
+                                    where=f"Ingress {member.key}")
+            self._refs[key] = self._builder.add_certificate(
+                key, cert.model_copy(update={"tags": dict(self._tags)}))
+        return self._refs[key]
+
+
+def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]], *,
+                  authorities: frozenset[str] = frozenset(),
+                  imported: _ImportedCertificates | None = None
+                  ) -> Sequence[str | Ref] | CertificateDiscovery:
     arns: list[str] = []
     hosts: list[str] = []
+    secrets: list[tuple[Member, str]] = []
     for member, ann in parsed:
         if not any(lp.port == port for lp in _ports_of(ann, member.ingress)):
             continue
         arns.extend(a for a in ann.certificate_arns if a not in arns)
         spec = member.ingress.get("spec") or {}
         for tls in spec.get("tls") or []:
+            name = (tls or {}).get("secretName") if imported is not None else None
+            if isinstance(name, str) and name:
+                secrets.append((member, name))
+                continue
             hosts.extend(h for h in (tls or {}).get("hosts") or [] if isinstance(h, str))
         if not spec.get("tls"):
             hosts.extend(str(r["host"]) for r in spec.get("rules") or []
                          if isinstance(r, dict) and r.get("host"))
     if arns:
+        # Named certificates win, as upstream's certificate-arn wins over everything else.
         return arns
+    if secrets and imported is not None:
+        if hosts:
+            raise BuildError(
+                f"HTTPS listener on port {port}: some TLS sections name a secretName and "
+                f"others do not (hosts {', '.join(sorted(set(hosts)))}); give every TLS "
+                "section of the listener's members a secretName, or set certificate-arn")
+        return [imported.ref(member, name) for member, name in secrets]
     if hosts:
-        return CertificateDiscovery(hosts=hosts)
+        return CertificateDiscovery(hosts=hosts, authorities=sorted(authorities),
+                                    skip_imported_from_secrets=imported is not None)
     raise BuildError(f"HTTPS listener on port {port} has no certificate: set the "
                      "certificate-arn annotation or TLS hosts")
 

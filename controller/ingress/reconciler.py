@@ -137,7 +137,8 @@ class IngressReconciler:
         wanted: dict[str, list[Obj]] = {}
         for member in group.members:
             ing = member.ingress
-            for key in ingress_secrets(ing, self._caches.services, ingress_service_index(ing)):
+            for key in ingress_secrets(ing, self._caches.services, ingress_service_index(ing),
+                                       tls=self._secrets.tls):
                 wanted.setdefault(key, []).append(ing)
         if not wanted:
             return

@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 
 from controller.ingress.annotations import oidc_secret_names
+from controller.ingress.tlssecrets import tls_secret_names
 from runtime.client import KubeClient
 from runtime.clock import Clock
 from runtime.errors import ApiError
@@ -41,10 +42,14 @@ def _in_namespace(obj: Obj, names: list[str]) -> set[str]:
     return {f"{namespace}/{name}" for name in names} if namespace else set()
 
 
-def ingress_secrets(ing: Obj, services: Store, service_keys: list[str]) -> set[str]:
+def ingress_secrets(ing: Obj, services: Store, service_keys: list[str], *,
+                    tls: bool = False) -> set[str]:
     """namespace/name of every Secret an Ingress may read OIDC credentials from: its own
-    annotation's and those of the Services it routes to (a Service's annotation wins)."""
+    annotation's and those of the Services it routes to (a Service's annotation wins); with
+    `tls` (`--enable-secret-certificates`) also its `spec.tls[].secretName` Secrets."""
     found = _in_namespace(ing, oidc_secret_names(ing))
+    if tls:
+        found |= _in_namespace(ing, tls_secret_names(ing))
     for key in service_keys:
         svc = services.get(key)
         if svc is not None:
@@ -70,8 +75,9 @@ class _Events:
 
 class ReferencedSecrets:
     def __init__(self, client: KubeClient, *, clock: Clock | None = None,
-                 settings: InformerSettings | None = None) -> None:
+                 settings: InformerSettings | None = None, tls: bool = False) -> None:
         self._client = client
+        self.tls = tls  # TLS Secrets are referenced too (`ingress_secrets`)
         self._clock = clock
         self._settings = settings
         self.store = Store()
@@ -87,7 +93,8 @@ class ReferencedSecrets:
     def ingress_events(self, services: Store, service_keys: Any) -> _Events:
         """Feed from the Ingress informer; `service_keys(ing)` names its backend Services."""
         def react(ing: Obj, deleted: bool) -> None:
-            keys = set() if deleted else ingress_secrets(ing, services, service_keys(ing))
+            keys = set() if deleted else ingress_secrets(ing, services, service_keys(ing),
+                                                         tls=self.tls)
             self._set("ingress:" + key_of(ing), keys)
         return _Events(react)
 

@@ -5,6 +5,7 @@ gates)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from controller import flagrules
@@ -14,6 +15,7 @@ from controller.defaults import (
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
 )
+from controller.deploy import DeployerSettings
 from controller.ingress.addons import AddonSettings
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
@@ -21,6 +23,11 @@ from controller.reconcilers import MAX_CONCURRENT_RECONCILES, Workers
 from controller.stacksettings import StackSettings
 from runtime import flagvalues
 from runtime.flags import flag
+
+
+def _authority_arns(value: frozenset[str]) -> str | None:
+    bad = sorted(arn for arn in value if not arn.startswith("arn:"))
+    return f"not an ARN: {', '.join(bad)}" if bad else None
 
 
 def _ingress_class(value: str) -> str | None:
@@ -50,6 +57,17 @@ class IngressConfig:
         default=DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION, parse=flagvalues.parse_bool,
         help="a rule whose use-annotation backend has no actions.<name> annotation answers a "
         "fixed 503 (with a Warning naming it) instead of failing its Ingress")
+    allowed_certificate_authority_arns: frozenset[str] = flag(
+        "--allowed-certificate-authority-arns", default=frozenset(),
+        parse=flagvalues.parse_names, check=_authority_arns,
+        help="certificate discovery considers only the ACM certificates issued by one of these "
+        "private certificate authorities (comma-separated ARNs; empty: every issued "
+        "certificate, as upstream)")
+    enable_secret_certificates: bool = flag(
+        "--enable-secret-certificates", default=False, parse=flagvalues.parse_bool,
+        help="import the certificate of an Ingress's spec.tls[].secretName Secret (type "
+        "kubernetes.io/tls, in the Ingress's namespace) into ACM and serve it on its HTTPS "
+        "listeners, re-imported when the Secret changes (upstream ignores secretName)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
@@ -90,7 +108,17 @@ class Settings(StackSettings):
                                tolerate_missing_service=(
                                    self.config.tolerate_non_existent_backend_service),
                                tolerate_missing_action=(
-                                   self.config.tolerate_non_existent_backend_action))
+                                   self.config.tolerate_non_existent_backend_action),
+                               allowed_certificate_authorities=(
+                                   self.config.allowed_certificate_authority_arns),
+                               secret_certificates=self.config.enable_secret_certificates)
+
+    @property
+    def deployer(self) -> DeployerSettings:
+        # `super()` without arguments does not work in a slotted dataclass.
+        shared: DeployerSettings = StackSettings.deployer.__get__(self)
+        return dataclasses.replace(shared,
+                                   manage_certificates=self.config.enable_secret_certificates)
 
 
 __all__ = ["IngressConfig", "Settings"]

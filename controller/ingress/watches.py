@@ -24,6 +24,7 @@ from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
 from controller.ingress.gojson import go_fold
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
+from controller.ingress.tlssecrets import tls_secret_names
 from runtime.objects import (
     Obj,
     annotations_of,
@@ -58,7 +59,7 @@ def service_view(obj: Obj) -> Any:
 
 
 def secret_view(obj: Obj) -> Any:
-    return obj.get("data")
+    return (obj.get("type"), obj.get("data"))
 
 
 def spec_and_annotations(obj: Obj) -> Any:
@@ -111,8 +112,10 @@ def _forward_services(raw: str) -> list[str]:
 
 
 def ingress_secret_index(ing: Obj) -> list[str]:
+    """Its OIDC Secret and its TLS Secrets (read only with `--enable-secret-certificates`)."""
     namespace = str(meta(ing).get("namespace") or "")
-    return [f"{namespace}/{name}" for name in oidc_secret_names(ing)]
+    names = sorted({*oidc_secret_names(ing), *tls_secret_names(ing)})
+    return [f"{namespace}/{name}" for name in names]
 
 
 def service_secret_index(svc: Obj) -> list[str]:

@@ -24,6 +24,7 @@ from controller.model.addons import (
     WebACLByName,
 )
 from controller.model.base import (
+    CERTIFICATE,
     LISTENER,
     LISTENER_RULE,
     LOAD_BALANCER,
@@ -34,6 +35,7 @@ from controller.model.base import (
     Ref,
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
+from controller.model.certificate import ImportedCertificate
 from controller.model.limits import Quotas
 from controller.model.listener import (
     CertificateDiscovery,
@@ -98,6 +100,7 @@ from controller.model.targetgroup import (
 from controller.model.transforms import Rewrite, RuleTransform
 
 __all__ = [
+    "CERTIFICATE",
     "LISTENER",
     "LISTENER_RULE",
     "LOAD_BALANCER",
@@ -123,6 +126,7 @@ __all__ = [
     "HostHeaderCondition",
     "HttpHeaderCondition",
     "HttpRequestMethodCondition",
+    "ImportedCertificate",
     "IngressRule",
     "InvalidStack",
     "JwtClaim",

@@ -19,14 +19,17 @@ LISTENER_RULE = "AWS::ElasticLoadBalancingV2::ListenerRule"
 TARGET_GROUP = "AWS::ElasticLoadBalancingV2::TargetGroup"
 TARGET_GROUP_BINDING = "K8S::ElasticLoadBalancingV2::TargetGroupBinding"
 SECURITY_GROUP = "AWS::EC2::SecurityGroup"
+CERTIFICATE = "AWS::CertificateManager::Certificate"
 
 # Dependency order: a resource may only reference resources of an earlier type.
 RESOURCE_TYPES: tuple[str, ...] = (
-    SECURITY_GROUP, TARGET_GROUP, LOAD_BALANCER, LISTENER, LISTENER_RULE, TARGET_GROUP_BINDING,
+    CERTIFICATE, SECURITY_GROUP, TARGET_GROUP, LOAD_BALANCER, LISTENER, LISTENER_RULE,
+    TARGET_GROUP_BINDING,
 )
 
 # Status fields a `$ref` may point at, per resource type (filled in by the deployer).
 STATUS_FIELDS: dict[str, frozenset[str]] = {
+    CERTIFICATE: frozenset({"certificateARN"}),
     SECURITY_GROUP: frozenset({"groupID"}),
     LOAD_BALANCER: frozenset({"loadBalancerARN", "dnsName", "canonicalHostedZoneID"}),
     LISTENER: frozenset({"listenerARN"}),

@@ -10,6 +10,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from controller.errors import InvalidInput
 from controller.model.actions import ForwardAction
 from controller.model.base import (
+    CERTIFICATE,
     LISTENER,
     LISTENER_RULE,
     LOAD_BALANCER,
@@ -22,6 +23,7 @@ from controller.model.base import (
     Ref,
     sorted_unique,
 )
+from controller.model.certificate import ImportedCertificate
 from controller.model.limits import Quotas
 from controller.model.listener import Listener, ListenerRule
 from controller.model.loadbalancer import LoadBalancer
@@ -29,10 +31,11 @@ from controller.model.securitygroup import SecurityGroup
 from controller.model.targetgroup import TargetGroup, TargetGroupBindingResource
 
 StackKind = Literal["ingress", "service"]
-Resource = (SecurityGroup | LoadBalancer | Listener | ListenerRule | TargetGroup
-            | TargetGroupBindingResource)
+Resource = (ImportedCertificate | SecurityGroup | LoadBalancer | Listener | ListenerRule
+            | TargetGroup | TargetGroupBindingResource)
 
 _FIELD_BY_TYPE = {
+    CERTIFICATE: "certificates",
     SECURITY_GROUP: "security_groups",
     TARGET_GROUP: "target_groups",
     LOAD_BALANCER: "load_balancers",
@@ -41,6 +44,7 @@ _FIELD_BY_TYPE = {
     TARGET_GROUP_BINDING: "target_group_bindings",
 }
 _TYPE_BY_CLASS: dict[type[Model], str] = {
+    ImportedCertificate: CERTIFICATE,
     SecurityGroup: SECURITY_GROUP,
     TargetGroup: TARGET_GROUP,
     LoadBalancer: LOAD_BALANCER,
@@ -102,6 +106,7 @@ class Stack(Model):
     id: str = Field(min_length=1)
     kind: StackKind
     context: StackContext
+    certificates: dict[str, ImportedCertificate] = Field(default_factory=dict)
     security_groups: dict[str, SecurityGroup] = Field(default_factory=dict)
     target_groups: dict[str, TargetGroup] = Field(default_factory=dict)
     load_balancers: dict[str, LoadBalancer] = Field(default_factory=dict)
@@ -223,6 +228,10 @@ class StackBuilder:
         if resource_id in self._resources[rtype]:
             raise InvalidStack(f"{rtype}/{resource_id} added twice")
         self._resources[rtype][resource_id] = resource
+
+    def add_certificate(self, resource_id: str, certificate: ImportedCertificate) -> Ref:
+        self.add(resource_id, certificate)
+        return Ref.to(CERTIFICATE, resource_id, "certificateARN")
 
     def add_security_group(self, resource_id: str, sg: SecurityGroup) -> Ref:
         self.add(resource_id, sg)

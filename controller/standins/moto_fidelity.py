@@ -42,6 +42,14 @@ server by `MotoStandIn`.
   whose association `GetWebACLForResource` keeps answering.
 - Shield `GetSubscriptionState` (Shield API reference): `ACTIVE` or `INACTIVE`. moto has no such
   operation; here it answers from moto's subscription (`CreateSubscription`).
+- `ImportCertificate` with `CertificateArn` (ACM API reference, "reimport"): the certificate
+  keeps its ARN, its tags and its associations; tags may not be given ("You cannot apply tags
+  when reimporting a certificate", `ValidationException`), and only an imported certificate can
+  be reimported. moto replaces the certificate with a new one without tags (so a re-imported
+  certificate would no longer look like its owner's) and takes tags and any type.
+- `ListCertificates`: without `Includes.keyTypes` only `RSA_2048` certificates are listed
+  ("Default filtering returns only RSA_2048 certificates"); moto lists every key type, so a
+  caller that forgot the filter would find ECDSA certificates here and not in AWS.
 """
 
 from __future__ import annotations
@@ -126,6 +134,7 @@ def apply() -> None:
     moto_listeners.apply()
     _one_web_acl_per_resource()
     _shield_subscription_state()
+    _acm_reimport_and_key_types()
     _applied = True
 
 
@@ -315,6 +324,8 @@ def _jwt_problem(config: Any) -> str:
         if fmt == "space-separated-values" and any(" " in v for v in values):
             return f"claim {name!r}: space-separated values cannot contain spaces"
     return ""
+
+
 def _one_web_acl_per_resource() -> None:
     from moto.wafv2.models import WAFV2Backend
 
@@ -339,3 +350,37 @@ def _shield_subscription_state() -> None:
         return json.dumps({"SubscriptionState": "ACTIVE" if active else "INACTIVE"})
 
     ShieldResponse.get_subscription_state = get_subscription_state  # type: ignore[attr-defined]
+
+
+def _acm_reimport_and_key_types() -> None:
+    from moto.acm.exceptions import AWSValidationException
+    from moto.acm.models import AWSCertificateManagerBackend
+
+    original_import = AWSCertificateManagerBackend.import_certificate
+
+    def import_certificate(self: Any, certificate: bytes, private_key: bytes,
+                           chain: bytes | None, arn: str | None,
+                           tags: list[dict[str, str]]) -> str:
+        if arn is None or arn not in self._certificates:
+            return str(original_import(self, certificate, private_key, chain, arn, tags))
+        if tags:
+            raise AWSValidationException("You cannot apply tags when reimporting a certificate.")
+        before = self._certificates[arn]
+        if before.type != "IMPORTED":
+            raise AWSValidationException(f"Certificate {arn} was not imported; only an "
+                                         "imported certificate can be reimported.")
+        result = str(original_import(self, certificate, private_key, chain, arn, []))
+        after = self._certificates[arn]
+        after.tags = before.tags
+        after.in_use_by = before.in_use_by
+        return result
+
+    original_list = AWSCertificateManagerBackend.list_certificates
+
+    def list_certificates(self: Any, statuses: list[str], includes: dict[str, Any]) -> Any:
+        includes = dict(includes or {})
+        includes.setdefault("keyTypes", ["RSA_2048"])
+        return original_list(self, statuses, includes)
+
+    AWSCertificateManagerBackend.import_certificate = import_certificate  # type: ignore[method-assign]
+    AWSCertificateManagerBackend.list_certificates = list_certificates  # type: ignore[method-assign]

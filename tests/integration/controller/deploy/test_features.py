@@ -3,6 +3,7 @@ lost answer, ownership conflicts, OIDC actions, rule edits, the resolve stage's 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -113,6 +114,45 @@ async def test_certificate_discovery_by_host(
     with pytest.raises(ResolveError, match=r"no ACM certificate covers host 'a\.b\.example\.com'"):
         await deployer.deploy(_small_alb(
             aws_seed, certificates=CertificateDiscovery(hosts=["a.b.example.com"])))
+
+
+def _private_ca(moto_standin: MotoStandIn, aws_seed: AwsSeed, name: str) -> str:
+    pca = sync_client("acm-pca", moto_standin.url, region=aws_seed.region)
+    try:
+        return str(pca.create_certificate_authority(
+            CertificateAuthorityConfiguration={
+                "KeyAlgorithm": "RSA_2048", "SigningAlgorithm": "SHA256WITHRSA",
+                "Subject": {"CommonName": name}},
+            CertificateAuthorityType="ROOT")["CertificateAuthorityArn"])
+    finally:
+        pca.close()
+
+
+async def test_certificate_discovery_keeps_to_the_allowed_authorities(
+        aws_pool: AWSClientPool, deployer_settings: DeployerSettings, aws_seed: AwsSeed,
+        moto_standin: MotoStandIn, acm: Any, elbv2: Any) -> None:
+    """--allowed-certificate-authority-arns, as upstream: only certificates a listed private CA
+    issued are discovered; the Amazon-issued one covering the same host is passed over."""
+    resolver = StackResolver(ResolverSettings(
+        certificate_statuses=("ISSUED", "PENDING_VALIDATION")))
+    deployer = StackDeployer(aws_pool, deployer_settings, resolver=resolver)
+    allowed = _private_ca(moto_standin, aws_seed, "allowed")
+    other = _private_ca(moto_standin, aws_seed, "other")
+    private = acm.request_certificate(DomainName="shop.example.com",
+                                      CertificateAuthorityArn=allowed)["CertificateArn"]
+    result = await deployer.deploy(_small_alb(aws_seed, certificates=CertificateDiscovery(
+        hosts=["shop.example.com"], authorities=[allowed])))
+    (listener,) = elbv2.describe_listeners(ListenerArns=[result.listeners["443"]])["Listeners"]
+    assert [c["CertificateArn"] for c in listener["Certificates"]] == [private]
+
+    # Nothing an allowed CA issued covers the host: an error naming them, nothing changed.
+    with pytest.raises(ResolveError, match=(
+            r"no ACM certificate issued by an allowed certificate authority "
+            rf"\({re.escape(other)}\) covers host 'shop\.example\.com'")):
+        await deployer.deploy(_small_alb(aws_seed, certificates=CertificateDiscovery(
+            hosts=["shop.example.com"], authorities=[other])))
+    (listener,) = elbv2.describe_listeners(ListenerArns=[result.listeners["443"]])["Listeners"]
+    assert [c["CertificateArn"] for c in listener["Certificates"]] == [private]
 
 
 async def test_alb_in_one_zone_is_refused_before_any_change(

@@ -120,7 +120,9 @@ async def test_create_edit_delete(cluster: Cluster, aws_proxy: AWSFaultProxy) ->
 async def test_security_group_names_resolve_to_ids(cluster: Cluster) -> None:
     c = cluster
     sg = await c.aws.call("ec2", "CreateSecurityGroup", GroupName="web-lb",
-                           Description="web", VpcId=c.seed.vpc_id)
+                           Description="web", VpcId=c.seed.vpc_id, TagSpecifications=[{
+                               "ResourceType": "security-group",
+                               "Tags": [{"Key": "Name", "Value": "web-lb"}]}])
     await c.ingress_class("alb")
     await c.backend("web")
     await c.ingress("sg", paths=[ingress_path("/", "web")], annotations={

@@ -58,7 +58,9 @@ async def test_each_annotation_shapes_the_groups_and_their_rules(
         AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"][
         "PrefixListId"]
     mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-alb",
-                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
+                             Description="the team's", VpcId=aws_seed.vpc_id,
+                             TagSpecifications=[{"ResourceType": "security-group", "Tags": [
+                                 {"Key": "Name", "Value": "team-alb"}]}]))["GroupId"]
     for name in ("web", "api"):
         await c.backend(name)
     await c.ingress("shop", {A + "scheme": "internet-facing"}, backend="web")

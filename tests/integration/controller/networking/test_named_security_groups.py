@@ -40,7 +40,8 @@ async def test_another_stack_s_managed_group_or_another_cluster_s_group_is_refus
         "ec2", "CreateSecurityGroup", GroupName="staging-lb", Description="another cluster's",
         VpcId=t.admin.seed.vpc_id, TagSpecifications=[{
             "ResourceType": "security-group",
-            "Tags": [{"Key": "elbv2.k8s.aws/cluster", "Value": "staging"}]}]))["GroupId"]
+            "Tags": [{"Key": "elbv2.k8s.aws/cluster", "Value": "staging"},
+                     {"Key": "Name", "Value": "staging-lb"}]}]))["GroupId"]
     await t.start()
 
     async def victim_group() -> dict[str, Any] | None:

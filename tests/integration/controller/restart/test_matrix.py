@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +29,8 @@ from controller.ingress.annotations import INGRESS_ANNOTATION_KEYS
 from controller.ingress.classes import ClassParams
 from controller.service import SERVICE_ANNOTATION_KEYS
 from controller.standins import MotoStandIn, create_pod_eni, seed_vpc
-from runtime.resources import INGRESSES, SERVICES
+from runtime.resources import INGRESSES, SECRETS, SERVICES
+from runtime.webhook.certs import issue_ca, issue_serving
 from tests.integration.controller.restart.cases import (
     HTTPS,
     NON_MODEL_FLAGS,
@@ -232,6 +235,10 @@ FLAG_RUNS: list[FlagRun] = [
     FlagRun({"--tolerate-non-existent-backend-service": "true",
              "--tolerate-non-existent-backend-action": "true"}, ("f-missing",)),
     FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
+    # Discovery keeps to the allowed CA's certificate, passing over the imported one it chose.
+    FlagRun({"--allowed-certificate-authority-arns": "{ca}"}, ("f-disc-ing",)),
+    # The Secret's certificate imported and served instead of the discovered one.
+    FlagRun({"--enable-secret-certificates": "true"}, ("f-secret-ing",)),
     FlagRun({"--default-target-type": "ip"}, ("f-svc", "f-ing")),
     # A Service without a scheme annotation keeps its existing load balancer's scheme
     # (upstream's rule); the default is for new ones.
@@ -319,13 +326,26 @@ async def test_flags_that_shape_the_model_changed_while_down(
                                    region="eu-west-1")
     for vpc in (world.seed, vpc3):
         await _share_subnets(world, vpc.region, vpc.vpc_id, "other-cluster")
-    placeholders = {"{vpc2}": vpc2.vpc_id, "{vpc3}": vpc3.vpc_id, "{backend2}": backend2}
+    ca = await _discoverable_certificates(world, "disc.example.com")
+    await world.backend("f-disc-ing-be")
+    await world.ingress("f-disc-ing", {"listen-ports": '[{"HTTPS": 443}]'},
+                        backend="f-disc-ing-be", tls_hosts=["disc.example.com"])
+    await world.create(SECRETS, tls_secret("f-secret-tls", "disc.example.com"))
+    await world.backend("f-secret-ing-be")
+    await world.ingress("f-secret-ing", {"listen-ports": '[{"HTTPS": 443}]'},
+                        backend="f-secret-ing-be", tls_hosts=["disc.example.com"])
+    ing = await world.get(INGRESSES, "f-secret-ing")
+    ing["spec"]["tls"][0]["secretName"] = "f-secret-tls"
+    await world.client.update(INGRESSES, ing)
+    placeholders = {"{vpc2}": vpc2.vpc_id, "{vpc3}": vpc3.vpc_id, "{backend2}": backend2,
+                    "{ca}": ca}
 
     flags = dict(FIRST_FLAGS)
     region = world.seed.region
     all_regions = [world.seed.region, "eu-west-1"]
     names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
-             "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield", "f-missing"]
+             "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield", "f-missing",
+             "f-disc-ing", "f-secret-ing"]
 
     async def observe(name: str) -> str:
         if name == "f-eni":
@@ -336,7 +356,8 @@ async def test_flags_that_shape_the_model_changed_while_down(
     try:
         await eventually(lambda: _has_checkpoints(world, ["f-svc", "f-ing", "f-plain",
                                                            "f-plain-ing", "f-legacy-alb",
-                                                           "f-user-ing", "f-eni"]),
+                                                           "f-user-ing", "f-eni",
+                                                           "f-disc-ing", "f-secret-ing"]),
                          timeout=120, interval=0.5, message="first run did not converge")
     finally:
         await process.kill()
@@ -367,6 +388,37 @@ async def test_flags_that_shape_the_model_changed_while_down(
                                      f"{await changed()}") from None
         finally:
             await process.kill()
+
+
+async def _discoverable_certificates(world: World, host: str) -> str:
+    """A private CA's certificate for `host` and an imported one whose ARN sorts first, so
+    that discovery picks the imported one until only the CA's are allowed; the CA's ARN."""
+    ca = str((await world.aws.call(
+        "acm-pca", "CreateCertificateAuthority", CertificateAuthorityType="ROOT",
+        CertificateAuthorityConfiguration={
+            "KeyAlgorithm": "RSA_2048", "SigningAlgorithm": "SHA256WITHRSA",
+            "Subject": {"CommonName": "allowed"}}))["CertificateAuthorityArn"])
+    private = str((await world.aws.call("acm", "RequestCertificate", DomainName=host,
+                                        CertificateAuthorityArn=ca))["CertificateArn"])
+    issuer = issue_ca("by-hand", now=time.time(), validity=30 * 86400.0)
+    while True:
+        pair = issue_serving(issuer, [host], now=time.time(), validity=30 * 86400.0)
+        imported = str((await world.aws.call(
+            "acm", "ImportCertificate", Certificate=pair.cert_pem, PrivateKey=pair.key_pem,
+            CertificateChain=issuer.cert_pem))["CertificateArn"])
+        if imported < private:
+            return ca
+        await world.aws.call("acm", "DeleteCertificate", CertificateArn=imported)
+
+
+def tls_secret(name: str, host: str) -> dict[str, Any]:
+    """A kubernetes.io/tls Secret with a fresh certificate for `host` and its key."""
+    ca = issue_ca("team-ca", now=time.time(), validity=30 * 86400.0)
+    pair = issue_serving(ca, [host], now=time.time(), validity=30 * 86400.0)
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name},
+            "data": {"tls.crt": base64.b64encode(pair.cert_pem + ca.cert_pem).decode(),
+                     "tls.key": base64.b64encode(pair.key_pem).decode()}}
 
 
 async def _two_pod_groups(world: World, moto: MotoStandIn, ip: str) -> list[str]:

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from controller.apis import INGRESS_STACK_NAME_LABEL, TARGETGROUPBINDINGS
-from runtime.resources import INGRESSES, SERVICES
+from controller.aws import AWSError
+from runtime.resources import INGRESSES, SECRETS, SERVICES
 from tests.integration.controller.restart.cases import HTTPS, OIDC_SECRET
+from tests.integration.controller.restart.test_matrix import tls_secret
 from tests.integration.controller.restart.world import World
 from tests.support.waiting import eventually
 
@@ -56,6 +58,98 @@ async def test_oidc_client_secret_rotated_while_down_reaches_aws(world: World) -
 
         await eventually(rotated, timeout=60)
         await eventually(lambda: _changed(world, before), timeout=30)
+    finally:
+        await second.kill()
+
+
+async def _served_certificate(world: World) -> tuple[str, str] | None:
+    """(ARN, serial) of the certificate the HTTPS listener serves."""
+    for lb in await world.aws.load_balancers():
+        for listener in (await world.aws.listeners(lb["LoadBalancerArn"])).values():
+            for cert in listener.get("Certificates") or []:
+                arn = str(cert["CertificateArn"])
+                detail = await world.aws.call("acm", "DescribeCertificate", CertificateArn=arn)
+                return arn, str(detail["Certificate"].get("Serial"))
+    return None
+
+
+async def test_tls_secret_rotated_while_down_reaches_acm(world: World) -> None:
+    """The Secret's certificate version is in the checkpoint: a rotation made while the
+    controller was down is a real change after the restart, re-imported under the same ARN."""
+    await world.backend("tls-be")
+    await world.create(SECRETS, tls_secret("tls-cert", "tls.example.com"))
+    await world.ingress("tls", {"target-type": "ip", "listen-ports": '[{"HTTPS": 443}]'},
+                        backend="tls-be", tls_hosts=["tls.example.com"])
+    ing = await world.get(INGRESSES, "tls")
+    ing["spec"]["tls"][0]["secretName"] = "tls-cert"
+    await world.client.update(INGRESSES, ing)
+    first = await world.run("--enable-secret-certificates=true")
+    try:
+        await eventually(lambda: world.checkpoint(INGRESSES, "tls"), timeout=60)
+        served = await _served_certificate(world)
+        assert served is not None
+        before = await world.checkpoint(INGRESSES, "tls")
+    finally:
+        await first.kill()
+
+    secret = await world.get(SECRETS, "tls-cert")
+    secret["data"] = tls_secret("tls-cert", "tls.example.com")["data"]
+    await world.client.update(SECRETS, secret)
+
+    second = await world.run("--enable-secret-certificates=true")
+    try:
+        async def rotated() -> bool:
+            now = await _served_certificate(world)
+            return now is not None and now[0] == served[0] and now[1] != served[1]
+
+        await eventually(rotated, timeout=60)
+
+        async def recorded() -> bool:
+            # Reset before the re-import, written once the deploy succeeded.
+            now = await world.checkpoint(INGRESSES, "tls")
+            return bool(now) and now != before
+
+        await eventually(recorded, timeout=30)
+    finally:
+        await second.kill()
+
+
+async def test_tls_secret_dropped_while_down_deletes_its_certificate(world: World) -> None:
+    """A new process learns the certificates it imported from their tags: one the group no
+    longer uses (its Ingress now names certificate-arn) is deleted after the restart."""
+    await world.backend("drop-be")
+    await world.create(SECRETS, tls_secret("drop-cert", "drop.example.com"))
+    await world.ingress("drop", {"target-type": "ip", "listen-ports": '[{"HTTPS": 443}]'},
+                        backend="drop-be", tls_hosts=["drop.example.com"])
+    ing = await world.get(INGRESSES, "drop")
+    ing["spec"]["tls"][0]["secretName"] = "drop-cert"
+    await world.client.update(INGRESSES, ing)
+    first = await world.run("--enable-secret-certificates=true")
+    try:
+        await eventually(lambda: world.checkpoint(INGRESSES, "drop"), timeout=60)
+        served = await _served_certificate(world)
+        assert served is not None
+    finally:
+        await first.kill()
+
+    ing = await world.get(INGRESSES, "drop")
+    ing["metadata"]["annotations"]["alb.ingress.kubernetes.io/certificate-arn"] = \
+        world.seed.certificate_arn
+    await world.client.update(INGRESSES, ing)
+
+    second = await world.run("--enable-secret-certificates=true")
+    try:
+        async def deleted() -> bool:
+            try:
+                await world.aws.call("acm", "DescribeCertificate", CertificateArn=served[0])
+            except AWSError as exc:
+                return exc.code == "ResourceNotFoundException"
+            return False
+
+        await eventually(deleted, timeout=60)
+        now = await _served_certificate(world)
+        assert now is not None
+        assert now[0] == world.seed.certificate_arn
     finally:
         await second.kill()
 

@@ -53,7 +53,9 @@ async def test_each_annotation_shapes_the_groups_and_their_rules(
                            MaxEntries=2, AddressFamily="IPv4",
                            Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"]["PrefixListId"]
     mine = (await c.aws.call("ec2", "CreateSecurityGroup", GroupName="team-nlb",
-                             Description="the team's", VpcId=aws_seed.vpc_id))["GroupId"]
+                             Description="the team's", VpcId=aws_seed.vpc_id,
+                             TagSpecifications=[{"ResourceType": "security-group", "Tags": [
+                                 {"Key": "Name", "Value": "team-nlb"}]}]))["GroupId"]
     svc = await c.nlb_service("echo", ports=[
         service_port(80, 8080, "http"), service_port(53, 5353, "dns", protocol="UDP")])
     # The spec's source ranges win over the annotation's.

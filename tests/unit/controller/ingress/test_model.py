@@ -24,6 +24,7 @@ from controller.model import (
     SubnetDiscovery,
     SubnetSelector,
 )
+from controller.model.canonical import canonical_json, checkpoint_digest
 from controller.networking.settings import BackendSettings
 from controller.settings import ClusterScope, StackDefaults
 from runtime.reconcile import Request
@@ -130,6 +131,26 @@ def test_https_ssl_redirect_and_certificates() -> None:
                   ingress("s", annotations={A + "certificate-arn": arn}))
     assert set(built.stack.listeners) == {"443"}
     assert built.stack.listeners["443"].certificates == (arn,)
+
+
+def test_allowed_authorities_go_into_the_discovery_and_the_checkpoint() -> None:
+    """--allowed-certificate-authority-arns is part of the discovery placeholder, so changing
+    it changes the checkpoint; left empty, the canonical JSON (and every checkpoint) is what
+    it was before the flag existed."""
+    ca = "arn:aws:acm-pca:us-west-2:123456789012:certificate-authority/ca"
+    objs = (backend_service("web"),
+            ingress("s", {A + "listen-ports": '[{"HTTPS": 443}]'}, paths=[ingress_path("/")],
+                    spec={"tls": [{"hosts": ["a.example.com"]}]}))
+    c = caches(ingress_class("alb"), *objs)
+    group = loader(c).load(Request("default", "s"))
+    plain = build_group(group, c, SETTINGS)
+    restricted = build_group(group, c, dataclasses.replace(
+        SETTINGS, allowed_certificate_authorities=frozenset({ca})))
+    assert restricted.stack.listeners["443"].certificates == CertificateDiscovery(
+        hosts=["a.example.com"], authorities=[ca])
+    assert b'"authorities"' not in canonical_json(plain.stack)
+    assert b'"certificates":{"hosts":["a.example.com"]}' in canonical_json(plain.stack)
+    assert checkpoint_digest(plain.stack) != checkpoint_digest(restricted.stack)
 
 
 def test_default_backend_and_annotation_actions() -> None:
