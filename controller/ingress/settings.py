@@ -34,6 +34,14 @@ class IngressConfig:
         help="which namespaces an Ingress group may span: params (a group named in annotations "
         "stays in one namespace; IngressClassParams groups span the namespaces they select), "
         "single (every group in one namespace), any (upstream: any namespace joins any group)")
+    disable_class_annotation: bool = flag(
+        "--disable-ingress-class-annotation", default=False, parse=flagvalues.parse_bool,
+        help="refuse, at admission, a new use of the kubernetes.io/ingress.class annotation "
+        "naming this controller's class (Ingresses that carry it keep it)")
+    disable_group_name_annotation: bool = flag(
+        "--disable-ingress-group-name-annotation", default=False, parse=flagvalues.parse_bool,
+        help="refuse, at admission, a new or changed alb.ingress.kubernetes.io/group.name "
+        "annotation (Ingresses that carry it keep it)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),

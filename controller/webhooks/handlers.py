@@ -177,14 +177,19 @@ class IngressValidator:
     informers: tuple[SharedInformer, ...]
     settings: ingress.BuilderSettings
     policy: GroupNamespaces = "params"  # --ingress-group-namespaces
+    # --disable-ingress-class-annotation, --disable-ingress-group-name-annotation
+    disable_class_annotation: bool = False
+    disable_group_name_annotation: bool = False
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
             return allowed()
         await _synced(self.informers)
         try:
-            warnings = ingress.admit(_object(request), _old(request), self.caches,
-                                     self.settings, policy=self.policy)
+            warnings = ingress.admit(
+                _object(request), _old(request), self.caches, self.settings, policy=self.policy,
+                disable_class_annotation=self.disable_class_annotation,
+                disable_group_name_annotation=self.disable_group_name_annotation)
         except InvalidInput as exc:
             return _denial(exc)
         return allowed(warnings=warnings)
