@@ -181,8 +181,12 @@ _BIND_FLAGS = {"metrics": "--metrics-bind-addr", "health probes": "--health-prob
 
 async def _client(config: ControllerConfig, registry: CollectorRegistry) -> KubeClient:
     try:
-        return await KubeClient.load(config.runtime.kubeconfig, registry=registry)
+        return await KubeClient.load(config.runtime.kubeconfig, registry=registry,
+                                     ca_file=config.runtime.kube_ca_pem_filepath)
     except KubeConfigError as exc:
+        ca_file = config.runtime.kube_ca_pem_filepath
+        if ca_file and "TLS material" in exc.reason:
+            raise ConfigError(f"--kube-ca-pem-filepath: {ca_file}: {exc.reason}") from None
         if config.runtime.kubeconfig is None:
             raise ConfigError(str(exc)) from None  # names the file, or the in-cluster setup
         where = f"{exc.path}: " if exc.path else ""

@@ -33,10 +33,10 @@ import base64
 
 from controller.annotationreview import review, summarized
 from controller.annotations import AnnotationError, annotations_of
+from controller.apis.names import LEGACY_CLASS_ANNOTATION
 from controller.errors import InvalidInput, MissingReference
 from controller.ingress.annotations import IngressAnnotations
 from controller.ingress.caches import Caches
-from controller.apis.names import LEGACY_CLASS_ANNOTATION
 from controller.ingress.classes import ClassError, annotation_matches, classify, parse_params
 from controller.ingress.exclusions import GroupNamespaces, Settled, settle
 from controller.ingress.groups import (
@@ -50,8 +50,8 @@ from controller.ingress.groups import (
 from controller.ingress.merge import BuildError, apply_params
 from controller.ingress.model import BuilderSettings, BuiltGroup, build_group
 from controller.ingress.watches import ingress_view
-from runtime.objects import Obj, annotations_of as object_annotations
-from runtime.objects import is_deleting, key_of, name_of, namespace_of
+from runtime.objects import Obj, is_deleting, key_of, name_of, namespace_of
+from runtime.objects import annotations_of as object_annotations
 from runtime.store import Store
 
 _PRESUMED = base64.b64encode(b"presumed").decode()
@@ -88,19 +88,18 @@ def check_annotation_usage(ing: Obj, old: Obj | None, *, ingress_class: str,
     new_annotations = object_annotations(ing)
     old_annotations = object_annotations(old) if old is not None else {}
     if disable_class_annotation:
-        def ours(annotations: dict[str, object]) -> bool:
+        def ours(annotations: dict[str, str]) -> bool:
             value = annotations.get(LEGACY_CLASS_ANNOTATION)
             return isinstance(value, str) and annotation_matches(value, ingress_class)
         if ours(new_annotations) and not ours(old_annotations):
             raise ForbiddenAnnotation(
                 f"new usage of `{LEGACY_CLASS_ANNOTATION}` annotation is forbidden "
                 "(--disable-ingress-class-annotation): use spec.ingressClassName")
-    if disable_group_name_annotation and GROUP_NAME_KEY in new_annotations:
-        if (GROUP_NAME_KEY not in old_annotations
-                or old_annotations[GROUP_NAME_KEY] != new_annotations[GROUP_NAME_KEY]):
-            raise ForbiddenAnnotation(
-                f"new usage of `{GROUP_NAME_KEY}` annotation is forbidden "
-                "(--disable-ingress-group-name-annotation): use IngressClassParams' group.name")
+    if (disable_group_name_annotation and GROUP_NAME_KEY in new_annotations
+            and old_annotations.get(GROUP_NAME_KEY) != new_annotations[GROUP_NAME_KEY]):
+        raise ForbiddenAnnotation(
+            f"new usage of `{GROUP_NAME_KEY}` annotation is forbidden "
+            "(--disable-ingress-group-name-annotation): use IngressClassParams' group.name")
 
 
 def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, *,

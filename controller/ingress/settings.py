@@ -42,6 +42,11 @@ class IngressConfig:
         "--disable-ingress-group-name-annotation", default=False, parse=flagvalues.parse_bool,
         help="refuse, at admission, a new or changed alb.ingress.kubernetes.io/group.name "
         "annotation (Ingresses that carry it keep it)")
+    # The Ingress controller is the one reader of Secrets (OIDC client credentials).
+    required_secrets_label: str = flag(
+        "--required-secrets-label", default="", parse=str, check=flagrules.label_problem,
+        help="read only Secrets carrying this label (key=value); a referenced Secret without "
+        "it counts as not found (empty: every referenced Secret is read)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),

@@ -97,7 +97,8 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     services = informers.informer(manager, SERVICES)
     bindings = manager.informer(TARGETGROUPBINDINGS)
     secrets = ReferencedSecrets(manager.client, clock=manager.clock,
-                                settings=manager.options.informer_settings)
+                                settings=manager.options.informer_settings,
+                                label_selector=settings.config.required_secrets_label or None)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
                     classes=informers.informer(manager, INGRESSCLASSES).store,
                     params=informers.informer(manager, INGRESSCLASSPARAMS).store,

@@ -125,7 +125,8 @@ class TargetGroupBindingReconciler:
                  checkpoints: bool = True, pods: Store | None = None,
                  requeue_duration: float = 15.0,
                  networking: BindingNetworking | None = None,
-                 targets_trusted_for: float | None = None) -> None:
+                 targets_trusted_for: float | None = None,
+                 max_targets_per_target_group: int = 0) -> None:
         self._client = client
         self._bindings = bindings
         self._scope = scope
@@ -140,6 +141,8 @@ class TargetGroupBindingReconciler:
         self._pods = pods
         self._gates = ReadinessGates(client, pods, self._clock) if pods is not None else None
         self._requeue = requeue_duration
+        # --max-targets-per-target-group: 0 is no limit.
+        self._max_targets = max_targets_per_target_group
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
         # None: `spec.networking` is not acted on (no cluster and VPC to act in).
@@ -447,6 +450,16 @@ class TargetGroupBindingReconciler:
                     "cluster dropped meanwhile must be deregistered by hand")
         else:
             to_deregister = sorted(extra)
+        if self._max_targets and to_register:
+            room = max(0, self._max_targets - (len(current) - len(to_deregister)))
+            if len(to_register) > room:
+                # Upstream's limit: a target group at its quota must not block deregistrations
+                # and the rest of the reconcile; the targets left out wait for room.
+                self._writer.event(
+                    tgb, "Warning", "TargetLimitReached",
+                    f"--max-targets-per-target-group={self._max_targets}: registering "
+                    f"{room} of {len(to_register)} new target(s)")
+                to_register = to_register[:room]
         if to_register or to_deregister:
             # A crash from here until the new checkpoint is written must not leave a match.
             await self._own(self._writer.patch(tgb, checkpoint.patch("", self._clock.wall())))

@@ -110,7 +110,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
         pods=pods_informer(manager).store,
         requeue_duration=settings.config.requeue_duration,
-        networking=networking, targets_trusted_for=settings.targets_trusted_for)
+        networking=networking, targets_trusted_for=settings.targets_trusted_for,
+        max_targets_per_target_group=settings.config.max_targets_per_target_group)
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

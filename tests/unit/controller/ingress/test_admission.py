@@ -202,7 +202,7 @@ def test_a_new_class_annotation_is_denied_only_when_disabled() -> None:
     c = caches(ingress_class(), backend_service("web"))
     legacy = _annotated({"kubernetes.io/ingress.class": "alb"})
     assert admit(legacy, None, c, SETTINGS) == []
-    with pytest.raises(InvalidInput, match="new usage of `kubernetes.io/ingress.class` "
+    with pytest.raises(InvalidInput, match=r"new usage of `kubernetes\.io/ingress\.class` "
                        "annotation is forbidden"):
         admit(legacy, None, c, SETTINGS, disable_class_annotation=True)
     with pytest.raises(InvalidInput, match="forbidden"):
@@ -218,8 +218,8 @@ def test_a_new_or_changed_group_name_is_denied_only_when_disabled() -> None:
     c = caches(ingress_class(), backend_service("web"))
     member = ingress("web", annotations=GROUP)
     assert admit(member, None, c, SETTINGS) == []
-    with pytest.raises(InvalidInput, match="new usage of `alb.ingress.kubernetes.io/group.name` "
-                       "annotation is forbidden"):
+    with pytest.raises(InvalidInput, match=r"new usage of "
+                       r"`alb\.ingress\.kubernetes\.io/group\.name` annotation is forbidden"):
         admit(member, ingress("web"), c, SETTINGS, disable_group_name_annotation=True)
     moved = ingress("web", annotations={A + "group.name": "other"})
     with pytest.raises(InvalidInput, match="forbidden"):
