@@ -5,6 +5,7 @@ controller; the Manager owns start-up and shut-down order (see runtime/manager.p
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from prometheus_client import CollectorRegistry
 
 from controller import ingress, service, targetgroupbinding, webhooks
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
+from controller.aws.discovery import (
+    DiscoveryError,
+    InstanceMetadata,
+    discover_vpc,
+    region_from_metadata,
+)
 from controller.config import ConfigError, ControllerConfig
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.settings import NetworkingSettings
@@ -44,9 +51,54 @@ def leader_election_namespace(config: ControllerConfig) -> str:
         return _FALLBACK_LEADER_NAMESPACE
 
 
+def _given_region(config: ControllerConfig) -> str | None:
+    return (config.aws.region or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION"))
+
+
+def _with_aws(config: ControllerConfig, *, region: str | None = None,
+              vpc_id: str | None = None) -> ControllerConfig:
+    aws = config.aws
+    return dataclasses.replace(config, aws=dataclasses.replace(
+        aws, region=region or aws.region, vpc_id=vpc_id or aws.vpc_id))
+
+
+async def locate_region(config: ControllerConfig) -> ControllerConfig:
+    """`config` with its region, upstream's way: the flag, the environment, else the instance
+    metadata service. Raises ConfigError."""
+    if _given_region(config):
+        return config
+    metadata = InstanceMetadata.configured(config.aws.api_endpoints)
+    try:
+        region = await region_from_metadata(metadata)
+    except DiscoveryError as exc:
+        raise ConfigError(str(exc)) from None
+    log.info("region from the instance metadata service", region=region)
+    return _with_aws(config, region=region)
+
+
+async def locate_vpc(config: ControllerConfig, pool: AWSClientPool) -> ControllerConfig:
+    """`config` with its VPC, upstream's way: `--aws-vpc-id`, the one VPC with
+    `--aws-vpc-tags`, else the instance metadata service (then `NODENAME`'s instance). Raises
+    ConfigError."""
+    aws = config.aws
+    if aws.vpc_id:
+        return config
+    if aws.vpc_tag_key != "Name":
+        log.warning("--aws-vpc-tag-key is deprecated: every tag of --aws-vpc-tags is used")
+    try:
+        vpc_id = await discover_vpc(pool, tags=aws.vpc_tags,
+                                    metadata=InstanceMetadata.configured(aws.api_endpoints))
+    except DiscoveryError as exc:
+        raise ConfigError(str(exc)) from None
+    log.info("VPC discovered", vpc_id=vpc_id,
+             by="--aws-vpc-tags" if aws.vpc_tags else "instance metadata")
+    return _with_aws(config, vpc_id=vpc_id)
+
+
 def aws_settings(config: ControllerConfig) -> AWSSettings:
     aws = config.aws
-    region = aws.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    region = _given_region(config)
     if not region:
         raise ConfigError("--aws-region: required (or set AWS_REGION)")
     return AWSSettings(region=region, endpoint_url=aws.endpoint_url,
@@ -195,17 +247,17 @@ async def _client(config: ControllerConfig, registry: CollectorRegistry) -> Kube
 
 async def run(config: ControllerConfig) -> int:
     """Start-up fails with one line and nothing else on stderr: a flag or the kubeconfig
-    (ConfigError), the API server unreachable past --api-server-startup-timeout
+    (ConfigError; the region and VPC not given and not found), the API server unreachable past
+    --api-server-startup-timeout
     (ApiServerUnavailable), a port that cannot be bound (ConfigError naming its flag)."""
     registry = metrics.default_registry()
+    config = await locate_region(config)
     settings = aws_settings(config)
-    if not config.aws.vpc_id:
-        # Upstream reads it from the instance metadata; outside EC2 there is none to read.
-        raise ConfigError("--aws-vpc-id: required (subnet discovery for load balancers)")
     client = await _client(config, registry)
     async with client:
         await client.wait_for_server(timeout=config.runtime.api_server_startup_timeout)
         async with AWSClientPool(settings, registry=registry) as pool:
+            config = await locate_vpc(config, pool)
             try:
                 manager = build_manager(config, client, pool, registry=registry,
                                         heap=HeapSettings())

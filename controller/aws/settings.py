@@ -30,6 +30,9 @@ _SERVICE_NAMES: dict[str, tuple[str, ...]] = {
                                  "Resource Groups Tagging API"),
     "sts": ("sts", "STS"),
     "globalaccelerator": ("globalaccelerator", "Global Accelerator"),
+    # The instance metadata service, read at start when the VPC or region is not given
+    # (`controller/aws/discovery.py`).
+    "ec2imds": ("ec2imds",),
 }
 _SERVICE_BY_NAME = {name: service for service, names in _SERVICE_NAMES.items()
                     for name in names}

@@ -608,6 +608,9 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--max-targets-per-target-group": "how many targets a binding registers (targets, not "
                                       "the load balancer stack; the target-limit tests)",
     "--enable-endpoint-slices": "only true is accepted",
+    "--aws-vpc-tags": "finds the VPC at start when --aws-vpc-id is not given; the model reads "
+                      "the VPC found, as it reads --aws-vpc-id's (the --aws-vpc-id flag case)",
+    "--aws-vpc-tag-key": "deprecated, as upstream's: read by nothing",
     **{flag: "a capability not built yet, its feature gate pinned off" for flag in (
         "--gateway-class-max-concurrent-reconciles", "--alb-gateway-max-concurrent-reconciles",
         "--nlb-gateway-max-concurrent-reconciles",
