@@ -221,17 +221,18 @@ class Cluster:
                                      + ("; ".join(busy) or "still reconciling"))
 
     def argv(self, *flags: str, cluster: str | None = None, region: str | None = None,
-             vpc_id: str | None = None, through_proxy: bool = False,
-             bare: bool = False) -> list[str]:
+             vpc_id: str | None = None, through_proxy: bool = False) -> list[str]:
         """`aiolbc run` flags for this cluster, straight to moto (through the fault proxy, so
         that `aws_proxy.log` holds its calls, with `through_proxy`), without leader election
-        or HTTP servers; `flags` last. `bare`: only where the API server and AWS are, the
-        rest is `flags`' (a command line as a deployment renders it)."""
+        or HTTP servers; `flags` last."""
+        return [*self._flags(cluster=cluster, region=region, vpc_id=vpc_id),
+                *self._where(through_proxy=through_proxy), *flags]
+
+    def _where(self, *, through_proxy: bool) -> list[str]:
+        """Where the API server and AWS are."""
         assert self.kubeconfig is not None, "this cluster has no kubeconfig to run with"
         endpoint = (self.pool if through_proxy else self.aws.pool).settings.endpoint_url
-        own = [] if bare else self._flags(cluster=cluster, region=region, vpc_id=vpc_id)
-        return [*own, "--kubeconfig", str(self.kubeconfig),
-                "--aws-endpoint-url", str(endpoint), *flags]
+        return ["--kubeconfig", str(self.kubeconfig), "--aws-endpoint-url", str(endpoint)]
 
     def _flags(self, *, cluster: str | None = None, region: str | None = None,
                vpc_id: str | None = None) -> list[str]:
@@ -244,9 +245,12 @@ class Cluster:
 
     async def run(self, *flags: str, through_proxy: bool = False, bare: bool = False,
                   **where: str) -> ControllerRun:
-        """Start `aiolbc run` with `argv(*flags, through_proxy=..., bare=..., **where)`."""
-        return await ControllerRun(self.argv(*flags, through_proxy=through_proxy, bare=bare,
-                                             **where)).start()
+        """Start `aiolbc run` with `argv(*flags, through_proxy=..., **where)`; `bare`: only
+        where the API server and AWS are, then `flags` (a command line as a deployment renders
+        it)."""
+        argv = ([*self._where(through_proxy=through_proxy), *flags] if bare
+                else self.argv(*flags, through_proxy=through_proxy, **where))
+        return await ControllerRun(argv).start()
 
     # ---- reading and writing objects --------------------------------------------------------
 
