@@ -12,7 +12,7 @@ from pathlib import Path
 import structlog
 from prometheus_client import CollectorRegistry
 
-from controller import ingress, service, targetgroupbinding, webhooks
+from controller import gates, ingress, service, targetgroupbinding, webhooks
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
 from controller.aws.discovery import (
     DiscoveryError,
@@ -208,8 +208,10 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     targetgroupbinding.setup(manager, pool=pool,
                              settings=targetgroupbinding_settings(config, region=region),
                              snapshot=snapshot)
-    service.setup(manager, pool=pool, settings=service_settings(config, region=region),
-                  backend=backend, snapshot=snapshot)
+    # EnableServiceController off (upstream's switch): no Service is served, none is touched.
+    if gates.enabled(config.gates, "EnableServiceController"):
+        service.setup(manager, pool=pool, settings=service_settings(config, region=region),
+                      backend=backend, snapshot=snapshot)
     ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region),
                   backend=backend, snapshot=snapshot)
     hooks = webhook_settings(config, region=region)

@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
+from controller import gates
 from controller.annotationreview import Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
 from controller.defaults import DEFAULT_INGRESS_CLASS
@@ -165,7 +166,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     lb = merge_load_balancer(parsed, default_scheme=settings.defaults.scheme,
                              default_ssl_policy=settings.defaults.ssl_policy,
                              default_tags=settings.defaults.tags,
-                             external_managed_tags=settings.defaults.external_managed_tags)
+                             external_managed_tags=settings.defaults.external_managed_tags,
+                             default_tags_low_priority=gates.enabled(
+                                 settings.gates, "EnableDefaultTagsLowPriority"))
     request = group.request
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     ports = _listen_ports(parsed)
@@ -175,7 +178,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                         stack_id=group.stack_id, labels=stack_labels(request),
                         default_target_type=settings.defaults.target_type, tags=lb.tags,
                         target_source=groups.target_source,
-                        restricted_rules=settings.backend_sg.restricted_rules)
+                        restricted_rules=settings.backend_sg.restricted_rules,
+                        ip_targets=gates.enabled(settings.gates, "EnableIPTargetType"))
     # Listeners and rules carry the default tags only (the tags annotation is for the load
     # balancer and its target groups).
     listener_tags = dict(settings.defaults.tags)

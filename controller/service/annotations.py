@@ -366,7 +366,8 @@ def _load_balancer_attributes(reader: AnnotationReader) -> dict[str, str]:
     return attributes
 
 
-def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
+def _tags(reader: AnnotationReader, defaults: StackDefaults, *,
+          default_tags_low_priority: bool) -> dict[str, str]:
     found = reader.lookup(ADDITIONAL_RESOURCE_TAGS)
     tags = reader.get_string_map(ADDITIONAL_RESOURCE_TAGS) or {}
     if found is not None:
@@ -374,7 +375,10 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
             if name in defaults.external_managed_tags:
                 raise AnnotationError(*found, f"sets tag {quote(name)}, which is managed outside "
                                       "the controller (--external-managed-tags)")
-    # --default-tags win over the annotation, as upstream documents.
+    # --default-tags win over the annotation, as upstream documents, unless the
+    # EnableDefaultTagsLowPriority gate is on.
+    if default_tags_low_priority:
+        return {**defaults.tags, **tags}
     return {**tags, **defaults.tags}
 
 
@@ -382,8 +386,8 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
 
 
 
-def parse_service_config(service: Mapping[str, Any], *,
-                         defaults: StackDefaults) -> ServiceLBConfig:
+def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
+                         default_tags_low_priority: bool = False) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
     access and cannot be honoured, else the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
@@ -411,7 +415,7 @@ def parse_service_config(service: Mapping[str, Any], *,
         health_check=_health_check(reader, spec, target_type),
         target_group_attributes=_target_group_attributes(reader),
         load_balancer_attributes=_load_balancer_attributes(reader),
-        tags=_tags(reader, defaults),
+        tags=_tags(reader, defaults, default_tags_low_priority=default_tags_low_priority),
         target_node_labels=reader.get_string_map(TARGET_NODE_LABELS) or {},
         multi_cluster_target_group=bool(reader.get_bool(MULTI_CLUSTER_TARGET_GROUP)),
         security_groups=reader.get(SECURITY_GROUPS, validators.security_groups),

@@ -126,7 +126,8 @@ class TargetGroupBindingReconciler:
                  requeue_duration: float = 15.0,
                  networking: BindingNetworking | None = None,
                  targets_trusted_for: float | None = None,
-                 max_targets_per_target_group: int = 0) -> None:
+                 max_targets_per_target_group: int = 0,
+                 endpoints_fail_open: bool = True) -> None:
         self._client = client
         self._bindings = bindings
         self._scope = scope
@@ -143,6 +144,7 @@ class TargetGroupBindingReconciler:
         self._requeue = requeue_duration
         # --max-targets-per-target-group: 0 is no limit.
         self._max_targets = max_targets_per_target_group
+        self._fail_open = endpoints_fail_open  # the EndpointsFailOpen gate
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
         # None: `spec.networking` is not acted on (no cluster and VPC to act in).
@@ -397,7 +399,8 @@ class TargetGroupBindingReconciler:
             return EndpointSet(tuple({e.target: e for e in [*gated, *ready]}.values()))
         assert service is not None
         return EndpointSet(instance_endpoints(service, port, self._nodes.list(),
-                                              selector=spec.node_selector, service_key=svc_key))
+                                              selector=spec.node_selector, service_key=svc_key,
+                                              fail_open=self._fail_open))
 
     async def _fetched_endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
                                  target_type: str, family: str) -> EndpointSet:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from controller import informers
+from controller import gates, informers
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
 from controller.reconcilers import controller_options
@@ -111,7 +111,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         pods=pods_informer(manager).store,
         requeue_duration=settings.config.requeue_duration,
         networking=networking, targets_trusted_for=settings.targets_trusted_for,
-        max_targets_per_target_group=settings.config.max_targets_per_target_group)
+        max_targets_per_target_group=settings.config.max_targets_per_target_group,
+        endpoints_fail_open=gates.enabled(settings.gates, "EndpointsFailOpen"))
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

@@ -617,6 +617,4 @@ NON_MODEL_FLAGS: dict[str, str] = {
         "--globalaccelerator-max-concurrent-reconciles",
         "--globalaccelerator-max-exponential-backoff-delay",
         "--lb-stabilization-monitor-interval", "--quic-environment-variable-name")},
-    "--feature-gates": "every gate is pinned to what aiolbc does today, so no value changes "
-                       "what is deployed; a gate that comes to shape a model gets a flag case",
 }

@@ -213,6 +213,8 @@ class FlagRun:
 
 FLAG_RUNS: list[FlagRun] = [
     FlagRun({"--default-tags": "team=a"}, ("f-svc", "f-ing")),
+    # f-svc's own tag, under --default-tags' team=a since the run above, wins again.
+    FlagRun({"--feature-gates": "EnableDefaultTagsLowPriority=true"}, ("f-svc",)),
     FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
     FlagRun({"--default-target-type": "ip"}, ("f-svc", "f-ing")),
     # A Service without a scheme annotation keeps its existing load balancer's scheme
@@ -252,7 +254,8 @@ def _stack_of(name: str) -> str:
 
 async def test_flags_that_shape_the_model_changed_while_down(
         world: World, moto_standin: MotoStandIn) -> None:
-    await world.nlb_service("f-svc", {"aws-load-balancer-ssl-cert": world.seed.certificate_arn},
+    await world.nlb_service("f-svc", {"aws-load-balancer-ssl-cert": world.seed.certificate_arn,
+                                      "aws-load-balancer-additional-resource-tags": "team=svc"},
                             target_type=None)
     await world.backend("f-ing-be")
     await world.ingress("f-ing", world.fill(HTTPS, "f-ing"), backend="f-ing-be")

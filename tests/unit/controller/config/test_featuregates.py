@@ -27,7 +27,7 @@ UPSTREAM = {
 }
 # What aiolbc does today where that is not upstream's default (the parity reference, e2).
 DIFFERENT = {"ServiceTypeLoadBalancerOnly": True, "EnableTCPUDPListener": True,
-             "EndpointsFailOpen": False, "LBCapacityReservation": False,
+             "LBCapacityReservation": False,
              "SubnetDiscoveryByReachability": False, "NLBGatewayAPI": False,
              "ALBGatewayAPI": False, "GatewayListenerSet": False}
 
@@ -55,8 +55,8 @@ def test_asking_for_what_aiolbc_does_is_accepted() -> None:
     ("EnableRGTAPI=maybe", "--feature-gates: feature gate EnableRGTAPI: expected true or false, "
                            "got 'maybe'"),
     ("EnableRGTAPI", "--feature-gates: expected Name=true|false, got 'EnableRGTAPI'"),
-    ("EndpointsFailOpen=true", "--feature-gates: feature gate EndpointsFailOpen: not supported "
-                               "yet; aiolbc behaves as EndpointsFailOpen=false"),
+    ("LBCapacityReservation=true", "--feature-gates: feature gate LBCapacityReservation: not "
+                                   "supported yet; aiolbc behaves as LBCapacityReservation=false"),
     ("ServiceTypeLoadBalancerOnly=false", "--feature-gates: feature gate "
      "ServiceTypeLoadBalancerOnly: not supported yet; aiolbc behaves as "
      "ServiceTypeLoadBalancerOnly=true"),
