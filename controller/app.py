@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
+from importlib import metadata
 from pathlib import Path
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
-from controller import gates, ingress, service, targetgroupbinding, webhooks
+from controller import gates, informers, ingress, service, targetgroupbinding, webhooks
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
 from controller.aws.discovery import (
     DiscoveryError,
@@ -21,6 +24,7 @@ from controller.aws.discovery import (
     region_from_metadata,
 )
 from controller.config import ConfigError, ControllerConfig
+from controller.lbcmetrics import lbc_metrics_for
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.settings import NetworkingSettings
 from controller.settings import ClusterScope
@@ -31,6 +35,7 @@ from runtime.httpserver import BindError
 from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
+from runtime.resources import INGRESSES, SERVICES
 from runtime.servingcerts import CertificateError
 
 log = structlog.get_logger("aiolbc")
@@ -194,9 +199,11 @@ def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Setti
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
-    """Every controller shares the manager's informers, the AWS pool and the registry. The
+    """Every controller shares the manager's informers, the AWS pool and the registry (which
+    also gets `aiolbc_build_info`). The
     region the models are built for is the one the pool's clients use. This is the one place
     where flags become settings."""
+    build_info(manager.registry)
     region = pool.settings.region
     # One backend security group for both kinds of load balancer: each controller's stacks
     # keep it while they use it.
@@ -217,6 +224,34 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     hooks = webhook_settings(config, region=region)
     if hooks is not None:
         webhooks.setup(manager, pool=pool, settings=hooks)
+    # awslbc_controller_cache_object_total, read from the caches at each scrape.
+    stores = {"ingress": informers.informer(manager, INGRESSES).store,
+              "service": informers.informer(manager, SERVICES).store,
+              "targetgroupbinding": manager.informer(TARGETGROUPBINDINGS).store}
+    lbc_metrics_for(manager.registry).count_cache_objects(
+        {resource: store.__len__ for resource, store in stores.items()})
+
+
+_BUILD_INFO: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
+
+
+def version() -> str:
+    try:
+        return metadata.version("aiolbc")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_info(registry: CollectorRegistry) -> Gauge:
+    """`aiolbc_build_info{version}` = 1, so that dashboards can tell which release runs
+    (registered once per registry)."""
+    gauge = _BUILD_INFO.get(registry)
+    if gauge is None:
+        gauge = Gauge("aiolbc_build_info", "The aiolbc release running (value 1).",
+                      ["version"], registry=registry)
+        _BUILD_INFO[registry] = gauge
+    gauge.labels(version()).set(1)
+    return gauge
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,

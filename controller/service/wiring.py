@@ -8,6 +8,7 @@ from controller import informers
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
 from controller.deploy import StackDeployer
+from controller.lbcmetrics import counting_recorder
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.reconcilers import controller_options
 from controller.service.reconciler import ServiceReconciler
@@ -53,7 +54,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     return ServiceReconciler(
         client=manager.client, services=services.store, bindings=bindings.store,
         deployer=deployer,
-        recorder=manager.recorder, settings=settings.model,
+        recorder=counting_recorder(manager.recorder, manager.registry), settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
         cleanup_poll=settings.cleanup_poll)
 

@@ -150,7 +150,9 @@ class Cluster:
             if on_setup is not None:
                 on_setup(manager)
 
-        return await self._launch(setup, client=client)
+        # /metrics as the flags serve it (off unless `flags` say otherwise).
+        options = ManagerOptions(metrics_bind_address=config.metrics.bind_addr)
+        return await self._launch(setup, client=client, options=options)
 
     async def _launch(self, setup: Callable[[Manager], None], *,
                       options: ManagerOptions | None = None,
