@@ -15,6 +15,7 @@ UPSTREAM_DEFAULTS: Final = {
     "NLBSecurityGroup": True,
     "EnableDefaultTagsLowPriority": False,
     "EndpointsFailOpen": True,
+    "ServiceTypeLoadBalancerOnly": False,
 }
 
 

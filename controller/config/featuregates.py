@@ -15,7 +15,7 @@ from runtime.featuregates import FeatureGates, Gate
 _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("ListenerRulesTagging", True, True, "tag listeners and rules"),
     ("WeightedTargetGroups", True, True, "weighted forward actions over several target groups"),
-    ("ServiceTypeLoadBalancerOnly", False, True, "serve Services of type LoadBalancer only"),
+    ("ServiceTypeLoadBalancerOnly", False, None, "serve Services of type LoadBalancer only"),
     ("EndpointsFailOpen", True, None,
      "with no Ready node, register the nodes whose readiness is Unknown"),
     ("EnableServiceController", True, None, "the Service controller"),

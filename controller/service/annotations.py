@@ -170,15 +170,18 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
+def qualifies(service: Mapping[str, Any], *, load_balancer_class: str,
+              load_balancer_only: bool = True) -> bool:
     """Whether this controller provisions an NLB for `service`: a LoadBalancer Service whose
     `spec.loadBalancerClass` is ours, or, with no class, `aws-load-balancer-type: external`
     plus an `ip`/`instance` target type, or the deprecated `aws-load-balancer-type: nlb-ip`.
+    `load_balancer_only` (upstream's ServiceTypeLoadBalancerOnly gate): false serves Services
+    of any type that ask for it so, as upstream does by default.
 
     Deletion is not considered: a deleted Service still qualifies, so that the reconciler
     cleans up what it provisioned (it decides by its finalizer)."""
     spec = _mapping(service.get("spec"))
-    if spec.get("type") != "LoadBalancer":
+    if load_balancer_only and spec.get("type") != "LoadBalancer":
         return False
     cls = spec.get("loadBalancerClass")
     if cls is not None:
@@ -190,13 +193,13 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
     return lb_type == TYPE_EXTERNAL and annotations.get(PREFIX + TARGET_TYPE) in TARGET_TYPES
 
 
-def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
-    """Whether upstream would serve `service` and this controller does not: a Service of
-    another type than LoadBalancer asking for an NLB by annotation. Upstream serves any type
-    unless its ServiceTypeLoadBalancerOnly feature gate is on, which it is not by default
-    (pkg/service/service_utils.go, pkg/config/feature_gates.go)."""
+def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str,
+                            load_balancer_only: bool = True) -> bool:
+    """Whether upstream with its default gates would serve `service` and this controller does
+    not: with the ServiceTypeLoadBalancerOnly gate on, a Service of another type than
+    LoadBalancer asking for an NLB by annotation (pkg/service/service_utils.go)."""
     spec = _mapping(service.get("spec"))
-    if spec.get("type") == "LoadBalancer":
+    if not load_balancer_only or spec.get("type") == "LoadBalancer":
         return False
     as_load_balancer = {**service, "spec": {**spec, "type": "LoadBalancer"}}
     return qualifies(as_load_balancer, load_balancer_class=load_balancer_class)

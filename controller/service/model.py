@@ -102,6 +102,11 @@ class ModelSettings:
     gates: FeatureGates = field(default_factory=FeatureGates)
 
     @property
+    def load_balancer_only(self) -> bool:
+        """The ServiceTypeLoadBalancerOnly gate: only Services of type LoadBalancer."""
+        return gates.enabled(self.gates, "ServiceTypeLoadBalancerOnly")
+
+    @property
     def context(self) -> StackContext:
         return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
                             vpc_id=self.cluster.vpc_id,
@@ -144,7 +149,8 @@ def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> 
     (not qualifying, or being deleted): nothing to compare then."""
     if (service.get("metadata") or {}).get("deletionTimestamp"):
         return None
-    if not qualifies(service, load_balancer_class=settings.load_balancer_class):
+    if not qualifies(service, load_balancer_class=settings.load_balancer_class,
+                     load_balancer_only=settings.load_balancer_only):
         return None
     return build_stack(service, settings=settings)
 

@@ -68,8 +68,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                                   backend=backend, snapshot=snapshot)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(informers.informer(manager, SERVICES), priority=reconciler.priority,
-                  predicates=[services_we_build(settings.config.load_balancer_class),
-                              ViewChanged(service_view)])
+                  predicates=[services_we_build(
+                      settings.config.load_balancer_class,
+                      load_balancer_only=settings.model.load_balancer_only),
+                      ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
             # never lift a Service's paced verification into a NORMAL reconcile the checkpoint

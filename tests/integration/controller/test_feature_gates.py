@@ -12,6 +12,7 @@ from controller.aws import AWSClientPool
 from controller.standins import AwsSeed
 from tests.support.aws import AwsInspector
 from tests.support.cluster import Cluster, local_cluster
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -33,4 +34,26 @@ async def test_enable_service_controller(cluster: Cluster, flags: tuple[str, ...
     names = {c.name for c in manager.controllers}
     assert (service.CONTROLLER_NAME in names) is served
     assert "targetGroupBinding" in names or any("binding" in n.lower() for n in names)
+    await cluster.stop()
+
+
+async def _nlb_in_vpc(cluster: Cluster) -> bool:
+    return any(lb.get("VpcId") == cluster.seed.vpc_id and lb.get("Type") == "network"
+               for lb in await cluster.aws.load_balancers())
+
+
+async def test_service_type_load_balancer_only_off_serves_a_node_port_service(
+        cluster: Cluster) -> None:
+    """Upstream's default: a NodePort Service asking for an NLB by annotation gets one."""
+    await cluster.nlb_service("legacy", type_="NodePort")
+    await cluster.start_app()
+    await eventually(lambda: _nlb_in_vpc(cluster), timeout=60)
+    await cluster.stop()
+
+
+async def test_service_type_load_balancer_only_on_leaves_it_alone(cluster: Cluster) -> None:
+    await cluster.nlb_service("legacy", type_="NodePort")
+    await cluster.start_app("--feature-gates=ServiceTypeLoadBalancerOnly=true")
+    await cluster.settled()
+    assert not await _nlb_in_vpc(cluster)
     await cluster.stop()

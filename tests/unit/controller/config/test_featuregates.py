@@ -26,7 +26,7 @@ UPSTREAM = {
     "EnableCertificateManagement": False, "IngressPlanAnnotation": False,
 }
 # What aiolbc does today where that is not upstream's default (the parity reference, e2).
-DIFFERENT = {"ServiceTypeLoadBalancerOnly": True, "EnableTCPUDPListener": True,
+DIFFERENT = {"EnableTCPUDPListener": True,
              "LBCapacityReservation": False,
              "SubnetDiscoveryByReachability": False, "NLBGatewayAPI": False,
              "ALBGatewayAPI": False, "GatewayListenerSet": False}
@@ -57,9 +57,9 @@ def test_asking_for_what_aiolbc_does_is_accepted() -> None:
     ("EnableRGTAPI", "--feature-gates: expected Name=true|false, got 'EnableRGTAPI'"),
     ("LBCapacityReservation=true", "--feature-gates: feature gate LBCapacityReservation: not "
                                    "supported yet; aiolbc behaves as LBCapacityReservation=false"),
-    ("ServiceTypeLoadBalancerOnly=false", "--feature-gates: feature gate "
-     "ServiceTypeLoadBalancerOnly: not supported yet; aiolbc behaves as "
-     "ServiceTypeLoadBalancerOnly=true"),
+    ("EnableTCPUDPListener=false", "--feature-gates: feature gate "
+     "EnableTCPUDPListener: not supported yet; aiolbc behaves as "
+     "EnableTCPUDPListener=true"),
 ])
 def test_a_bad_gate_is_a_cli_error_naming_it(value: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
