@@ -5,15 +5,26 @@ controller; the Manager owns start-up and shut-down order (see runtime/manager.p
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import weakref
+from importlib import metadata
 from pathlib import Path
 
 import structlog
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
-from controller import ingress, service, targetgroupbinding, webhooks
+from controller import gates, informers, ingress, service, targetgroupbinding, webhooks
+from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
+from controller.aws.discovery import (
+    DiscoveryError,
+    InstanceMetadata,
+    discover_vpc,
+    region_from_metadata,
+)
 from controller.config import ConfigError, ControllerConfig
+from controller.lbcmetrics import lbc_metrics_for
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.settings import NetworkingSettings
 from controller.settings import ClusterScope
@@ -24,6 +35,7 @@ from runtime.httpserver import BindError
 from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
+from runtime.resources import INGRESSES, SERVICES
 from runtime.servingcerts import CertificateError
 
 log = structlog.get_logger("aiolbc")
@@ -44,9 +56,54 @@ def leader_election_namespace(config: ControllerConfig) -> str:
         return _FALLBACK_LEADER_NAMESPACE
 
 
+def _given_region(config: ControllerConfig) -> str | None:
+    return (config.aws.region or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION"))
+
+
+def _with_aws(config: ControllerConfig, *, region: str | None = None,
+              vpc_id: str | None = None) -> ControllerConfig:
+    aws = config.aws
+    return dataclasses.replace(config, aws=dataclasses.replace(
+        aws, region=region or aws.region, vpc_id=vpc_id or aws.vpc_id))
+
+
+async def locate_region(config: ControllerConfig) -> ControllerConfig:
+    """`config` with its region, upstream's way: the flag, the environment, else the instance
+    metadata service. Raises ConfigError."""
+    if _given_region(config):
+        return config
+    metadata = InstanceMetadata.configured(config.aws.api_endpoints)
+    try:
+        region = await region_from_metadata(metadata)
+    except DiscoveryError as exc:
+        raise ConfigError(str(exc)) from None
+    log.info("region from the instance metadata service", region=region)
+    return _with_aws(config, region=region)
+
+
+async def locate_vpc(config: ControllerConfig, pool: AWSClientPool) -> ControllerConfig:
+    """`config` with its VPC, upstream's way: `--aws-vpc-id`, the one VPC with
+    `--aws-vpc-tags`, else the instance metadata service (then `NODENAME`'s instance). Raises
+    ConfigError."""
+    aws = config.aws
+    if aws.vpc_id:
+        return config
+    if aws.vpc_tag_key != "Name":
+        log.warning("--aws-vpc-tag-key is deprecated: every tag of --aws-vpc-tags is used")
+    try:
+        vpc_id = await discover_vpc(pool, tags=aws.vpc_tags,
+                                    metadata=InstanceMetadata.configured(aws.api_endpoints))
+    except DiscoveryError as exc:
+        raise ConfigError(str(exc)) from None
+    log.info("VPC discovered", vpc_id=vpc_id,
+             by="--aws-vpc-tags" if aws.vpc_tags else "instance metadata")
+    return _with_aws(config, vpc_id=vpc_id)
+
+
 def aws_settings(config: ControllerConfig) -> AWSSettings:
     aws = config.aws
-    region = aws.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    region = _given_region(config)
     if not region:
         raise ConfigError("--aws-region: required (or set AWS_REGION)")
     return AWSSettings(region=region, endpoint_url=aws.endpoint_url,
@@ -142,9 +199,11 @@ def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Setti
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:
-    """Every controller shares the manager's informers, the AWS pool and the registry. The
+    """Every controller shares the manager's informers, the AWS pool and the registry (which
+    also gets `aiolbc_build_info`). The
     region the models are built for is the one the pool's clients use. This is the one place
     where flags become settings."""
+    build_info(manager.registry)
     region = pool.settings.region
     # One backend security group for both kinds of load balancer: each controller's stacks
     # keep it while they use it.
@@ -156,13 +215,43 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     targetgroupbinding.setup(manager, pool=pool,
                              settings=targetgroupbinding_settings(config, region=region),
                              snapshot=snapshot)
-    service.setup(manager, pool=pool, settings=service_settings(config, region=region),
-                  backend=backend, snapshot=snapshot)
+    # EnableServiceController off (upstream's switch): no Service is served, none is touched.
+    if gates.enabled(config.gates, "EnableServiceController"):
+        service.setup(manager, pool=pool, settings=service_settings(config, region=region),
+                      backend=backend, snapshot=snapshot)
     ingress.setup(manager, pool=pool, settings=ingress_settings(config, region=region),
                   backend=backend, snapshot=snapshot)
     hooks = webhook_settings(config, region=region)
     if hooks is not None:
         webhooks.setup(manager, pool=pool, settings=hooks)
+    # awslbc_controller_cache_object_total, read from the caches at each scrape.
+    stores = {"ingress": informers.informer(manager, INGRESSES).store,
+              "service": informers.informer(manager, SERVICES).store,
+              "targetgroupbinding": manager.informer(TARGETGROUPBINDINGS).store}
+    lbc_metrics_for(manager.registry).count_cache_objects(
+        {resource: store.__len__ for resource, store in stores.items()})
+
+
+_BUILD_INFO: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
+
+
+def version() -> str:
+    try:
+        return metadata.version("aiolbc")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_info(registry: CollectorRegistry) -> Gauge:
+    """`aiolbc_build_info{version}` = 1, so that dashboards can tell which release runs
+    (registered once per registry)."""
+    gauge = _BUILD_INFO.get(registry)
+    if gauge is None:
+        gauge = Gauge("aiolbc_build_info", "The aiolbc release running (value 1).",
+                      ["version"], registry=registry)
+        _BUILD_INFO[registry] = gauge
+    gauge.labels(version()).set(1)
+    return gauge
 
 
 def build_manager(config: ControllerConfig, client: KubeClient, pool: AWSClientPool, *,
@@ -181,8 +270,12 @@ _BIND_FLAGS = {"metrics": "--metrics-bind-addr", "health probes": "--health-prob
 
 async def _client(config: ControllerConfig, registry: CollectorRegistry) -> KubeClient:
     try:
-        return await KubeClient.load(config.runtime.kubeconfig, registry=registry)
+        return await KubeClient.load(config.runtime.kubeconfig, registry=registry,
+                                     ca_file=config.runtime.kube_ca_pem_filepath)
     except KubeConfigError as exc:
+        ca_file = config.runtime.kube_ca_pem_filepath
+        if ca_file and "TLS material" in exc.reason:
+            raise ConfigError(f"--kube-ca-pem-filepath: {ca_file}: {exc.reason}") from None
         if config.runtime.kubeconfig is None:
             raise ConfigError(str(exc)) from None  # names the file, or the in-cluster setup
         where = f"{exc.path}: " if exc.path else ""
@@ -191,17 +284,17 @@ async def _client(config: ControllerConfig, registry: CollectorRegistry) -> Kube
 
 async def run(config: ControllerConfig) -> int:
     """Start-up fails with one line and nothing else on stderr: a flag or the kubeconfig
-    (ConfigError), the API server unreachable past --api-server-startup-timeout
+    (ConfigError; the region and VPC not given and not found), the API server unreachable past
+    --api-server-startup-timeout
     (ApiServerUnavailable), a port that cannot be bound (ConfigError naming its flag)."""
     registry = metrics.default_registry()
+    config = await locate_region(config)
     settings = aws_settings(config)
-    if not config.aws.vpc_id:
-        # Upstream reads it from the instance metadata; outside EC2 there is none to read.
-        raise ConfigError("--aws-vpc-id: required (subnet discovery for load balancers)")
     client = await _client(config, registry)
     async with client:
         await client.wait_for_server(timeout=config.runtime.api_server_startup_timeout)
         async with AWSClientPool(settings, registry=registry) as pool:
+            config = await locate_vpc(config, pool)
             try:
                 manager = build_manager(config, client, pool, registry=registry,
                                         heap=HeapSettings())

@@ -140,6 +140,22 @@ def qualified_name_problem(name: str) -> str | None:
     return None
 
 
+def label_problem(text: str) -> str | None:
+    """`key=value`, a label a Kubernetes object can carry (empty: no label)."""
+    if not text:
+        return None
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        return f"{_quote(text)} must be in key=value format"
+    problem = qualified_name_problem(key)
+    if problem:
+        return problem
+    if len(value) > LABEL_MAX or not _QUALIFIED_NAME.fullmatch(value):
+        return f"{_quote(value)} is not a label value (up to {LABEL_MAX} alphanumerics, '-', " \
+               "'_' or '.', starting and ending with an alphanumeric)"
+    return None
+
+
 def cluster_name_problem(name: str) -> str | None:
     if not 1 <= len(name) <= CLUSTER_NAME_MAX:
         return f"{_quote(name)} is {len(name)} characters long (1 to {CLUSTER_NAME_MAX} " \

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import NoReturn
 
 from controller import app, config, demo
@@ -22,10 +21,7 @@ EXIT_FAILED = 1
 
 
 def _version() -> str:
-    try:
-        return metadata.version("aiolbc")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return app.version()
 
 
 class _Parser(argparse.ArgumentParser):

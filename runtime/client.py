@@ -171,8 +171,9 @@ class KubeClient:
     async def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None,
                               settings: ClientSettings | None = None,
                               registry: CollectorRegistry | None = None,
-                              clock: Clock | None = None) -> KubeClient:
-        endpoint, credentials = await load_kubeconfig(path, context=context)
+                              clock: Clock | None = None,
+                              ca_file: str | None = None) -> KubeClient:
+        endpoint, credentials = await load_kubeconfig(path, context=context, ca_file=ca_file)
         client = cls(endpoint, credentials, settings=settings, registry=registry, clock=clock)
         credentials.start_refresh()
         return client
@@ -180,20 +181,22 @@ class KubeClient:
     @classmethod
     async def in_cluster(cls, *, settings: ClientSettings | None = None,
                          registry: CollectorRegistry | None = None,
-                         clock: Clock | None = None) -> KubeClient:
-        endpoint, credentials = load_in_cluster()
+                         clock: Clock | None = None, ca_file: str | None = None) -> KubeClient:
+        endpoint, credentials = load_in_cluster(ca_file=ca_file)
         return cls(endpoint, credentials, settings=settings, registry=registry, clock=clock)
 
     @classmethod
     async def load(cls, kubeconfig: str | Path | None = None, *, context: str | None = None,
                    settings: ClientSettings | None = None,
-                   registry: CollectorRegistry | None = None) -> KubeClient:
+                   registry: CollectorRegistry | None = None,
+                   ca_file: str | None = None) -> KubeClient:
         """controller-runtime's order: an explicit kubeconfig, then $KUBECONFIG, then the pod's
-        service account, then ~/.kube/config."""
+        service account, then ~/.kube/config. `ca_file`: the API server's CA bundle instead of
+        the one that configuration names."""
         if kubeconfig is None and not os.environ.get("KUBECONFIG") and in_cluster_available():
-            return await cls.in_cluster(settings=settings, registry=registry)
+            return await cls.in_cluster(settings=settings, registry=registry, ca_file=ca_file)
         return await cls.from_kubeconfig(kubeconfig, context=context, settings=settings,
-                                         registry=registry)
+                                         registry=registry, ca_file=ca_file)
 
     async def __aenter__(self) -> KubeClient:
         return self

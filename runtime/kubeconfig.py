@@ -205,8 +205,9 @@ def _loader_quiet() -> Any:
 
 
 async def load_kubeconfig(path: str | Path | None = None, *, context: str | None = None,
-                          ) -> tuple[ServerEndpoint, Credentials]:
-    """Read a kubeconfig file (default: $KUBECONFIG's first entry, else ~/.kube/config)."""
+                          ca_file: str | None = None) -> tuple[ServerEndpoint, Credentials]:
+    """Read a kubeconfig file (default: $KUBECONFIG's first entry, else ~/.kube/config).
+    `ca_file`: the API server's CA bundle instead of the kubeconfig's (client-go's CAFile)."""
     path = _default_kubeconfig() if path is None else Path(path)
     shown = str(path)
     if path.is_dir():
@@ -224,6 +225,8 @@ async def load_kubeconfig(path: str | Path | None = None, *, context: str | None
         raise KubeConfigError(_one_line(str(exc)), path=shown) from exc
     except Exception as exc:  # a structure the checks above let through: still one line
         raise KubeConfigError(f"cannot be used ({_one_line(str(exc))})", path=shown) from exc
+    if ca_file:
+        configuration.ssl_ca_cert = ca_file
     try:
         endpoint = _endpoint(configuration)
     except KubeConfigError as exc:
@@ -237,12 +240,13 @@ def in_cluster_available() -> bool:
 
 
 def load_in_cluster(*, token_file: str = SERVICE_TOKEN_FILENAME,
-                    ca_file: str = SERVICE_CERT_FILENAME,
+                    ca_file: str | None = None,
                     environ: dict[str, str] | None = None) -> tuple[ServerEndpoint, Credentials]:
     """The pod's service-account token and CA; the token file is re-read as it rotates."""
     configuration = _new_configuration()
     try:
-        InClusterConfigLoader(token_filename=token_file, cert_filename=ca_file,
+        InClusterConfigLoader(token_filename=token_file,
+                              cert_filename=ca_file or SERVICE_CERT_FILENAME,
                               environ=dict(os.environ) if environ is None else environ,
                               ).load_and_set(configuration)
     except ConfigException as exc:

@@ -37,7 +37,7 @@ TRIMMED_OPERATIONS: Mapping[str, frozenset[str]] = {
     "ec2": frozenset({
         "AuthorizeSecurityGroupIngress", "CreateSecurityGroup", "CreateTags",
         "DeleteSecurityGroup", "DeleteTags", "DescribeInstances", "DescribeNetworkInterfaces",
-        "DescribeSecurityGroups", "DescribeSubnets", "RevokeSecurityGroupIngress",
+        "DescribeSecurityGroups", "DescribeSubnets", "DescribeVpcs", "RevokeSecurityGroupIngress",
         "UpdateSecurityGroupRuleDescriptionsIngress",
     }),
 }

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from controller.aws.budget import VerificationBudget
 from controller.aws.errors import AWSError
 from controller.aws.loader import with_shared_loader
-from controller.aws.metrics import AWSMetrics, metrics_for
+from controller.aws.metrics import AWSMetrics, count_failure, metrics_for
 from controller.aws.settings import AWSSettings
 from controller.aws.throttle import Throttler
 from runtime.clock import Clock, RealClock
@@ -241,6 +241,7 @@ class AWSClientPool:
                 return response
             finally:
                 metrics.calls.labels(service_id, operation, status, code).inc()
+                count_failure(metrics, service_id, operation, status, code)
                 metrics.call_duration.labels(service_id, operation).observe(
                     max(0.0, self._clock.now() - start))
                 metrics.call_retries.labels(service_id, operation).observe(retries)

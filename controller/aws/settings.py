@@ -12,14 +12,30 @@ from urllib.parse import urlsplit
 from controller.aws.errors import AWSConfigError
 from controller.aws.throttle import DEFAULT_THROTTLE, ThrottleConfig
 
-# Upstream's `--aws-api-endpoints` keys are endpoint prefixes; map the ones that differ from
-# the botocore client name this pool uses.
-ENDPOINT_ALIASES = {
-    "elasticloadbalancing": "elbv2",
-    "tagging": "resourcegroupstaggingapi",
-}
+_REGION_NAME = re.compile(r"[a-z][a-z0-9-]*")
 
-_SERVICE_NAME = re.compile(r"[a-z][a-z0-9-]*")
+# Every AWS service upstream's controller calls, by botocore client name, each with the names a
+# user may give it: the client name, the endpoint prefix, and the AWS SDK service ID upstream's
+# resolver is keyed by (`pkg/aws/endpoints/resolver.go`). Any other name would be accepted and
+# then never used, so it is refused at start.
+_SERVICE_NAMES: dict[str, tuple[str, ...]] = {
+    "elbv2": ("elbv2", "elasticloadbalancing", "Elastic Load Balancing v2"),
+    "ec2": ("ec2", "EC2"),
+    "acm": ("acm", "ACM"),
+    "acm-pca": ("acm-pca", "ACM PCA"),
+    "wafv2": ("wafv2", "WAFV2"),
+    "waf-regional": ("waf-regional", "WAF Regional"),
+    "shield": ("shield", "Shield"),
+    "resourcegroupstaggingapi": ("resourcegroupstaggingapi", "tagging",
+                                 "Resource Groups Tagging API"),
+    "sts": ("sts", "STS"),
+    "globalaccelerator": ("globalaccelerator", "Global Accelerator"),
+    # The instance metadata service, read at start when the VPC or region is not given
+    # (`controller/aws/discovery.py`).
+    "ec2imds": ("ec2imds",),
+}
+_SERVICE_BY_NAME = {name: service for service, names in _SERVICE_NAMES.items()
+                    for name in names}
 
 # Credentials sent to a stand-in on loopback when nothing else is configured: moto does not
 # verify signatures, but botocore refuses to sign without some.
@@ -57,10 +73,11 @@ def parse_endpoints(text: str) -> dict[str, str]:
         if not sep:
             raise AWSConfigError(
                 f"invalid --aws-api-endpoints entry {entry!r}: missing '=' (expected svc=URL)")
-        if not _SERVICE_NAME.fullmatch(key):
+        service = _SERVICE_BY_NAME.get(key)
+        if service is None:
             raise AWSConfigError(
-                f"invalid --aws-api-endpoints entry {entry!r}: {key!r} is not a service name")
-        service = ENDPOINT_ALIASES.get(key, key)
+                f"invalid --aws-api-endpoints entry {entry!r}: {key[:64]!r} is not a service name "
+                f"the controller calls (one of {', '.join(sorted(_SERVICE_NAMES))})")
         if service in endpoints:
             raise AWSConfigError(
                 f"invalid --aws-api-endpoints entry {entry!r}: {key!r} is given twice")
@@ -100,7 +117,7 @@ class AWSSettings:
     verify_calls_burst: int = 10
 
     def __post_init__(self) -> None:
-        if not self.region or not _SERVICE_NAME.fullmatch(self.region):
+        if not self.region or not _REGION_NAME.fullmatch(self.region):
             raise AWSConfigError(f"invalid AWS region {self.region!r}")
         if self.endpoint_url is not None:
             validate_endpoint_url(self.endpoint_url, what="invalid AWS endpoint URL")

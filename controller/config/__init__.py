@@ -17,6 +17,7 @@ from controller.config.cluster import ClusterConfig
 from controller.config.featuregates import GATES
 from controller.config.metrics import MetricsConfig
 from controller.config.runtime import RuntimeConfig
+from controller.config.unbuilt import UnbuiltConfig
 from controller.ingress.settings import IngressConfig
 from controller.networking.settings import BackendSettings
 from controller.service.settings import ServiceConfig
@@ -48,6 +49,9 @@ class ControllerConfig:
     service: ServiceConfig = section(ServiceConfig, title="Service")
     targetgroupbinding: TargetGroupBindingConfig = section(TargetGroupBindingConfig,
                                                            title="TargetGroupBinding")
+    unbuilt: UnbuiltConfig = section(
+        UnbuiltConfig, title="capabilities not built yet (Gateway API, Global Accelerator, "
+        "QUIC, capacity reservations)")
     gates: FeatureGates = flag(
         "--feature-gates", default=GATES, parse=GATES.parse, show=FeatureGates.text,
         metavar="NAME=BOOL,...",

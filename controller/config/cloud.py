@@ -22,7 +22,16 @@ class CloudConfig:
     region: str | None = flag(
         "--aws-region", default=None, parse=str, check=flagrules.region_problem,
         help="AWS region (default: from the environment)")
-    vpc_id: str | None = flag("--aws-vpc-id", default=None, parse=str, help="VPC of the cluster")
+    vpc_id: str | None = flag(
+        "--aws-vpc-id", default=None, parse=str,
+        help="VPC of the cluster (default: the VPC with --aws-vpc-tags, else the instance "
+        "metadata service's)")
+    vpc_tags: Mapping[str, str] = flag(
+        "--aws-vpc-tags", default={}, parse=flagvalues.parse_key_values,
+        help="without --aws-vpc-id: the one VPC carrying all these tags (key=value,...)")
+    vpc_tag_key: str = flag(
+        "--aws-vpc-tag-key", default="Name", parse=str,
+        help="deprecated, as upstream's: every tag of --aws-vpc-tags is used")
     api_throttle: ThrottleConfig = flag(
         "--aws-api-throttle", default=DEFAULT_THROTTLE, parse=parse_throttle, show=_no_text,
         help="client-side AWS throttles: serviceID:operationRegex=rate:burst,... (overrides a "

@@ -3,6 +3,7 @@ election (with client-go's rules for its timings)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,11 +20,23 @@ from runtime.leaselock import JITTER_FACTOR
 DEFAULT_API_SERVER_STARTUP_TIMEOUT = 30.0
 
 
+def _readable_file(path: str) -> str | None:
+    if not os.path.isfile(path):
+        return f"{path} is not a file"
+    if not os.access(path, os.R_OK):
+        return f"{path} cannot be read"
+    return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RuntimeConfig:
     kubeconfig: str | None = flag(
         "--kubeconfig", default=None, parse=str,
         help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
+    kube_ca_pem_filepath: str | None = flag(
+        "--kube-ca-pem-filepath", default=None, parse=str, check=_readable_file,
+        help="the API server's CA bundle (PEM), instead of the one the kubeconfig or the "
+        "service account names")
     api_server_startup_timeout: float = flag(
         "--api-server-startup-timeout", default=DEFAULT_API_SERVER_STARTUP_TIMEOUT,
         parse=flagvalues.parse_duration,

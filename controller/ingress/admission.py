@@ -2,6 +2,9 @@
 when the write arrives with the reconciler's own code (membership, `exclusions.settle`,
 `build_group`), so that a denial says what the Warning Event would have said:
 
+- a new use of the `kubernetes.io/ingress.class` or `group.name` annotation once
+  `--disable-ingress-class-annotation` or `--disable-ingress-group-name-annotation` forbids it
+  (upstream's rule: an Ingress that already had it keeps it; a group name cannot change): denied;
 - not ours (another class, or being deleted): admitted without a look;
 - an update that changes nothing the model reads (our own finalizer and checkpoint writes, a
   label): admitted, so that the controller can always finish what it started;
@@ -30,17 +33,26 @@ import base64
 
 from controller.annotationreview import review, summarized
 from controller.annotations import AnnotationError, annotations_of
+from controller.apis.names import LEGACY_CLASS_ANNOTATION
 from controller.errors import InvalidInput, MissingReference
 from controller.ingress.addons import NONE, WAFV2_NAME
 from controller.ingress.annotations import IngressAnnotations
 from controller.ingress.caches import Caches
-from controller.ingress.classes import ClassError, classify, parse_params
+from controller.ingress.classes import ClassError, annotation_matches, classify, parse_params
 from controller.ingress.exclusions import GroupNamespaces, Settled, settle
-from controller.ingress.groups import Group, GroupLoader, Member, group_order, membership
+from controller.ingress.groups import (
+    GROUP_NAME_KEY,
+    Group,
+    GroupLoader,
+    Member,
+    group_order,
+    membership,
+)
 from controller.ingress.merge import BuildError, apply_params
 from controller.ingress.model import BuilderSettings, BuiltGroup, build_group
 from controller.ingress.watches import ingress_view
 from runtime.objects import Obj, is_deleting, key_of, name_of, namespace_of
+from runtime.objects import annotations_of as object_annotations
 from runtime.store import Store
 
 _PRESUMED = base64.b64encode(b"presumed").decode()
@@ -61,11 +73,49 @@ def _sorted(members: list[Member]) -> tuple[Member, ...]:
                                                 name_of(m.ingress))))
 
 
+class ForbiddenAnnotation(InvalidInput):
+    """A new use of an annotation the controller's flags forbid."""
+
+    condition_reason = "ForbiddenAnnotation"
+
+
+def check_annotation_usage(ing: Obj, old: Obj | None, *, ingress_class: str,
+                           disable_class_annotation: bool,
+                           disable_group_name_annotation: bool) -> None:
+    """Upstream's ingress validator: with `--disable-ingress-class-annotation`, an Ingress may
+    not start naming this controller's class in `kubernetes.io/ingress.class`; with
+    `--disable-ingress-group-name-annotation`, it may not start carrying `group.name` nor change
+    it. What an Ingress already had stays allowed, so existing Ingresses can still be edited."""
+    new_annotations = object_annotations(ing)
+    old_annotations = object_annotations(old) if old is not None else {}
+    if disable_class_annotation:
+        def ours(annotations: dict[str, str]) -> bool:
+            value = annotations.get(LEGACY_CLASS_ANNOTATION)
+            return isinstance(value, str) and annotation_matches(value, ingress_class)
+        if ours(new_annotations) and not ours(old_annotations):
+            raise ForbiddenAnnotation(
+                f"new usage of `{LEGACY_CLASS_ANNOTATION}` annotation is forbidden "
+                "(--disable-ingress-class-annotation): use spec.ingressClassName")
+    if (disable_group_name_annotation and GROUP_NAME_KEY in new_annotations
+            and old_annotations.get(GROUP_NAME_KEY) != new_annotations[GROUP_NAME_KEY]):
+        raise ForbiddenAnnotation(
+            f"new usage of `{GROUP_NAME_KEY}` annotation is forbidden "
+            "(--disable-ingress-group-name-annotation): use IngressClassParams' group.name")
+
+
 def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, *,
-          policy: GroupNamespaces = "params") -> list[str]:
+          policy: GroupNamespaces = "params", disable_class_annotation: bool = False,
+          disable_group_name_annotation: bool = False) -> list[str]:
     """The warnings to answer with; raises `InvalidInput` (its text is the denial). Secrets in
     `caches` should be `PresumedSecrets` (`wiring.admission_caches`)."""
-    if is_deleting(ing) or (old is not None and ingress_view(old) == ingress_view(ing)):
+    if is_deleting(ing):
+        return []
+    if ((disable_class_annotation or disable_group_name_annotation)
+            and membership(ing, caches, ingress_class=settings.ingress_class) is not None):
+        check_annotation_usage(ing, old, ingress_class=settings.ingress_class,
+                               disable_class_annotation=disable_class_annotation,
+                               disable_group_name_annotation=disable_group_name_annotation)
+    if old is not None and ingress_view(old) == ingress_view(ing):
         return []
     told: list[str] = []
     warnings = _admit(ing, caches, settings, policy, told)
@@ -161,4 +211,5 @@ def admit_params(obj: Obj) -> list[str]:
     return []
 
 
-__all__ = ["PresumedSecrets", "admit", "admit_params"]
+__all__ = ["ForbiddenAnnotation", "PresumedSecrets", "admit", "admit_params",
+           "check_annotation_usage"]

@@ -77,6 +77,7 @@ class Backends:
     tolerate_missing_service: bool = False
     tolerate_missing_action: bool = False
     missing: dict[str, list[str]] = field(default_factory=dict)
+    ip_targets: bool = True  # the EnableIPTargetType feature gate
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -135,6 +136,9 @@ class Backends:
                 params_target_type=params.target_type if params is not None else None)
         except AnnotationError as exc:
             raise BuildError(f"Ingress {namespace}/{ing_name}: {exc}") from None
+        if settings.target_type == "ip" and not self.ip_targets:
+            raise BuildError(f"Ingress {namespace}/{ing_name}: unsupported targetType: ip when "
+                             "EnableIPTargetType is false")
         traffic_port: int | str
         if settings.target_type == "instance":
             node_port = svc_port.get("nodePort")

@@ -127,8 +127,8 @@ def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
                         default_scheme: Literal["internal", "internet-facing"],
                         default_ssl_policy: str,
                         default_tags: Mapping[str, str] | None = None,
-                        external_managed_tags: frozenset[str] = frozenset()
-                        ) -> LoadBalancerConfig:
+                        external_managed_tags: frozenset[str] = frozenset(),
+                        default_tags_low_priority: bool = False) -> LoadBalancerConfig:
     values = {attr: _exclusive(members, attr, suffix) for attr, suffix in EXCLUSIVE_FIELDS}
     tags: dict[str, str] = {}
     owners: dict[str, str] = {}
@@ -145,8 +145,10 @@ def merge_load_balancer(members: Sequence[tuple[Member, IngressAnnotations]], *,
                     f"{quote(tags[name])} on {owners[name]}, {quote(value)} on {member.key}")
             tags[name] = value
             owners.setdefault(name, member.key)
-    # --default-tags win over the tags annotation, as upstream documents.
-    tags.update(default_tags or {})
+    # --default-tags win over the tags annotation, as upstream documents, unless the
+    # EnableDefaultTagsLowPriority gate is on.
+    tags = ({**(default_tags or {}), **tags} if default_tags_low_priority
+            else {**tags, **(default_tags or {})})
     ip_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] = (
         values["ip_address_type"] or "ipv4")
     prefix_lists = values["prefix_lists"] or ()

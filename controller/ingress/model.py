@@ -27,6 +27,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
+from controller import gates
 from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
 from controller.defaults import (
@@ -201,7 +202,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     lb = merge_load_balancer(parsed, default_scheme=settings.defaults.scheme,
                              default_ssl_policy=settings.defaults.ssl_policy,
                              default_tags=settings.defaults.tags,
-                             external_managed_tags=settings.defaults.external_managed_tags)
+                             external_managed_tags=settings.defaults.external_managed_tags,
+                             default_tags_low_priority=gates.enabled(
+                                 settings.gates, "EnableDefaultTagsLowPriority"))
     request = group.request
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     ports = _listen_ports(parsed)
@@ -215,7 +218,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                         target_source=groups.target_source,
                         restricted_rules=settings.backend_sg.restricted_rules,
                         tolerate_missing_service=settings.tolerate_missing_service,
-                        tolerate_missing_action=settings.tolerate_missing_action)
+                        tolerate_missing_action=settings.tolerate_missing_action,
+                        ip_targets=gates.enabled(settings.gates, "EnableIPTargetType"))
     # Listeners carry the group's tags (members' and class parameters', `--default-tags`
     # winning), each rule its own Ingress's (upstream, with its ListenerRulesTagging gate on).
     listener_tags = dict(lb.tags)

@@ -75,9 +75,13 @@ class _Events:
 
 class ReferencedSecrets:
     def __init__(self, client: KubeClient, *, clock: Clock | None = None,
-                 settings: InformerSettings | None = None, tls: bool = False) -> None:
+                 settings: InformerSettings | None = None, tls: bool = False,
+                 label_selector: str | None = None) -> None:
         self._client = client
         self.tls = tls  # TLS Secrets are referenced too (`ingress_secrets`)
+        # --required-secrets-label: a Secret without the label is never listed, so it counts
+        # as not found.
+        self._label_selector = label_selector
         self._clock = clock
         self._settings = settings
         self.store = Store()
@@ -137,6 +141,7 @@ class ReferencedSecrets:
         namespace, _, name = key.partition("/")
         informer = SharedInformer(self._client, SECRETS, namespace=namespace,
                                   field_selector=f"metadata.name={name}",
+                                  label_selector=self._label_selector,
                                   settings=self._settings, clock=self._clock)
         informer.add_handler(_Events(lambda obj, deleted: self._mirror(key, obj, deleted)))
         self._informers[key] = informer
@@ -222,7 +227,7 @@ class ReferencedSecrets:
         namespace, _, name = key.partition("/")
         try:
             await self._client.list(SECRETS, namespace, field_selector=f"metadata.name={name}",
-                                    limit=1)
+                                    label_selector=self._label_selector, limit=1)
         except ApiError as exc:
             return f"Secret {key} cannot be read: {exc.message or exc}"
         return f"Secret {key} has not been read yet"

@@ -68,6 +68,19 @@ class IngressConfig:
         help="import the certificate of an Ingress's spec.tls[].secretName Secret (type "
         "kubernetes.io/tls, in the Ingress's namespace) into ACM and serve it on its HTTPS "
         "listeners, re-imported when the Secret changes (upstream ignores secretName)")
+    disable_class_annotation: bool = flag(
+        "--disable-ingress-class-annotation", default=False, parse=flagvalues.parse_bool,
+        help="refuse, at admission, a new use of the kubernetes.io/ingress.class annotation "
+        "naming this controller's class (Ingresses that carry it keep it)")
+    disable_group_name_annotation: bool = flag(
+        "--disable-ingress-group-name-annotation", default=False, parse=flagvalues.parse_bool,
+        help="refuse, at admission, a new or changed alb.ingress.kubernetes.io/group.name "
+        "annotation (Ingresses that carry it keep it)")
+    # The Ingress controller is the one reader of Secrets (OIDC client credentials).
+    required_secrets_label: str = flag(
+        "--required-secrets-label", default="", parse=str, check=flagrules.label_problem,
+        help="read only Secrets carrying this label (key=value); a referenced Secret without "
+        "it counts as not found (empty: every referenced Secret is read)")
     max_concurrent_reconciles: int = flag(
         "--ingress-max-concurrent-reconciles", default=DEFAULT_MAX_CONCURRENT_RECONCILES,
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),

@@ -45,6 +45,7 @@ from controller.ingress.watches import (
     service_view,
     spec_and_annotations,
 )
+from controller.lbcmetrics import counting_recorder
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.reconcilers import controller_options
 from controller.targetgroupaccess import (
@@ -98,7 +99,8 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     bindings = manager.informer(TARGETGROUPBINDINGS)
     secrets = ReferencedSecrets(manager.client, clock=manager.clock,
                                 settings=manager.options.informer_settings,
-                                tls=settings.config.enable_secret_certificates)
+                                tls=settings.config.enable_secret_certificates,
+                                label_selector=settings.config.required_secrets_label or None)
     caches = Caches(ingresses=ingresses.store, services=services.store, secrets=secrets.store,
                     classes=informers.informer(manager, INGRESSCLASSES).store,
                     params=informers.informer(manager, INGRESSCLASSPARAMS).store,
@@ -133,7 +135,7 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
     reconciler = IngressReconciler(
         client=manager.client, caches=caches, bindings=bindings.store, loader=loader,
         qualifier=qualifier, deployer=deployer, vpc_id=settings.cluster.vpc_id,
-        recorder=manager.recorder, clock=manager.clock,
+        recorder=counting_recorder(manager.recorder, manager.registry), clock=manager.clock,
         checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
         secrets=secrets, vanished=vanished)
     priority = GroupPriority(loader=loader, qualifier=qualifier, bindings=bindings.store,

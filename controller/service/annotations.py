@@ -173,15 +173,18 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
+def qualifies(service: Mapping[str, Any], *, load_balancer_class: str,
+              load_balancer_only: bool = True) -> bool:
     """Whether this controller provisions an NLB for `service`: a LoadBalancer Service whose
     `spec.loadBalancerClass` is ours, or, with no class, `aws-load-balancer-type: external`
     plus an `ip`/`instance` target type, or the deprecated `aws-load-balancer-type: nlb-ip`.
+    `load_balancer_only` (upstream's ServiceTypeLoadBalancerOnly gate): false serves Services
+    of any type that ask for it so, as upstream does by default.
 
     Deletion is not considered: a deleted Service still qualifies, so that the reconciler
     cleans up what it provisioned (it decides by its finalizer)."""
     spec = _mapping(service.get("spec"))
-    if spec.get("type") != "LoadBalancer":
+    if load_balancer_only and spec.get("type") != "LoadBalancer":
         return False
     cls = spec.get("loadBalancerClass")
     if cls is not None:
@@ -193,13 +196,13 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
     return lb_type == TYPE_EXTERNAL and annotations.get(PREFIX + TARGET_TYPE) in TARGET_TYPES
 
 
-def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str) -> bool:
-    """Whether upstream would serve `service` and this controller does not: a Service of
-    another type than LoadBalancer asking for an NLB by annotation. Upstream serves any type
-    unless its ServiceTypeLoadBalancerOnly feature gate is on, which it is not by default
-    (pkg/service/service_utils.go, pkg/config/feature_gates.go)."""
+def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str,
+                            load_balancer_only: bool = True) -> bool:
+    """Whether upstream with its default gates would serve `service` and this controller does
+    not: with the ServiceTypeLoadBalancerOnly gate on, a Service of another type than
+    LoadBalancer asking for an NLB by annotation (pkg/service/service_utils.go)."""
     spec = _mapping(service.get("spec"))
-    if spec.get("type") == "LoadBalancer":
+    if not load_balancer_only or spec.get("type") == "LoadBalancer":
         return False
     as_load_balancer = {**service, "spec": {**spec, "type": "LoadBalancer"}}
     return qualifies(as_load_balancer, load_balancer_class=load_balancer_class)
@@ -369,7 +372,8 @@ def _load_balancer_attributes(reader: AnnotationReader) -> dict[str, str]:
     return attributes
 
 
-def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
+def _tags(reader: AnnotationReader, defaults: StackDefaults, *,
+          default_tags_low_priority: bool) -> dict[str, str]:
     found = reader.lookup(ADDITIONAL_RESOURCE_TAGS)
     tags = reader.get_string_map(ADDITIONAL_RESOURCE_TAGS) or {}
     if found is not None:
@@ -377,7 +381,10 @@ def _tags(reader: AnnotationReader, defaults: StackDefaults) -> dict[str, str]:
             if name in defaults.external_managed_tags:
                 raise AnnotationError(*found, f"sets tag {quote(name)}, which is managed outside "
                                       "the controller (--external-managed-tags)")
-    # --default-tags win over the annotation, as upstream documents.
+    # --default-tags win over the annotation, as upstream documents, unless the
+    # EnableDefaultTagsLowPriority gate is on.
+    if default_tags_low_priority:
+        return {**defaults.tags, **tags}
     return {**tags, **defaults.tags}
 
 
@@ -400,8 +407,8 @@ def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str,
     return found
 
 
-def parse_service_config(service: Mapping[str, Any], *,
-                         defaults: StackDefaults) -> ServiceLBConfig:
+def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
+                         default_tags_low_priority: bool = False) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
     access and cannot be honoured, else the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
@@ -429,7 +436,7 @@ def parse_service_config(service: Mapping[str, Any], *,
         health_check=_health_check(reader, spec, target_type),
         target_group_attributes=_target_group_attributes(reader),
         load_balancer_attributes=_load_balancer_attributes(reader),
-        tags=_tags(reader, defaults),
+        tags=_tags(reader, defaults, default_tags_low_priority=default_tags_low_priority),
         target_node_labels=reader.get_string_map(TARGET_NODE_LABELS) or {},
         multi_cluster_target_group=bool(reader.get_bool(MULTI_CLUSTER_TARGET_GROUP)),
         security_groups=reader.get(SECURITY_GROUPS, validators.security_groups),

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from controller import checkpoint, validators
+from controller import checkpoint, gates, validators
 from controller.annotations import TRAFFIC_PORT, AnnotationError, TrafficPort
 from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
@@ -104,6 +104,11 @@ class ModelSettings:
     gates: FeatureGates = field(default_factory=FeatureGates)
 
     @property
+    def load_balancer_only(self) -> bool:
+        """The ServiceTypeLoadBalancerOnly gate: only Services of type LoadBalancer."""
+        return gates.enabled(self.gates, "ServiceTypeLoadBalancerOnly")
+
+    @property
     def context(self) -> StackContext:
         return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
                             vpc_id=self.cluster.vpc_id,
@@ -125,7 +130,12 @@ def stack_id(service: Mapping[str, Any]) -> str:
 def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack:
     """Raises `AnnotationError` (bad annotation), `InvalidService` (bad spec) or `InvalidStack`
     (a model AWS would refuse): each a ValueError with one line of text."""
-    config = parse_service_config(service, defaults=settings.defaults)
+    config = parse_service_config(
+        service, defaults=settings.defaults,
+        default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"))
+    if config.target_type == "ip" and not gates.enabled(settings.gates, "EnableIPTargetType"):
+        raise InvalidService(f"service {stack_id(service)}: unsupported targetType: ip when "
+                             "EnableIPTargetType is false")
     try:
         stack = _Builder(service, config, settings).build()
     except ValidationError as exc:
@@ -141,7 +151,8 @@ def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> 
     (not qualifying, or being deleted): nothing to compare then."""
     if (service.get("metadata") or {}).get("deletionTimestamp"):
         return None
-    if not qualifies(service, load_balancer_class=settings.load_balancer_class):
+    if not qualifies(service, load_balancer_class=settings.load_balancer_class,
+                     load_balancer_only=settings.load_balancer_only):
         return None
     return build_stack(service, settings=settings)
 
@@ -191,7 +202,9 @@ class _Builder:
     def _security_groups(self) -> LoadBalancerGroups:
         cfg = self.config
         backend = self.settings.backend_sg
-        if cfg.disable_security_groups:
+        # The NLBSecurityGroup gate off is the disable annotation on every Service (upstream).
+        if cfg.disable_security_groups or not gates.enabled(self.settings.gates,
+                                                            "NLBSecurityGroup"):
             return LoadBalancerGroups((), None)
         manage = (backend.manage_rules_default if cfg.manage_backend_rules is None
                   else cfg.manage_backend_rules)

@@ -138,11 +138,13 @@ class ServiceReconciler:
         if svc is None:
             return Result()
         if is_deleting(svc) or not qualifies(  # 2. qualify
-                svc, load_balancer_class=self._settings.load_balancer_class):
+                svc, load_balancer_class=self._settings.load_balancer_class,
+                load_balancer_only=self._settings.load_balancer_only):
             if not has_finalizer(svc, SERVICE_FINALIZER):
                 return Result()
             if not is_deleting(svc) and served_by_upstream_only(
-                    svc, load_balancer_class=self._settings.load_balancer_class):
+                    svc, load_balancer_class=self._settings.load_balancer_class,
+                    load_balancer_only=self._settings.load_balancer_only):
                 self._leave_alone(svc)
                 return Result()
             return await self._cleanup(svc)

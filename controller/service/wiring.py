@@ -8,6 +8,7 @@ from controller import informers
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
 from controller.deploy import StackDeployer
+from controller.lbcmetrics import counting_recorder
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.reconcilers import controller_options
 from controller.service.reconciler import ServiceReconciler
@@ -53,7 +54,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     return ServiceReconciler(
         client=manager.client, services=services.store, bindings=bindings.store,
         deployer=deployer,
-        recorder=manager.recorder, settings=settings.model,
+        recorder=counting_recorder(manager.recorder, manager.registry), settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
         cleanup_poll=settings.cleanup_poll)
 
@@ -67,8 +68,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                                   backend=backend, snapshot=snapshot)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(informers.informer(manager, SERVICES), priority=reconciler.priority,
-                  predicates=[services_we_build(settings.config.load_balancer_class),
-                              ViewChanged(service_view)])
+                  predicates=[services_we_build(
+                      settings.config.load_balancer_class,
+                      load_balancer_only=settings.model.load_balancer_only),
+                      ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
             # never lift a Service's paced verification into a NORMAL reconcile the checkpoint

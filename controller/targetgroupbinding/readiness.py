@@ -19,9 +19,11 @@ stays True: the pod serves, and taking it out of its Service's endpoints would n
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping, Set
 
 import structlog
+from prometheus_client import Histogram
 
 from controller.apis import target_health_condition
 from controller.targetgroupbinding.pods import (
@@ -52,10 +54,13 @@ def _wanted(health: TargetState) -> tuple[str, str, str]:
 
 
 class ReadinessGates:
-    def __init__(self, client: KubeClient, pods: Store, clock: Clock) -> None:
+    def __init__(self, client: KubeClient, pods: Store, clock: Clock, *,
+                 ready_seconds: Histogram | None = None) -> None:
         self._client = client
         self._pods = pods
         self._clock = clock
+        # awslbc_readiness_gate_ready_seconds: from the condition's turning False to True.
+        self._ready_seconds = ready_seconds
 
     def _gated(self, tgb: Obj, service_port: Obj, slices: Iterable[Obj], targets: Set[Target],
                ip_address_type: str) -> list[tuple[Target, Obj]]:
@@ -92,9 +97,24 @@ class ReadinessGates:
         waiting = False
         for target, pod in self._gated(tgb, service_port, slices, targets, ip_address_type):
             state = health.get(target, REGISTERING)
+            before = conditions(pod).get(condition)
             status = await self._set(pod, condition, state)
             waiting = waiting or status != "True"
+            if status == "True" and before is not None and before.get("status") != "True":
+                self._observe_ready(tgb, before.get("lastTransitionTime"))
         return waiting
+
+    def _observe_ready(self, tgb: Obj, since: object) -> None:
+        """Upstream's measure: the gate's unhealthy-to-healthy flip, from the time it last
+        turned unhealthy (a stamp that cannot be read is no measure)."""
+        if self._ready_seconds is None or not isinstance(since, str):
+            return
+        try:
+            started = datetime.datetime.fromisoformat(since).timestamp()
+        except ValueError:
+            return
+        self._ready_seconds.labels(namespace_of(tgb) or "", name_of(tgb)).observe(
+            max(0.0, self._clock.wall() - started))
 
     async def refused(self, tgb: Obj, reason: str, message: str) -> None:
         """The binding is refused (`reason`, `message`: its Ready condition's): every pod

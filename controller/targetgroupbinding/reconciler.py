@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Iterator
 from typing import Any, NoReturn
 
 import structlog
+from prometheus_client import Gauge, Histogram
 
 from controller import checkpoint as stack_checkpoint
 from controller import targetgroupaccess
@@ -49,6 +50,7 @@ from controller.apis import (
 )
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
 from controller.aws import AWSError
+from controller.aws.metrics import target_group_dimension
 from controller.errors import InvalidInput
 from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch, stable_message
@@ -94,6 +96,7 @@ from runtime.handlers import PriorityFn
 from runtime.objects import (
     Obj,
     annotations_of,
+    dig,
     has_finalizer,
     is_deleting,
     key_of,
@@ -125,7 +128,11 @@ class TargetGroupBindingReconciler:
                  checkpoints: bool = True, pods: Store | None = None,
                  requeue_duration: float = 15.0,
                  networking: BindingNetworking | None = None,
-                 targets_trusted_for: float | None = None) -> None:
+                 targets_trusted_for: float | None = None,
+                 max_targets_per_target_group: int = 0,
+                 endpoints_fail_open: bool = True,
+                 target_group_info: Gauge | None = None,
+                 readiness_gate_ready: Histogram | None = None) -> None:
         self._client = client
         self._bindings = bindings
         self._scope = scope
@@ -138,8 +145,17 @@ class TargetGroupBindingReconciler:
         self._writer = ObjectWriter(client, TARGETGROUPBINDINGS, recorder, self._clock)
         # Pod readiness gates (ip targets); without a pod cache, pods only count once ready.
         self._pods = pods
-        self._gates = ReadinessGates(client, pods, self._clock) if pods is not None else None
+        self._gates = (ReadinessGates(client, pods, self._clock,
+                                      ready_seconds=readiness_gate_ready)
+                       if pods is not None else None)
         self._requeue = requeue_duration
+        # --max-targets-per-target-group: 0 is no limit.
+        self._max_targets = max_targets_per_target_group
+        self._fail_open = endpoints_fail_open  # the EndpointsFailOpen gate
+        # aws_target_group_info, upstream's: 1 per binding's target group while it is served;
+        # the label set each binding has there, so that a change of target group moves it.
+        self._tg_info = target_group_info
+        self._tg_info_labels: dict[str, tuple[str, str, str]] = {}
         # Off: every reconcile looks at AWS and nothing is deferred (upstream before v2.9.1).
         self._checkpoints = checkpoints
         # None: `spec.networking` is not acted on (no cluster and VPC to act in).
@@ -394,7 +410,8 @@ class TargetGroupBindingReconciler:
             return EndpointSet(tuple({e.target: e for e in [*gated, *ready]}.values()))
         assert service is not None
         return EndpointSet(instance_endpoints(service, port, self._nodes.list(),
-                                              selector=spec.node_selector, service_key=svc_key))
+                                              selector=spec.node_selector, service_key=svc_key,
+                                              fail_open=self._fail_open))
 
     async def _fetched_endpoints(self, tgb: Obj, spec: TargetGroupBindingSpec,
                                  target_type: str, family: str) -> EndpointSet:
@@ -447,6 +464,16 @@ class TargetGroupBindingReconciler:
                     "cluster dropped meanwhile must be deregistered by hand")
         else:
             to_deregister = sorted(extra)
+        if self._max_targets and to_register:
+            room = max(0, self._max_targets - (len(current) - len(to_deregister)))
+            if len(to_register) > room:
+                # Upstream's limit: a target group at its quota must not block deregistrations
+                # and the rest of the reconcile; the targets left out wait for room.
+                self._writer.event(
+                    tgb, "Warning", "TargetLimitReached",
+                    f"--max-targets-per-target-group={self._max_targets}: registering "
+                    f"{room} of {len(to_register)} new target(s)")
+                to_register = to_register[:room]
         if to_register or to_deregister:
             # A crash from here until the new checkpoint is written must not leave a match.
             await self._own(self._writer.patch(tgb, checkpoint.patch("", self._clock.wall())))
@@ -516,6 +543,7 @@ class TargetGroupBindingReconciler:
                                f"group {previous}")
 
     async def _finalize(self, tgb: Obj) -> None:
+        self._info(tgb, None)
         if not has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER):
             return
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
@@ -600,7 +628,24 @@ class TargetGroupBindingReconciler:
         return condition_patch(tgb, type=READY, ready=ready, reason=reason, message=message,
                                now=self._clock.wall(), observed_generation_in_status=True)
 
+    def _info(self, tgb: Obj, arn: str | None) -> None:
+        """aws_target_group_info for this binding: its target group now (None: none)."""
+        if self._tg_info is None:
+            return
+        key = key_of(tgb)
+        service = dig(tgb, "spec", "serviceRef", "name")
+        labels = (namespace_of(tgb) or "", service if isinstance(service, str) else "",
+                  target_group_dimension(arn)) if arn else None
+        old = self._tg_info_labels.pop(key, None)
+        if old is not None and old != labels:
+            with contextlib.suppress(KeyError):
+                self._tg_info.remove(*old)
+        if labels is not None:
+            self._tg_info.labels(*labels).set(1)
+            self._tg_info_labels[key] = labels
+
     async def _set_ready(self, tgb: Obj, endpoints: EndpointSet) -> None:
+        self._info(tgb, registered_target_group(tgb))
         try:
             await self._writer.patch_status(tgb, self._ready(
                 tgb, True, "Reconciled", f"{len(endpoints)} target(s) registered"))

@@ -56,6 +56,18 @@ class TargetGroupBindingConfig:
         parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
         help="while pods wait for their readiness gates, how often target health is read again")
 
+    max_targets_per_target_group: int = flag(
+        "--max-targets-per-target-group", default=0, parse=flagvalues.parse_int,
+        check=flagvalues.within(0, 1_000_000),
+        help="the most targets a binding fills its target group to, so that a target group "
+        "quota does not block reconciliation; new targets past it wait (0: no limit)")
+    # aiolbc reads EndpointSlices only (the Endpoints API is deprecated since Kubernetes 1.33).
+    enable_endpoint_slices: bool = flag(
+        "--enable-endpoint-slices", default=True, parse=flagvalues.parse_bool,
+        check=lambda on: None if on else "false is not supported: aiolbc reads ip targets from "
+        "EndpointSlices only",
+        help="read ip targets from EndpointSlices (the only source aiolbc reads)")
+
     @property
     def workers(self) -> Workers:
         return Workers(max_concurrent_reconciles=self.max_concurrent_reconciles,

@@ -80,10 +80,11 @@ def _endpoint(endpoint: _Endpoint) -> SliceEndpoint | None:
     if ref is None or ref.kind != "Pod" or not addresses:
         return None
     conditions = endpoint.conditions
+    # Kubernetes' rule, which upstream follows: a readiness not given is taken as ready.
     if conditions is None:
-        ready = terminating = False
+        ready, terminating = True, False
     else:
-        ready = conditions.ready is True
+        ready = conditions.ready is not False
         terminating = conditions.terminating is True
     # tuple.__new__: a NamedTuple's own constructor is Python code.
     return tuple.__new__(SliceEndpoint, (addresses[0], ready, terminating, ref.name or "",

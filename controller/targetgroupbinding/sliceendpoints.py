@@ -73,11 +73,14 @@ def compact(endpoints: Any) -> SliceEndpoints:
                 or not addresses or type(address := addresses[0]) is not str):
             continue
         conditions = endpoint.get("conditions")
+        # Kubernetes' rule, which upstream follows: a readiness not given is taken as ready.
+        # Anything else than a boolean or nothing is hostile: not ready.
         if type(conditions) is dict:
-            ready = conditions.get("ready") is True
+            ready_given = conditions.get("ready")
+            ready = ready_given is True or ready_given is None
             terminating = conditions.get("terminating") is True
         else:
-            ready = terminating = False
+            ready, terminating = conditions is None, False
         name = ref.get("name")
         uid = ref.get("uid")
         found.append(make(SliceEndpoint, (address, ready, terminating,

@@ -122,7 +122,8 @@ def instance_id(node: Obj) -> str | None:
     return last if last.startswith("i-") and "/" not in last and len(last) > 2 else None
 
 
-def node_fit_for_traffic(node: Obj) -> bool:
+def node_fit_for_traffic(node: Obj, *, ready: str = "True") -> bool:
+    """Whether `node` may carry traffic, its Ready condition's status being `ready`."""
     labels = labels_of(node)
     spec = as_dict(node.get("spec"))
     if is_deleting(node) or spec.get("unschedulable"):
@@ -134,7 +135,7 @@ def node_fit_for_traffic(node: Obj) -> bool:
     if any(isinstance(t, dict) and t.get("key") in _REMOVAL_TAINTS
            for t in as_list(spec.get("taints"))):
         return False
-    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == ready
                for c in as_list(dig(node, "status", "conditions")))
 
 
@@ -149,7 +150,12 @@ def _creation_millis(obj: Obj) -> int:
 
 
 def instance_endpoints(service: Obj, service_port: Obj, nodes: Iterable[Obj], *,
-                       selector: LabelSelector | None, service_key: str) -> list[Endpoint]:
+                       selector: LabelSelector | None, service_key: str,
+                       fail_open: bool = True) -> list[Endpoint]:
+    """The fit nodes at the Service's nodePort: those whose Ready is True, or, with
+    `fail_open` (upstream's EndpointsFailOpen gate) and none of them, those whose Ready is
+    Unknown (a control plane that lost touch with every node must not empty the target
+    group)."""
     svc_type = dig(service, "spec", "type")
     if svc_type not in ("NodePort", "LoadBalancer"):
         raise InvalidSpec(f"service {service_key} must be of type NodePort or LoadBalancer "
@@ -158,13 +164,14 @@ def instance_endpoints(service: Obj, service_port: Obj, nodes: Iterable[Obj], *,
     if not isinstance(node_port, int) or isinstance(node_port, bool):
         raise InvalidSpec(f"service {service_key} port {service_port.get('port')} "
                           "has no nodePort yet")
+    candidates = [node for node in nodes
+                  if (selector is None or selector.matches(labels_of(node)))
+                  and instance_id(node) is not None]
+    chosen = [node for node in candidates if node_fit_for_traffic(node)]
+    if fail_open and not chosen:
+        chosen = [node for node in candidates if node_fit_for_traffic(node, ready="Unknown")]
     found: list[Endpoint] = []
-    for node in nodes:
-        if selector is not None and not selector.matches(labels_of(node)):
-            continue
-        instance = instance_id(node)
-        if instance is None or not node_fit_for_traffic(node):
-            continue
-        target = Target(instance, node_port)
+    for node in chosen:
+        target = Target(str(instance_id(node)), node_port)
         found.append(Endpoint(target, f"{target.identifier}:{_creation_millis(node)}"))
     return sorted(set(found))

@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from controller import informers
+from controller import gates, informers
 from controller.apis import TARGETGROUPBINDINGS
-from controller.aws import AWSClientPool, RegionSnapshot
+from controller.aws import AWSClientPool, RegionSnapshot, metrics_for
+from controller.lbcmetrics import counting_recorder, lbc_metrics_for
 from controller.reconcilers import controller_options
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding.checks import Scope
@@ -105,12 +106,17 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         target_groups=TargetGroups(pool, clock=manager.clock,
                                    read_ahead=lambda: named_arns(bindings.store),
                                    snapshot=snapshot),
-        tracker=TargetTracker(manager.client), recorder=manager.recorder,
+        tracker=TargetTracker(manager.client),
+        recorder=counting_recorder(manager.recorder, manager.registry),
         scope=Scope(cluster_name=settings.cluster.name, vpc_id=settings.cluster.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
         pods=pods_informer(manager).store,
         requeue_duration=settings.config.requeue_duration,
-        networking=networking, targets_trusted_for=settings.targets_trusted_for)
+        networking=networking, targets_trusted_for=settings.targets_trusted_for,
+        max_targets_per_target_group=settings.config.max_targets_per_target_group,
+        endpoints_fail_open=gates.enabled(settings.gates, "EndpointsFailOpen"),
+        target_group_info=metrics_for(manager.registry).target_group_info,
+        readiness_gate_ready=lbc_metrics_for(manager.registry).readiness_gate_ready)
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

@@ -181,6 +181,9 @@ class IngressValidator:
     # WAFv2 web ACL names are looked up as the resolve stage will (None: not checked here).
     reads: ReadCache | None = None
     skipped: SkippedReads = field(default_factory=SkippedReads)
+    # --disable-ingress-class-annotation, --disable-ingress-group-name-annotation
+    disable_class_annotation: bool = False
+    disable_group_name_annotation: bool = False
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in ("CREATE", "UPDATE"):
@@ -188,8 +191,10 @@ class IngressValidator:
         await _synced(self.informers)
         ing = _object(request)
         try:
-            warnings = ingress.admit(ing, _old(request), self.caches, self.settings,
-                                     policy=self.policy)
+            warnings = ingress.admit(
+                ing, _old(request), self.caches, self.settings, policy=self.policy,
+                disable_class_annotation=self.disable_class_annotation,
+                disable_group_name_annotation=self.disable_group_name_annotation)
         except InvalidInput as exc:
             return _denial(exc)
         if self.reads is None or not self.settings.addons.wafv2:

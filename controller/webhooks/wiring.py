@@ -61,7 +61,9 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
                                                                  skipped),
         VALIDATE_INGRESS: IngressValidator(
             ingress.admission_caches(manager), ingress_informers, settings.ingress.builder(),
-            settings.ingress.config.group_namespaces, reads, skipped),
+            settings.ingress.config.group_namespaces, reads, skipped,
+            disable_class_annotation=settings.ingress.config.disable_class_annotation,
+            disable_group_name_annotation=settings.ingress.config.disable_group_name_annotation),
         VALIDATE_INGRESSCLASSPARAMS: IngressClassParamsValidator(),
         # Registered even when off, so that a configuration that still names it answers
         # "allowed" instead of a failed call.

@@ -150,7 +150,9 @@ class Cluster:
             if on_setup is not None:
                 on_setup(manager)
 
-        return await self._launch(setup, client=client)
+        # /metrics as the flags serve it (off unless `flags` say otherwise).
+        options = ManagerOptions(metrics_bind_address=config.metrics.bind_addr)
+        return await self._launch(setup, client=client, options=options)
 
     async def _launch(self, setup: Callable[[Manager], None], *,
                       options: ManagerOptions | None = None,
@@ -225,11 +227,14 @@ class Cluster:
         """`aiolbc run` flags for this cluster, straight to moto (through the fault proxy, so
         that `aws_proxy.log` holds its calls, with `through_proxy`), without leader election
         or HTTP servers; `flags` last."""
+        return [*self._flags(cluster=cluster, region=region, vpc_id=vpc_id),
+                *self._where(through_proxy=through_proxy), *flags]
+
+    def _where(self, *, through_proxy: bool) -> list[str]:
+        """Where the API server and AWS are."""
         assert self.kubeconfig is not None, "this cluster has no kubeconfig to run with"
         endpoint = (self.pool if through_proxy else self.aws.pool).settings.endpoint_url
-        return [*self._flags(cluster=cluster, region=region, vpc_id=vpc_id),
-                "--kubeconfig", str(self.kubeconfig),
-                "--aws-endpoint-url", str(endpoint), *flags]
+        return ["--kubeconfig", str(self.kubeconfig), "--aws-endpoint-url", str(endpoint)]
 
     def _flags(self, *, cluster: str | None = None, region: str | None = None,
                vpc_id: str | None = None) -> list[str]:
@@ -240,11 +245,14 @@ class Cluster:
                 "--metrics-bind-addr", "0", "--health-probe-bind-addr", "0",
                 "--webhook-bind-port", "0"]
 
-    async def run(self, *flags: str, through_proxy: bool = False,
+    async def run(self, *flags: str, through_proxy: bool = False, bare: bool = False,
                   **where: str) -> ControllerRun:
-        """Start `aiolbc run` with `argv(*flags, through_proxy=..., **where)`."""
-        return await ControllerRun(self.argv(*flags, through_proxy=through_proxy,
-                                             **where)).start()
+        """Start `aiolbc run` with `argv(*flags, through_proxy=..., **where)`; `bare`: only
+        where the API server and AWS are, then `flags` (a command line as a deployment renders
+        it)."""
+        argv = ([*self._where(through_proxy=through_proxy), *flags] if bare
+                else self.argv(*flags, through_proxy=through_proxy, **where))
+        return await ControllerRun(argv).start()
 
     # ---- reading and writing objects --------------------------------------------------------
 

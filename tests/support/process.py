@@ -29,9 +29,13 @@ class ControllerRun:
     _pool: AWSClientPool | None = None
 
     async def start(self) -> ControllerRun:
-        config = parse_config(self.argv)
+        config = await app.locate_region(parse_config(self.argv))
         self._client = await KubeClient.load(config.runtime.kubeconfig)
-        self._pool = AWSClientPool(app.aws_settings(config), registry=CollectorRegistry())
+        # One registry for the pool and the manager, as `aiolbc run` has it: /metrics shows
+        # the AWS families too.
+        self._pool = AWSClientPool(app.aws_settings(config), registry=self.registry)
+        # Where the flags do not say, the VPC is found as `aiolbc run` finds it.
+        config = await app.locate_vpc(config, self._pool)
         self.manager = app.build_manager(config, self._client, self._pool,
                                          registry=self.registry)
         self.task = asyncio.create_task(self.manager.run())

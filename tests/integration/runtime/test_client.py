@@ -11,6 +11,7 @@ from typing import Any
 
 import certifi
 import pytest
+import yaml
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 from prometheus_client import CollectorRegistry
@@ -407,3 +408,24 @@ async def test_watch_lines_are_found_however_the_stream_is_cut() -> None:
         finally:
             await client.close()
     assert got == events
+
+
+async def test_the_ca_bundle_given_replaces_the_kubeconfigs(tmp_path: Path) -> None:
+    """`--kube-ca-pem-filepath`: the API server's certificate is checked against this file,
+    whatever the kubeconfig says (client-go's CAFile)."""
+    async with EnvTestServer(tls=True) as srv:
+        assert srv.ca_pem is not None
+        kubeconfig = srv.write_kubeconfig(tmp_path / "kubeconfig")
+        config = yaml.safe_load(kubeconfig.read_text())
+        del config["clusters"][0]["cluster"]["certificate-authority-data"]
+        kubeconfig.write_text(yaml.safe_dump(config))
+        ca = tmp_path / "ca.pem"
+        ca.write_bytes(srv.ca_pem)
+        async with await KubeClient.from_kubeconfig(kubeconfig, ca_file=str(ca)) as client:
+            assert "items" in await client.list(NAMESPACES)
+        async with await KubeClient.from_kubeconfig(kubeconfig) as client:
+            with pytest.raises(Exception, match=r"(?i)certificate"):
+                await client.list(NAMESPACES)
+        (tmp_path / "other.pem").write_text("not a certificate\n")
+        with pytest.raises(KubeConfigError, match="cannot load TLS material"):
+            await KubeClient.from_kubeconfig(kubeconfig, ca_file=str(tmp_path / "other.pem"))

@@ -342,3 +342,59 @@ def test_only_the_process_imports_the_configuration() -> None:
                    for n in names):
                 importers.add(module)
     assert importers == {"controller.app", "controller.main"}
+
+
+def test_upstreams_other_flags_have_upstreams_defaults() -> None:
+    """pkg/config/*.go and pkg/inject/quic at v3.5.0."""
+    cfg = parse_config(["--cluster-name", "c"])
+    assert cfg.ingress.disable_class_annotation is False
+    assert cfg.ingress.disable_group_name_annotation is False
+    assert cfg.ingress.required_secrets_label == ""
+    assert cfg.runtime.kube_ca_pem_filepath is None
+    assert cfg.targetgroupbinding.max_targets_per_target_group == 0
+    assert cfg.targetgroupbinding.enable_endpoint_slices is True
+    unbuilt = cfg.unbuilt
+    assert (unbuilt.gateway_class_max_concurrent_reconciles,
+            unbuilt.alb_gateway_max_concurrent_reconciles,
+            unbuilt.nlb_gateway_max_concurrent_reconciles,
+            unbuilt.globalaccelerator_max_concurrent_reconciles) == (3, 3, 3, 1)
+    assert unbuilt.globalaccelerator_max_exponential_backoff_delay == 1000.0
+    assert unbuilt.lb_stabilization_monitor_interval == 120.0
+    assert unbuilt.quic_environment_variable_name == "AWS_LBC_QUIC_SERVER_ID"
+    given = parse_config([
+        "--cluster-name", "c", "--disable-ingress-class-annotation",
+        "--disable-ingress-group-name-annotation=true", "--required-secrets-label", "a.io/b=c",
+        "--max-targets-per-target-group", "500", "--enable-endpoint-slices",
+        "--globalaccelerator-max-concurrent-reconciles", "2",
+        "--lb-stabilization-monitor-interval", "1m", "--quic-environment-variable-name", "SID"])
+    assert given.ingress.disable_class_annotation
+    assert given.ingress.disable_group_name_annotation
+    assert given.ingress.required_secrets_label == "a.io/b=c"
+    assert given.targetgroupbinding.max_targets_per_target_group == 500
+    assert given.unbuilt.globalaccelerator_max_concurrent_reconciles == 2
+    assert given.unbuilt.lb_stabilization_monitor_interval == 60.0
+    assert given.unbuilt.quic_environment_variable_name == "SID"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--required-secrets-label", "novalue"],
+     "--required-secrets-label: 'novalue' must be in key=value format"),
+    (["--required-secrets-label", "k="], "--required-secrets-label: 'k=' must be in key=value"),
+    (["--required-secrets-label", "k=a b"], "--required-secrets-label: 'a b' is not a label"),
+    (["--enable-endpoint-slices=false"],
+     "--enable-endpoint-slices: false is not supported: aiolbc reads ip targets from "
+     "EndpointSlices only"),
+    (["--max-targets-per-target-group=-1"], "--max-targets-per-target-group: Input should be"),
+    (["--kube-ca-pem-filepath", "/nonexistent/ca.pem"],
+     "--kube-ca-pem-filepath: /nonexistent/ca.pem is not a file"),
+    (["--quic-environment-variable-name", "1X"],
+     "--quic-environment-variable-name: '1X' is not an environment variable name"),
+    (["--globalaccelerator-max-concurrent-reconciles", "0"],
+     "--globalaccelerator-max-concurrent-reconciles: Input should be greater"),
+    (["--aws-api-endpoints", "elbv3=http://h"], "'elbv3' is not a service name the controller"),
+])
+def test_upstreams_other_flags_refuse_what_cannot_work(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(["--cluster-name", "c", *argv])
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)

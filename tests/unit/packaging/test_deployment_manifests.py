@@ -469,7 +469,8 @@ async def _versions(kubectl: Kubectl, kinds: str) -> dict[str, str]:
 # ---- metrics documentation ----------------------------------------------------------------------
 
 _DOCUMENTED_PREFIXES = ("controller_runtime_", "workqueue_", "rest_client_", "leader_election_",
-                        "aws_api_", "aiolbc_", "event_recorder_", "certwatcher_")
+                        "aws_api_", "aws_target_", "awslbc_", "aiolbc_", "event_recorder_",
+                        "certwatcher_")
 
 
 @pytest.fixture

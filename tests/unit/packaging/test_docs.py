@@ -262,7 +262,7 @@ def test_the_catalogues_refuse_what_the_code_does_not_know() -> None:
     assert metric_known("controller_runtime_reconcile_time_seconds_bucket")
     assert metric_known("aiolbc_informer_list_watch_failures_total")
     assert not metric_known("aiolbc_made_up_total")
-    assert not metric_known("awslbc_readiness_gate_ready_seconds")
+    assert not metric_known("awslbc_top_talkers_made_up")
 
 
 def test_links_and_anchors_are_checked(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ def test_parse_endpoints_accepts_client_names_and_upstream_ids() -> None:
         "acm=http://localhost:1/") == {
             "ec2": "http://127.0.0.1:5000", "elbv2": "https://elb.example.com",
             "acm": "http://localhost:1/"}
+    # upstream's own keys, the AWS SDK's service IDs
+    assert parse_endpoints("EC2=http://e,Elastic Load Balancing v2=http://l,WAFV2=http://w") == {
+        "ec2": "http://e", "elbv2": "http://l", "wafv2": "http://w"}
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -25,6 +28,9 @@ def test_parse_endpoints_accepts_client_names_and_upstream_ids() -> None:
     ("ec2=http://", "'http://' is not an http(s) URL with a host"),
     ("ec2=http://h:99999", "'http://h:99999' has an invalid port"),
     ("EC2 x=http://h", "'EC2 x' is not a service name"),
+    # a name AWS has no service for would be accepted and never used
+    ("elbv3=http://h", "'elbv3' is not a service name the controller calls (one of acm, "),
+    ("s3=http://h", "'s3' is not a service name the controller calls"),
     ("ec2=http://a,ec2=http://b", "'ec2' is given twice"),
     ("ec2=http://a,,acm=http://b", "empty entry"),
 ])

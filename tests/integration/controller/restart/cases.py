@@ -763,4 +763,21 @@ NON_MODEL_FLAGS: dict[str, str] = {
                                           "target is registered the same either way",
     "--enable-service-mutator-webhook": "what new Services are given at admission; a Service "
                                         "with a class deploys the same either way",
+    "--disable-ingress-class-annotation": "what admission accepts, not what is deployed",
+    "--disable-ingress-group-name-annotation": "what admission accepts, not what is deployed",
+    "--required-secrets-label": "which Secrets can be read: a Secret read deploys the same "
+                                "either way",
+    "--kube-ca-pem-filepath": "how the API server is trusted",
+    "--max-targets-per-target-group": "how many targets a binding registers (targets, not "
+                                      "the load balancer stack; the target-limit tests)",
+    "--enable-endpoint-slices": "only true is accepted",
+    "--aws-vpc-tags": "finds the VPC at start when --aws-vpc-id is not given; the model reads "
+                      "the VPC found, as it reads --aws-vpc-id's (the --aws-vpc-id flag case)",
+    "--aws-vpc-tag-key": "deprecated, as upstream's: read by nothing",
+    **{flag: "a capability not built yet, its feature gate pinned off" for flag in (
+        "--gateway-class-max-concurrent-reconciles", "--alb-gateway-max-concurrent-reconciles",
+        "--nlb-gateway-max-concurrent-reconciles",
+        "--globalaccelerator-max-concurrent-reconciles",
+        "--globalaccelerator-max-exponential-backoff-delay",
+        "--lb-stabilization-monitor-interval", "--quic-environment-variable-name")},
 }

@@ -234,6 +234,8 @@ FLAG_RUNS: list[FlagRun] = [
     # and has no load balancer; tolerated, it gets one with 503 rules.
     FlagRun({"--tolerate-non-existent-backend-service": "true",
              "--tolerate-non-existent-backend-action": "true"}, ("f-missing",)),
+    # f-svc's own tag, under --default-tags' team=a since the run above, wins again.
+    FlagRun({"--feature-gates": "EnableDefaultTagsLowPriority=true"}, ("f-svc",)),
     FlagRun({"--default-ssl-policy": POLICY}, ("f-svc", "f-ing")),
     # Discovery keeps to the allowed CA's certificate, passing over the imported one it chose.
     FlagRun({"--allowed-certificate-authority-arns": "{ca}"}, ("f-disc-ing",)),
@@ -283,7 +285,8 @@ def _stack_of(name: str) -> str:
 
 async def test_flags_that_shape_the_model_changed_while_down(
         world: World, moto_standin: MotoStandIn) -> None:
-    await world.nlb_service("f-svc", {"aws-load-balancer-ssl-cert": world.seed.certificate_arn},
+    await world.nlb_service("f-svc", {"aws-load-balancer-ssl-cert": world.seed.certificate_arn,
+                                      "aws-load-balancer-additional-resource-tags": "team=svc"},
                             target_type=None)
     await world.backend("f-ing-be")
     await world.ingress("f-ing", world.fill(HTTPS, "f-ing"), backend="f-ing-be")

@@ -68,8 +68,9 @@ async def _converged(cluster: Cluster, ingresses: list[str], services: list[str]
 
 
 async def _run_until_converged(cluster: Cluster, ingresses: list[str], services: list[str],
-                               before: dict[str, str] | None = None) -> ControllerRun:
-    run = await cluster.run(through_proxy=True)
+                               before: dict[str, str] | None = None,
+                               flags: tuple[str, ...] = ()) -> ControllerRun:
+    run = await cluster.run(*flags, through_proxy=True)
     try:
         await eventually(lambda: _converged(cluster, ingresses, services, before),
                          timeout=60, message="aiolbc did not converge")
@@ -95,7 +96,8 @@ async def test_aiolbc_adopts_what_upstream_left_without_touching_the_traffic(
     echo = await world.nlb_service("echo", scheme="internet-facing", multi_cluster=True,
                                    endpoint_ips=("10.0.6.10",),
                                    other_cluster_targets=("10.9.9.9",))
-    # A NodePort Service upstream serves by annotation; aiolbc does not, and leaves it be.
+    # A NodePort Service upstream serves by annotation; with the ServiceTypeLoadBalancerOnly
+    # gate on, aiolbc does not, and leaves it be.
     legacy = await world.nlb_service("legacy", scheme="internal", type_="NodePort",
                                      endpoint_ips=("10.0.7.10",))
     stacks = [group, echo, legacy]
@@ -107,7 +109,9 @@ async def test_aiolbc_adopts_what_upstream_left_without_touching_the_traffic(
 
     aws_proxy.clear_log()
     async with TargetWatch(cluster.aws, baseline) as watch:
-        run = await _run_until_converged(cluster, ["shop", "blog"], ["echo"])
+        run = await _run_until_converged(
+            cluster, ["shop", "blog"], ["echo"],
+            flags=("--feature-gates=ServiceTypeLoadBalancerOnly=true",))
         try:
             await eventually(lambda: _event(cluster, "legacy", "NotServed"),
                              message="no Warning on the Service left alone")

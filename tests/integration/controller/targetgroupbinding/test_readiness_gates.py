@@ -115,3 +115,45 @@ async def test_a_binding_for_a_service_nobody_used_registers_its_gated_pods(
     health.mark_healthy(arn, "10.0.4.1")
     await eventually(lambda: _is(cluster, "web-a", {"status": "True"}))
     assert await cluster.stop() == 0
+
+
+async def test_the_gates_flip_is_measured_as_upstream_does(
+        cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
+    """awslbc_readiness_gate_ready_seconds: one observation per pod whose gate turns True,
+    labelled with the binding."""
+    health = aws_proxy.enable_target_health(TargetHealthSettings(health_check_delay=math.inf,
+                                                                 deregistration_delay=0))
+    arn = await cluster.target_group("web")
+    lb = await cluster.aws.elbv2("CreateLoadBalancer", Name="web-lb", Type="application",
+                                 Subnets=list(cluster.seed.public_subnets))
+    await cluster.aws.elbv2("CreateListener", Protocol="HTTP", Port=80,
+                            LoadBalancerArn=lb["LoadBalancers"][0]["LoadBalancerArn"],
+                            DefaultActions=[{"Type": "forward", "TargetGroupArn": arn}])
+    aws_proxy.routing_changed()
+    await cluster.service("web")
+    await cluster.pod("web-a", labels={"app": "web"}, gates=[GATE], conditions=WAITING,
+                      ip="10.0.3.1")
+    endpoint = objects.endpoint("10.0.3.1", ready=False, uid=str(
+        (await cluster.get(PODS, "web-a"))["metadata"]["uid"]))
+    endpoint["targetRef"]["name"] = "web-a"
+    await cluster.create(ENDPOINTSLICES, objects.endpoint_slice("web", endpoints=[endpoint]))
+    await cluster.binding("web", service="web", arn=arn)
+    await cluster.start(targetgroupbinding=tgb_settings(cluster.seed, requeue_duration=0.05))
+    labels = {"namespace": cluster.namespace, "name": "web"}
+
+    def observed() -> float:
+        return cluster.registry.get_sample_value(
+            "awslbc_readiness_gate_ready_seconds_count", labels) or 0.0
+
+    await eventually(lambda: _is(cluster, "web-a", {
+        "status": "False", "reason": "Elb.RegistrationInProgress",
+        "message": "Target registration is in progress"}))
+    assert observed() == 0
+    health.mark_healthy(arn, "10.0.3.1")
+    await eventually(lambda: _is(cluster, "web-a", {"status": "True", "reason": "",
+                                                    "message": ""}))
+
+    async def measured() -> bool:
+        return observed() == 1
+
+    await eventually(measured)

@@ -26,8 +26,8 @@ UPSTREAM = {
     "EnableCertificateManagement": False, "IngressPlanAnnotation": False,
 }
 # What aiolbc does today where that is not upstream's default (the parity reference, e2).
-DIFFERENT = {"ServiceTypeLoadBalancerOnly": True, "EnableTCPUDPListener": True,
-             "EndpointsFailOpen": False, "LBCapacityReservation": False,
+DIFFERENT = {"EnableTCPUDPListener": True,
+             "LBCapacityReservation": False,
              "SubnetDiscoveryByReachability": False, "NLBGatewayAPI": False,
              "ALBGatewayAPI": False, "GatewayListenerSet": False}
 
@@ -55,11 +55,11 @@ def test_asking_for_what_aiolbc_does_is_accepted() -> None:
     ("EnableRGTAPI=maybe", "--feature-gates: feature gate EnableRGTAPI: expected true or false, "
                            "got 'maybe'"),
     ("EnableRGTAPI", "--feature-gates: expected Name=true|false, got 'EnableRGTAPI'"),
-    ("EndpointsFailOpen=true", "--feature-gates: feature gate EndpointsFailOpen: not supported "
-                               "yet; aiolbc behaves as EndpointsFailOpen=false"),
-    ("ServiceTypeLoadBalancerOnly=false", "--feature-gates: feature gate "
-     "ServiceTypeLoadBalancerOnly: not supported yet; aiolbc behaves as "
-     "ServiceTypeLoadBalancerOnly=true"),
+    ("LBCapacityReservation=true", "--feature-gates: feature gate LBCapacityReservation: not "
+                                   "supported yet; aiolbc behaves as LBCapacityReservation=false"),
+    ("EnableTCPUDPListener=false", "--feature-gates: feature gate "
+     "EnableTCPUDPListener: not supported yet; aiolbc behaves as "
+     "EnableTCPUDPListener=true"),
 ])
 def test_a_bad_gate_is_a_cli_error_naming_it(value: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:

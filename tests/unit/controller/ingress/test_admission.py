@@ -219,3 +219,41 @@ def test_authentication_an_http_listener_skips_is_a_warning() -> None:
     assert admit(ing, None, c, SETTINGS) == [
         "Ingress default/web: authentication and JWT validation apply on HTTPS listeners only; "
         "HTTP port 80 forwards without them (set ssl-redirect)"]
+
+
+def _annotated(annotations: dict[str, str]) -> Obj:
+    ing = ingress("web", annotations=annotations)
+    ing["spec"].pop("ingressClassName", None)
+    return ing
+
+
+def test_a_new_class_annotation_is_denied_only_when_disabled() -> None:
+    """--disable-ingress-class-annotation: upstream's rule; an Ingress that had it keeps it."""
+    c = caches(ingress_class(), backend_service("web"))
+    legacy = _annotated({"kubernetes.io/ingress.class": "alb"})
+    assert admit(legacy, None, c, SETTINGS) == []
+    with pytest.raises(InvalidInput, match=r"new usage of `kubernetes\.io/ingress\.class` "
+                       "annotation is forbidden"):
+        admit(legacy, None, c, SETTINGS, disable_class_annotation=True)
+    with pytest.raises(InvalidInput, match="forbidden"):
+        admit(legacy, ingress("web"), c, SETTINGS, disable_class_annotation=True)
+    kept = _annotated({"kubernetes.io/ingress.class": "alb", A + "scheme": "internal"})
+    assert admit(kept, legacy, c, SETTINGS, disable_class_annotation=True) == []
+    # another controller's class is not ours to refuse
+    other = _annotated({"kubernetes.io/ingress.class": "nginx"})
+    assert admit(other, None, c, SETTINGS, disable_class_annotation=True) == []
+
+
+def test_a_new_or_changed_group_name_is_denied_only_when_disabled() -> None:
+    c = caches(ingress_class(), backend_service("web"))
+    member = ingress("web", annotations=GROUP)
+    assert admit(member, None, c, SETTINGS) == []
+    with pytest.raises(InvalidInput, match=r"new usage of "
+                       r"`alb\.ingress\.kubernetes\.io/group\.name` annotation is forbidden"):
+        admit(member, ingress("web"), c, SETTINGS, disable_group_name_annotation=True)
+    moved = ingress("web", annotations={A + "group.name": "other"})
+    with pytest.raises(InvalidInput, match="forbidden"):
+        admit(moved, member, c, SETTINGS, disable_group_name_annotation=True)
+    edited = ingress("web", annotations={**GROUP, A + "scheme": "internal"})
+    assert admit(edited, member, c, SETTINGS, disable_group_name_annotation=True) == []
+    assert admit(ingress("web"), None, c, SETTINGS, disable_group_name_annotation=True) == []

@@ -110,7 +110,6 @@ SPEC_CHANGES = [
     ("ip", {"ports": [_port(targetPort=8081)]}),
     ("instance", {"ports": [_port(nodePort=30081)]}),
     ("instance", {"externalTrafficPolicy": "Local", "healthCheckNodePort": 32000}),
-    *[(tt, {"type": "NodePort"}) for tt in ("ip", "instance")],
     *[(tt, {"loadBalancerClass": "example.com/other"}) for tt in ("ip", "instance")],
     *[(tt, {"loadBalancerSourceRanges": ["10.0.0.0/8"]}) for tt in ("ip", "instance")],
 ]
@@ -124,6 +123,23 @@ def test_changes_with_what_shapes_the_load_balancer(target_type: str,
     changed = web_service(notes, **{"ports": [_port()], **change})
     assert cp(base) is not None
     assert cp(changed) != cp(base)
+
+
+@pytest.mark.parametrize("target_type", ["ip", "instance"])
+def test_the_type_counts_only_with_service_type_load_balancer_only(target_type: str) -> None:
+    """Upstream serves a NodePort Service that asks for an NLB by annotation the same as a
+    LoadBalancer one (the same NLB, so the same checkpoint), unless the
+    ServiceTypeLoadBalancerOnly gate is on (then it is not ours: no checkpoint)."""
+    from controller.config import parse_config
+    notes = {"aws-load-balancer-nlb-target-type": target_type}
+    base = web_service(notes, ports=[_port()])
+    node_port = web_service(notes, ports=[_port()], type="NodePort")
+    assert cp(node_port) == cp(base) is not None
+    gates = parse_config(["--cluster-name", "c", "--feature-gates",
+                          "ServiceTypeLoadBalancerOnly=true"]).gates
+    only = dataclasses.replace(SETTINGS, gates=gates)
+    assert cp(base, only) is not None
+    assert cp(node_port, only) is None
 
 
 def test_changes_with_identity_and_ip_family() -> None:

@@ -47,8 +47,10 @@ def test_ip_targets_are_ready_pods_at_the_named_endpoint_port() -> None:
         _slice([endpoint("fd00::1")], family="IPv6"),
     ]
     endpoints = ip_endpoints(port, slices)
-    assert [e.target for e in endpoints] == [Target("10.0.0.1", 8080), Target("10.0.0.6", 8080)]
-    assert endpoints[1].checkpoint_id == "10.0.0.6:8080:p6"
+    # A readiness not given counts as ready (Kubernetes' rule, upstream's too).
+    assert [e.target for e in endpoints] == [Target("10.0.0.1", 8080), Target("10.0.0.4", 8080),
+                                             Target("10.0.0.6", 8080)]
+    assert endpoints[2].checkpoint_id == "10.0.0.6:8080:p6"
     assert [e.target for e in ip_endpoints(port, slices, ip_address_type="ipv6")] == [
         Target("fd00::1", 8080)]
 
@@ -119,3 +121,18 @@ def test_checkpoint_format_and_sensitivity() -> None:
         "elbv2.k8s.aws/checkpoint": value, "elbv2.k8s.aws/checkpoint-timestamp": "1700000000"}
     assert checkpoint.stored({"metadata": {"annotations": patch["metadata"]["annotations"]}}) \
         == value
+
+
+def test_endpoints_fail_open_registers_unknown_nodes_only_when_none_is_ready() -> None:
+    """Upstream's EndpointsFailOpen gate (on by default): with no Ready node, the nodes whose
+    Ready is Unknown carry the traffic rather than none; off, none does."""
+    port = find_service_port(SERVICE, 80, service_key="default/web")
+    unknown = [node("u1", ready="Unknown"), node("u2", ready="Unknown"), node("f", ready=False)]
+    opened = instance_endpoints(SERVICE, port, unknown, selector=None, service_key="k")
+    assert {e.target.id for e in opened} == {"i-u1", "i-u2"}
+    assert instance_endpoints(SERVICE, port, unknown, selector=None, service_key="k",
+                              fail_open=False) == []
+    mixed = [*unknown, node("r")]
+    for fail_open in (True, False):
+        assert {e.target.id for e in instance_endpoints(
+            SERVICE, port, mixed, selector=None, service_key="k", fail_open=fail_open)} == {"i-r"}
