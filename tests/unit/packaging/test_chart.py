@@ -23,13 +23,13 @@ from helm_python.chart import Chart, lint
 from helm_python.errors import HelmValuesError
 
 from controller.config import parse_config
-from tests.support.paths import CRDS, MANIFESTS, REPO
+from tests.support import chart
+from tests.support.chart import CHART, RELEASE
+from tests.support.paths import CRDS, MANIFESTS
 
-CHART = REPO / "charts" / "aiolbc"
 KUBECTL = Path(sys.executable).parent / "kubectl"
 K8S_VERSION = "1.33"
 NAMESPACE = "aiolbc-system"
-RELEASE = "aiolbc"
 POD_IP = "10.0.1.17"
 # What a cluster administrator sets, in the chart's values and the kustomize tree's env.
 CLUSTER = {"clusterName": "prod-eu", "region": "eu-west-1", "vpcId": "vpc-0abc1234def567890"}
@@ -44,11 +44,7 @@ def _load_all(text: str) -> list[Doc]:
 
 
 def render(values: dict[str, Any] | None = None, *, namespace: str = NAMESPACE) -> list[Doc]:
-    with Chart.load(CHART) as chart:
-        rendered = chart.render({**CLUSTER, **(values or {})}, name=RELEASE,
-                                namespace=namespace)
-    return [doc for path, text in sorted(rendered.items()) if path.endswith(".yaml")
-            for doc in _load_all(text)]
+    return chart.render({**CLUSTER, **(values or {})}, namespace=namespace)
 
 
 def _kustomize(tmp_path: Path, extra: str = "") -> list[Doc]:
@@ -144,8 +140,8 @@ def test_schema_refuses(values: dict[str, Any], key: str) -> None:
 
 
 def test_schema_refuses_a_missing_cluster_name() -> None:
-    with Chart.load(CHART) as chart, pytest.raises(HelmValuesError, match="clusterName"):
-        chart.render({"vpcId": CLUSTER["vpcId"]}, name=RELEASE, namespace=NAMESPACE)
+    with Chart.load(CHART) as loaded, pytest.raises(HelmValuesError, match="clusterName"):
+        loaded.render({"vpcId": CLUSTER["vpcId"]}, name=RELEASE, namespace=NAMESPACE)
 
 
 # ---- rendering ----------------------------------------------------------------------------------
@@ -357,8 +353,8 @@ def test_crds_are_the_kustomize_trees_byte_for_byte() -> None:
     ours = {p.name: p.read_bytes() for p in sorted((CHART / "crds").glob("*.yaml"))}
     theirs = {p.name: p.read_bytes() for p in sorted(CRDS.glob("*.yaml"))}
     assert ours == theirs
-    with Chart.load(CHART) as chart:
-        assert {c["filename"].rsplit("/", 1)[-1] for c in chart.crds} == set(theirs)
+    with Chart.load(CHART) as loaded:
+        assert {c["filename"].rsplit("/", 1)[-1] for c in loaded.crds} == set(theirs)
 
 
 _SKIP_KINDS = {"Namespace", "ConfigMap", "CustomResourceDefinition"}
