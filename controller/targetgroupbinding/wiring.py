@@ -13,6 +13,7 @@ from controller.aws import AWSClientPool, RegionSnapshot
 from controller.reconcilers import controller_options
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding.checks import Scope
+from controller.targetgroupbinding.crdguard import CRDGuard, crd_informer
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.networking import BindingNetworking
 from controller.targetgroupbinding.pods import (
@@ -110,7 +111,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
         pods=pods_informer(manager).store,
         requeue_duration=settings.config.requeue_duration,
-        networking=networking, targets_trusted_for=settings.targets_trusted_for)
+        networking=networking, targets_trusted_for=settings.targets_trusted_for,
+        crd=CRDGuard(manager.client, crd_informer(manager).store))
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
