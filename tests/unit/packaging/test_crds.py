@@ -1,0 +1,76 @@
+"""The shipped CRDs over what a cluster already has, with the real kubectl against the local API
+server (which keeps the real server's rule that a version objects were stored at must stay in
+spec.versions): a cluster whose TargetGroupBinding CRD once stored v1alpha1 accepts ours, which
+serves v1alpha1 as upstream does, and would refuse one without it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.support.kubectl import Kubectl
+from tests.support.paths import CRDS
+
+TGB_CRD = "targetgroupbindings.elbv2.k8s.aws"
+TGB_FILE = CRDS / "elbv2.k8s.aws_targetgroupbindings.yaml"
+
+
+def _ours() -> dict[str, object]:
+    crd: dict[str, object] = yaml.safe_load(TGB_FILE.read_text())
+    return crd
+
+
+def _versions(crd: dict[str, object]) -> list[dict[str, object]]:
+    spec = crd["spec"]
+    assert isinstance(spec, dict)
+    versions: list[dict[str, object]] = spec["versions"]
+    return versions
+
+
+def test_v1alpha1_is_served_never_stored_with_upstreams_fields() -> None:
+    by_name = {v["name"]: v for v in _versions(_ours())}
+    assert set(by_name) == {"v1alpha1", "v1beta1"}
+    assert (by_name["v1alpha1"]["served"], by_name["v1alpha1"]["storage"]) == (True, False)
+    assert (by_name["v1beta1"]["served"], by_name["v1beta1"]["storage"]) == (True, True)
+    # upstream's v1alpha1 fields (apis/elbv2/v1alpha1/targetgroupbinding_types.go)
+    schema = by_name["v1alpha1"]["schema"]
+    assert isinstance(schema, dict)
+    assert set(schema["openAPIV3Schema"]["properties"]["spec"]["properties"]) == {
+        "assumeRoleExternalId", "iamRoleArnToAssume", "multiClusterTargetGroup", "networking",
+        "serviceRef", "targetGroupARN", "targetGroupName", "targetType"}
+
+
+async def _cluster_that_stored_v1alpha1(kubectl: Kubectl, tmp_path: Path) -> None:
+    """The CRD as an older installation left it: both versions, v1alpha1 once stored."""
+    older = tmp_path / "older.yaml"
+    older.write_text(yaml.safe_dump(_ours()))
+    await kubectl("create", "-f", str(older))
+    await kubectl("patch", "crd", TGB_CRD, "--subresource=status", "--type=merge", "-p",
+                  json.dumps({"status": {"storedVersions": ["v1alpha1", "v1beta1"]}}))
+
+
+async def test_ours_applies_over_a_crd_that_stored_v1alpha1(kubectl: Kubectl,
+                                                            tmp_path: Path) -> None:
+    await _cluster_that_stored_v1alpha1(kubectl, tmp_path)
+    await kubectl("apply", "-k", str(CRDS))
+    shown = json.loads((await kubectl("get", "crd", TGB_CRD, "-o", "json")).stdout)
+    assert shown["status"]["storedVersions"] == ["v1alpha1", "v1beta1"]
+    assert [v["name"] for v in shown["spec"]["versions"]] == ["v1alpha1", "v1beta1"]
+
+
+async def test_a_crd_without_v1alpha1_is_refused_there(kubectl: Kubectl,
+                                                       tmp_path: Path) -> None:
+    await _cluster_that_stored_v1alpha1(kubectl, tmp_path)
+    without = copy.deepcopy(_ours())
+    spec = without["spec"]
+    assert isinstance(spec, dict)
+    spec["versions"] = [v for v in _versions(without) if v["name"] != "v1alpha1"]
+    path = tmp_path / "without.yaml"
+    path.write_text(yaml.safe_dump(without))
+    result = await kubectl("apply", "-f", str(path), check=False)
+    assert result.returncode != 0
+    assert ('status.storedVersions[0]: Invalid value: "v1alpha1": must appear in '
+            "spec.versions") in result.stderr
