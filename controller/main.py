@@ -1,13 +1,16 @@
-"""The `aiolbc` command line: `aiolbc run`, `aiolbc version`, `aiolbc demo`."""
+"""The `aiolbc` command line: `aiolbc run`, `aiolbc version` (or `--version`), `aiolbc demo`."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import platform
 import sys
 from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
+
+import structlog
 
 from controller import app, config, demo
 from controller.aws import AWSConfigError
@@ -41,7 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="An asyncio AWS Load Balancer Controller: Ingress -> ALB, Service -> NLB, "
         "TargetGroupBinding -> targets.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"aiolbc {_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="what to do")
     sub.add_parser("version", help="print the version and exit")
     config.add_flags(sub.add_parser("run", help="run the controller"))
     demo.add_arguments(sub.add_parser(
@@ -58,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cfg = config.config_from_args(args)
             configure_logging(level=cfg.runtime.log_level)
+            # The first line of every run: which build a log (or a bug report) comes from.
+            structlog.get_logger("aiolbc").info("starting aiolbc", version=_version(),
+                                                python=platform.python_version())
             return run_main(lambda: app.run(cfg))
         except (config.ConfigError, AWSConfigError) as exc:
             print(f"aiolbc run: {exc}", file=sys.stderr)
