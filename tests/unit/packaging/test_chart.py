@@ -206,6 +206,7 @@ RICH: dict[str, Any] = {
     "ingressClassConfig": {"default": True},
     "serviceMonitor": {"enabled": True, "additionalLabels": {"release": "prometheus"},
                        "interval": "30s"},
+    "prometheusRule": {"enabled": True, "additionalLabels": {"release": "prometheus"}},
     "extraArgs": ["--leader-election-lease-duration=30s"],
 }
 
