@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from runtime.clock import Clock, RealClock
-from runtime.envtest import objectmeta, patch
+from runtime.envtest import objectmeta, patch, pruning
 from runtime.envtest.admission import configuration
 from runtime.envtest.crds import CRDServing
 from runtime.envtest.garbage import GarbageCollector
@@ -129,7 +129,21 @@ class ObjectAPI:
         if rt.plural == "services" and not rt.group:
             self._services_created += 1
         objectmeta.apply_create_defaults(rt, obj, ip_counter=self._services_created)
+        self._prune(rt, obj)
         return obj
+
+    def _prune(self, rt: ResourceType, obj: Obj) -> None:
+        """A custom resource loses what its version's schema does not specify (pruning.py)."""
+        if not rt.custom:
+            return
+        crd = self.store.get(f"{CRD_GROUP}/{CRD_PLURAL}", "", f"{rt.plural}.{rt.group}")
+        if crd is None:
+            return
+        for version in (crd.obj.get("spec") or {}).get("versions") or []:
+            if isinstance(version, dict) and version.get("name") == rt.version:
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                pruning.prune(obj, schema if isinstance(schema, dict) else None)
+                return
 
     def commit_create(self, rt: ResourceType, obj: Obj, *, dry_run: bool = False) -> Entry:
         """Store a prepared object (a name taken meanwhile is 409 AlreadyExists)."""
@@ -245,6 +259,7 @@ class ObjectAPI:
                     "Forbidden: no new finalizers can be added if the object is being deleted, "
                     f"found new finalizers []string{{{listed}}}")])
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        self._prune(rt, new)
         return new
 
     def commit_replace(self, rt: ResourceType, current: Entry, new: Obj, *,

@@ -74,3 +74,61 @@ async def test_a_crd_without_v1alpha1_is_refused_there(kubectl: Kubectl,
     assert result.returncode != 0
     assert ('status.storedVersions[0]: Invalid value: "v1alpha1": must appear in '
             "spec.versions") in result.stderr
+
+
+# Upstream's IngressClassParams examples (docs/guide/ingress/ingress_class.md), one per field,
+# and the fields they leave out (inboundCIDRs, sslPolicy, wafv2AclArn).
+UPSTREAM_PARAMS_SPECS: list[dict[str, object]] = [
+    {"scheme": "internal", "ipAddressType": "dualstack",
+     "tags": [{"key": "org", "value": "my-org"}]},
+    {"loadBalancerName": "name-1"},
+    {"namespaceSelector": {"matchLabels": {"team": "team-a"}}},
+    {"group": {"name": "my-group"}},
+    {"loadBalancerAttributes": [{"key": "deletion_protection.enabled", "value": "true"},
+                                {"key": "idle_timeout.timeout_seconds", "value": "120"}]},
+    {"subnets": {"ids": ["subnet-xxx", "subnet-123"]}},
+    {"subnets": {"tags": {"kubernetes.io/role/internal-elb": ["1"],
+                          "myKey": ["myVal0", "myVal1"]}}},
+    {"certificateArn": ["arn:aws:acm:us-east-1:123456789:certificate/test-arn-1",
+                        "arn:aws:acm:us-east-1:123456789:certificate/test-arn-2"]},
+    {"minimumLoadBalancerCapacity": {"capacityUnits": 1000}},
+    {"targetType": "ip"},
+    {"sslRedirectPort": "443"},
+    {"ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-000000000"}},
+    {"PrefixListsIDs": ["pl-00000000", "pl-11111111"]},
+    {"prefixListsIDs": ["pl-00000000", "pl-11111111"]},
+    {"listeners": [{"protocol": "HTTPS", "port": 443, "listenerAttributes": [
+        {"key": "routing.http.response.server.enabled", "value": "false"}]}]},
+    {"wafv2AclName": "web-acl-name-1"},
+    {"wafv2AclArn": "arn:aws:wafv2:us-west-2:111122223333:regional/webacl/web/0123"},
+    {"inboundCIDRs": ["10.0.0.0/8"], "sslPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06"},
+]
+
+
+async def test_upstreams_ingress_class_params_are_kept_as_written(kubectl: Kubectl,
+                                                                 tmp_path: Path) -> None:
+    # The local API server prunes what a CRD does not specify, as the real one does.
+    await kubectl("apply", "-k", str(CRDS))
+    for number, spec in enumerate(UPSTREAM_PARAMS_SPECS):
+        name = f"params-{number}"
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"apiVersion": "elbv2.k8s.aws/v1beta1",
+                                        "kind": "IngressClassParams",
+                                        "metadata": {"name": name}, "spec": spec}))
+        await kubectl("apply", "-f", str(path))
+        shown = json.loads((await kubectl("get", "ingressclassparams", name, "-o",
+                                          "json")).stdout)
+        assert shown["spec"] == spec, name
+
+
+async def test_a_field_the_crd_does_not_specify_is_pruned(kubectl: Kubectl,
+                                                         tmp_path: Path) -> None:
+    # What the test above would see for a field the CRD forgot.
+    await kubectl("apply", "-k", str(CRDS))
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "IngressClassParams",
+        "metadata": {"name": "p"}, "spec": {"scheme": "internal", "notAField": "x"}}))
+    await kubectl("apply", "-f", str(path))
+    shown = json.loads((await kubectl("get", "ingressclassparams", "p", "-o", "json")).stdout)
+    assert shown["spec"] == {"scheme": "internal"}
