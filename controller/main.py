@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-import structlog
-
 from controller import app, config, demo
 from controller.aws import AWSConfigError
 from runtime.client import ApiServerUnavailable
@@ -63,10 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         try:
             cfg = config.config_from_args(args)
-            configure_logging(level=cfg.runtime.log_level)
-            # The first line of every run: which build a log (or a bug report) comes from.
-            structlog.get_logger("aiolbc").info("starting aiolbc", version=_version(),
-                                                python=platform.python_version())
+            # The first line of every run names the build a log (or a bug report) comes from.
+            configure_logging(level=cfg.runtime.log_level, first_line={
+                "version": _version(), "python": platform.python_version()})
             return run_main(lambda: app.run(cfg))
         except (config.ConfigError, AWSConfigError) as exc:
             print(f"aiolbc run: {exc}", file=sys.stderr)

@@ -363,7 +363,7 @@ _HELM_LABELS = {"helm.sh/chart", "app.kubernetes.io/version", "app.kubernetes.io
                 "app.kubernetes.io/instance"}
 
 
-def _normal(doc: Doc) -> Doc:
+def _normal(doc: Doc, configmaps: list[Doc]) -> Doc:
     """A document without what only tells how it was installed (labels), and a Deployment's
     container with its env and args as the process sees them."""
     doc = copy.deepcopy(doc)
@@ -376,19 +376,16 @@ def _normal(doc: Doc) -> Doc:
             k: v for k, v in template["metadata"]["labels"].items() if k not in _HELM_LABELS}
         template["metadata"]["labels"]["app.kubernetes.io/instance"] = RELEASE
         [container] = template["spec"]["containers"]
-        container["args"] = args_of([doc, *_CONFIGMAPS])
+        container["args"] = args_of([doc, *configmaps])
         container["env"] = sorted((e for e in container["env"]
                                    if "configMapKeyRef" not in e.get("valueFrom", {})),
                                   key=lambda e: e["name"])
     return doc
 
 
-_CONFIGMAPS: list[Doc] = []
-
-
 def test_defaults_install_what_the_kustomize_tree_installs(tmp_path: Path) -> None:
     built = _kustomize(tmp_path)
-    _CONFIGMAPS[:] = [d for d in built if d["kind"] == "ConfigMap"]
+    configmaps = [d for d in built if d["kind"] == "ConfigMap"]
     # The kustomize tree has no IngressClass (manifests/examples/ has one) and leaves the
     # priority class to the cluster.
     docs = render({"createIngressClassResource": False, "priorityClassName": ""})
@@ -396,8 +393,8 @@ def test_defaults_install_what_the_kustomize_tree_installs(tmp_path: Path) -> No
     def key(doc: Doc) -> tuple[str, str, str]:
         return (doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"])
 
-    ours = {key(d): _normal(d) for d in docs}
-    theirs = {key(d): _normal(d) for d in built if d["kind"] not in _SKIP_KINDS}
+    ours = {key(d): _normal(d, configmaps) for d in docs}
+    theirs = {key(d): _normal(d, configmaps) for d in built if d["kind"] not in _SKIP_KINDS}
     assert sorted(ours) == sorted(theirs)
     for name, doc in theirs.items():
         assert json.dumps(ours[name], sort_keys=True, indent=1) == json.dumps(
