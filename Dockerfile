@@ -40,7 +40,10 @@ ENV PATH=/opt/aiolbc/bin:$PATH \
 USER 65532:65532
 WORKDIR /opt/aiolbc
 
-EXPOSE 8080 61779
+# The ports the installation uses (manifests/, charts/aiolbc): metrics over HTTPS (8443, the
+# default there) or plain HTTP (8080, --metrics-secure=false), the admission webhooks (9443) and
+# the health probes (61779).
+EXPOSE 8443 8080 9443 61779
 
 # Exec form: the controller is PID 1 and receives SIGTERM directly, without a shell.
 ENTRYPOINT ["/opt/aiolbc/bin/aiolbc"]

@@ -1,9 +1,10 @@
-"""The `aiolbc` command line: `aiolbc run`, `aiolbc version`, `aiolbc demo`."""
+"""The `aiolbc` command line: `aiolbc run`, `aiolbc version` (or `--version`), `aiolbc demo`."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import platform
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -37,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="An asyncio AWS Load Balancer Controller: Ingress -> ALB, Service -> NLB, "
         "TargetGroupBinding -> targets.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"aiolbc {_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="what to do")
     sub.add_parser("version", help="print the version and exit")
     config.add_flags(sub.add_parser("run", help="run the controller"))
     demo.add_arguments(sub.add_parser(
@@ -53,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         try:
             cfg = config.config_from_args(args)
-            configure_logging(level=cfg.runtime.log_level)
+            # The first line of every run names the build a log (or a bug report) comes from.
+            configure_logging(level=cfg.runtime.log_level, first_line={
+                "version": _version(), "python": platform.python_version()})
             return run_main(lambda: app.run(cfg))
         except (config.ConfigError, AWSConfigError) as exc:
             print(f"aiolbc run: {exc}", file=sys.stderr)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
 import structlog
-from structlog.typing import Processor
+from structlog.typing import EventDict, Processor
 
 __all__ = [
     "LEVELS",
@@ -61,10 +62,30 @@ def parse_level(level: str | int) -> int:
     return value
 
 
+class _FirstLine:
+    """Adds `fields` to the first line the process writes, whatever it is (a process names its
+    build there without a line of its own, which would break "bad input is one line")."""
+
+    def __init__(self, fields: Mapping[str, object]) -> None:
+        self._fields: dict[str, object] | None = dict(fields)
+        self._lock = threading.Lock()
+
+    def __call__(self, logger: object, method: str, event: EventDict) -> EventDict:
+        if self._fields is None:
+            return event
+        with self._lock:
+            fields, self._fields = self._fields, None
+        if fields:
+            event.update({k: v for k, v in fields.items() if k not in event})
+        return event
+
+
 def configure_logging(*, level: str | int = "info", json: bool | None = None,
-                      stream: TextIO | None = None) -> None:
+                      stream: TextIO | None = None,
+                      first_line: Mapping[str, object] | None = None) -> None:
     """Install the process's logging. Safe to call again (the previous handler is replaced).
-    `json=None` picks JSON unless `stream` (default stderr) is a terminal."""
+    `json=None` picks JSON unless `stream` (default stderr) is a terminal; `first_line` adds
+    its fields to the first line written (e.g. the version)."""
     numeric = parse_level(level)
     stream = stream if stream is not None else sys.stderr
     if json is None:
@@ -77,6 +98,8 @@ def configure_logging(*, level: str | int = "info", json: bool | None = None,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         structlog.processors.StackInfoRenderer(),
     ]
+    if first_line:
+        shared.append(_FirstLine(first_line))
     renderer: Processor
     final: list[Processor]
     if json:

@@ -5,7 +5,8 @@ One reconcile, in the steps every controller takes:
 1. read: the binding from the cache; gone → nothing (the finalizer guaranteed cleanup first);
 2. qualify: being deleted → deregister what this controller registered, from the target group
    it recorded (everything, or only the tracked targets while a tracking ConfigMap exists),
-   delete the tracking ConfigMap, drop the finalizer;
+   delete the tracking ConfigMap, drop the finalizer; deleted because the CRD is being deleted
+   (`crdguard.py`) → drop the finalizer only, with a Warning, no AWS call;
 3. build: parse the spec, find the target group and check that this binding may act on it
    (`checks.py`: no cross-account role, VPC, cluster, namespace, other bindings, IP family),
    find the Service port, compute the desired targets from the caches, check `spec.networking`
@@ -62,6 +63,7 @@ from controller.targetgroupbinding.checks import (
     check_target_group,
     check_target_type,
 )
+from controller.targetgroupbinding.crdguard import CRD_NAME, CRDGuard
 from controller.targetgroupbinding.endpointsets import EndpointSet, SliceMemo
 from controller.targetgroupbinding.multicluster import (
     TargetTracker,
@@ -132,8 +134,11 @@ class TargetGroupBindingReconciler:
                  max_targets_per_target_group: int = 0,
                  endpoints_fail_open: bool = True,
                  target_group_info: Gauge | None = None,
-                 readiness_gate_ready: Histogram | None = None) -> None:
+                 readiness_gate_ready: Histogram | None = None,
+                 crd: CRDGuard | None = None) -> None:
         self._client = client
+        # None: every deletion deregisters (no CRD watch; unit tests).
+        self._crd = crd
         self._bindings = bindings
         self._scope = scope
         self._services = services
@@ -546,6 +551,9 @@ class TargetGroupBindingReconciler:
         self._info(tgb, None)
         if not has_finalizer(tgb, TARGETGROUPBINDING_FINALIZER):
             return
+        if self._crd is not None and await self._crd.deleting():
+            await self._release_in_cascade(tgb)
+            return
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         arn = registered_target_group(tgb) or await self._legacy_target_group(tgb)
         if arn is not None:
@@ -563,6 +571,20 @@ class TargetGroupBindingReconciler:
             await self._networking.release(tgb)
         if self._gates is not None:
             await self._gates.release(tgb)
+        try:
+            await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
+        except NotFound:
+            return
+
+    async def _release_in_cascade(self, tgb: Obj) -> None:
+        """The CRD is going and takes this binding with it: nobody asked for its targets to go,
+        so they stay registered (and its rules and tracking ConfigMap stay with them); only the
+        finalizer goes, so that the CRD's deletion can finish."""
+        self._writer.event(tgb, "Warning", "CRDDeleting",
+                           f"the {CRD_NAME} CRD is being deleted: this binding is released "
+                           "without deregistering its targets, which stay registered")
+        log.warning("binding released without deregistering: the CRD is being deleted",
+                    binding=key_of(tgb), target_group=registered_target_group(tgb))
         try:
             await self._writer.patch_metadata(tgb, remove_finalizer=TARGETGROUPBINDING_FINALIZER)
         except NotFound:

@@ -14,6 +14,7 @@ from controller.lbcmetrics import counting_recorder, lbc_metrics_for
 from controller.reconcilers import controller_options
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding.checks import Scope
+from controller.targetgroupbinding.crdguard import CRDGuard, crd_informer
 from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.networking import BindingNetworking
 from controller.targetgroupbinding.pods import (
@@ -116,7 +117,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         max_targets_per_target_group=settings.config.max_targets_per_target_group,
         endpoints_fail_open=gates.enabled(settings.gates, "EndpointsFailOpen"),
         target_group_info=metrics_for(manager.registry).target_group_info,
-        readiness_gate_ready=lbc_metrics_for(manager.registry).readiness_gate_ready)
+        readiness_gate_ready=lbc_metrics_for(manager.registry).readiness_gate_ready,
+        crd=CRDGuard(manager.client, crd_informer(manager).store))
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from runtime.clock import Clock, RealClock
-from runtime.envtest import objectmeta, patch
+from runtime.envtest import objectmeta, patch, pruning
 from runtime.envtest.admission import configuration
 from runtime.envtest.crds import CRDServing
 from runtime.envtest.garbage import GarbageCollector
@@ -92,6 +92,9 @@ class ObjectAPI:
     def prepare_create(self, rt: ResourceType, namespace: str, obj: Obj) -> Obj:
         """`obj` as it would be stored (name, uid, timestamps, defaults), validated; nothing is
         written."""
+        if self.crd_terminating(rt):
+            raise StatusError(405, "create not allowed while custom resource definition is "
+                              "terminating", reason="MethodNotAllowed")
         meta = obj["metadata"]
         self._check_namespace_field(rt, meta, namespace)
         if rt.namespaced:
@@ -126,7 +129,21 @@ class ObjectAPI:
         if rt.plural == "services" and not rt.group:
             self._services_created += 1
         objectmeta.apply_create_defaults(rt, obj, ip_counter=self._services_created)
+        self._prune(rt, obj)
         return obj
+
+    def _prune(self, rt: ResourceType, obj: Obj) -> None:
+        """A custom resource loses what its version's schema does not specify (pruning.py)."""
+        if not rt.custom:
+            return
+        crd = self.store.get(f"{CRD_GROUP}/{CRD_PLURAL}", "", f"{rt.plural}.{rt.group}")
+        if crd is None:
+            return
+        for version in (crd.obj.get("spec") or {}).get("versions") or []:
+            if isinstance(version, dict) and version.get("name") == rt.version:
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                pruning.prune(obj, schema if isinstance(schema, dict) else None)
+                return
 
     def commit_create(self, rt: ResourceType, obj: Obj, *, dry_run: bool = False) -> Entry:
         """Store a prepared object (a name taken meanwhile is 409 AlreadyExists)."""
@@ -242,6 +259,7 @@ class ObjectAPI:
                     "Forbidden: no new finalizers can be added if the object is being deleted, "
                     f"found new finalizers []string{{{listed}}}")])
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        self._prune(rt, new)
         return new
 
     def commit_replace(self, rt: ResourceType, current: Entry, new: Obj, *,
@@ -313,8 +331,9 @@ class ObjectAPI:
             return current, not meta.get("finalizers")
         if rt.plural == "namespaces" and not rt.group:
             return self._terminate_namespace(rt, current)
-        if _foreground(options) and not meta.get("deletionTimestamp") \
-                and not (rt.group == CRD_GROUP and rt.plural == CRD_PLURAL):
+        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
+            return self._terminate_crd(rt, current)
+        if _foreground(options) and not meta.get("deletionTimestamp"):
             return self.gc.delete_foreground(rt, current), False
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
@@ -324,8 +343,6 @@ class ObjectAPI:
                                objectmeta.timestamp(self._clock.wall()),
                                "deletionGracePeriodSeconds": 0}
             return self.store.commit(rt.store_key, "MODIFIED", new, current).entry, False
-        if rt.group == CRD_GROUP and rt.plural == CRD_PLURAL:
-            self.crds.withdraw(name)
         return self.remove(rt, current, orphan=_orphans(options)), True
 
     def check_delete_preconditions(self, rt: ResourceType, current: Entry,
@@ -351,7 +368,62 @@ class ObjectAPI:
         self.gc.removed(event.entry)
         if rt.namespaced:
             self._maybe_finalize_namespace(current.namespace)
+        if rt.custom:
+            self._maybe_finalize_crd(f"{rt.plural}.{rt.group}")
         return event.entry
+
+    # -- CRD termination -------------------------------------------------------------------
+
+    def _terminate_crd(self, rt: ResourceType, current: Entry) -> tuple[Entry, bool]:
+        """What the real server's `customresourcecleanup.apiextensions.k8s.io` finalizer does:
+        mark the CRD Terminating (deletionTimestamp, a Terminating condition), delete each of
+        its objects (one with finalizers waits for them, as any deletion), and remove the CRD
+        once none is left. Meanwhile its objects can be read, updated and deleted, but not
+        created."""
+        name = current.name
+        if not current.obj["metadata"].get("deletionTimestamp"):
+            new = copy.copy(current.obj)
+            new["metadata"] = {**current.obj["metadata"], "deletionTimestamp":
+                               objectmeta.timestamp(self._clock.wall()),
+                               "deletionGracePeriodSeconds": 0}
+            status = dict(current.obj.get("status") or {})
+            status["conditions"] = [
+                *(c for c in status.get("conditions") or [] if c.get("type") != "Terminating"),
+                {"type": "Terminating", "status": "True",
+                 "lastTransitionTime": objectmeta.timestamp(self._clock.wall()),
+                 "reason": "InstanceDeletionInProgress",
+                 "message": "CustomResource deletion is in progress"}]
+            new["status"] = status
+            current = self.store.commit(rt.store_key, "MODIFIED", new, current).entry
+            types = self.registry.crd_types(name)
+            if types:
+                for entry in list(self.store.entries(types[0].store_key, None)):
+                    self.delete(types[0], entry.namespace, entry.name)
+        gone = self._maybe_finalize_crd(name)
+        if gone is not None:
+            return gone, True
+        latest = self.store.get(rt.store_key, "", name)
+        return (latest or current), latest is None
+
+    def crd_terminating(self, rt: ResourceType) -> bool:
+        """Whether `rt` is a custom resource whose CRD is being deleted."""
+        if not rt.custom:
+            return False
+        crd = self.store.get(f"{CRD_GROUP}/{CRD_PLURAL}", "", f"{rt.plural}.{rt.group}")
+        return crd is not None and bool(crd.obj["metadata"].get("deletionTimestamp"))
+
+    def _maybe_finalize_crd(self, name: str) -> Entry | None:
+        store_key = f"{CRD_GROUP}/{CRD_PLURAL}"
+        crd = self.store.get(store_key, "", name)
+        if crd is None or not crd.obj["metadata"].get("deletionTimestamp"):
+            return None
+        types = self.registry.crd_types(name)
+        if types and any(True for _ in self.store.entries(types[0].store_key, None)):
+            return None
+        self.crds.withdraw(name)
+        crd_type = self.registry.lookup(CRD_GROUP, "v1", CRD_PLURAL)
+        assert crd_type is not None
+        return self.remove(crd_type, crd)
 
     # -- namespaces ------------------------------------------------------------------------
 

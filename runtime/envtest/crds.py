@@ -40,6 +40,14 @@ class CRDServing:
         if name != expected:
             return [("metadata.name", "FieldValueInvalid",
                      f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group')]
+        # A version objects were once stored at must stay in spec.versions (they may still be
+        # in etcd at it): the real server's rule, which an update of an older CRD meets.
+        versions = {v.get("name") for v in spec.get("versions") or []}
+        stored = (obj.get("status") or {}).get("storedVersions") or []
+        for index, version in enumerate(stored):
+            if version not in versions:
+                return [(f"status.storedVersions[{index}]", "FieldValueInvalid",
+                         f'Invalid value: "{version}": must appear in spec.versions')]
         for rt in types:
             existing = self.registry.lookup(rt.group, rt.version, rt.plural)
             if existing is not None and not existing.custom:

@@ -195,7 +195,10 @@ async def test_failover(tmp_path: Path, moto_standin: MotoStandIn, aws_seed: Aws
         await envtest.start()
         home = tmp_path / "kubectl-home"
         home.mkdir()
-        await Kubectl(envtest.kubeconfig, home)("apply", "-k", str(MANIFESTS), timeout=60)
+        kubectl = Kubectl(envtest.kubeconfig, home)
+        # The CRDs came with the server; the namespace is applied on its own (manifests/README.md).
+        await kubectl("apply", "-k", str(MANIFESTS / "namespace"), timeout=60)
+        await kubectl("apply", "-k", str(MANIFESTS), timeout=60)
         env = controller_environment(POD_NAMESPACE=NAMESPACE)
         flags = _flags(envtest.kubeconfig_for(TOKEN), aws_proxy.url, aws_seed.vpc_id)
         # The test's own AWS calls go straight to moto: the proxy logs the controllers' only.

@@ -51,13 +51,13 @@ def _load_all(text: str) -> list[Doc]:
 
 
 def _source_documents() -> list[tuple[Path, Doc]]:
-    return [(path, doc) for directory in ("deployment", "webhook")
+    return [(path, doc) for directory in ("deployment", "webhook", "namespace")
             for path in sorted((ROOT / directory).glob("*.yaml"))
             for doc in _load_all(path.read_text())]
 
 
-def _build() -> list[Doc]:
-    proc = subprocess.run([str(KUBECTL), "kustomize", str(ROOT)], capture_output=True,
+def _build(root: Path = ROOT) -> list[Doc]:
+    proc = subprocess.run([str(KUBECTL), "kustomize", str(root)], capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return _load_all(proc.stdout)
@@ -98,9 +98,45 @@ def test_build_output_is_valid(built: list[Doc]) -> None:
     for doc in built:
         kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
     kinds = {d["kind"] for d in built}
-    assert {"CustomResourceDefinition", "Namespace", "ServiceAccount", "Role", "RoleBinding",
-            "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-            "PodDisruptionBudget", "Service", "NetworkPolicy"} <= kinds
+    assert {"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+            "ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"} <= kinds
+    # Installed and removed on their own: deleting the installation deletes neither the CRDs
+    # (with every TargetGroupBinding) nor a namespace an overlay installed it into.
+    assert not kinds & {"CustomResourceDefinition", "Namespace"}
+
+
+def test_crds_and_namespace_are_kustomizations_of_their_own() -> None:
+    crds = _build(ROOT / "crds")
+    assert sorted(d["metadata"]["name"] for d in crds) == [
+        "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]
+    listed = yaml.safe_load((ROOT / "crds" / "Kustomization").read_text())["resources"]
+    assert sorted(listed) == sorted(p.name for p in (ROOT / "crds").glob("*.yaml"))
+    [namespace] = _build(ROOT / "namespace")
+    assert namespace["kind"] == "Namespace"
+    assert namespace["metadata"]["name"] == NAMESPACE
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_an_overlay_into_kube_system_leaves_that_namespace_alone(tmp_path: Path) -> None:
+    base = os.path.relpath(ROOT, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        f"resources: [{base}]\ncomponents: [{base}/overlays/cert-manager]\n"
+        "namespace: kube-system\n")
+    docs = _build(tmp_path)
+    # No Namespace object: kube-system is neither relabelled PSS-restricted nor deleted by
+    # `kubectl delete -k`.
+    assert not [d for d in docs if d["kind"] == "Namespace"]
+    assert "aiolbc-system" not in json.dumps(docs)
+    # The cert-manager component follows: the certificate names the Service where it is, and
+    # the CA injector reads that certificate.
+    certificate = _one(docs, "Certificate")
+    assert certificate["metadata"]["namespace"] == "kube-system"
+    assert set(certificate["spec"]["dnsNames"]) == {
+        "aws-load-balancer-webhook-service.kube-system.svc",
+        "aws-load-balancer-webhook-service.kube-system.svc.cluster.local"}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert _one(docs, kind)["metadata"]["annotations"][
+            "cert-manager.io/inject-ca-from"] == "kube-system/aiolbc-serving-cert"
 
 
 def test_validation_catches_a_broken_deployment(built: list[Doc]) -> None:
@@ -113,7 +149,7 @@ def test_validation_catches_a_broken_deployment(built: list[Doc]) -> None:
 def test_kustomization_references_every_shipped_manifest() -> None:
     kustomization = yaml.safe_load((ROOT / "kustomization.yaml").read_text())
     listed = {str(p) for p in kustomization["resources"]}
-    for directory in ("crds", "rbac", "deployment", "webhook"):
+    for directory in ("rbac", "deployment", "webhook"):
         for path in sorted((ROOT / directory).glob("*.yaml")):
             assert str(path.relative_to(ROOT)) in listed, f"{path.name} missing from resources"
     for entry in listed:
@@ -123,7 +159,6 @@ def test_kustomization_references_every_shipped_manifest() -> None:
 # ---- what the controller needs ----------------------------------------------------------------
 
 def test_namespaced_objects_live_in_the_controller_namespace(built: list[Doc]) -> None:
-    assert _one(built, "Namespace")["metadata"]["name"] == NAMESPACE
     for doc in built:
         if doc["kind"] in ("Namespace", "CustomResourceDefinition", "ClusterRole",
                            "ClusterRoleBinding", "MutatingWebhookConfiguration",
@@ -439,6 +474,9 @@ def test_cert_manager_component_mounts_its_secret_and_serves_files(tmp_path: Pat
 # ---- the real kubectl -------------------------------------------------------------------------
 
 async def test_kubectl_applies_the_kustomization(kubectl: Kubectl) -> None:
+    # As manifests/README.md says: the CRDs and the namespace first, each on its own.
+    await kubectl("apply", "-k", str(ROOT / "crds"))
+    await kubectl("apply", "-k", str(ROOT / "namespace"))
     result = await kubectl("apply", "-k", str(ROOT))
     assert "deployment.apps/aiolbc created" in result.stdout
     assert "poddisruptionbudget.policy/aiolbc created" in result.stdout

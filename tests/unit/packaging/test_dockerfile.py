@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 import pytest
+import yaml
 
 from tests.support.paths import REPO
 
@@ -171,3 +172,15 @@ def test_dockerignore_sends_only_the_package_sources() -> None:
                  "controller/__pycache__/app.cpython-311.pyc", ".mypy_cache/x.json",
                  "manifests/iam-policy.json"):
         assert _ignored(patterns, path), path
+
+
+def test_expose_names_the_ports_the_installation_uses() -> None:
+    final = parse_dockerfile((REPO / "Dockerfile").read_text())[-1]
+    exposed = {int(port) for i in final.all("EXPOSE") for port in i.args.split()}
+    deployment = next(d for d in yaml.safe_load_all(
+        (REPO / "manifests" / "deployment" / "deployment.yaml").read_text())
+        if d and d["kind"] == "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    used = {p["containerPort"] for p in container["ports"]}
+    # and 8080: plain metrics, the chart's `metricsSecure: false` and the flag's default
+    assert exposed == used | {8080}

@@ -53,6 +53,8 @@ TARGETGROUPBINDING_CONTROLLER = _rules(
     ("", "events", ("create", "patch")),
     # readiness gates: the slim pod cache, and the target-health condition of a gated pod
     ("", "pods", LIST_WATCH), ("", "pods/status", ("patch",)),
+    # the TargetGroupBinding CRD, by name: its deletion never deregisters (crdguard.py)
+    ("apiextensions.k8s.io", "customresourcedefinitions", ("get", *LIST_WATCH)),
 )
 SERVICE_CONTROLLER = _rules(
     ("", "services", (*LIST_WATCH, "patch")), ("", "services/status", ("patch",)),
@@ -80,7 +82,13 @@ def test_cluster_role_grants_what_the_controllers_use_and_no_more() -> None:
     assert _grants(role) == TARGETGROUPBINDING_CONTROLLER | SERVICE_CONTROLLER | \
         INGRESS_CONTROLLER
     assert all("*" not in rule["verbs"] and "*" not in rule["resources"]
-               and "resourceNames" not in rule for rule in role["rules"])
+               for rule in role["rules"])
+    # Names narrow one rule only: the CRD the controller reads is its own (crdguard.py).
+    named = [rule for rule in role["rules"] if "resourceNames" in rule]
+    assert named == [{"apiGroups": ["apiextensions.k8s.io"],
+                      "resources": ["customresourcedefinitions"],
+                      "resourceNames": ["targetgroupbindings.elbv2.k8s.aws"],
+                      "verbs": ["get", "list", "watch"]}]
 
 
 def test_every_rule_says_why() -> None:

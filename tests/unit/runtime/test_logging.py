@@ -134,3 +134,17 @@ def test_bad_level_is_one_clear_error() -> None:
     with pytest.raises(LogLevelError, match=r"invalid log level 'verbose': expected one of "
                                             r"debug, info, warn, error"):
         configure_logging(level="verbose")
+
+
+def test_first_line_fields_go_to_the_first_line_written_only() -> None:
+    out = io.StringIO()
+    configure_logging(level="info", stream=out, first_line={"version": "9.9.9"})
+    log = structlog.get_logger("t")
+    log.debug("filtered out: not written, so not the first line")
+    log.info("serving", version_of_something="x")
+    logging.getLogger("library").warning("a stdlib line")
+    log.info("later")
+    written = lines(out)
+    assert [line["msg"] for line in written] == ["serving", "a stdlib line", "later"]
+    assert written[0]["version"] == "9.9.9"
+    assert all("version" not in line for line in written[1:])

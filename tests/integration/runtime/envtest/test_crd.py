@@ -70,6 +70,24 @@ async def test_deleting_crd_withdraws_resource(http: Http, envtest: EnvTestServe
     await http.post(WIDGETS, {"metadata": {"name": "w2", "finalizers": ["x/y"]}})
     status, _ = await http.delete(f"{CRDS}/widgets.example.com")
     assert status == 200
+    # As the real server: the CRD is Terminating while an object waits for its finalizers; the
+    # others are gone, nothing new may be created, and the waiting one can still be updated.
+    status, crd = await http.get(f"{CRDS}/widgets.example.com")
+    assert status == 200
+    assert crd["metadata"]["deletionTimestamp"]
+    assert {"type": "Terminating", "status": "True"}.items() <= next(
+        c for c in crd["status"]["conditions"] if c["type"] == "Terminating").items()
+    status, listed = await http.get(WIDGETS)
+    assert [w["metadata"]["name"] for w in listed["items"]] == ["w2"]
+    assert listed["items"][0]["metadata"]["deletionTimestamp"]
+    status, err = await http.post(WIDGETS, {"metadata": {"name": "w3"}})
+    assert status == 405
+    assert err["message"] == ("create not allowed while custom resource definition is "
+                              "terminating")
+    status, _ = await http.patch(f"{WIDGETS}/w2", {"metadata": {"finalizers": None}},
+                                 "application/merge-patch+json")
+    assert status == 200
+    # The last object gone, the CRD goes.
     status, _ = await http.get(WIDGETS)
     assert status == 404
     status, _ = await http.get(f"{CRDS}/widgets.example.com")
@@ -80,6 +98,15 @@ async def test_deleting_crd_withdraws_resource(http: Http, envtest: EnvTestServe
     await http.post(CRDS, WIDGET_CRD)
     status, listed = await http.get(WIDGETS)
     assert listed["items"] == []
+
+
+async def test_deleting_crd_without_finalized_objects_is_immediate(http: Http) -> None:
+    await http.post(CRDS, WIDGET_CRD)
+    await http.post(WIDGETS, {"metadata": {"name": "w1"}})
+    status, _ = await http.delete(f"{CRDS}/widgets.example.com")
+    assert status == 200
+    status, _ = await http.get(f"{CRDS}/widgets.example.com")
+    assert status == 404
 
 
 async def test_invalid_crd_is_refused(http: Http) -> None:
