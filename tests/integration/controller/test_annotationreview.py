@@ -67,18 +67,19 @@ async def one_warning(cluster: Cluster, name: str, reason: str) -> Obj:
     return event
 
 
-async def test_an_ingress_asking_for_a_web_acl_is_refused_before_any_aws_call(
+async def test_a_misspelt_narrowing_key_is_refused_before_any_aws_call(
         cluster: Cluster, hooks: WebhookHarness, aws_proxy: AWSFaultProxy) -> None:
     await cluster.ingress_class()
     await cluster.backend("web")
     await cluster.start_app(on_setup=hooks.setup)
     # Written before the webhooks are configured: the reconciler refuses it.
-    await cluster.ingress("early", {"wafv2-acl-arn": WEB_ACL}, backend="web")
+    await cluster.ingress("early", {"wafv2-acl-arnn": WEB_ACL}, backend="web")
     text = (await one_warning(cluster, "early", "FailedBuildModel"))["message"]
     assert text == (
-        "Ingress default/early: annotation alb.ingress.kubernetes.io/wafv2-acl-arn asks for "
-        "WAFv2 web ACL association, which aiolbc does not support; it would narrow who can "
-        "reach the load balancer, so nothing is deployed for this Ingress until it is removed")
+        "Ingress default/early: annotation alb.ingress.kubernetes.io/wafv2-acl-arnn is not a "
+        "known annotation (did you mean alb.ingress.kubernetes.io/wafv2-acl-arn?); it would "
+        "narrow who can reach the load balancer, so nothing is deployed for this Ingress until "
+        "it is corrected or removed")
     await cluster.settled()
     # Nothing reached AWS: no call at all, no finalizer, no load balancer.
     assert aws_proxy.log == []
@@ -87,7 +88,7 @@ async def test_an_ingress_asking_for_a_web_acl_is_refused_before_any_aws_call(
 
     # At admission: the same text, and nothing written.
     await hooks.install()
-    late = objects.ingress("late", {"wafv2-acl-arn": WEB_ACL},
+    late = objects.ingress("late", {"wafv2-acl-arnn": WEB_ACL},
                            paths=[objects.ingress_path("/", "web")])
     result = await apply(hooks, late)
     assert result.returncode != 0
@@ -121,7 +122,7 @@ async def test_an_ingress_asking_for_a_web_acl_is_refused_before_any_aws_call(
     assert event.get("count", 1) == 1
     # Removing the refused key lets the first one deploy.
     await cluster.patch(INGRESSES, "early", {"metadata": {"annotations": {
-        A + "wafv2-acl-arn": None}}})
+        A + "wafv2-acl-arnn": None}}})
 
     async def early_deployed() -> bool:
         return bool(hostname(await cluster.get(INGRESSES, "early")))
