@@ -81,6 +81,9 @@ class ClassParams(_Spec):
     scheme: Literal["internal", "internet-facing"] | None = None
     inbound_cidrs: tuple[str, ...] | None = Field(default=None, alias="inboundCIDRs")
     prefix_lists_ids: tuple[str, ...] | None = Field(default=None, alias="prefixListsIDs")
+    # Upstream's legacy spelling, read when the field above is not set (as upstream does).
+    prefix_lists_ids_legacy: tuple[str, ...] | None = Field(default=None,
+                                                            alias="PrefixListsIDs")
     ssl_policy: str | None = Field(default=None, alias="sslPolicy")
     subnets: _Subnets | None = None
     ip_address_type: Literal["ipv4", "dualstack", "dualstack-without-public-ipv4"] | None = (
@@ -93,6 +96,27 @@ class ClassParams(_Spec):
     target_type: Literal["instance", "ip"] | None = Field(default=None, alias="targetType")
     ssl_redirect_port: str | None = Field(default=None, alias="sslRedirectPort")
     listeners: tuple[_Listener, ...] = ()
+    # Upstream's fields aiolbc does not act on yet: kept so that they are reported (a Warning
+    # on each Ingress of the class), never dropped without a word.
+    minimum_load_balancer_capacity: Any = Field(default=None,
+                                                alias="minimumLoadBalancerCapacity")
+    ipam_configuration: Any = Field(default=None, alias="ipamConfiguration")
+
+    @property
+    def prefix_lists(self) -> tuple[str, ...] | None:
+        """prefixListsIDs, else upstream's legacy PrefixListsIDs (None: neither set)."""
+        return (self.prefix_lists_ids if self.prefix_lists_ids is not None
+                else self.prefix_lists_ids_legacy)
+
+    def not_acted_on(self) -> list[str]:
+        """One line per set field aiolbc does not act on."""
+        found = [(f, what) for f, what, value in (
+            ("minimumLoadBalancerCapacity", "load balancer capacity reservations",
+             self.minimum_load_balancer_capacity),
+            ("ipamConfiguration", "IPAM IPv4 pools", self.ipam_configuration))
+            if value is not None]
+        return [f"IngressClassParams {self.name}: spec.{f} is not acted on (aiolbc does not "
+                f"support {what}); it is ignored" for f, what in found]
 
     @property
     def ssl_redirect(self) -> int | None:
@@ -148,8 +172,12 @@ def parse_params(obj: Obj) -> ClassParams:
                        validators.certificate_arns))
     if params.inbound_cidrs is not None:
         checks.append(("inboundCIDRs", ",".join(params.inbound_cidrs), validators.cidrs))
-    if params.prefix_lists_ids is not None:
-        checks.append(("prefixListsIDs", ",".join(params.prefix_lists_ids),
+    if params.prefix_lists_ids is not None and params.prefix_lists_ids_legacy is not None:
+        raise ClassError(f"IngressClassParams {name}: cannot specify both 'prefixListsIDs' and "
+                         "'PrefixListsIDs' fields")
+    if params.prefix_lists is not None:
+        checks.append(("prefixListsIDs" if params.prefix_lists_ids is not None
+                       else "PrefixListsIDs", ",".join(params.prefix_lists),
                        validators.prefix_lists))
     if params.subnets is not None and params.subnets.ids:
         checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))

@@ -68,8 +68,8 @@ def apply_params(ann: IngressAnnotations, params: ClassParams | None) -> Ingress
         update["ssl_policy"] = params.ssl_policy
     if params.inbound_cidrs is not None:
         update["inbound_cidrs"] = tuple(params.inbound_cidrs)
-    if params.prefix_lists_ids is not None:
-        update["prefix_lists"] = tuple(params.prefix_lists_ids)
+    if params.prefix_lists is not None:
+        update["prefix_lists"] = tuple(params.prefix_lists)
     if params.subnets is not None and (params.subnets.ids or params.subnets.tags):
         if params.subnets.ids and params.subnets.tags:
             raise BuildError(f"IngressClassParams {params.name}: subnets: give either ids or "

@@ -209,6 +209,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     builder = StackBuilder(group.stack_id, kind="ingress", context=settings.context)
     ports = _listen_ports(parsed)
     warnings: list[str] = []
+    for said in dict.fromkeys(line for m in group.members if m.info and m.info.params
+                              for line in m.info.params.not_acted_on()):
+        warnings.append(said)
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),

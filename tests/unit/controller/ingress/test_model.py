@@ -363,6 +363,33 @@ def test_params_prefix_lists_replace_the_default_cidrs() -> None:
     assert _managed_rules(built) == {(80, "pl-0a1")}
 
 
+def test_params_legacy_prefix_lists_spelling_is_read_as_upstream_reads_it() -> None:
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"PrefixListsIDs": ["pl-0c3"]}), ingress("a"))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    assert _managed_rules(built) == {(80, "pl-0c3")}
+    both = caches(ingress_class("alb", params="p"), backend_service("web"),
+                  class_params("p", {"PrefixListsIDs": ["pl-0c3"], "prefixListsIDs": ["pl-0a1"]}),
+                  ingress("a"))
+    with pytest.raises(BuildError, match="IngressClassParams p: cannot specify both "
+                                         "'prefixListsIDs' and 'PrefixListsIDs'"):
+        build_group(loader(both).load(Request("default", "a")), both, SETTINGS)
+
+
+def test_params_fields_not_acted_on_are_said_not_dropped() -> None:
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 100},
+                                  "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-1"}}),
+               ingress("a"), ingress("b", {A + "group.name": "g"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    assert built.warnings == (
+        "IngressClassParams p: spec.minimumLoadBalancerCapacity is not acted on (aiolbc does "
+        "not support load balancer capacity reservations); it is ignored",
+        "IngressClassParams p: spec.ipamConfiguration is not acted on (aiolbc does not "
+        "support IPAM IPv4 pools); it is ignored")
+    assert built.stack.load_balancers  # the rest builds
+
+
 def test_user_groups_and_backend_rules() -> None:
     built = build(Request("default", "a"), backend_service("web"),
                   ingress("a", {A + "security-groups": "sg-1,team"}))
