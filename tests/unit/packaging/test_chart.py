@@ -128,8 +128,18 @@ def test_lint_fails_without_a_cluster_name() -> None:
     ({"vpcId": "vpc-00000000000000000"}, "/vpcId"),
     ({"vpcId": "vpc-xyz"}, "/vpcId"),
     # Upstream's values for what aiolbc does not have: refused, never silently ignored.
-    ({"enableWaf": True}, "enableWaf"),
-    ({"vpcTags": {"Name": "x"}}, "vpcTags"),
+    ({"autoscaling": {"enabled": True}}, "autoscaling"),
+    ({"webhookConfig": {"disableIngressValidation": True}}, "webhookConfig"),
+    ({"certManagement": {"defaultPCAARN": "arn:aws:acm-pca:x"}}, "certManagement"),
+    # Values of the flags added since: refused when the controller would refuse the flag.
+    ({"enableWaf": "yes"}, "/enableWaf"),
+    ({"enableEndpointSlices": False}, "/enableEndpointSlices"),
+    ({"maxTargetsPerTargetGroup": -1}, "/maxTargetsPerTargetGroup"),
+    ({"clusterSecretsPermissions": {"requiredSecretsLabel": "no-value"}},
+     "/clusterSecretsPermissions/requiredSecretsLabel"),
+    ({"certDiscovery": {"allowedCertificateAuthorityARNs": "not-an-arn"}},
+     "/certDiscovery/allowedCertificateAuthorityARNs"),
+    ({"lbStabilizationMonitorInterval": "soon"}, "/lbStabilizationMonitorInterval"),
     ({"replicaCount": "2"}, "/replicaCount"),
     ({"extraArgs": ["run"]}, "/extraArgs"),
 ])
@@ -276,6 +286,81 @@ def test_every_controller_flag_value_reaches_the_args() -> None:
         added = [a for a in args if a not in base]
         assert len(added) == 1, (key, added)
         parse_config(args[1:])
+
+
+# Upstream's chart values of the flags added after the chart, and aiolbc's Secret settings.
+ADDED: dict[str, Any] = {
+    "vpcTags": {"Name": "prod-eu", "env": "prod"},
+    "enableWafv2": False,
+    "enableWaf": False,
+    "enableShield": False,
+    "tolerateNonExistentBackendService": False,
+    "tolerateNonExistentBackendAction": False,
+    "disableIngressClassAnnotation": True,
+    "disableIngressGroupNameAnnotation": True,
+    "enableEndpointSlices": True,
+    "maxTargetsPerTargetGroup": 500,
+    "certDiscovery": {"allowedCertificateAuthorityARNs":
+                      "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/a1,"
+                      "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/b2"},
+    "albGatewayMaxConcurrentReconciles": 2,
+    "nlbGatewayMaxConcurrentReconciles": 2,
+    "globalAcceleratorMaxConcurrentReconciles": 2,
+    "globalAcceleratorMaxExponentialBackoffDelay": "10m",
+    "lbStabilizationMonitorInterval": "2m",
+    "clusterSecretsPermissions": {"allowAllSecrets": True,
+                                  "requiredSecretsLabel": "aiolbc.example.com/readable=true"},
+    "enableSecretCertificates": True,
+}
+ADDED_ARGS = {
+    "--aws-vpc-tags=Name=prod-eu,env=prod", "--enable-wafv2=false", "--enable-waf=false",
+    "--enable-shield=false", "--tolerate-non-existent-backend-service=false",
+    "--tolerate-non-existent-backend-action=false", "--disable-ingress-class-annotation=true",
+    "--disable-ingress-group-name-annotation=true", "--enable-endpoint-slices=true",
+    "--max-targets-per-target-group=500",
+    "--allowed-certificate-authority-arns="
+    "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/a1,"
+    "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/b2",
+    "--alb-gateway-max-concurrent-reconciles=2", "--nlb-gateway-max-concurrent-reconciles=2",
+    "--globalaccelerator-max-concurrent-reconciles=2",
+    "--globalaccelerator-max-exponential-backoff-delay=10m",
+    "--lb-stabilization-monitor-interval=2m",
+    "--required-secrets-label=aiolbc.example.com/readable=true",
+    "--enable-secret-certificates=true"}
+
+
+def test_added_flag_values_become_the_flags_aiolbc_run_accepts() -> None:
+    docs = render(ADDED)
+    args = args_of(docs)
+    assert ADDED_ARGS <= set(args)
+    config = parse_config(args[1:])
+    assert dict(config.aws.vpc_tags) == {"Name": "prod-eu", "env": "prod"}
+    assert not (config.ingress.enable_waf or config.ingress.enable_wafv2
+                or config.ingress.enable_shield)
+    assert config.ingress.required_secrets_label == "aiolbc.example.com/readable=true"
+    assert config.ingress.enable_secret_certificates
+    for doc in docs:
+        if doc["kind"] not in NOT_CORE:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_each_added_value_alone_adds_its_flag_and_unset_adds_none() -> None:
+    base = args_of(render())
+    assert not [a for a in base if a.split("=", 1)[0] in
+                {a.split("=", 1)[0] for a in ADDED_ARGS}]
+    for key, value in ADDED.items():
+        args = args_of(render({key: value}))
+        added = [a for a in args if a not in base]
+        assert len(added) == 1 and added[0] in ADDED_ARGS, (key, added)
+        parse_config(args[1:])
+    # The upstream default of each switch (true) is passed through when set, as upstream does.
+    assert "--enable-shield=true" in args_of(render({"enableShield": True}))
+
+
+def test_secret_certificates_need_the_secret_grant() -> None:
+    with pytest.raises(HelmValuesError, match="allowAllSecrets"):
+        render({"enableSecretCertificates": True,
+                "clusterSecretsPermissions": {"allowAllSecrets": False}})
 
 
 def test_cert_manager_and_secure_metrics_choices() -> None:
