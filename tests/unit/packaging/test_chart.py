@@ -26,6 +26,7 @@ from controller.config import parse_config
 from tests.support import chart
 from tests.support.chart import CHART, RELEASE
 from tests.support.paths import CRDS, MANIFESTS
+from tests.unit.packaging.test_docs import run_flags
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
 K8S_VERSION = "1.33"
@@ -332,11 +333,12 @@ ADDED_ARGS = {
 def test_added_flag_values_become_the_flags_aiolbc_run_accepts() -> None:
     docs = render(ADDED)
     args = args_of(docs)
-    assert ADDED_ARGS <= set(args)
+    assert set(args) >= ADDED_ARGS
     config = parse_config(args[1:])
     assert dict(config.aws.vpc_tags) == {"Name": "prod-eu", "env": "prod"}
-    assert not (config.ingress.enable_waf or config.ingress.enable_wafv2
-                or config.ingress.enable_shield)
+    assert not config.ingress.enable_waf
+    assert not config.ingress.enable_wafv2
+    assert not config.ingress.enable_shield
     assert config.ingress.required_secrets_label == "aiolbc.example.com/readable=true"
     assert config.ingress.enable_secret_certificates
     for doc in docs:
@@ -351,7 +353,8 @@ def test_each_added_value_alone_adds_its_flag_and_unset_adds_none() -> None:
     for key, value in ADDED.items():
         args = args_of(render({key: value}))
         added = [a for a in args if a not in base]
-        assert len(added) == 1 and added[0] in ADDED_ARGS, (key, added)
+        assert len(added) == 1, (key, added)
+        assert added[0] in ADDED_ARGS, (key, added)
         parse_config(args[1:])
     # The upstream default of each switch (true) is passed through when set, as upstream does.
     assert "--enable-shield=true" in args_of(render({"enableShield": True}))
@@ -361,6 +364,20 @@ def test_secret_certificates_need_the_secret_grant() -> None:
     with pytest.raises(HelmValuesError, match="allowAllSecrets"):
         render({"enableSecretCertificates": True,
                 "clusterSecretsPermissions": {"allowAllSecrets": False}})
+
+
+def test_the_readme_names_every_value_that_becomes_a_flag() -> None:
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    passed = set(re.findall(
+        r"\.Values\.([A-Za-z0-9_.]+)[^\n]*\}\}\n\s*- (--[a-z0-9-]+)=", template))
+    assert ("vpcTags", "--aws-vpc-tags") in passed  # the extraction finds what it must
+    assert len(passed) > 40
+    table = set(re.findall(r"^\| `([A-Za-z0-9_.]+)` \| `(--[a-z0-9-]+)` \|",
+                           (CHART / "README.md").read_text(), re.MULTILINE))
+    missing = sorted(passed - table)
+    assert not missing, f"charts/aiolbc/README.md's values table does not name {missing}"
+    unknown = sorted(f for _, f in table if f not in run_flags())
+    assert not unknown, f"the values table names flags aiolbc run does not have: {unknown}"
 
 
 def test_cert_manager_and_secure_metrics_choices() -> None:
