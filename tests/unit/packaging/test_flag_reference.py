@@ -1,7 +1,8 @@
-"""docs/configuration.md holds the reference of every `aiolbc run` flag (name, default, help) and
-of the feature gates, rendered from the declarations (`flag(...)` in each settings section,
-`controller/config/featuregates.py`) between two markers, so the page cannot drift from what
-the controller accepts. After adding or changing a flag:
+"""docs/configuration.md holds the reference of every `aiolbc run` flag (name, default, help, and
+the Helm chart's value that sets it) and of the feature gates, rendered from the declarations
+(`flag(...)` in each settings section, `controller/config/featuregates.py`) and the chart's
+Deployment template between two markers, so the page cannot drift from what the controller
+accepts. After adding or changing a flag or a chart value:
 
     .venv/bin/python -m tests.unit.packaging.test_flag_reference --write
 """
@@ -15,9 +16,22 @@ import sys
 from controller.config import ControllerConfig, add_flags
 from controller.config.featuregates import GATES
 from runtime import flags
+from runtime.featuregates import FeatureGates
 from tests.support.paths import REPO
 
 PAGE = REPO / "docs" / "configuration.md"
+TEMPLATE = REPO / "charts" / "aiolbc" / "templates" / "deployment.yaml"
+# Values the template passes through a helper or a nested `with` rather than `.Values.x` on the
+# flag's own block.
+_CHART_INDIRECT = {
+    "--cluster-name": "clusterName", "--webhook-bind-port": "webhookBindPort",
+    "--metrics-bind-addr": "metricsBindAddr", "--metrics-secure": "metricsSecure",
+    "--enable-checkpoints": "checkpoints.enabled",
+    "--checkpoint-verify-qps": "checkpoints.verifyQPS",
+    "--checkpoint-verify-burst": "checkpoints.verifyBurst",
+    "--checkpoint-max-wait": "checkpoints.maxWait",
+    "--checkpoint-verify-aws-qps": "checkpoints.verifyAwsQPS",
+    "--checkpoint-verify-aws-burst": "checkpoints.verifyAwsBurst"}
 BEGIN = "<!-- flag reference: generated from the flag declarations -->"
 END = "<!-- end of flag reference -->"
 _BLOCK = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.DOTALL)
@@ -28,9 +42,21 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def chart_values() -> dict[str, str]:
+    """Flag -> the chart value that sets it (flags the chart always sets as it must, such as
+    the webhook's bind host, have none: `extraArgs` can still add any flag)."""
+    template = TEMPLATE.read_text()
+    found = {f"--{flag}": value for value, flag in re.findall(
+        r"\.Values\.([A-Za-z0-9_.]+)[^\n]*\}\}\n\s*- --([a-z0-9-]+)=", template)}
+    found.update((f, v) for f, v in _CHART_INDIRECT.items() if f"- {f}=" in template)
+    return found
+
+
 def _default(declared: flags.Flag, default: object) -> str:
     if default is flags.REQUIRED:
         return "required"
+    if isinstance(default, FeatureGates):
+        return "upstream's (below)"
     shown = "" if default is None else declared.show(default)
     return f"`{_cell(shown)}`" if shown else "(none)"
 
@@ -52,12 +78,13 @@ def _groups() -> list[tuple[str, list[str]]]:
 def render() -> str:
     declared = {f.name: f for f in flags.flags_of(ControllerConfig)}
     defaults = flags.defaults_of(ControllerConfig)
+    chart = chart_values()
     lines = [BEGIN]
     for title, names in _groups():
         lines += ["", f"### {title[0].upper()}{title[1:]}", "",
-                  "| flag | default | what it does |", "| --- | --- | --- |"]
-        lines += [f"| `{n}` | {_default(declared[n], defaults[n])} | {_cell(declared[n].help)} |"
-                  for n in names]
+                  "| flag | default | what it does | chart value |", "| --- | --- | --- | --- |"]
+        lines += [f"| `{n}` | {_default(declared[n], defaults[n])} | {_cell(declared[n].help)} | "
+                  + (f"`{chart[n]}` |" if n in chart else "|") for n in names]
     lines += ["", "### Feature gates", "",
               "`--feature-gates=Name=true,Other=false`, with upstream's names and defaults. A "
               "gate aiolbc does not act on yet is pinned to what aiolbc does; the other value "
@@ -87,6 +114,20 @@ def test_the_reference_names_every_flag_once_with_its_default() -> None:
     assert defaults["--enable-waf"] == "`true`"
     assert defaults["--targetgroupbinding-max-exponential-backoff-delay"] == "`16m40s`"
     assert "EndpointsFailOpen=true" in text
+    assert "| `--aws-vpc-tags` | (none) |" in text
+    assert text.count(" | `vpcTags` |") == 1
+
+
+def test_every_chart_value_is_on_its_flags_row() -> None:
+    chart = chart_values()
+    assert chart["--aws-vpc-tags"] == "vpcTags"
+    assert chart["--enable-checkpoints"] == "checkpoints.enabled"
+    assert chart["--required-secrets-label"] == "clusterSecretsPermissions.requiredSecretsLabel"
+    flag_names = {f.name for f in flags.flags_of(ControllerConfig)}
+    assert set(chart) <= flag_names
+    text = render()
+    for flag, value in chart.items():
+        assert re.search(rf"^\| `{flag}` \|.*\| `{re.escape(value)}` \|$", text, re.MULTILINE), flag
 
 
 def test_a_stale_page_is_caught() -> None:
