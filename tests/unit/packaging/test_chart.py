@@ -22,6 +22,7 @@ import yaml
 from helm_python.chart import Chart, lint
 from helm_python.errors import HelmValuesError
 
+from controller import flagrules
 from controller.config import parse_config
 from tests.support import chart
 from tests.support.chart import CHART, RELEASE
@@ -137,6 +138,8 @@ def test_lint_fails_without_a_cluster_name() -> None:
     ({"enableEndpointSlices": False}, "/enableEndpointSlices"),
     ({"maxTargetsPerTargetGroup": -1}, "/maxTargetsPerTargetGroup"),
     ({"clusterSecretsPermissions": {"requiredSecretsLabel": "no-value"}},
+     "/clusterSecretsPermissions/requiredSecretsLabel"),
+    ({"clusterSecretsPermissions": {"requiredSecretsLabel": "key="}},
      "/clusterSecretsPermissions/requiredSecretsLabel"),
     ({"certDiscovery": {"allowedCertificateAuthorityARNs": "not-an-arn"}},
      "/certDiscovery/allowedCertificateAuthorityARNs"),
@@ -358,6 +361,19 @@ def test_each_added_value_alone_adds_its_flag_and_unset_adds_none() -> None:
         parse_config(args[1:])
     # The upstream default of each switch (true) is passed through when set, as upstream does.
     assert "--enable-shield=true" in args_of(render({"enableShield": True}))
+
+
+@pytest.mark.parametrize("label", [
+    "aiolbc.example.com/readable=true", "team=a", "key=", "=value", "no-value", "a=b,c=d",
+    "a=-bad", "a=b c"])
+def test_the_schema_takes_the_labels_the_controller_takes(label: str) -> None:
+    values = {"clusterSecretsPermissions": {"requiredSecretsLabel": label}}
+    accepted = flagrules.label_problem(label) is None
+    if accepted:
+        parse_config(args_of(render(values))[1:])
+    else:
+        with pytest.raises(HelmValuesError):
+            render(values)
 
 
 def test_secret_certificates_need_the_secret_grant() -> None:
