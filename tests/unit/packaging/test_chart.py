@@ -23,7 +23,7 @@ from helm_python.chart import Chart, lint
 from helm_python.errors import HelmValuesError
 
 from controller import flagrules
-from controller.config import parse_config
+from controller.config import ConfigError, parse_config
 from tests.support import chart
 from tests.support.chart import CHART, RELEASE
 from tests.support.paths import CRDS, MANIFESTS
@@ -374,6 +374,21 @@ def test_the_schema_takes_the_labels_the_controller_takes(label: str) -> None:
     else:
         with pytest.raises(HelmValuesError):
             render(values)
+
+
+@pytest.mark.parametrize("arns", [
+    "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/a1",
+    "arn:aws:acm-pca:eu-west-1:1:certificate-authority/a1, arn:aws:acm-pca:eu-west-1:1:c/b2",
+    "not-an-arn", "arn:a,not-an-arn"])
+def test_the_schema_takes_the_authority_arns_the_controller_takes(arns: str) -> None:
+    values = {"certDiscovery": {"allowedCertificateAuthorityARNs": arns}}
+    try:
+        parse_config(["--cluster-name=c", f"--allowed-certificate-authority-arns={arns}"])
+    except ConfigError:
+        with pytest.raises(HelmValuesError):
+            render(values)
+    else:
+        parse_config(args_of(render(values))[1:])
 
 
 def test_secret_certificates_need_the_secret_grant() -> None:
