@@ -22,10 +22,12 @@ import yaml
 from helm_python.chart import Chart, lint
 from helm_python.errors import HelmValuesError
 
-from controller.config import parse_config
+from controller import flagrules
+from controller.config import ConfigError, parse_config
 from tests.support import chart
 from tests.support.chart import CHART, RELEASE
 from tests.support.paths import CRDS, MANIFESTS
+from tests.unit.packaging.test_docs import run_flags
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
 K8S_VERSION = "1.33"
@@ -128,8 +130,20 @@ def test_lint_fails_without_a_cluster_name() -> None:
     ({"vpcId": "vpc-00000000000000000"}, "/vpcId"),
     ({"vpcId": "vpc-xyz"}, "/vpcId"),
     # Upstream's values for what aiolbc does not have: refused, never silently ignored.
-    ({"enableWaf": True}, "enableWaf"),
-    ({"vpcTags": {"Name": "x"}}, "vpcTags"),
+    ({"autoscaling": {"enabled": True}}, "autoscaling"),
+    ({"webhookConfig": {"disableIngressValidation": True}}, "webhookConfig"),
+    ({"certManagement": {"defaultPCAARN": "arn:aws:acm-pca:x"}}, "certManagement"),
+    # Values of the flags added since: refused when the controller would refuse the flag.
+    ({"enableWaf": "yes"}, "/enableWaf"),
+    ({"enableEndpointSlices": False}, "/enableEndpointSlices"),
+    ({"maxTargetsPerTargetGroup": -1}, "/maxTargetsPerTargetGroup"),
+    ({"clusterSecretsPermissions": {"requiredSecretsLabel": "no-value"}},
+     "/clusterSecretsPermissions/requiredSecretsLabel"),
+    ({"clusterSecretsPermissions": {"requiredSecretsLabel": "key="}},
+     "/clusterSecretsPermissions/requiredSecretsLabel"),
+    ({"certDiscovery": {"allowedCertificateAuthorityARNs": "not-an-arn"}},
+     "/certDiscovery/allowedCertificateAuthorityARNs"),
+    ({"lbStabilizationMonitorInterval": "soon"}, "/lbStabilizationMonitorInterval"),
     ({"replicaCount": "2"}, "/replicaCount"),
     ({"extraArgs": ["run"]}, "/extraArgs"),
 ])
@@ -276,6 +290,125 @@ def test_every_controller_flag_value_reaches_the_args() -> None:
         added = [a for a in args if a not in base]
         assert len(added) == 1, (key, added)
         parse_config(args[1:])
+
+
+# Upstream's chart values of the flags added after the chart, and aiolbc's Secret settings.
+ADDED: dict[str, Any] = {
+    "vpcTags": {"Name": "prod-eu", "env": "prod"},
+    "enableWafv2": False,
+    "enableWaf": False,
+    "enableShield": False,
+    "tolerateNonExistentBackendService": False,
+    "tolerateNonExistentBackendAction": False,
+    "disableIngressClassAnnotation": True,
+    "disableIngressGroupNameAnnotation": True,
+    "enableEndpointSlices": True,
+    "maxTargetsPerTargetGroup": 500,
+    "certDiscovery": {"allowedCertificateAuthorityARNs":
+                      "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/a1,"
+                      "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/b2"},
+    "albGatewayMaxConcurrentReconciles": 2,
+    "nlbGatewayMaxConcurrentReconciles": 2,
+    "globalAcceleratorMaxConcurrentReconciles": 2,
+    "globalAcceleratorMaxExponentialBackoffDelay": "10m",
+    "lbStabilizationMonitorInterval": "2m",
+    "clusterSecretsPermissions": {"allowAllSecrets": True,
+                                  "requiredSecretsLabel": "aiolbc.example.com/readable=true"},
+    "enableSecretCertificates": True,
+}
+ADDED_ARGS = {
+    "--aws-vpc-tags=Name=prod-eu,env=prod", "--enable-wafv2=false", "--enable-waf=false",
+    "--enable-shield=false", "--tolerate-non-existent-backend-service=false",
+    "--tolerate-non-existent-backend-action=false", "--disable-ingress-class-annotation=true",
+    "--disable-ingress-group-name-annotation=true", "--enable-endpoint-slices=true",
+    "--max-targets-per-target-group=500",
+    "--allowed-certificate-authority-arns="
+    "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/a1,"
+    "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/b2",
+    "--alb-gateway-max-concurrent-reconciles=2", "--nlb-gateway-max-concurrent-reconciles=2",
+    "--globalaccelerator-max-concurrent-reconciles=2",
+    "--globalaccelerator-max-exponential-backoff-delay=10m",
+    "--lb-stabilization-monitor-interval=2m",
+    "--required-secrets-label=aiolbc.example.com/readable=true",
+    "--enable-secret-certificates=true"}
+
+
+def test_added_flag_values_become_the_flags_aiolbc_run_accepts() -> None:
+    docs = render(ADDED)
+    args = args_of(docs)
+    assert set(args) >= ADDED_ARGS
+    config = parse_config(args[1:])
+    assert dict(config.aws.vpc_tags) == {"Name": "prod-eu", "env": "prod"}
+    assert not config.ingress.enable_waf
+    assert not config.ingress.enable_wafv2
+    assert not config.ingress.enable_shield
+    assert config.ingress.required_secrets_label == "aiolbc.example.com/readable=true"
+    assert config.ingress.enable_secret_certificates
+    for doc in docs:
+        if doc["kind"] not in NOT_CORE:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_each_added_value_alone_adds_its_flag_and_unset_adds_none() -> None:
+    base = args_of(render())
+    assert not [a for a in base if a.split("=", 1)[0] in
+                {a.split("=", 1)[0] for a in ADDED_ARGS}]
+    for key, value in ADDED.items():
+        args = args_of(render({key: value}))
+        added = [a for a in args if a not in base]
+        assert len(added) == 1, (key, added)
+        assert added[0] in ADDED_ARGS, (key, added)
+        parse_config(args[1:])
+    # The upstream default of each switch (true) is passed through when set, as upstream does.
+    assert "--enable-shield=true" in args_of(render({"enableShield": True}))
+
+
+@pytest.mark.parametrize("label", [
+    "aiolbc.example.com/readable=true", "team=a", "key=", "=value", "no-value", "a=b,c=d",
+    "a=-bad", "a=b c"])
+def test_the_schema_takes_the_labels_the_controller_takes(label: str) -> None:
+    values = {"clusterSecretsPermissions": {"requiredSecretsLabel": label}}
+    accepted = flagrules.label_problem(label) is None
+    if accepted:
+        parse_config(args_of(render(values))[1:])
+    else:
+        with pytest.raises(HelmValuesError):
+            render(values)
+
+
+@pytest.mark.parametrize("arns", [
+    "arn:aws:acm-pca:eu-west-1:111122223333:certificate-authority/a1",
+    "arn:aws:acm-pca:eu-west-1:1:certificate-authority/a1, arn:aws:acm-pca:eu-west-1:1:c/b2",
+    "not-an-arn", "arn:a,not-an-arn"])
+def test_the_schema_takes_the_authority_arns_the_controller_takes(arns: str) -> None:
+    values = {"certDiscovery": {"allowedCertificateAuthorityARNs": arns}}
+    try:
+        parse_config(["--cluster-name=c", f"--allowed-certificate-authority-arns={arns}"])
+    except ConfigError:
+        with pytest.raises(HelmValuesError):
+            render(values)
+    else:
+        parse_config(args_of(render(values))[1:])
+
+
+def test_secret_certificates_need_the_secret_grant() -> None:
+    with pytest.raises(HelmValuesError, match="allowAllSecrets"):
+        render({"enableSecretCertificates": True,
+                "clusterSecretsPermissions": {"allowAllSecrets": False}})
+
+
+def test_the_readme_names_every_value_that_becomes_a_flag() -> None:
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    passed = set(re.findall(
+        r"\.Values\.([A-Za-z0-9_.]+)[^\n]*\}\}\n\s*- (--[a-z0-9-]+)=", template))
+    assert ("vpcTags", "--aws-vpc-tags") in passed  # the extraction finds what it must
+    assert len(passed) > 40
+    table = set(re.findall(r"^\| `([A-Za-z0-9_.]+)` \| `(--[a-z0-9-]+)` \|",
+                           (CHART / "README.md").read_text(), re.MULTILINE))
+    missing = sorted(passed - table)
+    assert not missing, f"charts/aiolbc/README.md's values table does not name {missing}"
+    unknown = sorted(f for _, f in table if f not in run_flags())
+    assert not unknown, f"the values table names flags aiolbc run does not have: {unknown}"
 
 
 def test_cert_manager_and_secure_metrics_choices() -> None:
