@@ -20,6 +20,8 @@ from typing import Final, Literal
 # - "note": what the scan could not see and why (no upstream Deployment, a missing CRD).
 Category = Literal["not-honoured", "changes", "malformed", "adopted", "served", "note"]
 NO_GO: Final[frozenset[str]] = frozenset({"not-honoured", "changes", "malformed"})
+# Within an object, what stops a switch first.
+ORDER: Final = ("malformed", "not-honoured", "changes", "adopted", "served", "note")
 SCHEMA_VERSION: Final = 1
 
 EXIT_GO: Final = 0
@@ -55,8 +57,8 @@ class Report:
 
     @classmethod
     def of(cls, findings: Iterable[Finding]) -> Report:
-        return cls(tuple(sorted(findings, key=lambda f: (f.kind, f.object, f.subject,
-                                                          f.message))))
+        return cls(tuple(sorted(findings, key=lambda f: (
+            f.kind, f.object, ORDER.index(f.category), f.subject, f.message))))
 
     @property
     def counts(self) -> dict[str, int]:
