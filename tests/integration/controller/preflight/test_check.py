@@ -148,6 +148,11 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(kubeconfig: Path
         "targetgroup/t/0123456789abcdef", extra={"networking": {"ingress": [
             {"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": 80}]}]}}),
         "default")
+    # Hostile bytes: a value with a terminal escape and a newline, and a spec no parser takes.
+    await create(kube, INGRESSES, objects.ingress(
+        "hostile", {"group.order": "1\x1b[2J\nFAKE go"}), "default")
+    await create(kube, INGRESSES, objects.ingress(
+        "broken", rules=[{"http": {"paths": [{"path": 5, "backend": "web"}]}}]), "default")
     await create(kube, DEPLOYMENTS, upstream_deployment(
         "--cluster-name=prod", "--ingress-class=alb", "--enable-waf-v3", "--sync-period",
         "forever", "--feature-gates=ALBSingleSubnet=true"), "kube-system")
@@ -182,8 +187,14 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(kubeconfig: Path
     # One that matters only for objects reported one by one: a note.
     assert flags["--feature-gates LBCapacityReservation"]["category"] == "note"
 
+    for name in ("hostile", "broken"):
+        assert [f["category"] for f in done.of("Ingress", f"default/{name}")] == [
+            "not-honoured"]
+
     text = await check(kubeconfig)
     assert text.code == 1
+    assert "\x1b" not in text.stdout
+    assert not any(line.startswith("FAKE") for line in text.stdout.splitlines())
     assert "Ingress default/shop" in text.stdout
     assert "no-go:" in text.stdout.splitlines()[-1]
 
