@@ -21,7 +21,8 @@ from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
 from runtime.resources import INGRESSCLASSES, INGRESSES, SERVICES
 from tests.support import objects
-from tests.support.paths import CRDS, REPO
+from tests.support.kubectl import Kubectl
+from tests.support.paths import CRDS, MANIFESTS, REPO
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -127,6 +128,19 @@ async def test_a_cluster_served_as_it_is_is_a_go(kubeconfig: Path, kube: KubeCli
     assert [f["category"] for f in done.of("Service", "default/api")] == ["served"]
     assert done.of("Service", "default/web") == []  # not an NLB: not aiolbc's
     assert "listed" in done.stderr  # progress on stderr, the report alone on stdout
+
+
+async def test_the_demos_objects_are_a_go(kubeconfig: Path, tmp_path: Path) -> None:
+    """manifests/examples, applied with the real kubectl as `aiolbc demo` applies them."""
+    home = tmp_path / "kubectl-home"
+    home.mkdir()
+    await Kubectl(kubeconfig, home)("apply", "-f", str(MANIFESTS / "examples"))
+    done = await check(kubeconfig, "-o", "json")
+    assert done.code == 0, done.stdout + done.stderr
+    served = {(f["kind"], f["object"]) for f in done.report["findings"]
+              if f["category"] == "served"}
+    kinds = {kind for kind, _ in served}
+    assert kinds == {"Ingress", "Service", "TargetGroupBinding"}, served
 
 
 async def test_a_cluster_as_upstream_leaves_it_names_everything(kubeconfig: Path,
