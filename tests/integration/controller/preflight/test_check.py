@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -57,6 +59,14 @@ class Checked:
 
     def of(self, kind: str, name: str) -> list[dict[str, Any]]:
         return [f for f in self.report["findings"] if (f["kind"], f["object"]) == (kind, name)]
+
+
+def pointed_at(kubeconfig: Path, url: str, target: Path) -> Path:
+    """A copy of `kubeconfig` whose cluster is at `url`."""
+    text = kubeconfig.read_text()
+    [server] = re.findall(r"server: *(\S+)", text)
+    target.write_text(text.replace(server.strip("'\""), url))
+    return target
 
 
 async def check(kubeconfig: Path, *args: str) -> Checked:
@@ -226,3 +236,10 @@ async def test_exit_codes(kubeconfig: Path, kube: KubeClient, tmp_path: Path) ->
     broken = await check(tmp_path / "broken")
     assert broken.code == 2
     assert broken.stdout == ""
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    away = await check(pointed_at(kubeconfig, f"http://127.0.0.1:{port}", tmp_path / "away"))
+    assert away.code == 2
+    assert away.stdout == ""
+    assert "127.0.0.1" in away.stderr
