@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from functools import partial
+from typing import Final
 
 from controller.annotationreview import review
 from controller.apis.names import (
@@ -39,7 +40,7 @@ from controller.ingress.model import BuilderSettings, build_group
 from controller.networking.backend import RESOURCE_TAG, RESOURCE_VALUE
 from controller.networking.groupfacts import GroupFacts
 from controller.networking.policy import BindingScope, NetworkingPolicy, group_sources, refusal
-from controller.preflight.report import Finding
+from controller.preflight.report import Category, Finding
 from controller.service import build_stack, qualifies
 from controller.service.annotations import served_by_upstream_only
 from controller.service.model import ModelSettings
@@ -66,7 +67,8 @@ class Scope:
     networking: NetworkingPolicy
 
 
-def _line(kind: str, obj: Obj | str, category: Any, message: str, subject: str = "") -> Finding:
+def _line(kind: str, obj: Obj | str, category: Category, message: str,
+          subject: str = "") -> Finding:
     where = obj if isinstance(obj, str) else key_of(obj)
     return Finding(kind=kind, object=where, category=category, subject=subject, message=message)
 
@@ -102,7 +104,7 @@ def ingress_caches(ingresses: Sequence[Obj], services: Sequence[Obj], classes: S
                                  ("IngressClassParams", caches.params, params),
                                  ("Namespace", caches.namespaces, namespaces)):
         for obj in objects:
-            lines.extend(_guarded(kind, obj, lambda s=store, o=obj: _stored(s, o)))  # type: ignore[misc]
+            lines.extend(_guarded(kind, obj, partial(_stored, store, obj)))
     return caches, lines
 
 
@@ -165,7 +167,7 @@ def class_params(params: Sequence[Obj]) -> Iterator[Finding]:
     """Each IngressClassParams: refused by the parser (every Ingress of its classes with it),
     and the fields it sets that aiolbc does not read."""
     for obj in params:
-        yield from _guarded("IngressClassParams", obj, lambda obj=obj: _params(obj))  # type: ignore[misc]
+        yield from _guarded("IngressClassParams", obj, partial(_params, obj))
 
 
 def _params(obj: Obj) -> list[Finding]:
@@ -188,7 +190,7 @@ def _params(obj: Obj) -> list[Finding]:
 
 def services(objects: Sequence[Obj], scope: Scope) -> Iterator[Finding]:
     for svc in objects:
-        yield from _guarded("Service", svc, lambda svc=svc: _service(svc, scope.service))  # type: ignore[misc]
+        yield from _guarded("Service", svc, partial(_service, svc, scope.service))
 
 
 def _service(svc: Obj, settings: ModelSettings) -> list[Finding]:
@@ -233,7 +235,7 @@ def gateways(objects: Sequence[Obj], classes: Sequence[Obj]) -> Iterator[Finding
 def bindings(objects: Sequence[Obj], scope: Scope) -> Iterator[Finding]:
     for tgb in objects:
         yield from _guarded("TargetGroupBinding", tgb,
-                            lambda tgb=tgb: _binding(tgb, scope.networking))  # type: ignore[misc]
+                            partial(_binding, tgb, scope.networking))
 
 
 def _binding(tgb: Obj, policy: NetworkingPolicy) -> list[Finding]:

@@ -6,13 +6,13 @@ aiolbc's defaults, decides what the object scan counts as served."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from controller.config import ControllerConfig
 from controller.config.featuregates import GATES
-from controller.preflight.report import Finding
+from controller.preflight.report import Category, Finding
 from runtime import flags
 from runtime.flags import Flag, FlagError
 from runtime.objects import Obj, as_dict, as_list, key_of
@@ -85,7 +85,7 @@ def read_flags(deployment: Obj) -> UpstreamFlags:
     where = key_of(deployment)
     declared = {f.name: f for f in flags.flags_of(ControllerConfig)}
 
-    def line(category: Any, subject: str, message: str) -> Finding:
+    def line(category: Category, subject: str, message: str) -> Finding:
         return Finding(kind="Deployment", object=where, category=category, subject=subject,
                        message=message)
 
@@ -138,7 +138,7 @@ def _gate_problems(text: str) -> list[tuple[str, str]]:
     return problems
 
 
-def _pinned(text: str, line: Any) -> list[Finding]:
+def _pinned(text: str, line: Callable[[Category, str, str], Finding]) -> list[Finding]:
     """Gates aiolbc does not act on whose state upstream runs with is not the one aiolbc
     behaves as: upstream's default ones (a given one that differs is refused above)."""
     given = {e.partition("=")[0].strip() for e in _entries(text)}
