@@ -153,8 +153,8 @@ async def test_the_demos_objects_are_a_go(kubeconfig: Path, tmp_path: Path) -> N
     assert kinds == {"Ingress", "Service", "TargetGroupBinding"}, served
 
 
-async def test_a_cluster_as_upstream_leaves_it_names_everything(kubeconfig: Path,
-                                                                kube: KubeClient) -> None:
+async def test_a_cluster_as_upstream_leaves_it_names_everything(
+        kubeconfig: Path, kube: KubeClient, server: EnvTestServer) -> None:
     await create(kube, INGRESSCLASSPARAMS, objects.class_params(
         "shared", {"scheme": "internal", "minimumLoadBalancerCapacity": {"capacityUnits": 100}}))
     await create(kube, INGRESSCLASSES, objects.ingress_class("alb", params="shared"))
@@ -180,8 +180,11 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(kubeconfig: Path
     await create(kube, DEPLOYMENTS, upstream_deployment(
         "--cluster-name=prod", "--ingress-class=alb", "--enable-waf-v3", "--sync-period",
         "forever", "--feature-gates=ALBSingleSubnet=true"), "kube-system")
+    server.clear_request_log()
     done = await check(kubeconfig, "-o", "json")
     assert done.code == 1, done.stdout + done.stderr
+    # Read-only: list and get, nothing else.
+    assert {r.verb for r in server.request_log} == {"list", "get"}
     body = done.report
     assert body["go"] is False
     assert body["exitCode"] == 1
