@@ -18,6 +18,7 @@ from controller.annotationreview import review
 from controller.apis.names import (
     INGRESS_FINALIZER,
     INGRESS_GROUP_FINALIZER_PREFIX,
+    LEGACY_CLASS_ANNOTATION,
     SERVICE_FINALIZER,
     TARGETGROUPBINDING_FINALIZER,
 )
@@ -26,7 +27,7 @@ from controller.deploy.tags import CLUSTER_TAG
 from controller.errors import InvalidInput
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
-from controller.ingress.classes import ClassParams, parse_params
+from controller.ingress.classes import ClassParams, IngressClassInfo, parse_params
 from controller.ingress.exclusions import GroupNamespaces, settle
 from controller.ingress.groups import (
     CLASS_INDEX,
@@ -152,6 +153,7 @@ def _group(request: Request, loader: GroupLoader, caches: Caches,
             lines.append(_line("Ingress", ing, "not-honoured",
                                f"not served: group {request.key}: {settled.group.held}"))
             continue
+        lines.extend(_legacy_class(member.ingress, member.info))
         built = settled.built
         for finding in built.findings.get(key, ()) if built is not None else ():
             lines.append(_line("Ingress", ing, "not-honoured", finding.message, finding.key))
@@ -161,6 +163,19 @@ def _group(request: Request, loader: GroupLoader, caches: Caches,
         lines.append(_line("Ingress", ing, "adopted" if deployed else "served",
                            ADOPTED if deployed else NEW))
     return lines
+
+
+def _legacy_class(ing: Obj, info: IngressClassInfo | None) -> list[Finding]:
+    """Upstream applies no IngressClassParams to an Ingress chosen by the legacy class
+    annotation; aiolbc applies those of the IngressClass of that name (`classes.py`)."""
+    legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
+    if not isinstance(legacy, str) or info is None or info.params is None:
+        return []
+    return [_line("Ingress", ing, "changes",
+                  f"annotation {LEGACY_CLASS_ANNOTATION}: {legacy}: aiolbc applies "
+                  f"IngressClassParams {info.params.name} of IngressClass {info.class_name} "
+                  "to it, which upstream does not for an Ingress chosen by this annotation",
+                  LEGACY_CLASS_ANNOTATION)]
 
 
 def class_params(params: Sequence[Obj]) -> Iterator[Finding]:

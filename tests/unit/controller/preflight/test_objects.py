@@ -68,6 +68,18 @@ def test_a_malformed_object_is_a_line_and_the_scan_goes_on() -> None:
     }
 
 
+def test_params_applied_through_the_legacy_class_annotation_are_a_change() -> None:
+    legacy = ingress("old", class_name=None)
+    legacy["metadata"]["annotations"] = {"kubernetes.io/ingress.class": "alb"}
+    params = class_params("p", {"scheme": "internal"})
+    ings, svcs = [legacy], [backend_service("web")]
+    with_params = [ingress_class("alb", params="p")]
+    for classes, expected in ((with_params, ["changes", "served"]),
+                              ([ingress_class("alb")], ["served"])):
+        caches, _ = objects.ingress_caches(ings, svcs, classes, [params], [])
+        assert [f.category for f in objects.ingresses(caches, SCOPE)] == expected
+
+
 def test_class_params_fields_not_read_are_named() -> None:
     params = class_params("p", {"scheme": "internal", "ipamConfiguration": {"ipv4IPAMPoolId": "x"},
                                 "PrefixListsIDs": ["pl-1"]})
