@@ -1,4 +1,5 @@
-"""The `aiolbc` command line: `aiolbc run`, `aiolbc version` (or `--version`), `aiolbc demo`."""
+"""The `aiolbc` command line: `aiolbc run`, `aiolbc version` (or `--version`), `aiolbc demo`,
+`aiolbc check` (the pre-flight scan before switching from upstream)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from controller import app, config, demo
+from controller import app, config, demo, preflight
 from controller.aws import AWSConfigError
 from runtime.client import ApiServerUnavailable
 from runtime.logging import configure_logging
@@ -46,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_flags(sub.add_parser("run", help="run the controller"))
     demo.add_arguments(sub.add_parser(
         "demo", help="run the system on local stand-ins (no cluster, no AWS account)"))
+    preflight.add_arguments(sub.add_parser(
+        "check", help="scan a live cluster before switching from upstream's controller "
+        "(read-only): exit 0 go, 1 something would not be honoured or would change, "
+        "2 could not check"))
     return parser
 
 
@@ -68,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"aiolbc run: {exc}", file=sys.stderr)
             return EXIT_FAILED
         except KeyboardInterrupt:  # before the signal handlers are installed
+            return 130
+    if args.command == "check":
+        try:
+            return asyncio.run(preflight.run(args))
+        except KeyboardInterrupt:
             return 130
     if args.command == "demo":
         try:

@@ -3,7 +3,7 @@
 one frozen `ControllerConfig`, plus the feature gates. A bad value stops start-up with one
 message naming the flag, and so does a value AWS or Kubernetes would refuse later (tags, names,
 timings): nothing starts with it. Sections used by one controller are declared in its package;
-only app.py and main.py (and tests) import this package."""
+only app.py, main.py and preflight/ (and tests) import this package."""
 
 from __future__ import annotations
 
