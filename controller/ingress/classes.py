@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -70,6 +70,10 @@ class _Listener(_Spec):
     protocol: Literal["HTTP", "HTTPS"]
     port: int = Field(ge=1, le=65535)
     listener_attributes: tuple[_KeyValue, ...] = Field(default=(), alias="listenerAttributes")
+
+
+# Upstream's spec fields ClassParams keeps only to report them (not acted on yet).
+NOT_ACTED_ON_FIELDS: Final = frozenset({"minimumLoadBalancerCapacity", "ipamConfiguration"})
 
 
 class ClassParams(_Spec):

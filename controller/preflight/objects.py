@@ -27,7 +27,12 @@ from controller.deploy.tags import CLUSTER_TAG
 from controller.errors import InvalidInput
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
-from controller.ingress.classes import ClassParams, IngressClassInfo, parse_params
+from controller.ingress.classes import (
+    NOT_ACTED_ON_FIELDS,
+    ClassParams,
+    IngressClassInfo,
+    parse_params,
+)
 from controller.ingress.exclusions import GroupNamespaces, settle
 from controller.ingress.groups import (
     CLASS_INDEX,
@@ -54,7 +59,7 @@ ADOPTED: Final = "adopted (by upstream's tags): its load balancer is taken over 
 NEW: Final = "served: no load balancer deployed yet, aiolbc would create one"
 # IngressClassParams fields aiolbc reads (by their name in the spec).
 PARAMS_FIELDS: Final = frozenset(f.alias or name for name, f in ClassParams.model_fields.items()
-                                 if name != "name")
+                                 if name != "name") - NOT_ACTED_ON_FIELDS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
