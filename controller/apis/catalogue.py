@@ -232,8 +232,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _service("aws-load-balancer-enable-icmp-for-path-mtu-discovery", "ICMP for path MTU "
              "discovery", acted=True),
     _service("aws-load-balancer-enable-tcp-udp-listener", "the TCP_UDP listener switch",
-             acted=False, note="aiolbc always merges TCP and UDP on one port into one "
-                               "TCP_UDP listener, as this annotation's true does"),
+             acted=True),
     _service("aws-load-balancer-disable-nlb-sg", "security groups", acted=True),
     _service("aws-load-balancer-quic-enabled-ports", "QUIC listeners", acted=False),
     _service("actions.*", "weighted default actions", acted=False,

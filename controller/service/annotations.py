@@ -74,6 +74,7 @@ MANAGE_BACKEND_RULES: Final = "aws-load-balancer-manage-backend-security-group-r
 DISABLE_NLB_SG: Final = "aws-load-balancer-disable-nlb-sg"
 ICMP_PATH_MTU: Final = "aws-load-balancer-enable-icmp-for-path-mtu-discovery"
 PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-private-link-traffic"
+ENABLE_TCP_UDP_LISTENER: Final = "aws-load-balancer-enable-tcp-udp-listener"
 
 # Every key `parse_service_config` reads: the catalogue's acted-on Service keys. The checkpoint
 # digests these and ignores the rest.
@@ -449,14 +450,35 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
     )
 
 
+class ServicePortConfig(_Frozen):
+    """How the Service's ports become listeners and target groups, read apart from
+    `ServiceLBConfig` (as the listener attributes are): the model builder reads both."""
+
+    # TCP and UDP on one port number merged into one TCP_UDP listener; None: the
+    # EnableTCPUDPListener feature gate decides (upstream's shouldUseTCPUDP).
+    enable_tcp_udp_listener: bool | None = None
+
+
+def parse_port_config(service: Mapping[str, Any]) -> ServicePortConfig:
+    """The per-port annotations; raises the first AnnotationError in field order."""
+    reader = AnnotationReader.of(service, PREFIX)
+    return ServicePortConfig(
+        # Upstream falls back to the gate on a value that is not a boolean; here it is refused,
+        # so that a typo never decides silently how a port is served.
+        enable_tcp_udp_listener=reader.get_bool(ENABLE_TCP_UDP_LISTENER),
+    )
+
+
 __all__ = [
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
     "ServiceLBConfig",
+    "ServicePortConfig",
     "admission_warnings",
     "annotation_findings",
     "parse_listener_attributes",
+    "parse_port_config",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",

@@ -106,6 +106,8 @@ def service(key: str, value: str, base: dict[str, str] | None = None, *,
 
 TWO_PORTS = [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
              {"name": "https", "port": 443, "targetPort": 8080, "protocol": "TCP"}]
+TCP_AND_UDP = [{"name": "dns-tcp", "port": 53, "targetPort": 5353, "protocol": "TCP"},
+               {"name": "dns", "port": 53, "targetPort": 5353, "protocol": "UDP"}]
 
 
 def service_cases() -> list[Case]:
@@ -165,6 +167,11 @@ def service_cases() -> list[Case]:
                 name="s-icmp"),
         service("aws-load-balancer-inbound-sg-rules-on-private-link-traffic", "off",
                 name="s-private-link"),
+        # Turned off, TCP and UDP on one port are refused and the NLB is left as it is: the
+        # refusal's Warning shows the change was read.
+        _observed(service("aws-load-balancer-enable-tcp-udp-listener", "false",
+                          {"aws-load-balancer-enable-tcp-udp-listener": "true"},
+                          ports=TCP_AND_UDP, name="s-tcp-udp"), warnings),
     ]
 
 

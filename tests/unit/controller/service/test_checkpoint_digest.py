@@ -80,9 +80,26 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
 }
 
 
+# Keys that never change a stack that builds both ways, only whether it builds at all:
+# key → (Service ports, the value that builds, the value the Service is refused with).
+REFUSES: dict[str, tuple[list[dict[str, Any]], str, str]] = {
+    "aws-load-balancer-enable-tcp-udp-listener": (
+        [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
+         service_port(53, 53, "dns-tcp", node_port=30054)], "true", "false"),
+}
+
+
 def test_every_annotation_we_read_is_covered() -> None:
-    assert {PREFIX + key.replace(".TCP-80", ".*") for key in CHANGES} == set(
+    assert {PREFIX + key.replace(".TCP-80", ".*") for key in (*CHANGES, *REFUSES)} == set(
         SERVICE_ANNOTATION_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(REFUSES))
+def test_a_key_that_decides_whether_the_stack_builds(key: str) -> None:
+    ports, builds, refused = REFUSES[key]
+    assert cp(web_service({key: builds}, ports=ports)) is not None
+    with pytest.raises(ValueError, match=key):
+        cp(web_service({key: refused}, ports=ports))
 
 
 @pytest.mark.parametrize("key", sorted(CHANGES))

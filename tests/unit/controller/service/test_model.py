@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.annotations import AnnotationError
+from controller.config.featuregates import GATES
 from controller.model import (
     LISTENER,
     LOAD_BALANCER,
@@ -93,16 +94,52 @@ def test_tls_listeners_from_certificate_annotations() -> None:
     assert stack.target_groups["shop/web:80"].protocol == "TCP"
 
 
-def test_udp_and_merged_tcp_udp() -> None:
-    stack = build_stack(web_service(ports=[
-        service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
-        service_port(53, 53, "dns-tcp", node_port=30054),
-        service_port(514, 514, "syslog", node_port=30514, protocol="UDP")]), settings=SETTINGS)
+DNS_PORTS = [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
+             service_port(53, 53, "dns-tcp", node_port=30054),
+             service_port(514, 514, "syslog", node_port=30514, protocol="UDP")]
+TCP_UDP_ON = {"aws-load-balancer-enable-tcp-udp-listener": "true"}
+MERGING = dataclasses.replace(SETTINGS, gates=GATES.parse("EnableTCPUDPListener=true"))
+
+
+@pytest.mark.parametrize(("annotations", "settings"), [
+    (TCP_UDP_ON, SETTINGS), ({}, MERGING)], ids=["annotation", "gate"])
+def test_udp_and_merged_tcp_udp(annotations: dict[str, str], settings: ModelSettings) -> None:
+    stack = build_stack(web_service(annotations, ports=DNS_PORTS), settings=settings)
     assert stack.listeners["53"].protocol == "TCP_UDP"
     assert stack.target_groups["shop/web:53"].protocol == "TCP_UDP"
     assert stack.target_groups["shop/web:53"].port == 30054  # the TCP port's node port
     assert stack.listeners["514"].protocol == "UDP"
     assert stack.target_groups["shop/web:514"].protocol == "UDP"
+
+
+REFUSED_TCP_UDP = (
+    "service shop/web port 53: TCP and UDP on one port need a TCP_UDP listener; set annotation "
+    'service.beta.kubernetes.io/aws-load-balancer-enable-tcp-udp-listener: "true" (or start '
+    "the controller with --feature-gates=EnableTCPUDPListener=true)")
+
+
+@pytest.mark.parametrize(("annotations", "settings"), [
+    ({}, SETTINGS), ({"aws-load-balancer-enable-tcp-udp-listener": "false"}, MERGING)],
+    ids=["upstream-default", "annotation-over-gate"])
+def test_tcp_and_udp_on_one_port_without_merging_are_refused(
+        annotations: dict[str, str], settings: ModelSettings) -> None:
+    # Upstream's default (the gate off) keeps the first port's listener and drops the other
+    # without a word; here the Service is told and nothing is built.
+    with pytest.raises(InvalidService) as exc:
+        build_stack(web_service(annotations, ports=DNS_PORTS), settings=settings)
+    assert str(exc.value) == REFUSED_TCP_UDP
+    # Ports apart are served either way.
+    apart = [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
+             service_port(54, 54, "dns-tcp", node_port=30054)]
+    stack = build_stack(web_service(annotations, ports=apart), settings=settings)
+    assert {k: v.protocol for k, v in stack.listeners.items()} == {"53": "UDP", "54": "TCP"}
+
+
+def test_a_bad_tcp_udp_switch_is_one_message() -> None:
+    with pytest.raises(AnnotationError) as exc:
+        build_stack(web_service({"aws-load-balancer-enable-tcp-udp-listener": "yes"},
+                                ports=DNS_PORTS), settings=MERGING)
+    assert "aws-load-balancer-enable-tcp-udp-listener" in str(exc.value)
 
 
 def test_annotations_reach_the_model() -> None:
@@ -159,7 +196,7 @@ def test_dualstack_ip_targets_follow_the_first_ip_family() -> None:
     (web_service(ports=[service_port(80, 80, "a", node_port=30080),
                         service_port(80, 81, "b", node_port=30081)]),
      "service shop/web uses port 80 twice"),
-    (web_service({"aws-load-balancer-ssl-cert": CERT},
+    (web_service({"aws-load-balancer-ssl-cert": CERT, **TCP_UDP_ON},
                  ports=[service_port(53, 53, "a", node_port=30053),
                         service_port(53, 53, "b", node_port=30054, protocol="UDP")]),
      "service shop/web port 53: a TLS listener cannot also carry UDP"),
@@ -306,7 +343,7 @@ def test_no_groups_at_all_with_disable_nlb_sg() -> None:
 
 
 def test_binding_ports_follow_the_protocol_and_the_health_check() -> None:
-    svc = web_service({"aws-load-balancer-nlb-target-type": "ip",
+    svc = web_service({"aws-load-balancer-nlb-target-type": "ip", **TCP_UDP_ON,
                        "aws-load-balancer-healthcheck-port": "9000"}, ports=[
         service_port(80, 8080, "http"), service_port(53, 5353, "dns", protocol="UDP"),
         service_port(53, 5353, "dns-tcp")])
