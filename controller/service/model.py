@@ -71,7 +71,9 @@ from controller.networking.settings import BackendSettings
 from controller.service.annotations import (
     ENABLE_TCP_UDP_LISTENER,
     LISTENER_ATTRIBUTES,
+    PORT_TARGET_GROUP_ATTRIBUTES,
     PREFIX,
+    PROXY_PROTOCOL_PER_TARGET_GROUP,
     SOURCE_RANGES,
     ServiceLBConfig,
     parse_listener_attributes,
@@ -202,6 +204,7 @@ class _Builder:
 
     def build(self) -> Stack:
         ports = self._ports()
+        self._check_port_keys(ports)
         self._check_listener_attributes(ports)
         cfg = self.config
         self.groups = self._security_groups()
@@ -347,6 +350,20 @@ class _Builder:
             return "UDP"
         return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
 
+    def _check_port_keys(self, ports: list[_Port]) -> None:
+        # Upstream reads these for the Service's ports only and skips any other port without a
+        # word; here a port the Service lacks is one message, as for the listener attributes.
+        numbers = {p.port for p in ports}
+        listed = ", ".join(str(n) for n in sorted(numbers))
+        for number in sorted(set(self.port_config.port_attributes) - numbers):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{PORT_TARGET_GROUP_ATTRIBUTES}"
+                f"{number} names no port of it (its ports: {listed})")
+        for number in sorted(set(self.port_config.proxy_protocol_ports or ()) - numbers):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{PROXY_PROTOCOL_PER_TARGET_GROUP}"
+                f" names port {number}, which is not one of its ports ({listed})")
+
     def _check_listener_attributes(self, ports: list[_Port]) -> None:
         # Upstream skips a key naming no listener without a word; here it is one message.
         names = {f"{self._listener_protocol(p)}-{p.port}" for p in ports}
@@ -381,7 +398,8 @@ class _Builder:
                 health_check_interval=cfg.health_check.interval_seconds),
             protocol=tg_protocol, port=tg_port, target_type=target_type,
             ip_address_type=ip_type, health_check=self._health_check(),
-            attributes=dict(cfg.target_group_attributes), tags=dict(cfg.tags))
+            attributes=self.port_config.target_group_attributes(port.port),
+            tags=dict(cfg.tags))
         tg_ref = self.builder.add_target_group(resource_id, tg)
         tls = listener_protocol == "TLS"
         self.builder.add_listener(str(port.port), Listener(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -77,6 +78,9 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": ({}, "on", "off"),
     "aws-load-balancer-listener-attributes.TCP-80": ({}, "tcp.idle_timeout.seconds=60",
                                                      "tcp.idle_timeout.seconds=120"),
+    "aws-load-balancer-proxy-protocol-per-target-group": ({}, None, "80"),
+    "aws-load-balancer-target-group-attributes.80": (
+        {}, "deregistration_delay.timeout_seconds=10", "deregistration_delay.timeout_seconds=20"),
 }
 
 
@@ -90,7 +94,7 @@ REFUSES: dict[str, tuple[list[dict[str, Any]], str, str]] = {
 
 
 def test_every_annotation_we_read_is_covered() -> None:
-    assert {PREFIX + key.replace(".TCP-80", ".*") for key in (*CHANGES, *REFUSES)} == set(
+    assert {PREFIX + re.sub(r"\.(TCP-)?80$", ".*", key) for key in (*CHANGES, *REFUSES)} == set(
         SERVICE_ANNOTATION_KEYS)
 
 

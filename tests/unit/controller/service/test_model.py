@@ -363,3 +363,85 @@ def test_binding_ports_follow_the_protocol_and_the_health_check() -> None:
     assert networking is not None
     assert [(p.protocol, p.port) for p in networking.ingress[0].ports] == [("TCP", None),
                                                                            ("UDP", None)]
+
+
+TWO_TCP = [service_port(80, 8080, "http", node_port=30080),
+           service_port(3306, 3306, "db", node_port=30306)]
+
+
+def _tg_attributes(annotations: dict[str, str]) -> dict[int, dict[str, str]]:
+    stack = build_stack(web_service(annotations, ports=TWO_TCP), settings=SETTINGS)
+    return {port: dict(stack.target_groups[f"shop/web:{port}"].attributes)
+            for port in (80, 3306)}
+
+
+def test_per_port_target_group_attributes_as_upstream_composes_them() -> None:
+    # As upstream's documented example: the base for every port, the port's key over it, an
+    # empty value there keeping the base's.
+    assert _tg_attributes({
+        "aws-load-balancer-target-group-attributes":
+            "deregistration_delay.timeout_seconds=120,stickiness.enabled=true",
+        "aws-load-balancer-target-group-attributes.3306":
+            "deregistration_delay.connection_termination.enabled=true,"
+            "deregistration_delay.timeout_seconds=30,stickiness.enabled=",
+    }) == {
+        80: {"proxy_protocol_v2.enabled": "false", "deregistration_delay.timeout_seconds": "120",
+             "stickiness.enabled": "true"},
+        3306: {"proxy_protocol_v2.enabled": "false",
+               "deregistration_delay.timeout_seconds": "30", "stickiness.enabled": "true",
+               "deregistration_delay.connection_termination.enabled": "true"}}
+
+
+def test_proxy_protocol_per_target_group_and_what_wins() -> None:
+    ppv2 = "proxy_protocol_v2.enabled"
+    per_tg = {"aws-load-balancer-proxy-protocol-per-target-group": "3306"}
+    assert {p: a[ppv2] for p, a in _tg_attributes(per_tg).items()} == {80: "false",
+                                                                       3306: "true"}
+    # Over the attributes annotations (the port's too): the listed ports on, the others off.
+    assert {p: a[ppv2] for p, a in _tg_attributes({
+        **per_tg, "aws-load-balancer-target-group-attributes": f"{ppv2}=true",
+        "aws-load-balancer-target-group-attributes.3306": f"{ppv2}=false"}).items()} == {
+        80: "false", 3306: "true"}
+    # `aws-load-balancer-proxy-protocol: "*"` wins over it.
+    assert {p: a[ppv2] for p, a in _tg_attributes(
+        {**per_tg, "aws-load-balancer-proxy-protocol": "*"}).items()} == {80: "true",
+                                                                          3306: "true"}
+    # Empty: on no port.
+    assert {p: a[ppv2] for p, a in _tg_attributes(
+        {"aws-load-balancer-proxy-protocol-per-target-group": ""}).items()} == {
+        80: "false", 3306: "false"}
+
+
+@pytest.mark.parametrize(("annotations", "message"), [
+    ({"aws-load-balancer-proxy-protocol-per-target-group": "80, mysql"},
+     f'annotation {PREFIX}aws-load-balancer-proxy-protocol-per-target-group: "80, mysql" has '
+     '"mysql", which is not a port number'),
+    ({"aws-load-balancer-target-group-attributes.db": "stickiness.enabled=true"},
+     f'annotation {PREFIX}aws-load-balancer-target-group-attributes.db: '
+     '"stickiness.enabled=true" does not end in a port number (upstream reads '
+     f'{PREFIX}aws-load-balancer-target-group-attributes.<port> only)'),
+    ({"aws-load-balancer-target-group-attributes.3306": "preserve_client_ip.enabled=maybe"},
+     f'annotation {PREFIX}aws-load-balancer-target-group-attributes.3306: '
+     '"preserve_client_ip.enabled=maybe" sets preserve_client_ip.enabled="maybe", which is '
+     'not true or false'),
+])
+def test_bad_per_port_annotations_are_one_message(annotations: dict[str, str],
+                                                 message: str) -> None:
+    with pytest.raises(AnnotationError) as exc:
+        build_stack(web_service(annotations, ports=TWO_TCP), settings=SETTINGS)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize(("annotations", "message"), [
+    ({"aws-load-balancer-target-group-attributes.81": "stickiness.enabled=true"},
+     f"service shop/web: annotation {PREFIX}aws-load-balancer-target-group-attributes.81 "
+     "names no port of it (its ports: 80, 3306)"),
+    ({"aws-load-balancer-proxy-protocol-per-target-group": "80,443"},
+     f"service shop/web: annotation {PREFIX}aws-load-balancer-proxy-protocol-per-target-group "
+     "names port 443, which is not one of its ports (80, 3306)"),
+])
+def test_a_port_the_service_lacks_is_one_message(annotations: dict[str, str],
+                                                 message: str) -> None:
+    with pytest.raises(InvalidService) as exc:
+        build_stack(web_service(annotations, ports=TWO_TCP), settings=SETTINGS)
+    assert str(exc.value) == message
