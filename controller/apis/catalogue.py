@@ -187,7 +187,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
              narrows=True),
     _service("aws-load-balancer-proxy-protocol", "proxy protocol v2", acted=True),
     _service("aws-load-balancer-proxy-protocol-per-target-group",
-             "proxy protocol per target group", acted=False),
+             "proxy protocol per target group", acted=True),
     _service("aws-load-balancer-ip-address-type", "the IP address type", acted=True),
     _service("aws-load-balancer-access-log-enabled", "access logs", acted=True),
     _service("aws-load-balancer-access-log-s3-bucket-name", "access logs", acted=True),
@@ -232,14 +232,13 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _service("aws-load-balancer-enable-icmp-for-path-mtu-discovery", "ICMP for path MTU "
              "discovery", acted=True),
     _service("aws-load-balancer-enable-tcp-udp-listener", "the TCP_UDP listener switch",
-             acted=False, note="aiolbc always merges TCP and UDP on one port into one "
-                               "TCP_UDP listener, as this annotation's true does"),
+             acted=True),
     _service("aws-load-balancer-disable-nlb-sg", "security groups", acted=True),
     _service("aws-load-balancer-quic-enabled-ports", "QUIC listeners", acted=False),
     _service("actions.*", "weighted default actions", acted=False,
              placeholder="<protocol>-<port>"),
     _service("aws-load-balancer-target-group-attributes.*", "per-port target group attributes",
-             acted=False, placeholder="<port>"),
+             acted=True, placeholder="<port>"),
 )
 
 # Keys no upstream release ever read that aiolbc once did: they narrow access, so an object

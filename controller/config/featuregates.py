@@ -31,7 +31,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("NLBGatewayAPI", True, False, "Gateway API for NLBs"),
     ("ALBGatewayAPI", True, False, "Gateway API for ALBs"),
     ("GlobalAcceleratorController", False, False, "the Global Accelerator controller"),
-    ("EnableTCPUDPListener", False, True, "TCP_UDP listeners for a port with TCP and UDP"),
+    ("EnableTCPUDPListener", False, None, "TCP_UDP listeners for a port with TCP and UDP"),
     ("EnhancedDefaultBehavior", False, None,
      "removing the mutual-authentication or ALPN annotation turns mutual TLS or ALPN off"),
     ("EnableDefaultTagsLowPriority", False, None,

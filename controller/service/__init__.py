@@ -17,6 +17,7 @@ from controller.service.model import (
     MODEL_VERSION,
     InvalidService,
     ModelSettings,
+    admission_refusal,
     build_stack,
     checkpoint_input,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "ServiceConfig",
     "ServiceLBConfig",
     "Settings",
+    "admission_refusal",
     "admission_warnings",
     "annotation_findings",
     "build_stack",

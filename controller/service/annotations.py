@@ -25,6 +25,7 @@ from controller.annotations import (
     parse_port,
     parse_string_map,
     quote,
+    split_list,
 )
 from controller.apis import catalogue
 from controller.model.listener import AlpnPolicy
@@ -74,6 +75,10 @@ MANAGE_BACKEND_RULES: Final = "aws-load-balancer-manage-backend-security-group-r
 DISABLE_NLB_SG: Final = "aws-load-balancer-disable-nlb-sg"
 ICMP_PATH_MTU: Final = "aws-load-balancer-enable-icmp-for-path-mtu-discovery"
 PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-private-link-traffic"
+ENABLE_TCP_UDP_LISTENER: Final = "aws-load-balancer-enable-tcp-udp-listener"
+PROXY_PROTOCOL_PER_TARGET_GROUP: Final = "aws-load-balancer-proxy-protocol-per-target-group"
+# `aws-load-balancer-target-group-attributes.<port>`: one Service port's target group.
+PORT_TARGET_GROUP_ATTRIBUTES: Final = TARGET_GROUP_ATTRIBUTES + "."
 
 # Every key `parse_service_config` reads: the catalogue's acted-on Service keys. The checkpoint
 # digests these and ignores the rest.
@@ -449,14 +454,90 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
     )
 
 
+class ServicePortConfig(_Frozen):
+    """How the Service's ports become listeners and target groups, read apart from
+    `ServiceLBConfig` (as the listener attributes are): the model builder reads both."""
+
+    # TCP and UDP on one port number merged into one TCP_UDP listener; None: the
+    # EnableTCPUDPListener feature gate decides (upstream's shouldUseTCPUDP).
+    enable_tcp_udp_listener: bool | None = None
+    # The target group attributes as upstream composes them per port
+    # (buildTargetGroupAttributes): `aws-load-balancer-target-group-attributes`, then its
+    # `.<port>` key's non-empty values, then proxy protocol v2 on the ports of
+    # `aws-load-balancer-proxy-protocol-per-target-group` (off on the others), then
+    # `aws-load-balancer-proxy-protocol: "*"` on every port.
+    base_attributes: dict[str, str] = {}
+    port_attributes: dict[int, dict[str, str]] = {}
+    proxy_protocol_ports: tuple[int, ...] | None = None
+    proxy_protocol_all: bool = False
+
+    def target_group_attributes(self, port: int) -> dict[str, str]:
+        attributes = {ATTR_PROXY_PROTOCOL_V2: "false", **self.base_attributes}
+        attributes.update({k: v for k, v in self.port_attributes.get(port, {}).items() if v})
+        if self.proxy_protocol_ports is not None:
+            attributes[ATTR_PROXY_PROTOCOL_V2] = (
+                "true" if port in self.proxy_protocol_ports else "false")
+        if self.proxy_protocol_all:
+            attributes[ATTR_PROXY_PROTOCOL_V2] = "true"
+        if attributes[ATTR_PROXY_PROTOCOL_V2] == "":
+            del attributes[ATTR_PROXY_PROTOCOL_V2]  # upstream: empty means AWS's default
+        return attributes
+
+
+def _proxy_protocol_ports(key: str, raw: str) -> tuple[int, ...]:
+    ports: list[int] = []
+    for item in split_list(raw):
+        if not _INTEGER.fullmatch(item):
+            # Upstream's words: "invalid port number in proxy-protocol-per-target-group".
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not a port number")
+        ports.append(parse_port(key, item))
+    return tuple(sorted(set(ports)))
+
+
+def _port_target_group_attributes(service: Mapping[str, Any]) -> dict[int, dict[str, str]]:
+    """`aws-load-balancer-target-group-attributes.<port>` keys, by port."""
+    start = PREFIX + PORT_TARGET_GROUP_ATTRIBUTES
+    note_read(start + "*")
+    found: dict[int, dict[str, str]] = {}
+    for key, value in sorted(annotations_of(service).items()):
+        if not (isinstance(key, str) and key.startswith(start) and len(key) > len(start)):
+            continue
+        if not isinstance(value, str):
+            raise AnnotationError(key, None, f"is not a string (got {type(value).__name__})")
+        suffix = key[len(start):]
+        if not _INTEGER.fullmatch(suffix) or not 1 <= int(suffix) <= 65535:
+            raise AnnotationError(key, value, "does not end in a port number (upstream reads "
+                                  f"{start}<port> only)")
+        attributes = parse_string_map(key, value)
+        _check_bool_attribute(key, value, attributes, ATTR_PRESERVE_CLIENT_IP)
+        found[int(suffix)] = attributes
+    return found
+
+
+def parse_port_config(service: Mapping[str, Any]) -> ServicePortConfig:
+    """The per-port annotations; raises the first AnnotationError in field order."""
+    reader = AnnotationReader.of(service, PREFIX)
+    return ServicePortConfig(
+        # Upstream falls back to the gate on a value that is not a boolean; here it is refused,
+        # so that a typo never decides silently how a port is served.
+        enable_tcp_udp_listener=reader.get_bool(ENABLE_TCP_UDP_LISTENER),
+        base_attributes=reader.get_string_map(TARGET_GROUP_ATTRIBUTES) or {},
+        port_attributes=_port_target_group_attributes(service),
+        proxy_protocol_ports=reader.get(PROXY_PROTOCOL_PER_TARGET_GROUP, _proxy_protocol_ports),
+        proxy_protocol_all=reader.get_enum(PROXY_PROTOCOL, ("*",)) is not None,
+    )
+
+
 __all__ = [
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
     "ServiceLBConfig",
+    "ServicePortConfig",
     "admission_warnings",
     "annotation_findings",
     "parse_listener_attributes",
+    "parse_port_config",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",

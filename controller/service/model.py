@@ -4,8 +4,10 @@ runs it on cached objects to compute a checkpoint, and the reconciler runs it be
 
 One NLB per Service (stack id `namespace/name`, kind "service"); per Service port a listener, a
 target group and a TargetGroupBinding. TCP and UDP on the same port number share one TCP_UDP
-listener, as upstream merges them. Subnets stay a `SubnetDiscovery` placeholder unless the
-annotation lists them; the resolve stage (the deployer's resolver) fills them in.
+listener when `aws-load-balancer-enable-tcp-udp-listener` or the EnableTCPUDPListener gate
+(upstream's default off) says so, and are refused otherwise. Subnets stay a `SubnetDiscovery`
+placeholder unless the annotation lists them; the resolve stage (the deployer's resolver) fills
+them in.
 
 Security groups (upstream's NLB behaviour since v2.6): without
 `aws-load-balancer-security-groups` the NLB gets a managed frontend group admitting
@@ -24,6 +26,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from controller import checkpoint, gates, validators
+from controller.annotationreview import UnsupportedAnnotation
 from controller.annotations import TRAFFIC_PORT, AnnotationError, TrafficPort
 from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
@@ -66,11 +69,15 @@ from controller.networking.frontend import (
 )
 from controller.networking.settings import BackendSettings
 from controller.service.annotations import (
+    ENABLE_TCP_UDP_LISTENER,
     LISTENER_ATTRIBUTES,
+    PORT_TARGET_GROUP_ATTRIBUTES,
     PREFIX,
+    PROXY_PROTOCOL_PER_TARGET_GROUP,
     SOURCE_RANGES,
     ServiceLBConfig,
     parse_listener_attributes,
+    parse_port_config,
     parse_service_config,
     qualifies,
 )
@@ -146,6 +153,22 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
     return stack
 
 
+def admission_refusal(service: Mapping[str, Any], *, settings: ModelSettings) -> str | None:
+    """What the reconciler would refuse a Service we serve with (its Warning Event's text), for
+    the Service webhook to say at `kubectl apply`; None when it builds or is not ours. A key
+    that narrows access is left to `admission_warnings`, which already says it."""
+    if not qualifies(service, load_balancer_class=settings.load_balancer_class,
+                     load_balancer_only=settings.load_balancer_only):
+        return None
+    try:
+        build_stack(service, settings=settings)
+    except UnsupportedAnnotation:
+        return None
+    except InvalidInput as exc:
+        return str(exc)
+    return None
+
+
 def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack | None:
     """The stack a checkpoint is computed from, or None when the Service is not ours to build
     (not qualifying, or being deleted): nothing to compare then."""
@@ -174,12 +197,14 @@ class _Builder:
         self.spec: Mapping[str, Any] = service.get("spec") or {}
         self.config = config
         self.listener_attributes = parse_listener_attributes(service)
+        self.port_config = parse_port_config(service)
         self.settings = settings
         self.stack_id = f"{self.namespace}/{self.name}"
         self.builder = StackBuilder(self.stack_id, kind="service", context=settings.context)
 
     def build(self) -> Stack:
         ports = self._ports()
+        self._check_port_keys(ports)
         self._check_listener_attributes(ports)
         cfg = self.config
         self.groups = self._security_groups()
@@ -291,12 +316,26 @@ class _Builder:
             if seen is None:
                 by_number[number] = _Port(number, protocol, item)
             elif {seen.protocol, protocol} == {"TCP", "UDP"}:
+                if not self._merge_tcp_udp():
+                    # Upstream then keeps the first port's listener and drops the other
+                    # without a word; here the Service is told, and nothing is deployed.
+                    raise InvalidService(
+                        f"service {self.stack_id} port {number}: TCP and UDP on one port need "
+                        f"a TCP_UDP listener; set annotation {PREFIX}{ENABLE_TCP_UDP_LISTENER}"
+                        ': "true" (or start the controller with '
+                        "--feature-gates=EnableTCPUDPListener=true)")
                 # One listener per port: TCP and UDP on one number become TCP_UDP (upstream).
                 tcp = seen.spec if seen.protocol == "TCP" else item
                 by_number[number] = _Port(number, "TCP_UDP", tcp)
             else:
                 raise InvalidService(f"service {self.stack_id} uses port {number} twice")
         return [by_number[n] for n in sorted(by_number)]
+
+    def _merge_tcp_udp(self) -> bool:
+        """Upstream's shouldUseTCPUDP: the annotation, else the EnableTCPUDPListener gate."""
+        if self.port_config.enable_tcp_udp_listener is not None:
+            return self.port_config.enable_tcp_udp_listener
+        return gates.enabled(self.settings.gates, "EnableTCPUDPListener")
 
     def _listener_protocol(self, port: _Port) -> ListenerProtocol:
         name = port.spec.get("name")
@@ -310,6 +349,20 @@ class _Builder:
         if port.protocol == "UDP":
             return "UDP"
         return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
+
+    def _check_port_keys(self, ports: list[_Port]) -> None:
+        # Upstream reads these for the Service's ports only and skips any other port without a
+        # word; here a port the Service lacks is one message, as for the listener attributes.
+        numbers = {p.port for p in ports}
+        listed = ", ".join(str(n) for n in sorted(numbers))
+        for number in sorted(set(self.port_config.port_attributes) - numbers):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{PORT_TARGET_GROUP_ATTRIBUTES}"
+                f"{number} names no port of it (its ports: {listed})")
+        for number in sorted(set(self.port_config.proxy_protocol_ports or ()) - numbers):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{PROXY_PROTOCOL_PER_TARGET_GROUP}"
+                f" names port {number}, which is not one of its ports ({listed})")
 
     def _check_listener_attributes(self, ports: list[_Port]) -> None:
         # Upstream skips a key naming no listener without a word; here it is one message.
@@ -345,7 +398,8 @@ class _Builder:
                 health_check_interval=cfg.health_check.interval_seconds),
             protocol=tg_protocol, port=tg_port, target_type=target_type,
             ip_address_type=ip_type, health_check=self._health_check(),
-            attributes=dict(cfg.target_group_attributes), tags=dict(cfg.tags))
+            attributes=self.port_config.target_group_attributes(port.port),
+            tags=dict(cfg.tags))
         tg_ref = self.builder.add_target_group(resource_id, tg)
         tls = listener_protocol == "TLS"
         self.builder.add_listener(str(port.port), Listener(
@@ -440,6 +494,7 @@ __all__ = [
     "MODEL_VERSION",
     "InvalidService",
     "ModelSettings",
+    "admission_refusal",
     "build_stack",
     "checkpoint_input",
     "checkpoint_of",

@@ -230,11 +230,13 @@ class ServiceMutator:
     """`mservice.elbv2.k8s.aws` (opt-in): LoadBalancer Services without a class get ours, and
     an update that drops the class keeps the one the Service had (upstream's service mutator;
     the API server refuses a changed class anyway). A Service we serve is told, as warnings,
-    about its annotations we do not act on (`service.admission_warnings`); it is never denied
-    here (upstream has no Service validation either), the reconciler refuses what it must."""
+    about its annotations we do not act on (`service.admission_warnings`) and what the
+    reconciler would refuse it with (`service.admission_refusal`, when `model` is given); it is
+    never denied here (upstream has no Service validation either), the reconciler refuses."""
 
     load_balancer_class: str
     enabled: bool = True  # --enable-service-mutator-webhook
+    model: service.ModelSettings | None = None  # the Service controller's model settings
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         svc = _object(request)
@@ -247,8 +249,11 @@ class ServiceMutator:
                       else dig(request.old_object or {}, "spec", "loadBalancerClass"))
             if isinstance(wanted, str) and wanted:
                 mutated = {**svc, "spec": {**svc["spec"], "loadBalancerClass": wanted}}
-        return patched(svc, mutated, warnings=service.admission_warnings(
-            mutated, load_balancer_class=self.load_balancer_class))
+        warnings = service.admission_warnings(mutated,
+                                              load_balancer_class=self.load_balancer_class)
+        refusal = (service.admission_refusal(mutated, settings=self.model)
+                   if self.model is not None else None)
+        return patched(svc, mutated, warnings=[*warnings, *([refusal] if refusal else [])])
 
 
 __all__ = ["FAILURE_POLICY", "MUTATE_POD", "MUTATE_SERVICE", "MUTATE_TARGETGROUPBINDING",

@@ -4,7 +4,7 @@ shared informers, reading AWS through one `ReadCache` (controller/aws/readcache.
 
 from __future__ import annotations
 
-from controller import informers, ingress
+from controller import informers, ingress, service
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
@@ -67,8 +67,13 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
         VALIDATE_INGRESSCLASSPARAMS: IngressClassParamsValidator(),
         # Registered even when off, so that a configuration that still names it answers
         # "allowed" instead of a failed call.
-        MUTATE_SERVICE: ServiceMutator(settings.service.load_balancer_class,
-                                       enabled=settings.config.service_mutator),
+        MUTATE_SERVICE: ServiceMutator(
+            settings.service.load_balancer_class, enabled=settings.config.service_mutator,
+            model=service.ModelSettings(
+                cluster=settings.ingress.cluster,
+                load_balancer_class=settings.service.load_balancer_class,
+                defaults=settings.ingress.defaults, backend_sg=settings.ingress.backend_sg,
+                gates=settings.gates)),
     }
     for path, handler in handlers.items():
         server.register(path, handler, failure_policy=FAILURE_POLICY)

@@ -104,6 +104,9 @@ SERVICE: Final = {
     "aws-load-balancer-disable-nlb-sg": "false",
     "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on",
     "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": "off",
+    "aws-load-balancer-enable-tcp-udp-listener": "true",
+    "aws-load-balancer-proxy-protocol-per-target-group": "443",
+    "aws-load-balancer-target-group-attributes.443": "deregistration_delay.timeout_seconds=60",
 }
 # Read only when the scheme annotation is absent (upstream ignores it then); and the group
 # name takes the Ingress out of its implicit group.

@@ -85,5 +85,5 @@ def test_the_rich_objects_carry_every_acted_on_key() -> None:
     """The objects above are what makes the tests above mean anything."""
     assert {INGRESS_PREFIX + k.replace(".web", ".*").replace(".HTTPS-443", ".*")
             for k in {**INGRESS, **INGRESS_GROUP, **INGRESS_JWT}} == INGRESS_ANNOTATION_KEYS
-    assert {SERVICE_PREFIX + k.replace(".TLS-443", ".*")
+    assert {SERVICE_PREFIX + k.replace(".TLS-443", ".*").replace(".443", ".*")
             for k in {**SERVICE, **SERVICE_INTERNAL}} == SERVICE_ANNOTATION_KEYS

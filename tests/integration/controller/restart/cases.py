@@ -106,6 +106,8 @@ def service(key: str, value: str, base: dict[str, str] | None = None, *,
 
 TWO_PORTS = [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
              {"name": "https", "port": 443, "targetPort": 8080, "protocol": "TCP"}]
+TCP_AND_UDP = [{"name": "dns-tcp", "port": 53, "targetPort": 5353, "protocol": "TCP"},
+               {"name": "dns", "port": 53, "targetPort": 5353, "protocol": "UDP"}]
 
 
 def service_cases() -> list[Case]:
@@ -136,6 +138,12 @@ def service_cases() -> list[Case]:
         service("aws-load-balancer-healthcheck-success-codes", "200-299", http_hc),
         service("aws-load-balancer-target-group-attributes",
                 "deregistration_delay.timeout_seconds=30", name="s-tg-attributes"),
+        dataclasses.replace(service("aws-load-balancer-target-group-attributes.80",
+                                    "deregistration_delay.timeout_seconds=30",
+                                    name="s-tg-attributes-port"),
+                            covers=(SVC + "aws-load-balancer-target-group-attributes.*",)),
+        service("aws-load-balancer-proxy-protocol-per-target-group", "80",
+                name="s-proxy-protocol-per-tg"),
         service("aws-load-balancer-target-node-labels", "pool=a", target_type="instance"),
         service("aws-load-balancer-attributes", "load_balancing.cross_zone.enabled=true"),
         dataclasses.replace(service("aws-load-balancer-listener-attributes.TCP-80",
@@ -165,6 +173,11 @@ def service_cases() -> list[Case]:
                 name="s-icmp"),
         service("aws-load-balancer-inbound-sg-rules-on-private-link-traffic", "off",
                 name="s-private-link"),
+        # Turned off, TCP and UDP on one port are refused and the NLB is left as it is: the
+        # refusal's Warning shows the change was read.
+        _observed(service("aws-load-balancer-enable-tcp-udp-listener", "false",
+                          {"aws-load-balancer-enable-tcp-udp-listener": "true"},
+                          ports=TCP_AND_UDP, name="s-tcp-udp"), warnings),
     ]
 
 

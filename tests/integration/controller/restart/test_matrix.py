@@ -249,6 +249,9 @@ FLAG_RUNS: list[FlagRun] = [
     # Mutual TLS left on a listener whose annotation is gone (upstream's legacy keeps it; set
     # by hand before this run): the gate turns it off.
     FlagRun({"--feature-gates": "EnhancedDefaultBehavior=true"}, ("f-ing",)),
+    # Refused until now (TCP and UDP on one port, upstream's default): merged, it deploys.
+    FlagRun({"--feature-gates": "EnhancedDefaultBehavior=true,EnableTCPUDPListener=true"},
+            ("f-tcp-udp",)),
     # Three flags in one restart, each seen through objects only it changes: the managed
     # stacks' bindings (every port), the Ingress with user groups (the backend group added),
     # the binding whose pod has two groups (its rules move).
@@ -301,6 +304,9 @@ async def test_flags_that_shape_the_model_changed_while_down(
                                            LEGACY_CLASS_ANNOTATION: "other"},
                         backend="f-legacy-other-be", class_name=None)
     await world.nlb_service("f-lbc-other", load_balancer_class="example.com/other")
+    await world.nlb_service("f-tcp-udp", target_type="ip", ports=[
+        {"name": "dns-tcp", "port": 53, "targetPort": 5353, "protocol": "TCP"},
+        {"name": "dns", "port": 53, "targetPort": 5353, "protocol": "UDP"}])
     await world.ingress("f-missing", {"target-type": "ip"}, paths=[
         ingress_path("/a", "f-missing-svc"), ingress_path("/b", "f-missing-act", USE_ANNOTATION)])
     await world.backend("f-user-ing-be")
@@ -348,7 +354,7 @@ async def test_flags_that_shape_the_model_changed_while_down(
     all_regions = [world.seed.region, "eu-west-1"]
     names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
              "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield", "f-missing",
-             "f-disc-ing", "f-secret-ing"]
+             "f-disc-ing", "f-secret-ing", "f-tcp-udp"]
 
     async def observe(name: str) -> str:
         if name == "f-eni":

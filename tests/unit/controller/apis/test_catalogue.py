@@ -53,7 +53,8 @@ def test_families_and_exact_keys_are_told_apart() -> None:
     assert not exact.family
     assert per_port is not None
     assert per_port.family
-    assert not per_port.acted_on
+    assert per_port.acted_on
+    assert per_port.shown == S + "aws-load-balancer-target-group-attributes.<port>"
     # Each kind's keys only.
     assert entry_for(A + "scheme", "service") is None
     assert entry_for(S + "aws-load-balancer-scheme", "ingress") is None
@@ -63,7 +64,7 @@ def test_the_parsers_key_sets_are_views_of_the_catalogue() -> None:
     assert ingress_annotations.INGRESS_ANNOTATION_KEYS is INGRESS_ANNOTATION_KEYS
     assert service_annotations.SERVICE_ANNOTATION_KEYS is SERVICE_ANNOTATION_KEYS
     assert len(INGRESS_ANNOTATION_KEYS) == 49
-    assert len(SERVICE_ANNOTATION_KEYS) == 38
+    assert len(SERVICE_ANNOTATION_KEYS) == 41
     assert A + "actions.*" in INGRESS_ANNOTATION_KEYS
     assert A + "wafv2-acl-arn" in INGRESS_ANNOTATION_KEYS
     assert A + "jwt-validation" in INGRESS_ANNOTATION_KEYS

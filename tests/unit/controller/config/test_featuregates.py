@@ -26,8 +26,7 @@ UPSTREAM = {
     "EnableCertificateManagement": False, "IngressPlanAnnotation": False,
 }
 # What aiolbc does today where that is not upstream's default (the parity reference, e2).
-DIFFERENT = {"EnableTCPUDPListener": True,
-             "LBCapacityReservation": False,
+DIFFERENT = {"LBCapacityReservation": False,
              "SubnetDiscoveryByReachability": False, "NLBGatewayAPI": False,
              "ALBGatewayAPI": False, "GatewayListenerSet": False}
 
@@ -57,9 +56,8 @@ def test_asking_for_what_aiolbc_does_is_accepted() -> None:
     ("EnableRGTAPI", "--feature-gates: expected Name=true|false, got 'EnableRGTAPI'"),
     ("LBCapacityReservation=true", "--feature-gates: feature gate LBCapacityReservation: not "
                                    "supported yet; aiolbc behaves as LBCapacityReservation=false"),
-    ("EnableTCPUDPListener=false", "--feature-gates: feature gate "
-     "EnableTCPUDPListener: not supported yet; aiolbc behaves as "
-     "EnableTCPUDPListener=true"),
+    ("NLBGatewayAPI=true", "--feature-gates: feature gate NLBGatewayAPI: not supported yet; "
+                           "aiolbc behaves as NLBGatewayAPI=false"),
 ])
 def test_a_bad_gate_is_a_cli_error_naming_it(value: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -77,12 +78,32 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": ({}, "on", "off"),
     "aws-load-balancer-listener-attributes.TCP-80": ({}, "tcp.idle_timeout.seconds=60",
                                                      "tcp.idle_timeout.seconds=120"),
+    "aws-load-balancer-proxy-protocol-per-target-group": ({}, None, "80"),
+    "aws-load-balancer-target-group-attributes.80": (
+        {}, "deregistration_delay.timeout_seconds=10", "deregistration_delay.timeout_seconds=20"),
+}
+
+
+# Keys that never change a stack that builds both ways, only whether it builds at all:
+# key → (Service ports, the value that builds, the value the Service is refused with).
+REFUSES: dict[str, tuple[list[dict[str, Any]], str, str]] = {
+    "aws-load-balancer-enable-tcp-udp-listener": (
+        [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
+         service_port(53, 53, "dns-tcp", node_port=30054)], "true", "false"),
 }
 
 
 def test_every_annotation_we_read_is_covered() -> None:
-    assert {PREFIX + key.replace(".TCP-80", ".*") for key in CHANGES} == set(
+    assert {PREFIX + re.sub(r"\.(TCP-)?80$", ".*", key) for key in (*CHANGES, *REFUSES)} == set(
         SERVICE_ANNOTATION_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(REFUSES))
+def test_a_key_that_decides_whether_the_stack_builds(key: str) -> None:
+    ports, builds, refused = REFUSES[key]
+    assert cp(web_service({key: builds}, ports=ports)) is not None
+    with pytest.raises(ValueError, match=key):
+        cp(web_service({key: refused}, ports=ports))
 
 
 @pytest.mark.parametrize("key", sorted(CHANGES))

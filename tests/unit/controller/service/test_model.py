@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.annotations import AnnotationError
+from controller.config.featuregates import GATES
 from controller.model import (
     LISTENER,
     LOAD_BALANCER,
@@ -93,16 +94,52 @@ def test_tls_listeners_from_certificate_annotations() -> None:
     assert stack.target_groups["shop/web:80"].protocol == "TCP"
 
 
-def test_udp_and_merged_tcp_udp() -> None:
-    stack = build_stack(web_service(ports=[
-        service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
-        service_port(53, 53, "dns-tcp", node_port=30054),
-        service_port(514, 514, "syslog", node_port=30514, protocol="UDP")]), settings=SETTINGS)
+DNS_PORTS = [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
+             service_port(53, 53, "dns-tcp", node_port=30054),
+             service_port(514, 514, "syslog", node_port=30514, protocol="UDP")]
+TCP_UDP_ON = {"aws-load-balancer-enable-tcp-udp-listener": "true"}
+MERGING = dataclasses.replace(SETTINGS, gates=GATES.parse("EnableTCPUDPListener=true"))
+
+
+@pytest.mark.parametrize(("annotations", "settings"), [
+    (TCP_UDP_ON, SETTINGS), ({}, MERGING)], ids=["annotation", "gate"])
+def test_udp_and_merged_tcp_udp(annotations: dict[str, str], settings: ModelSettings) -> None:
+    stack = build_stack(web_service(annotations, ports=DNS_PORTS), settings=settings)
     assert stack.listeners["53"].protocol == "TCP_UDP"
     assert stack.target_groups["shop/web:53"].protocol == "TCP_UDP"
     assert stack.target_groups["shop/web:53"].port == 30054  # the TCP port's node port
     assert stack.listeners["514"].protocol == "UDP"
     assert stack.target_groups["shop/web:514"].protocol == "UDP"
+
+
+REFUSED_TCP_UDP = (
+    "service shop/web port 53: TCP and UDP on one port need a TCP_UDP listener; set annotation "
+    'service.beta.kubernetes.io/aws-load-balancer-enable-tcp-udp-listener: "true" (or start '
+    "the controller with --feature-gates=EnableTCPUDPListener=true)")
+
+
+@pytest.mark.parametrize(("annotations", "settings"), [
+    ({}, SETTINGS), ({"aws-load-balancer-enable-tcp-udp-listener": "false"}, MERGING)],
+    ids=["upstream-default", "annotation-over-gate"])
+def test_tcp_and_udp_on_one_port_without_merging_are_refused(
+        annotations: dict[str, str], settings: ModelSettings) -> None:
+    # Upstream's default (the gate off) keeps the first port's listener and drops the other
+    # without a word; here the Service is told and nothing is built.
+    with pytest.raises(InvalidService) as exc:
+        build_stack(web_service(annotations, ports=DNS_PORTS), settings=settings)
+    assert str(exc.value) == REFUSED_TCP_UDP
+    # Ports apart are served either way.
+    apart = [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
+             service_port(54, 54, "dns-tcp", node_port=30054)]
+    stack = build_stack(web_service(annotations, ports=apart), settings=settings)
+    assert {k: v.protocol for k, v in stack.listeners.items()} == {"53": "UDP", "54": "TCP"}
+
+
+def test_a_bad_tcp_udp_switch_is_one_message() -> None:
+    with pytest.raises(AnnotationError) as exc:
+        build_stack(web_service({"aws-load-balancer-enable-tcp-udp-listener": "yes"},
+                                ports=DNS_PORTS), settings=MERGING)
+    assert "aws-load-balancer-enable-tcp-udp-listener" in str(exc.value)
 
 
 def test_annotations_reach_the_model() -> None:
@@ -159,7 +196,7 @@ def test_dualstack_ip_targets_follow_the_first_ip_family() -> None:
     (web_service(ports=[service_port(80, 80, "a", node_port=30080),
                         service_port(80, 81, "b", node_port=30081)]),
      "service shop/web uses port 80 twice"),
-    (web_service({"aws-load-balancer-ssl-cert": CERT},
+    (web_service({"aws-load-balancer-ssl-cert": CERT, **TCP_UDP_ON},
                  ports=[service_port(53, 53, "a", node_port=30053),
                         service_port(53, 53, "b", node_port=30054, protocol="UDP")]),
      "service shop/web port 53: a TLS listener cannot also carry UDP"),
@@ -306,7 +343,7 @@ def test_no_groups_at_all_with_disable_nlb_sg() -> None:
 
 
 def test_binding_ports_follow_the_protocol_and_the_health_check() -> None:
-    svc = web_service({"aws-load-balancer-nlb-target-type": "ip",
+    svc = web_service({"aws-load-balancer-nlb-target-type": "ip", **TCP_UDP_ON,
                        "aws-load-balancer-healthcheck-port": "9000"}, ports=[
         service_port(80, 8080, "http"), service_port(53, 5353, "dns", protocol="UDP"),
         service_port(53, 5353, "dns-tcp")])
@@ -326,3 +363,85 @@ def test_binding_ports_follow_the_protocol_and_the_health_check() -> None:
     assert networking is not None
     assert [(p.protocol, p.port) for p in networking.ingress[0].ports] == [("TCP", None),
                                                                            ("UDP", None)]
+
+
+TWO_TCP = [service_port(80, 8080, "http", node_port=30080),
+           service_port(3306, 3306, "db", node_port=30306)]
+
+
+def _tg_attributes(annotations: dict[str, str]) -> dict[int, dict[str, str]]:
+    stack = build_stack(web_service(annotations, ports=TWO_TCP), settings=SETTINGS)
+    return {port: dict(stack.target_groups[f"shop/web:{port}"].attributes)
+            for port in (80, 3306)}
+
+
+def test_per_port_target_group_attributes_as_upstream_composes_them() -> None:
+    # As upstream's documented example: the base for every port, the port's key over it, an
+    # empty value there keeping the base's.
+    assert _tg_attributes({
+        "aws-load-balancer-target-group-attributes":
+            "deregistration_delay.timeout_seconds=120,stickiness.enabled=true",
+        "aws-load-balancer-target-group-attributes.3306":
+            "deregistration_delay.connection_termination.enabled=true,"
+            "deregistration_delay.timeout_seconds=30,stickiness.enabled=",
+    }) == {
+        80: {"proxy_protocol_v2.enabled": "false", "deregistration_delay.timeout_seconds": "120",
+             "stickiness.enabled": "true"},
+        3306: {"proxy_protocol_v2.enabled": "false",
+               "deregistration_delay.timeout_seconds": "30", "stickiness.enabled": "true",
+               "deregistration_delay.connection_termination.enabled": "true"}}
+
+
+def test_proxy_protocol_per_target_group_and_what_wins() -> None:
+    ppv2 = "proxy_protocol_v2.enabled"
+    per_tg = {"aws-load-balancer-proxy-protocol-per-target-group": "3306"}
+    assert {p: a[ppv2] for p, a in _tg_attributes(per_tg).items()} == {80: "false",
+                                                                       3306: "true"}
+    # Over the attributes annotations (the port's too): the listed ports on, the others off.
+    assert {p: a[ppv2] for p, a in _tg_attributes({
+        **per_tg, "aws-load-balancer-target-group-attributes": f"{ppv2}=true",
+        "aws-load-balancer-target-group-attributes.3306": f"{ppv2}=false"}).items()} == {
+        80: "false", 3306: "true"}
+    # `aws-load-balancer-proxy-protocol: "*"` wins over it.
+    assert {p: a[ppv2] for p, a in _tg_attributes(
+        {**per_tg, "aws-load-balancer-proxy-protocol": "*"}).items()} == {80: "true",
+                                                                          3306: "true"}
+    # Empty: on no port.
+    assert {p: a[ppv2] for p, a in _tg_attributes(
+        {"aws-load-balancer-proxy-protocol-per-target-group": ""}).items()} == {
+        80: "false", 3306: "false"}
+
+
+@pytest.mark.parametrize(("annotations", "message"), [
+    ({"aws-load-balancer-proxy-protocol-per-target-group": "80, mysql"},
+     f'annotation {PREFIX}aws-load-balancer-proxy-protocol-per-target-group: "80, mysql" has '
+     '"mysql", which is not a port number'),
+    ({"aws-load-balancer-target-group-attributes.db": "stickiness.enabled=true"},
+     f'annotation {PREFIX}aws-load-balancer-target-group-attributes.db: '
+     '"stickiness.enabled=true" does not end in a port number (upstream reads '
+     f'{PREFIX}aws-load-balancer-target-group-attributes.<port> only)'),
+    ({"aws-load-balancer-target-group-attributes.3306": "preserve_client_ip.enabled=maybe"},
+     f'annotation {PREFIX}aws-load-balancer-target-group-attributes.3306: '
+     '"preserve_client_ip.enabled=maybe" sets preserve_client_ip.enabled="maybe", which is '
+     'not true or false'),
+])
+def test_bad_per_port_annotations_are_one_message(annotations: dict[str, str],
+                                                 message: str) -> None:
+    with pytest.raises(AnnotationError) as exc:
+        build_stack(web_service(annotations, ports=TWO_TCP), settings=SETTINGS)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize(("annotations", "message"), [
+    ({"aws-load-balancer-target-group-attributes.81": "stickiness.enabled=true"},
+     f"service shop/web: annotation {PREFIX}aws-load-balancer-target-group-attributes.81 "
+     "names no port of it (its ports: 80, 3306)"),
+    ({"aws-load-balancer-proxy-protocol-per-target-group": "80,443"},
+     f"service shop/web: annotation {PREFIX}aws-load-balancer-proxy-protocol-per-target-group "
+     "names port 443, which is not one of its ports (80, 3306)"),
+])
+def test_a_port_the_service_lacks_is_one_message(annotations: dict[str, str],
+                                                 message: str) -> None:
+    with pytest.raises(InvalidService) as exc:
+        build_stack(web_service(annotations, ports=TWO_TCP), settings=SETTINGS)
+    assert str(exc.value) == message

@@ -1,0 +1,55 @@
+"""The Service webhook (opt-in, never denying) tells `kubectl apply` what the reconciler will
+refuse a Service with: the same text as its Warning Event and condition."""
+
+from __future__ import annotations
+
+import json
+
+from controller.service.status import CONDITION_TYPE
+from runtime.objects import Obj
+from runtime.resources import SERVICES
+from tests.support import objects
+from tests.support.cluster import Cluster
+from tests.support.objects import condition, service_port
+from tests.support.waiting import eventually
+from tests.support.webhooks import NAMESPACE, SERVICE, WebhookHarness, configurations
+
+P = "service.beta.kubernetes.io/"
+DNS = [service_port(53, 5353, "dns", protocol="UDP"), service_port(53, 5353, "dns-tcp")]
+
+
+def _with_service_hook(docs: list[Obj]) -> list[Obj]:
+    mutating = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")
+    mutating["webhooks"].append({
+        "name": "mservice.elbv2.k8s.aws", "admissionReviewVersions": ["v1"],
+        "sideEffects": "None", "failurePolicy": "Ignore", "timeoutSeconds": 10,
+        "clientConfig": {"service": {"name": SERVICE, "namespace": NAMESPACE,
+                                     "path": "/mutate-v1-service"}},
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                   "resources": ["services"]}]})
+    return docs
+
+
+async def test_a_service_the_reconciler_refuses_is_told_so_at_apply(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    said = ("service default/dns port 53: TCP and UDP on one port need a TCP_UDP listener; set "
+            f'annotation {P}aws-load-balancer-enable-tcp-udp-listener: "true" (or start the '
+            "controller with --feature-gates=EnableTCPUDPListener=true)")
+    await cluster.start(on_setup=lambda m: hooks.setup(m, service_mutator=True))
+    await hooks.install(configs=_with_service_hook(configurations()))
+    svc = objects.nlb_service("dns", namespace="default", ports=DNS)
+    result = await hooks.kubectl("apply", "-f", "-", input=json.dumps(svc), check=False)
+    assert result.returncode == 0, result.stderr  # admitted: the reconciler refuses
+    assert f"Warning: {said}" in result.stderr
+
+    async def refused() -> bool:
+        cond = condition(await cluster.get(SERVICES, "dns"), CONDITION_TYPE)
+        return cond is not None and cond["message"] == said
+
+    await eventually(refused, message="the reconciler did not say the same")
+    # Fixed, nothing more is said.
+    fixed = objects.nlb_service("dns", {"aws-load-balancer-enable-tcp-udp-listener": "true"},
+                                namespace="default", ports=DNS)
+    result = await hooks.kubectl("apply", "-f", "-", input=json.dumps(fixed), check=False)
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr
