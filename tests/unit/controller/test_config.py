@@ -326,8 +326,9 @@ def test_an_ingress_flag_is_one_field_of_the_ingress_section() -> None:
 
 
 def test_only_the_process_imports_the_configuration() -> None:
-    """Controllers get their sections through their settings: only app.py and main.py (and
-    the configuration's own modules) import `controller.config`."""
+    """Controllers get their sections through their settings: only the processes — app.py and
+    main.py for `aiolbc run`, the pre-flight scan for `aiolbc check` (it builds the configuration
+    `aiolbc run` would have) — and the configuration's own modules import `controller.config`."""
     root = Path(__file__).resolve().parents[3]
     importers = set()
     for path in (root / "controller").rglob("*.py"):
@@ -341,7 +342,8 @@ def test_only_the_process_imports_the_configuration() -> None:
             if any(n == "controller.config" or n.startswith("controller.config.")
                    for n in names):
                 importers.add(module)
-    assert importers == {"controller.app", "controller.main"}
+    assert importers == {"controller.app", "controller.main", "controller.preflight.scan",
+                         "controller.preflight.upstream"}
 
 
 def test_upstreams_other_flags_have_upstreams_defaults() -> None:
