@@ -457,7 +457,15 @@ def params_cases() -> list[Case]:
         params("targetType", "instance"),
         params("inboundCIDRs", ["10.0.0.0/8"]),
         params("prefixListsIDs", ["{prefix_list}"]),
+        _legacy_prefix_lists_case(),
     ]
+
+
+def _legacy_prefix_lists_case() -> Case:
+    """Upstream's legacy `PrefixListsIDs` spelling (its own name: the slugs of both spellings
+    would be the same)."""
+    case = params("PrefixListsIDs", ["{prefix_list}"])
+    return dataclasses.replace(case, name="p-prefixlistsids-legacy")
 
 
 # ---- TargetGroupBindings (user-made, on target groups the test creates) ----------------------
@@ -722,6 +730,9 @@ NOT_DEPLOYED: dict[str, str] = {
     SVC + "aws-load-balancer-name": _NAME_ONLY_AT_CREATION,
     ALB + "load-balancer-name": _NAME_ONLY_AT_CREATION,
     "params:loadBalancerName": _NAME_ONLY_AT_CREATION,
+    # Kept by the CRD and reported (a Warning on every Ingress of the class), not acted on yet.
+    "params:minimumLoadBalancerCapacity": "not acted on: a Warning, nothing reaches AWS",
+    "params:ipamConfiguration": "not acted on: a Warning, nothing reaches AWS",
 }
 
 
