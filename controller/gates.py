@@ -16,6 +16,7 @@ UPSTREAM_DEFAULTS: Final = {
     "EnableDefaultTagsLowPriority": False,
     "EndpointsFailOpen": True,
     "ServiceTypeLoadBalancerOnly": False,
+    "EnableCertificateManagement": False,
 }
 
 
