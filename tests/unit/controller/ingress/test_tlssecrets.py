@@ -53,7 +53,7 @@ def test_a_certificate_with_its_chain_and_key_is_read() -> None:
     ca, pair = _pair()
     cert = read_certificate(tls_secret(pair.cert_pem + ca.cert_pem, pair.key_pem), KEY,
                             where="Ingress default/shop")
-    assert isinstance(cert, ImportedCertificate) and cert.secret == KEY
+    assert cert.secret == KEY
     assert cert.certificate.encode().strip() == pair.cert_pem.strip()
     assert cert.chain.encode().strip() == ca.cert_pem.strip()
     assert cert.private_key.encode() == pair.key_pem
@@ -161,7 +161,8 @@ def test_the_listener_serves_the_imported_certificate_and_its_version_is_checkpo
     group = loader(c).load(Request("default", "shop"))
     built = build_group(group, c, ON)
     (rid, cert), = built.stack.certificates.items()
-    assert isinstance(cert, ImportedCertificate) and cert.secret == KEY
+    assert isinstance(cert, ImportedCertificate)
+    assert cert.secret == KEY
     assert rid == KEY
     assert built.stack.listeners["443"].certificates == (
         Ref.to("AWS::CertificateManager::Certificate", KEY, "certificateARN"),)
