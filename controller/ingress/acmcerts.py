@@ -36,9 +36,12 @@ def certificate_hosts(ingress: object) -> list[str]:
 
 
 def build_certificate(member: Member, ann: IngressAnnotations, *, default_pca_arn: str,
-                      tags: dict[str, str]) -> tuple[str, RequestedCertificate]:
+                      tags: dict[str, str], authorities: frozenset[str] = frozenset()
+                      ) -> tuple[str, RequestedCertificate]:
     """The resource id and model of the certificate `member` asks for; BuildError when it
-    cannot have one."""
+    cannot have one. With --allowed-certificate-authority-arns, a namespace's acm-pca-arn must
+    be one of them (the same boundary discovery keeps: which CAs may issue what a listener
+    serves is the cluster administrator's choice)."""
     hosts = certificate_hosts(member.ingress)
     if not hosts:
         raise BuildError(f"Ingress {member.key} sets create-acm-cert but names no host in "
@@ -46,6 +49,10 @@ def build_certificate(member: Member, ann: IngressAnnotations, *, default_pca_ar
     if len(hosts) > MAX_NAMES:
         raise BuildError(f"Ingress {member.key} sets create-acm-cert for {len(hosts)} hosts; "
                          f"an ACM certificate covers at most {MAX_NAMES} names")
+    if ann.acm_pca_arn and authorities and ann.acm_pca_arn not in authorities:
+        raise BuildError(f"Ingress {member.key}: acm-pca-arn {ann.acm_pca_arn} is not one of "
+                         "the certificate authorities this controller allows "
+                         f"({', '.join(sorted(authorities))})")
     ca = ann.acm_pca_arn or default_pca_arn
     cert = RequestedCertificate(ingress=member.key, domain_name=hosts[0],
                                 subject_alternative_names=tuple(hosts),
@@ -69,9 +76,10 @@ def resource_id(ingress: str, cert: RequestedCertificate) -> str:
 class RequestedCertificates:
     """The certificates a group's members ask for, each added to the stack once."""
 
-    def __init__(self, builder: StackBuilder, *, default_pca_arn: str,
-                 tags: dict[str, str]) -> None:
+    def __init__(self, builder: StackBuilder, *, default_pca_arn: str, tags: dict[str, str],
+                 authorities: frozenset[str] = frozenset()) -> None:
         self._builder = builder
+        self._authorities = authorities
         self._default_pca_arn = default_pca_arn
         self._tags = tags
         self._refs: dict[str, Ref] = {}
@@ -79,7 +87,7 @@ class RequestedCertificates:
     def ref(self, member: Member, ann: IngressAnnotations) -> Ref:
         if member.key not in self._refs:
             rid, cert = build_certificate(member, ann, default_pca_arn=self._default_pca_arn,
-                                          tags=self._tags)
+                                          tags=self._tags, authorities=self._authorities)
             self._refs[member.key] = self._builder.add_certificate(rid, cert)
         return self._refs[member.key]
 

@@ -232,7 +232,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         backends.ingress_tags[member.key] = dict(ann.tags)
     imported = _ImportedCertificates(builder, caches, listener_tags)
     requested = (RequestedCertificates(builder, default_pca_arn=settings.default_pca_arn,
-                                       tags=listener_tags)
+                                       tags=listener_tags,
+                                       authorities=settings.allowed_certificate_authorities)
                  if settings.certificate_management else None)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(

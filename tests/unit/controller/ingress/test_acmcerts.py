@@ -83,6 +83,15 @@ def test_the_annotation_pca_wins_over_the_flag_and_an_empty_one_does_not() -> No
     assert cert.certificate_authority_arn == PCA
 
 
+def test_an_annotation_pca_outside_the_allowed_authorities_is_refused() -> None:
+    allowed = dataclasses.replace(ON, allowed_certificate_authorities=frozenset({PCA}),
+                                  default_pca_arn=PCA)
+    (cert,) = _certs(_build(_shop(**{A + "acm-pca-arn": PCA}), settings=allowed)).values()
+    assert cert.certificate_authority_arn == PCA
+    with pytest.raises(InvalidInput, match="is not one of the certificate authorities"):
+        _build(_shop(**{A + "acm-pca-arn": PCA2}), settings=allowed)
+
+
 def test_a_new_issuer_is_a_new_certificate_and_a_new_checkpoint() -> None:
     public = _build(_shop())
     private = _build(_shop(), settings=dataclasses.replace(ON, default_pca_arn=PCA))
