@@ -30,8 +30,8 @@ CERT = "arn:aws:acm:us-west-2:123456789012:certificate/abc"
 
 
 def _shop(name: str = "shop", hosts: tuple[str, ...] = ("www.example.com", "api.example.com"),
-          **annotations: str) -> Obj:
-    ing = ingress(name, {**CREATE, **annotations}, host=hosts[0] if hosts else None,
+          extra: dict[str, str] | None = None) -> Obj:
+    ing = ingress(name, {**CREATE, **(extra or {})}, host=hosts[0] if hosts else None,
                   tls_hosts=list(hosts[1:]) or None)
     ing["metadata"]["annotations"][A + "group.name"] = "shared"
     return ing
@@ -77,19 +77,19 @@ def test_the_annotation_pca_wins_over_the_flag_and_an_empty_one_does_not() -> No
     (cert,) = _certs(_build(_shop(), settings=flagged)).values()
     assert cert.certificate_authority_arn == PCA
     assert cert.private
-    (cert,) = _certs(_build(_shop(**{A + "acm-pca-arn": PCA2}), settings=flagged)).values()
+    (cert,) = _certs(_build(_shop(extra={A + "acm-pca-arn": PCA2}), settings=flagged)).values()
     assert cert.certificate_authority_arn == PCA2
-    (cert,) = _certs(_build(_shop(**{A + "acm-pca-arn": ""}), settings=flagged)).values()
+    (cert,) = _certs(_build(_shop(extra={A + "acm-pca-arn": ""}), settings=flagged)).values()
     assert cert.certificate_authority_arn == PCA
 
 
 def test_an_annotation_pca_outside_the_allowed_authorities_is_refused() -> None:
     allowed = dataclasses.replace(ON, allowed_certificate_authorities=frozenset({PCA}),
                                   default_pca_arn=PCA)
-    (cert,) = _certs(_build(_shop(**{A + "acm-pca-arn": PCA}), settings=allowed)).values()
+    (cert,) = _certs(_build(_shop(extra={A + "acm-pca-arn": PCA}), settings=allowed)).values()
     assert cert.certificate_authority_arn == PCA
     with pytest.raises(InvalidInput, match="is not one of the certificate authorities"):
-        _build(_shop(**{A + "acm-pca-arn": PCA2}), settings=allowed)
+        _build(_shop(extra={A + "acm-pca-arn": PCA2}), settings=allowed)
 
 
 def test_a_new_issuer_is_a_new_certificate_and_a_new_checkpoint() -> None:
@@ -101,7 +101,7 @@ def test_a_new_issuer_is_a_new_certificate_and_a_new_checkpoint() -> None:
 
 
 def test_certificate_arn_takes_precedence() -> None:
-    built = _build(_shop(**{A + "certificate-arn": CERT}))
+    built = _build(_shop(extra={A + "certificate-arn": CERT}))
     assert built.stack.certificates == {}  # type: ignore[attr-defined]
     assert built.stack.listeners["443"].certificates == (CERT,)  # type: ignore[attr-defined]
 
@@ -121,7 +121,7 @@ def test_each_member_of_a_group_gets_its_own_certificate() -> None:
 ])
 def test_bad_input_is_one_message_and_the_same_at_admission(
         hosts: tuple[str, ...], annotations: dict[str, str], message: str) -> None:
-    ing = _shop(hosts=hosts, **annotations)
+    ing = _shop(hosts=hosts, extra=annotations)
     with pytest.raises(InvalidInput, match=message):
         _build(ing)
     c = caches(ingress_class("alb"), backend_service("web"))
