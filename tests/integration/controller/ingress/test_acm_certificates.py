@@ -191,3 +191,40 @@ async def test_bad_input_is_one_message_and_nothing_is_created(cluster: Cluster)
     assert await c.aws.load_balancers() == []
     assert await _requested(c) == {}
     assert await c.stop() == 0
+
+
+async def test_a_name_without_a_public_zone_is_told_and_nothing_is_requested(
+        cluster: Cluster) -> None:
+    c = cluster
+    domain = f"{uuid.uuid4().hex[:8]}.example.org"
+    await _zone(c, domain, private=True)  # only a private zone: never used for validation
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", CREATE, backend="web", host=f"www.{domain}")
+    await c.start(ingress=ingress_settings(c.seed, gates=ON))
+
+    async def told() -> Obj | None:
+        found = [e for e in warnings(await c.events("shop"))
+                 if f"no Route53 public hosted zone for 'www.{domain}'" in e["message"]]
+        return found[0] if found else None
+
+    await eventually(told, timeout=30)
+    assert await _requested(c) == {}
+    assert await _listener_certs(c) is None
+    assert await c.stop() == 0
+
+
+async def test_with_the_gate_off_create_acm_cert_is_ignored_as_upstream(
+        cluster: Cluster) -> None:
+    c = cluster
+    host = f"{uuid.uuid4().hex[:8]}.example.org"
+    # A certificate discovery finds for the host (a Private CA's: issued at once).
+    by_hand = (await c.aws.call("acm", "RequestCertificate", DomainName=host,
+                                CertificateAuthorityArn=PCA))["CertificateArn"]
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", CREATE, backend="web", host=host)
+    await c.start(ingress=ingress_settings(c.seed))
+    assert await eventually(lambda: _listener_certs(c), timeout=60) == [by_hand]
+    assert await _requested(c) == {}
+    assert await c.stop() == 0
