@@ -9,6 +9,7 @@ the subject alternative names), issued by the ACM Private CA of `acm-pca-arn`, e
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Final
 
 from controller.ingress.annotations import IngressAnnotations
@@ -18,6 +19,12 @@ from controller.model import Ref, RequestedCertificate, StackBuilder
 
 # ACM's default quota "domain names per certificate" (the domain name counts).
 MAX_NAMES: Final = 10
+# RequestCertificate: a fully qualified name (a leading `*.` for a wildcard), labels of at most
+# 63 characters, at most 253 in all; the domain name (the first) at most 64 octets.
+_NAME: Final = re.compile(r"(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
+                          r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+MAX_NAME: Final = 253
+MAX_DOMAIN_NAME: Final = 64
 
 
 def certificate_hosts(ingress: object) -> list[str]:
@@ -53,6 +60,14 @@ def build_certificate(member: Member, ann: IngressAnnotations, *, default_pca_ar
         raise BuildError(f"Ingress {member.key}: acm-pca-arn {ann.acm_pca_arn} is not one of "
                          "the certificate authorities this controller allows "
                          f"({', '.join(sorted(authorities))})")
+    for host in hosts:
+        if len(host) > MAX_NAME or _NAME.fullmatch(host) is None:
+            raise BuildError(f"Ingress {member.key} sets create-acm-cert, and host "
+                             f"{host[:80]!r} is not a name ACM can certify")
+    if len(hosts[0]) > MAX_DOMAIN_NAME:
+        raise BuildError(f"Ingress {member.key} sets create-acm-cert, and its first host "
+                         f"{hosts[0]!r} (the certificate's domain name) is longer than ACM's "
+                         f"{MAX_DOMAIN_NAME} characters")
     ca = ann.acm_pca_arn or default_pca_arn
     cert = RequestedCertificate(ingress=member.key, domain_name=hosts[0],
                                 subject_alternative_names=tuple(hosts),

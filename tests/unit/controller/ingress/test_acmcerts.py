@@ -116,6 +116,8 @@ def test_each_member_of_a_group_gets_its_own_certificate() -> None:
 @pytest.mark.parametrize(("hosts", "annotations", "message"), [
     ((), {}, "names no host"),
     (tuple(f"h{i}.example.com" for i in range(11)), {}, "at most 10 names"),
+    (("www.example.com", "bad_host!.example.com"), {}, "is not a name ACM can certify"),
+    (("a" * 60 + ".example.com",), {}, "longer than ACM's 64 characters"),
     (("www.example.com",), {A + "acm-pca-arn": "arn:aws:acm:us-west-2:1:certificate/x"},
      "is not an ACM Private CA ARN"),
 ])
