@@ -12,7 +12,8 @@ them.
   that already exists, from another certificate of the same name, is left as it is).
 - A listener uses the certificate only once ACM says ISSUED: until then the deploy stops
   before the listeners with a message saying so, and is retried.
-- Delete: the validation records upstream created, then the certificate.
+- Delete: the validation records upstream created (but those another certificate of the
+  controller still relies on), then the certificate.
 """
 
 from __future__ import annotations
@@ -156,18 +157,39 @@ async def _change(calls: Caller, zone: str, action: str, record: dict[str, Any])
         raise
 
 
-async def delete_validation_records(calls: Caller, arn: str) -> None:
-    """Upstream's DeleteWithValidationRecords, before the certificate goes."""
+async def _describe(calls: Caller, arn: str) -> dict[str, Any] | None:
     try:
         desc = (await calls.call("DescribeCertificate", service="acm",
                                  CertificateArn=arn)).get("Certificate") or {}
     except AWSError as exc:
         if exc.code == "ResourceNotFoundException":
-            return
+            return None
         raise
-    if desc.get("Type") != "AMAZON_ISSUED":
+    return dict(desc)
+
+
+async def record_names(calls: Caller, arns: list[str]) -> set[str]:
+    """The validation record names the public certificates `arns` rely on."""
+    names: set[str] = set()
+    for arn in arns:
+        desc = await _describe(calls, arn)
+        if desc is None or desc.get("Type") != "AMAZON_ISSUED":
+            continue
+        for _, record in await _validation_records(desc) or []:
+            names.add(str(record["Name"]).lower())
+    return names
+
+
+async def delete_validation_records(calls: Caller, arn: str, *,
+                                    keep: frozenset[str] = frozenset()) -> None:
+    """Upstream's DeleteWithValidationRecords, before the certificate goes; better than
+    upstream, a record another of the controller's certificates still relies on (ACM names
+    the same record for the same name in one account) is kept: `keep`."""
+    desc = await _describe(calls, arn)
+    if desc is None or desc.get("Type") != "AMAZON_ISSUED":
         return
-    records = await _validation_records(desc) or []
+    records = [(d, r) for d, r in await _validation_records(desc) or []
+               if str(r["Name"]).lower() not in keep]
     zones = await public_zones(calls) if records else []
     for domain, record in records:
         zone = zone_of(domain.removeprefix("*."), zones)
@@ -176,4 +198,5 @@ async def delete_validation_records(calls: Caller, arn: str) -> None:
 
 
 __all__ = ["VALIDATION_TTL", "CertificatePending", "check_zones", "delete_validation_records",
-           "ensure_issued", "idempotency_token", "public_zones", "request", "zone_of"]
+           "ensure_issued", "idempotency_token", "public_zones", "record_names", "request",
+           "zone_of"]

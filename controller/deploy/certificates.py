@@ -123,7 +123,11 @@ class StackCertificates:
         tags = await _tags(calls, arn)
         if tags is not None and tracking.owns(tags):
             if tags.get(REQUESTED_TAG):
-                await acmrequests.delete_validation_records(calls, arn)
+                # Every stack's certificates are known (scanned): the others' records stay.
+                others = sorted({a for arns in self._known.values() for a in arns.values()
+                                 if a != arn})
+                keep = await acmrequests.record_names(calls, others)
+                await acmrequests.delete_validation_records(calls, arn, keep=frozenset(keep))
             try:
                 await calls.call("DeleteCertificate", service="acm", CertificateArn=arn)
             except AWSError as exc:

@@ -228,3 +228,42 @@ async def test_with_the_gate_off_create_acm_cert_is_ignored_as_upstream(
     assert await eventually(lambda: _listener_certs(c), timeout=60) == [by_hand]
     assert await _requested(c) == {}
     assert await c.stop() == 0
+
+
+async def test_a_validation_record_another_certificate_relies_on_is_kept(
+        cluster: Cluster) -> None:
+    c = cluster
+    domain = f"{uuid.uuid4().hex[:8]}.example.org"
+    zone = await _zone(c, domain)
+    await c.ingress_class("alb")
+    await c.backend("web")
+    # Two groups, the same host: ACM names one validation record for both certificates.
+    for name in ("shop", "copy"):
+        await c.ingress(name, CREATE, backend="web", host=f"www.{domain}")
+    await c.start(ingress=ingress_settings(c.seed, gates=ON))
+
+    async def both_issued() -> bool:
+        certs = await _requested(c)
+        return len(certs) == 2 and all(x["Status"] == "ISSUED" for x in certs.values())
+
+    await eventually(both_issued, timeout=60)
+    record = f"_d930b28be6c5927595552b219965053e.www.{domain}"
+    assert await _cnames(c, zone) == {record}
+    await c.settled()
+
+    await c.delete(INGRESSES, "copy")
+
+    async def one_left() -> bool:
+        return len(await _requested(c)) == 1
+
+    await eventually(one_left, timeout=60)
+    await c.settled()
+    assert await _cnames(c, zone) == {record}  # the other certificate still needs it
+
+    await c.delete(INGRESSES, "shop")
+
+    async def none_left() -> bool:
+        return not await _requested(c) and not await _cnames(c, zone)
+
+    await eventually(none_left, timeout=60)
+    assert await c.stop() == 0
