@@ -17,6 +17,7 @@ UPSTREAM_DEFAULTS: Final = {
     "EndpointsFailOpen": True,
     "ServiceTypeLoadBalancerOnly": False,
     "EnableTCPUDPListener": False,
+    "EnableCertificateManagement": False,
 }
 
 

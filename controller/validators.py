@@ -109,6 +109,30 @@ def certificate_arns(key: str, raw: str) -> tuple[str, ...]:
     return found
 
 
+# arn:<partition>:acm-pca:<region>:<account>:certificate-authority/<id> (ACM PCA API reference).
+_PCA_ARN: Final = re.compile(
+    r"arn:aws[a-z-]*:acm-pca:[a-z0-9-]+:[0-9]{12}:certificate-authority/[0-9A-Za-z-]{1,64}")
+
+
+def pca_arn_problem(value: str) -> str | None:
+    """Why `value` is not an ACM Private CA ARN (None when it is one)."""
+    if _PCA_ARN.fullmatch(value) is None:
+        return (f"{quote(value)} is not an ACM Private CA ARN "
+                "(arn:aws:acm-pca:<region>:<account>:certificate-authority/<id>)")
+    return None
+
+
+def pca_arn(key: str, raw: str) -> str:
+    """An ACM Private CA ARN; empty (blank) means "not set", so it does not override
+    --default-pca-arn (as upstream)."""
+    value = raw.strip()
+    if value:
+        problem = pca_arn_problem(value)
+        if problem is not None:
+            raise AnnotationError(key, raw, f"has {problem}")
+    return value
+
+
 def health_check_path(key: str, raw: str) -> str:
     if _HEALTH_PATH.fullmatch(raw) is None:
         raise AnnotationError(key, raw, 'must start with "/" and be at most 1024 printable '

@@ -163,8 +163,11 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("use-regex-path-match", "regular-expression path matching", acted=True),
     _ingress("target-control-port.*", "the ALB Target Control Agent", acted=False,
              backend="ignored", placeholder="<service>.<port>"),
-    _ingress("create-acm-cert", "ACM certificate creation", acted=False),
-    _ingress("acm-pca-arn", "ACM certificate creation", acted=False),
+    _ingress("create-acm-cert", "ACM certificate creation", acted=True,
+             note="with the EnableCertificateManagement feature gate, as upstream"),
+    _ingress("acm-pca-arn", "ACM certificate creation", acted=True,
+             note="with the EnableCertificateManagement feature gate; within "
+             "--allowed-certificate-authority-arns when set"),
     _ingress("dry-run-plan", "upstream's dry-run plan", acted=False,
              note="upstream's controller writes it (IngressPlanAnnotation gate); aiolbc "
                   "neither reads nor writes it"),

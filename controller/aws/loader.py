@@ -44,8 +44,8 @@ TRIMMED_OPERATIONS: Mapping[str, frozenset[str]] = {
 # Endpoint prefixes whose endpoint data the trimmed loader keeps: the services the controller
 # makes clients of, and STS (credentials). Another service would get its partition's defaults.
 ENDPOINT_SERVICES: frozenset[str] = frozenset({
-    "acm", "ec2", "elasticloadbalancing", "iam", "shield", "sts", "tagging", "waf-regional",
-    "wafv2",
+    "acm", "ec2", "elasticloadbalancing", "iam", "route53", "shield", "sts", "tagging",
+    "waf-regional", "wafv2",
 })
 
 _RAW_MAP = msgspec.json.Decoder(dict[str, msgspec.Raw])

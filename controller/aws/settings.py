@@ -23,6 +23,7 @@ _SERVICE_NAMES: dict[str, tuple[str, ...]] = {
     "ec2": ("ec2", "EC2"),
     "acm": ("acm", "ACM"),
     "acm-pca": ("acm-pca", "ACM PCA"),
+    "route53": ("route53", "Route 53"),
     "wafv2": ("wafv2", "WAFV2"),
     "waf-regional": ("waf-regional", "WAF Regional"),
     "shield": ("shield", "Shield"),

@@ -38,7 +38,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
      "annotation tags win over --default-tags"),
     ("ALBTargetControlAgent", False, False, "the ALB Target Control Agent"),
     ("GatewayListenerSet", True, False, "ListenerSets in the Gateway API"),
-    ("EnableCertificateManagement", False, False, "ACM certificates created for Ingresses"),
+    ("EnableCertificateManagement", False, None, "ACM certificates created for Ingresses"),
     ("IngressPlanAnnotation", False, False, "the model in an Ingress's dry-run-plan annotation"),
 )
 

@@ -25,14 +25,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from controller.aws import AWSError, Caller, tag_dict
+from controller.deploy import acmrequests
 from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
 from controller.deploy.ownedarns import StackKey
 from controller.deploy.tags import CLUSTER_TAG, Tracking, as_api_tags, resource_tag, stack_tag
-from controller.model import CERTIFICATE, ImportedCertificate
+from controller.model import CERTIFICATE, ImportedCertificate, RequestedCertificate
 
 VERSION_TAG = "elbv2.k8s.aws/certificate-version"
 SECRET_TAG = "elbv2.k8s.aws/secret"
+# On certificates requested for an Ingress: its namespace_name (ACM tag values refuse none of
+# that); discovery skips certificates carrying it, as it skips those imported from Secrets.
+REQUESTED_TAG = "elbv2.k8s.aws/ingress"
 _NOT_FOUND = "ResourceNotFoundException"
 _IN_USE = "ResourceInUseException"
 
@@ -56,8 +60,6 @@ class StackCertificates:
                 "keyTypes": ["RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1",
                              "EC_secp384r1", "EC_secp521r1"]}):
             for summary in page.get("CertificateSummaryList") or []:
-                if summary.get("Type") not in (None, "IMPORTED"):
-                    continue
                 arn = str(summary["CertificateArn"])
                 tags = await _tags(calls, arn)
                 if tags is None or tags.get(CLUSTER_TAG) != self._cluster:
@@ -84,7 +86,13 @@ class StackCertificates:
             if arn is not None and (tags is None or not run.tracking.owns(tags)):
                 del known[rid]  # deleted by someone, or no longer ours: import anew
                 arn = None
-            if arn is None:
+            if isinstance(cert, RequestedCertificate):
+                if arn is None:
+                    arn = await _request(run, rid, cert)
+                    known[rid] = arn
+                # Raises (the listeners wait, the deploy is retried) until ACM issued it.
+                await acmrequests.ensure_issued(run.calls, arn, cert)
+            elif arn is None:
                 arn = await _import(run, rid, cert)
                 known[rid] = arn
             elif tags is not None and tags.get(VERSION_TAG) != cert.version:
@@ -114,6 +122,12 @@ class StackCertificates:
         arn = known[rid]
         tags = await _tags(calls, arn)
         if tags is not None and tracking.owns(tags):
+            if tags.get(REQUESTED_TAG):
+                # Every stack's certificates are known (scanned): the others' records stay.
+                others = sorted({a for arns in self._known.values() for a in arns.values()
+                                 if a != arn})
+                keep = await acmrequests.record_names(calls, others)
+                await acmrequests.delete_validation_records(calls, arn, keep=frozenset(keep))
             try:
                 await calls.call("DeleteCertificate", service="acm", CertificateArn=arn)
             except AWSError as exc:
@@ -143,6 +157,13 @@ def _pem(cert: ImportedCertificate) -> dict[str, str]:
     return params
 
 
+async def _request(run: DeployRun, rid: str, cert: RequestedCertificate) -> str:
+    await acmrequests.check_zones(run.calls, cert)
+    tags = run.desired_tags(rid, {**cert.tags, REQUESTED_TAG: cert.ingress.replace("/", "_")})
+    token = acmrequests.idempotency_token(run.tracking.cluster, run.stack.id, rid)
+    return await acmrequests.request(run.calls, cert, token=token, tags=as_api_tags(tags))
+
+
 def _versioned(cert: ImportedCertificate) -> Mapping[str, str]:
     return {**cert.tags, VERSION_TAG: cert.version, SECRET_TAG: cert.secret}
 
@@ -162,4 +183,4 @@ async def _reimport(calls: Caller, arn: str, cert: ImportedCertificate) -> None:
                      Tags=as_api_tags({VERSION_TAG: cert.version, SECRET_TAG: cert.secret}))
 
 
-__all__ = ["SECRET_TAG", "VERSION_TAG", "StackCertificates"]
+__all__ = ["REQUESTED_TAG", "SECRET_TAG", "VERSION_TAG", "StackCertificates"]

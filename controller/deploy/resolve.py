@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.aws import AWSError, Caller, addonreads
-from controller.deploy.certificates import SECRET_TAG
+from controller.deploy.certificates import REQUESTED_TAG, SECRET_TAG
 from controller.deploy.errors import ResolveError
 from controller.model import (
     Action,
@@ -355,7 +355,8 @@ class StackResolver:
 
     async def _imported_from_secret(self, arn: str, calls: Caller) -> bool:
         """Whether certificate `arn` is one a controller imported from a TLS Secret (its
-        `elbv2.k8s.aws/secret` tag); cached like the listing."""
+        `elbv2.k8s.aws/secret` tag) or requested for an Ingress (`elbv2.k8s.aws/ingress`);
+        cached like the listing."""
         key = ("acm-from-secret", arn)
         cached = self._cached(key)
         if cached is not None:
@@ -366,7 +367,7 @@ class StackResolver:
             if exc.code != "ResourceNotFoundException":
                 raise
             return True  # deleted since the listing: not a candidate
-        found = any(t.get("Key") == SECRET_TAG for t in resp.get("Tags") or [])
+        found = any(t.get("Key") in (SECRET_TAG, REQUESTED_TAG) for t in resp.get("Tags") or [])
         self._store(key, found)
         return found
 

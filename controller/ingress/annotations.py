@@ -73,6 +73,9 @@ class IngressAnnotations:
     ssl_policy: str | None = None
     listen_ports: tuple[ListenPort, ...] | None = None
     certificate_arns: tuple[str, ...] = ()
+    # create-acm-cert / acm-pca-arn ("" = not set: --default-pca-arn applies).
+    create_acm_cert: bool = False
+    acm_pca_arn: str = ""
     tags: Mapping[str, str] = field(default_factory=dict)
     actions: Mapping[str, ActionSpec] = field(default_factory=dict)
     conditions: Mapping[str, tuple[ConditionSpec, ...]] = field(default_factory=dict)
@@ -169,6 +172,8 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         ssl_policy=reader.get_str("ssl-policy"),
         listen_ports=reader.get("listen-ports", _listen_ports),
         certificate_arns=reader.get("certificate-arn", validators.certificate_arns) or (),
+        create_acm_cert=bool(reader.get_bool("create-acm-cert")),
+        acm_pca_arn=reader.get("acm-pca-arn", validators.pca_arn) or "",
         tags=reader.get_string_map("tags") or {},
         actions=actions,
         conditions=conditions,

@@ -35,6 +35,7 @@ from controller.defaults import (
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
 )
+from controller.ingress.acmcerts import RequestedCertificates
 from controller.ingress.addons import AddonSettings, build_addons
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends, jwt_action, secured
@@ -124,6 +125,10 @@ class BuilderSettings:
     allowed_certificate_authorities: frozenset[str] = frozenset()
     # --enable-secret-certificates: spec.tls[].secretName's certificates imported into ACM.
     secret_certificates: bool = False
+    # EnableCertificateManagement: create-acm-cert requests certificates (--default-pca-arn:
+    # the issuer when acm-pca-arn names none). Both shape the stack, so the checkpoint.
+    certificate_management: bool = False
+    default_pca_arn: str = ""
 
     @property
     def context(self) -> StackContext:
@@ -229,6 +234,10 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     for member, ann in parsed:
         backends.ingress_tags[member.key] = dict(ann.tags)
     imported = _ImportedCertificates(builder, caches, listener_tags)
+    requested = (RequestedCertificates(builder, default_pca_arn=settings.default_pca_arn,
+                                       tags=listener_tags,
+                                       authorities=settings.allowed_certificate_authorities)
+                 if settings.certificate_management else None)
     first = group.members[0].ingress
     name = lb.name or load_balancer_name(
         settings.cluster.name, str(meta(first).get("namespace")), str(meta(first).get("name")),
@@ -289,7 +298,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         if protocol == "HTTPS":
             certificates = _certificates(
                 port, parsed, authorities=settings.allowed_certificate_authorities,
-                imported=imported if settings.secret_certificates else None)
+                imported=imported if settings.secret_certificates else None,
+                requested=requested)
         try:
             listener_ref = builder.add_listener(str(port), Listener(
                 load_balancer_arn=lb_ref, port=port, protocol=protocol,
@@ -444,15 +454,21 @@ class _ImportedCertificates:
 
 def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]], *,
                   authorities: frozenset[str] = frozenset(),
-                  imported: _ImportedCertificates | None = None
+                  imported: _ImportedCertificates | None = None,
+                  requested: RequestedCertificates | None = None
                   ) -> Sequence[str | Ref] | CertificateDiscovery:
-    arns: list[str] = []
+    arns: list[str | Ref] = []
     hosts: list[str] = []
     secrets: list[tuple[Member, str]] = []
     for member, ann in parsed:
         if not any(lp.port == port for lp in _ports_of(ann, member.ingress)):
             continue
         arns.extend(a for a in ann.certificate_arns if a not in arns)
+        if requested is not None and ann.create_acm_cert and not ann.certificate_arns:
+            # Upstream: the member's own certificate, unless it names one (certificate-arn or
+            # the class's certificateArn win).
+            arns.append(requested.ref(member, ann))
+            continue
         spec = member.ingress.get("spec") or {}
         for tls in spec.get("tls") or []:
             name = (tls or {}).get("secretName") if imported is not None else None
@@ -464,7 +480,8 @@ def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
             hosts.extend(str(r["host"]) for r in spec.get("rules") or []
                          if isinstance(r, dict) and r.get("host"))
     if arns:
-        # Named certificates win, as upstream's certificate-arn wins over everything else.
+        # Named (and requested) certificates win, as upstream's certificate-arn wins over
+        # everything else.
         return arns
     if secrets and imported is not None:
         if hosts:
@@ -475,7 +492,8 @@ def _certificates(port: int, parsed: Sequence[tuple[Member, IngressAnnotations]]
         return [imported.ref(member, name) for member, name in secrets]
     if hosts:
         return CertificateDiscovery(hosts=hosts, authorities=sorted(authorities),
-                                    skip_imported_from_secrets=imported is not None)
+                                    skip_imported_from_secrets=(imported is not None
+                                                                or requested is not None))
     raise BuildError(f"HTTPS listener on port {port} has no certificate: set the "
                      "certificate-arn annotation or TLS hosts")
 

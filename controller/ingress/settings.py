@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from controller import flagrules
+from controller import flagrules, validators
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_MAX_CONCURRENT_RECONCILES,
@@ -16,6 +16,7 @@ from controller.defaults import (
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
 )
 from controller.deploy import DeployerSettings
+from controller.gates import enabled as gate_enabled
 from controller.ingress.addons import AddonSettings
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
@@ -28,6 +29,10 @@ from runtime.flags import flag
 def _authority_arns(value: frozenset[str]) -> str | None:
     bad = sorted(arn for arn in value if not arn.startswith("arn:"))
     return f"not an ARN: {', '.join(bad)}" if bad else None
+
+
+def _pca_arn(value: str) -> str | None:
+    return validators.pca_arn_problem(value) if value else None
 
 
 def _ingress_class(value: str) -> str | None:
@@ -68,6 +73,11 @@ class IngressConfig:
         help="import the certificate of an Ingress's spec.tls[].secretName Secret (type "
         "kubernetes.io/tls, in the Ingress's namespace) into ACM and serve it on its HTTPS "
         "listeners, re-imported when the Secret changes (upstream ignores secretName)")
+    default_pca_arn: str = flag(
+        "--default-pca-arn", default="", parse=str.strip, check=_pca_arn,
+        help="the ACM Private CA that issues the certificates created for Ingresses "
+        "(create-acm-cert, with the EnableCertificateManagement feature gate) that name none "
+        "in acm-pca-arn; empty: public certificates validated through Route53 DNS records")
     disable_class_annotation: bool = flag(
         "--disable-ingress-class-annotation", default=False, parse=flagvalues.parse_bool,
         help="refuse, at admission, a new use of the kubernetes.io/ingress.class annotation "
@@ -124,14 +134,21 @@ class Settings(StackSettings):
                                    self.config.tolerate_non_existent_backend_action),
                                allowed_certificate_authorities=(
                                    self.config.allowed_certificate_authority_arns),
-                               secret_certificates=self.config.enable_secret_certificates)
+                               secret_certificates=self.config.enable_secret_certificates,
+                               certificate_management=self.certificate_management,
+                               default_pca_arn=self.config.default_pca_arn)
+
+    @property
+    def certificate_management(self) -> bool:
+        return gate_enabled(self.gates, "EnableCertificateManagement")
 
     @property
     def deployer(self) -> DeployerSettings:
         # `super()` without arguments does not work in a slotted dataclass.
         shared: DeployerSettings = StackSettings.deployer.__get__(self)
         return dataclasses.replace(shared,
-                                   manage_certificates=self.config.enable_secret_certificates)
+                                   manage_certificates=(self.config.enable_secret_certificates
+                                                        or self.certificate_management))
 
 
 __all__ = ["IngressConfig", "Settings"]

@@ -35,7 +35,7 @@ from controller.model.base import (
     Ref,
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
-from controller.model.certificate import ImportedCertificate
+from controller.model.certificate import AnyCertificate, ImportedCertificate, RequestedCertificate
 from controller.model.limits import Quotas
 from controller.model.listener import (
     CertificateDiscovery,
@@ -114,6 +114,7 @@ __all__ = [
     "TARGET_GROUP",
     "TARGET_GROUP_BINDING",
     "Action",
+    "AnyCertificate",
     "AuthenticateCognitoAction",
     "AuthenticateOidcAction",
     "CertificateDiscovery",
@@ -144,6 +145,7 @@ __all__ = [
     "Quotas",
     "RedirectAction",
     "Ref",
+    "RequestedCertificate",
     "Resource",
     "Rewrite",
     "RuleTransform",

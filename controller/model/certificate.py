@@ -1,5 +1,6 @@
 """ACM certificates a stack owns: imported from a Kubernetes TLS Secret (the Ingress's
-`spec.tls[].secretName`, when `--enable-secret-certificates` is on).
+`spec.tls[].secretName`, when `--enable-secret-certificates` is on), or requested from ACM for
+an Ingress's hosts (`create-acm-cert`, with the `EnableCertificateManagement` feature gate).
 
 The PEM material is write-only for the model's purposes: the canonical JSON never carries it
 (the private key is a secret; the certificate and chain are large and add nothing), and
@@ -38,4 +39,23 @@ class ImportedCertificate(Tagged):
         return REDACTED if value else ""
 
 
-__all__ = ["ImportedCertificate"]
+class RequestedCertificate(Tagged):
+    """A certificate ACM issues for one Ingress's hosts (upstream's `acm.Certificate`): public
+    (AMAZON_ISSUED, validated through DNS records in the Route53 public hosted zone of each
+    name) or private, from the ACM Private CA `certificate_authority_arn`."""
+
+    # namespace/name of the Ingress that asks for it (each member of a group gets its own).
+    ingress: str = Field(min_length=3)
+    domain_name: str = Field(min_length=1, max_length=253)
+    # Every host of the Ingress, the domain name included, as upstream requests them.
+    subject_alternative_names: tuple[str, ...] = Field(min_length=1)
+    certificate_authority_arn: str = ""
+
+    @property
+    def private(self) -> bool:
+        return bool(self.certificate_authority_arn)
+
+
+AnyCertificate = ImportedCertificate | RequestedCertificate
+
+__all__ = ["AnyCertificate", "ImportedCertificate", "RequestedCertificate"]

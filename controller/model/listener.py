@@ -37,8 +37,9 @@ class CertificateDiscovery(Model):
     hosts: Items[str] = Field(min_length=1)
     authorities: Items[str] = Field(default=(), exclude_if=lambda value: not value)
     # With --enable-secret-certificates: certificates imported from a namespace's TLS Secret
-    # (tagged `elbv2.k8s.aws/secret`) are that namespace's, never discovered for another group.
-    # Left out of the canonical JSON when false, like `authorities`.
+    # (tagged `elbv2.k8s.aws/secret`) are that namespace's, never discovered for another group;
+    # with EnableCertificateManagement, so are those requested for an Ingress. Left out of the
+    # canonical JSON when false, like `authorities`.
     skip_imported_from_secrets: bool = Field(default=False, exclude_if=lambda value: not value)
 
     @field_validator("hosts", mode="before")

@@ -23,7 +23,7 @@ from controller.model.base import (
     Ref,
     sorted_unique,
 )
-from controller.model.certificate import ImportedCertificate
+from controller.model.certificate import AnyCertificate, ImportedCertificate, RequestedCertificate
 from controller.model.limits import Quotas
 from controller.model.listener import Listener, ListenerRule
 from controller.model.loadbalancer import LoadBalancer
@@ -31,8 +31,8 @@ from controller.model.securitygroup import SecurityGroup
 from controller.model.targetgroup import TargetGroup, TargetGroupBindingResource
 
 StackKind = Literal["ingress", "service"]
-Resource = (ImportedCertificate | SecurityGroup | LoadBalancer | Listener | ListenerRule
-            | TargetGroup | TargetGroupBindingResource)
+Resource = (ImportedCertificate | RequestedCertificate | SecurityGroup | LoadBalancer | Listener
+            | ListenerRule | TargetGroup | TargetGroupBindingResource)
 
 _FIELD_BY_TYPE = {
     CERTIFICATE: "certificates",
@@ -45,6 +45,7 @@ _FIELD_BY_TYPE = {
 }
 _TYPE_BY_CLASS: dict[type[Model], str] = {
     ImportedCertificate: CERTIFICATE,
+    RequestedCertificate: CERTIFICATE,
     SecurityGroup: SECURITY_GROUP,
     TargetGroup: TARGET_GROUP,
     LoadBalancer: LOAD_BALANCER,
@@ -106,7 +107,7 @@ class Stack(Model):
     id: str = Field(min_length=1)
     kind: StackKind
     context: StackContext
-    certificates: dict[str, ImportedCertificate] = Field(default_factory=dict)
+    certificates: dict[str, AnyCertificate] = Field(default_factory=dict)
     security_groups: dict[str, SecurityGroup] = Field(default_factory=dict)
     target_groups: dict[str, TargetGroup] = Field(default_factory=dict)
     load_balancers: dict[str, LoadBalancer] = Field(default_factory=dict)
@@ -229,7 +230,7 @@ class StackBuilder:
             raise InvalidStack(f"{rtype}/{resource_id} added twice")
         self._resources[rtype][resource_id] = resource
 
-    def add_certificate(self, resource_id: str, certificate: ImportedCertificate) -> Ref:
+    def add_certificate(self, resource_id: str, certificate: AnyCertificate) -> Ref:
         self.add(resource_id, certificate)
         return Ref.to(CERTIFICATE, resource_id, "certificateARN")
 

@@ -47,6 +47,11 @@ server by `MotoStandIn`.
   when reimporting a certificate", `ValidationException`), and only an imported certificate can
   be reimported. moto replaces the certificate with a new one without tags (so a re-imported
   certificate would no longer look like its owner's) and takes tags and any type.
+- `RequestCertificate` (ACM user guide, "DNS validation"): a public (AMAZON_ISSUED) certificate
+  stays PENDING_VALIDATION until the CNAME record ACM names for each of its domain names exists
+  in Route53; moto issues it after a fixed wait instead. Here it is issued once every record is
+  in a hosted zone of the account (moto's own Route53), so a test sees what the controller's
+  records do. A Private CA's certificate is issued at once (as moto does).
 - `ListCertificates`: without `Includes.keyTypes` only `RSA_2048` certificates are listed
   ("Default filtering returns only RSA_2048 certificates"); moto lists every key type, so a
   caller that forgot the filter would find ECDSA certificates here and not in AWS.
@@ -135,6 +140,7 @@ def apply() -> None:
     _one_web_acl_per_resource()
     _shield_subscription_state()
     _acm_reimport_and_key_types()
+    _acm_dns_validation()
     _applied = True
 
 
@@ -384,3 +390,34 @@ def _acm_reimport_and_key_types() -> None:
 
     AWSCertificateManagerBackend.import_certificate = import_certificate  # type: ignore[method-assign]
     AWSCertificateManagerBackend.list_certificates = list_certificates  # type: ignore[method-assign]
+
+
+def _acm_dns_validation() -> None:
+    from moto.acm.models import CertBundle
+    from moto.route53.models import route53_backends
+
+    original_check = CertBundle.check
+
+    def validated(cert: Any) -> bool:
+        account = str(cert.arn).split(":")[4]
+        records: set[tuple[str, str]] = set()
+        for zone in route53_backends[account]["global"].zones.values():
+            for rrset in zone.rrsets:
+                for value in rrset.records or []:
+                    if isinstance(value, dict):
+                        value = value.get("Value", "")
+                    records.add((str(rrset.name).rstrip(".").lower(), str(value).rstrip(".")))
+        described = cert.describe()["Certificate"].get("DomainValidationOptions") or []
+        return bool(described) and all(
+            (str(opt["ResourceRecord"]["Name"]).rstrip(".").lower(),
+             str(opt["ResourceRecord"]["Value"]).rstrip(".")) in records
+            for opt in described)
+
+    def check(self: Any) -> None:
+        if self.type == "AMAZON_ISSUED" and self.status == "PENDING_VALIDATION":
+            if validated(self):
+                self.status = "ISSUED"
+            return
+        original_check(self)
+
+    CertBundle.check = check  # type: ignore[method-assign]

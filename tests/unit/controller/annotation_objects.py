@@ -57,6 +57,9 @@ INGRESS: Final = {
     "listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]', "ssl-redirect": "443",
     "inbound-cidrs": "10.0.0.0/8", "ssl-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
     "certificate-arn": CERT, "tags": "team=shop", "security-group-prefix-lists": "pl-1",
+    # Read, and then passed over: certificate-arn wins (nothing is requested).
+    "create-acm-cert": "true",
+    "acm-pca-arn": "arn:aws:acm-pca:us-west-2:123456789012:certificate-authority/0a1b",
     "manage-backend-security-group-rules": "true", "group.order": "5",
     "wafv2-acl-arn": "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/shop/0a1b",
     "wafv2-acl-name": "shop", "waf-acl-id": "0a1b2c3d", "web-acl-id": "0a1b2c3d",

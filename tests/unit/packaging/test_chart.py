@@ -132,7 +132,8 @@ def test_lint_fails_without_a_cluster_name() -> None:
     # Upstream's values for what aiolbc does not have: refused, never silently ignored.
     ({"autoscaling": {"enabled": True}}, "autoscaling"),
     ({"webhookConfig": {"disableIngressValidation": True}}, "webhookConfig"),
-    ({"certManagement": {"defaultPCAARN": "arn:aws:acm-pca:x"}}, "certManagement"),
+    ({"certManagement": {"defaultPCAARN": "arn:aws:acm-pca:x"}},
+     "/certManagement/defaultPCAARN"),
     # Values of the flags added since: refused when the controller would refuse the flag.
     ({"enableWaf": "yes"}, "/enableWaf"),
     ({"enableEndpointSlices": False}, "/enableEndpointSlices"),

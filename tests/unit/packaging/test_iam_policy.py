@@ -44,6 +44,8 @@ IAM_PREFIX = {
     "resourcegroupstaggingapi": "tag",
     "iam": "iam",
     "cognito-idp": "cognito-idp",
+    "route53": "route53",
+    "acm-pca": "acm-pca",
 }
 
 # Actions AWS authorizes on the caller's behalf without a call of that name:
@@ -63,6 +65,10 @@ IMPLIED_BY = {
     "wafv2:DisassociateWebACL": _SET_WEB_ACL,
     "waf-regional:AssociateWebACL": _SET_WEB_ACL,
     "waf-regional:DisassociateWebACL": _SET_WEB_ACL,
+    # A certificate requested from an ACM Private CA is issued with the caller's permission on
+    # the CA (upstream's iam_policy_acm_certs.json grants these three).
+    "acm:RequestCertificate": {"acm-pca:IssueCertificate", "acm-pca:GetCertificate",
+                               "acm-pca:ListPermissions"},
 }
 
 _OPERATION = re.compile(r"[A-Z][A-Za-z0-9]+")

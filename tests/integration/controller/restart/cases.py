@@ -280,6 +280,29 @@ def _conditions_case() -> Case:
                 own_stack(), checkpointed(INGRESSES))
 
 
+# Requested certificates (the matrix runs the Ingress cases with EnableCertificateManagement):
+# issued by a Private CA, which moto (as ACM) issues at once, so no DNS validation is needed.
+ACM_PCA = "arn:aws:acm-pca:us-west-2:123456789012:certificate-authority/restart-1"
+ACM_PCA2 = "arn:aws:acm-pca:us-west-2:123456789012:certificate-authority/restart-2"
+ACM_FLAGS = ("--feature-gates=EnableCertificateManagement=true",)
+
+
+def _acm_case(key: str, value: str, base: dict[str, str]) -> Case:
+    async def setup(world: World, n: str) -> None:
+        host = f"{n}.acm.example.com"
+        # A certificate discovery finds for the host until the Ingress asks for its own.
+        await world.aws.call("acm", "RequestCertificate", DomainName=host,
+                             CertificateAuthorityArn=ACM_PCA)
+        await world.backend(f"{n}-be")
+        await world.ingress(n, {"target-type": "ip", "listen-ports": '[{"HTTPS": 443}]',
+                                **base}, backend=f"{n}-be", host=host)
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + key: value})
+
+    return Case("i-" + key, (ALB + key,), setup, change, own_stack(), checkpointed(INGRESSES))
+
+
 def _regex_path_case() -> Case:
     """An ImplementationSpecific path becomes a regular expression (upstream's leading `/`
     dropped)."""
@@ -367,6 +390,11 @@ def ingress_cases() -> list[Case]:
         _target_group_name_case(),
         _conditions_case(),
         _regex_path_case(),
+        # A certificate requested instead of the discovered one.
+        _acm_case("create-acm-cert", "true", {"acm-pca-arn": ACM_PCA}),
+        # Another issuer: a new certificate replaces the first on the listener.
+        _acm_case("acm-pca-arn", ACM_PCA2, {"create-acm-cert": "true",
+                                            "acm-pca-arn": ACM_PCA}),
         _transforms_case(),
         _group_name_case(),
         _group_order_case(),

@@ -32,6 +32,9 @@ from controller.standins import MotoStandIn, create_pod_eni, seed_vpc
 from runtime.resources import INGRESSES, SECRETS, SERVICES
 from runtime.webhook.certs import issue_ca, issue_serving
 from tests.integration.controller.restart.cases import (
+    ACM_FLAGS,
+    ACM_PCA,
+    ACM_PCA2,
     HTTPS,
     NON_MODEL_FLAGS,
     NOT_DEPLOYED,
@@ -139,14 +142,14 @@ async def _converged(world: World, cases: Sequence[Case]) -> list[str]:
     return pending
 
 
-async def _run_matrix(world: World, cases: Sequence[Case], *,
-                      through_proxy: bool = False) -> set[str]:
+async def _run_matrix(world: World, cases: Sequence[Case], *, through_proxy: bool = False,
+                      flags: Sequence[str] = ()) -> set[str]:
     """Both runs; returns every annotation key the controllers looked up."""
     with recording() as reads:
         for case in cases:
             await case.setup(world, case.name)
         await _controls(world)
-        first = await world.run(through_proxy=through_proxy)
+        first = await world.run(*flags, through_proxy=through_proxy)
         try:
             await eventually(lambda: _pending_none(_converged(world, cases)), timeout=180,
                              interval=0.5, message="first run did not converge")
@@ -158,7 +161,7 @@ async def _run_matrix(world: World, cases: Sequence[Case], *,
             await case.change(world, case.name)
         controls = await _add_drift(world)
 
-        second = await world.run(through_proxy=through_proxy)
+        second = await world.run(*flags, through_proxy=through_proxy)
         try:
             async def reached() -> list[str]:
                 return [case.name for case in cases
@@ -195,7 +198,7 @@ async def test_service_annotations_changed_while_down(world: World) -> None:
 
 
 async def test_ingress_annotations_changed_while_down(world: World) -> None:
-    reads = await _run_matrix(world, ingress_cases())
+    reads = await _run_matrix(world, ingress_cases(), flags=ACM_FLAGS)
     assert not _outside_catalogues(reads)
     assert reads >= INGRESS_ANNOTATION_KEYS
 
@@ -252,6 +255,12 @@ FLAG_RUNS: list[FlagRun] = [
     # Refused until now (TCP and UDP on one port, upstream's default): merged, it deploys.
     FlagRun({"--feature-gates": "EnhancedDefaultBehavior=true,EnableTCPUDPListener=true"},
             ("f-tcp-udp",)),
+    # Certificate management on with --default-pca-arn: the Ingress asking for a certificate
+    # gets one from that CA (the gate was off: it had none); then another CA re-issues it.
+    FlagRun({"--feature-gates": "EnhancedDefaultBehavior=true,EnableTCPUDPListener=true,"
+                                "EnableCertificateManagement=true",
+             "--default-pca-arn": ACM_PCA}, ("f-acm-ing",)),
+    FlagRun({"--default-pca-arn": ACM_PCA2}, ("f-acm-ing",)),
     # Three flags in one restart, each seen through objects only it changes: the managed
     # stacks' bindings (every port), the Ingress with user groups (the backend group added),
     # the binding whose pod has two groups (its rules move).
@@ -346,6 +355,10 @@ async def test_flags_that_shape_the_model_changed_while_down(
     ing = await world.get(INGRESSES, "f-secret-ing")
     ing["spec"]["tls"][0]["secretName"] = "f-secret-tls"
     await world.client.update(INGRESSES, ing)
+    await world.backend("f-acm-ing-be")
+    await world.ingress("f-acm-ing", {"listen-ports": '[{"HTTPS": 443}]',
+                                      "create-acm-cert": "true"},
+                        backend="f-acm-ing-be", host="f-acm.acm.example.com")
     placeholders = {"{vpc2}": vpc2.vpc_id, "{vpc3}": vpc3.vpc_id, "{backend2}": backend2,
                     "{ca}": ca}
 
@@ -354,7 +367,7 @@ async def test_flags_that_shape_the_model_changed_while_down(
     all_regions = [world.seed.region, "eu-west-1"]
     names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
              "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield", "f-missing",
-             "f-disc-ing", "f-secret-ing", "f-tcp-udp"]
+             "f-disc-ing", "f-secret-ing", "f-tcp-udp", "f-acm-ing"]
 
     async def observe(name: str) -> str:
         if name == "f-eni":

@@ -161,6 +161,7 @@ def test_the_listener_serves_the_imported_certificate_and_its_version_is_checkpo
     group = loader(c).load(Request("default", "shop"))
     built = build_group(group, c, ON)
     (rid, cert), = built.stack.certificates.items()
+    assert isinstance(cert, ImportedCertificate)
     assert cert.secret == KEY
     assert rid == KEY
     assert built.stack.listeners["443"].certificates == (
