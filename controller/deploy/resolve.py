@@ -356,38 +356,37 @@ class StackResolver:
     async def _imported_from_secret(self, arn: str, calls: Caller) -> bool:
         """Whether certificate `arn` is one a controller imported from a TLS Secret (its
         `elbv2.k8s.aws/secret` tag) or requested for an Ingress (`elbv2.k8s.aws/ingress`);
-        one deleted since the listing counts as ours (so it is no candidate)."""
-        resp = await self._certificate_fact("ListTagsForCertificate", arn, calls)
-        if resp is None:
-            return True
-        return any(t.get("Key") in (SECRET_TAG, REQUESTED_TAG) for t in resp.get("Tags") or [])
-
-    async def _authority(self, arn: str, calls: Caller) -> str:
-        """The private CA that issued certificate `arn` ("" for one Amazon issued or
-        imported, or deleted since the listing: no candidate then)."""
-        resp = await self._certificate_fact("DescribeCertificate", arn, calls)
-        if resp is None:
-            return ""
-        return str((resp.get("Certificate") or {}).get("CertificateAuthorityArn") or "")
-
-    async def _certificate_fact(self, operation: str, arn: str,
-                                calls: Caller) -> dict[str, Any] | None:
-        """ACM's answer to `operation` for certificate `arn`, None when it is gone. A
-        certificate's tags of ours and its issuer never change, so answers are cached like the
-        listing."""
-        key = (operation, arn)
+        cached like the listing."""
+        key = ("acm-from-secret", arn)
         cached = self._cached(key)
         if cached is not None:
-            return dict(cached)
+            return bool(cached)
         try:
-            resp: dict[str, Any] = await calls.call(operation, service="acm",
-                                                    CertificateArn=arn)
+            resp = await calls.call("ListTagsForCertificate", service="acm", CertificateArn=arn)
         except AWSError as exc:
             if exc.code != "ResourceNotFoundException":
                 raise
-            return None
-        self._store(key, resp)
-        return resp
+            return True  # deleted since the listing: not a candidate
+        found = any(t.get("Key") in (SECRET_TAG, REQUESTED_TAG) for t in resp.get("Tags") or [])
+        self._store(key, found)
+        return found
+
+    async def _authority(self, arn: str, calls: Caller) -> str:
+        """The private CA that issued certificate `arn` ("" for one Amazon issued or
+        imported); a certificate's issuer never changes, so it is cached like the listing."""
+        key = ("acm-authority", arn)
+        cached = self._cached(key)
+        if cached is not None:
+            return str(cached)
+        try:
+            resp = await calls.call("DescribeCertificate", service="acm", CertificateArn=arn)
+        except AWSError as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+            return ""  # deleted since the listing: not a candidate
+        authority = str((resp.get("Certificate") or {}).get("CertificateAuthorityArn") or "")
+        self._store(key, authority)
+        return authority
 
 
 def _cluster_rank(subnet: dict[str, Any], cluster_name: str) -> int | None:
