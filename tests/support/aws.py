@@ -75,6 +75,37 @@ class AwsInspector:
         return next((lb for lb in await self.load_balancers() if lb["DNSName"] == dns_name),
                     None)
 
+    async def https_certificates(self) -> list[str] | None:
+        """The certificates of the first load balancer's HTTPS listener (None: no load
+        balancer, or no HTTPS listener)."""
+        lbs = await self.load_balancers()
+        if not lbs:
+            return None
+        listeners = (await self.elbv2("DescribeListeners",
+                                      LoadBalancerArn=lbs[0]["LoadBalancerArn"]))["Listeners"]
+        https = [li for li in listeners if li["Protocol"] == "HTTPS"]
+        return [x["CertificateArn"] for x in https[0]["Certificates"]] if https else None
+
+    async def certificates(self) -> dict[str, tuple[dict[str, str], Obj]]:
+        """Every ACM certificate of every key type: ARN → (tags, DescribeCertificate's
+        description); one deleted since the listing is left out."""
+        found: dict[str, tuple[dict[str, str], Obj]] = {}
+        summaries = (await self.call("acm", "ListCertificates", Includes={
+            "keyTypes": ["RSA_2048", "EC_prime256v1"]}))["CertificateSummaryList"]
+        for summary in summaries:
+            arn = summary["CertificateArn"]
+            try:
+                tags = (await self.call("acm", "ListTagsForCertificate",
+                                        CertificateArn=arn))["Tags"]
+                detail = (await self.call("acm", "DescribeCertificate",
+                                          CertificateArn=arn))["Certificate"]
+            except AWSError as exc:
+                if exc.code != "ResourceNotFoundException":
+                    raise
+                continue
+            found[arn] = ({t["Key"]: t.get("Value", "") for t in tags}, detail)
+        return found
+
     async def listeners(self, lb_arn: str) -> dict[int, Obj]:
         resp = await self.elbv2("DescribeListeners", LoadBalancerArn=lb_arn)
         return {int(li["Port"]): li for li in resp["Listeners"]}

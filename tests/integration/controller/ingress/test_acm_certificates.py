@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from controller.aws import AWSError
 from controller.config.featuregates import GATES
 from controller.deploy.certificates import REQUESTED_TAG
 from runtime.objects import Obj
@@ -29,35 +28,14 @@ PCA2 = "arn:aws:acm-pca:us-west-2:123456789012:certificate-authority/2222-bbbb"
 
 
 async def _listener_certs(c: Cluster) -> list[str] | None:
-    lbs = await c.aws.load_balancers()
-    if not lbs:
-        return None
-    listeners = (await c.aws.elbv2("DescribeListeners",
-                                   LoadBalancerArn=lbs[0]["LoadBalancerArn"]))["Listeners"]
-    https = [li for li in listeners if li["Protocol"] == "HTTPS"]
-    return [x["CertificateArn"] for x in https[0]["Certificates"]] if https else None
+    return await c.aws.https_certificates()
 
 
 async def _requested(c: Cluster) -> dict[str, dict[str, Any]]:
     """Every certificate a controller requested for an Ingress: ARN → description + tags."""
-    found: dict[str, dict[str, Any]] = {}
-    summaries = (await c.aws.call("acm", "ListCertificates", Includes={
-        "keyTypes": ["RSA_2048", "EC_prime256v1"]}))["CertificateSummaryList"]
-    for s in summaries:
-        arn = s["CertificateArn"]
-        try:
-            tags = (await c.aws.call("acm", "ListTagsForCertificate",
-                                     CertificateArn=arn))["Tags"]
-            detail = (await c.aws.call("acm", "DescribeCertificate",
-                                       CertificateArn=arn))["Certificate"]
-        except AWSError as exc:
-            if exc.code != "ResourceNotFoundException":
-                raise
-            continue
-        tag_map = {t["Key"]: t.get("Value", "") for t in tags}
-        if REQUESTED_TAG in tag_map:
-            found[arn] = {**detail, "tags": tag_map}
-    return found
+    return {arn: {**detail, "tags": tags}
+            for arn, (tags, detail) in (await c.aws.certificates()).items()
+            if REQUESTED_TAG in tags}
 
 
 async def _zone(c: Cluster, name: str, *, private: bool = False) -> str:

@@ -10,7 +10,6 @@ import base64
 import time
 from typing import Any
 
-from controller.aws import AWSError
 from controller.deploy.certificates import SECRET_TAG, VERSION_TAG
 from runtime.objects import Obj
 from runtime.resources import INGRESSES, SECRETS
@@ -47,34 +46,13 @@ async def put_secret(c: Cluster, obj: Obj) -> None:
 
 
 async def _listener_certs(c: Cluster) -> list[str] | None:
-    lbs = await c.aws.load_balancers()
-    if not lbs:
-        return None
-    listeners = (await c.aws.elbv2("DescribeListeners",
-                                   LoadBalancerArn=lbs[0]["LoadBalancerArn"]))["Listeners"]
-    https = [li for li in listeners if li["Protocol"] == "HTTPS"]
-    return [x["CertificateArn"] for x in https[0]["Certificates"]] if https else None
+    return await c.aws.https_certificates()
 
 
 async def _acm(c: Cluster) -> dict[str, dict[str, Any]]:
-    """Every ACM certificate: ARN → {tags, serial}."""
-    found: dict[str, dict[str, Any]] = {}
-    summaries = (await c.aws.call("acm", "ListCertificates", Includes={
-        "keyTypes": ["RSA_2048", "EC_prime256v1"]}))["CertificateSummaryList"]
-    for s in summaries:
-        arn = s["CertificateArn"]
-        try:
-            tags = (await c.aws.call("acm", "ListTagsForCertificate",
-                                     CertificateArn=arn))["Tags"]
-            detail = (await c.aws.call("acm", "DescribeCertificate",
-                                       CertificateArn=arn))["Certificate"]
-        except AWSError as exc:
-            if exc.code != "ResourceNotFoundException":
-                raise
-            continue  # deleted since the listing
-        found[arn] = {"tags": {t["Key"]: t.get("Value", "") for t in tags},
-                      "serial": detail.get("Serial"), "type": detail.get("Type")}
-    return found
+    """Every ACM certificate: ARN → {tags, serial, type}."""
+    return {arn: {"tags": tags, "serial": detail.get("Serial"), "type": detail.get("Type")}
+            for arn, (tags, detail) in (await c.aws.certificates()).items()}
 
 
 async def test_a_secret_s_certificate_is_imported_rotated_and_deleted(cluster: Cluster) -> None:
