@@ -86,6 +86,7 @@ class CertWatcher:
             return self._failed(f"{self.cert_path}, {self.key_path}: {exc}")
         self._current = ServingCertificate(pair, info.fingerprint, info.not_after, context)
         self._last_error = None
+        self._metrics.expiry.set(info.not_after)
         log.info("loaded webhook serving certificate", cert=str(self.cert_path),
                  fingerprint=info.fingerprint[:16], dns_names=sorted(info.dns_names))
         return True

@@ -4,7 +4,7 @@ for controller-runtime webhooks work unchanged."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from runtime import metrics
 
@@ -59,4 +59,9 @@ class CertificateMetrics:
         self.errors: Counter = metrics.counter(
             registry, "certwatcher_read_certificate_errors_total",
             "Total number of certificate read errors")
+        # Ours (controller-runtime has none): an alert on what is served, whoever renews it
+        # (the controller itself, cert-manager, or an operator's Secret).
+        self.expiry: Gauge = metrics.gauge(
+            registry, "certwatcher_certificate_expiry_timestamp_seconds",
+            "Unix time at which the webhook serving certificate in use expires (0: none loaded)")
 

@@ -144,7 +144,8 @@ async def test_the_alerts_query_metrics_a_running_controller_serves(tmp_path: Pa
     queried = {name for expr in exprs for name in re.findall(r"\b([a-z_][a-z0-9_]*)\{", expr)}
     assert {"controller_runtime_reconcile_errors_total", "aws_api_calls_total",
             "workqueue_depth", "leader_election_master_status",
-            "certwatcher_read_certificate_errors_total"} <= queried
+            "certwatcher_read_certificate_errors_total",
+            "certwatcher_certificate_expiry_timestamp_seconds"} <= queried
     assert sorted(queried - served) == []
 
 

@@ -129,9 +129,17 @@ def test_lint_fails_without_a_cluster_name() -> None:
     ({"clusterName": "bad name"}, "/clusterName"),
     ({"vpcId": "vpc-00000000000000000"}, "/vpcId"),
     ({"vpcId": "vpc-xyz"}, "/vpcId"),
-    # Upstream's values for what aiolbc does not have: refused, never silently ignored.
-    ({"autoscaling": {"enabled": True}}, "autoscaling"),
-    ({"webhookConfig": {"disableIngressValidation": True}}, "webhookConfig"),
+    # A value the chart does not know: refused, never silently ignored.
+    ({"webhookConfig": {"disableIngressValidations": True}}, "webhookConfig"),
+    ({"autoscale": {"enabled": True}}, "autoscale"),
+    # Upstream's webhook values: refused where the API server would refuse the configuration.
+    ({"webhookConfig": {"ingressValdationFailurePolicy": "Never"}},
+     "/webhookConfig/ingressValdationFailurePolicy"),
+    ({"serviceMutatorWebhookConfig": {"operations": ["DELETE"]}},
+     "/serviceMutatorWebhookConfig/operations"),
+    ({"webhookNamespaceSelectors": [{"key": "team", "operator": "Equals"}]},
+     "/webhookNamespaceSelectors"),
+    ({"autoscaling": {"enabled": True, "minReplicas": 0}}, "/autoscaling/minReplicas"),
     ({"certManagement": {"defaultPCAARN": "arn:aws:acm-pca:x"}},
      "/certManagement/defaultPCAARN"),
     # Values of the flags added since: refused when the controller would refuse the flag.
@@ -223,6 +231,20 @@ RICH: dict[str, Any] = {
                        "interval": "30s"},
     "prometheusRule": {"enabled": True, "additionalLabels": {"release": "prometheus"}},
     "extraArgs": ["--leader-election-lease-duration=30s"],
+    # Upstream's webhook values.
+    "serviceAnnotations": {"example.com/owner": "platform"},
+    "webhookNamespaceSelectors": [{"key": "team", "operator": "Exists"}],
+    "objectSelector": {"matchLabels": {"lb": "aws"}},
+    "podMutatorWebhookConfig": {"failurePolicy": "Fail"},
+    "serviceMutatorWebhookConfig": {
+        "failurePolicy": "Fail", "operations": ["CREATE", "UPDATE"],
+        "objectSelector": {"matchExpressions": [
+            {"key": "lb", "operator": "NotIn", "values": ["legacy"]}]},
+        "namespaceSelectors": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                "values": ["kube-system"]}]},
+    "webhookConfig": {"ingressValdationFailurePolicy": "Fail",
+                      "ingressValidationNamespaceSelector": {"matchLabels": {"team": "web"}}},
+    "keepTLSSecret": True,
 }
 
 
@@ -459,6 +481,75 @@ def test_secret_access_and_dns_choices() -> None:
     assert all("to" not in r for r in dns)
     assert not [d for d in render({"networkPolicy": {"enabled": False}})
                 if d["kind"] == "NetworkPolicy"]
+
+
+def _hook(docs: list[Doc], kind: str, name: str) -> Doc:
+    found = [h for h in _one(docs, kind)["webhooks"] if h["name"] == name]
+    assert len(found) == 1, f"{kind} has {len(found)} webhooks {name}"
+    hook: Doc = found[0]
+    return hook
+
+
+def test_upstream_webhook_values_shape_the_webhooks() -> None:
+    mutating, validating = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
+    # Defaults: every webhook fails open; the Service mutator ships on, as upstream's chart.
+    docs = render()
+    assert {h["failurePolicy"] for kind in (mutating, validating)
+            for h in _one(docs, kind)["webhooks"]} == {"Ignore"}
+    assert _hook(docs, mutating, "mservice.elbv2.k8s.aws")["rules"][0]["operations"] == [
+        "CREATE"]
+    assert "--enable-service-mutator-webhook=true" in args_of(docs)
+    rich = render(RICH)
+    pod = _hook(rich, mutating, "mpod.elbv2.k8s.aws")
+    assert pod["failurePolicy"] == "Fail"
+    assert pod["namespaceSelector"] == {"matchExpressions": RICH["webhookNamespaceSelectors"]}
+    assert pod["objectSelector"] == {
+        "matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "NotIn",
+                              "values": ["aiolbc"]}],
+        "matchLabels": {"lb": "aws"}}
+    svc = _hook(rich, mutating, "mservice.elbv2.k8s.aws")
+    config = RICH["serviceMutatorWebhookConfig"]
+    assert svc["failurePolicy"] == "Fail"
+    assert svc["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert svc["namespaceSelector"] == {"matchExpressions": config["namespaceSelectors"]}
+    assert svc["objectSelector"]["matchExpressions"][1:] == config["objectSelector"][
+        "matchExpressions"]
+    ingress = _hook(rich, validating, "vingress.elbv2.k8s.aws")
+    assert ingress["failurePolicy"] == "Fail"
+    assert ingress["namespaceSelector"] == {"matchLabels": {"team": "web"}}
+    assert "objectSelector" not in ingress
+    assert _one(rich, "Service", "aws-load-balancer-webhook-service")["metadata"][
+        "annotations"] == {"example.com/owner": "platform"}
+    # Turned off: no Ingress validation, no Service mutator (and no flag for it).
+    off = render({"webhookConfig": {"disableIngressValidation": True},
+                  "enableServiceMutatorWebhook": False})
+    assert "vingress.elbv2.k8s.aws" not in {h["name"] for h in _one(off, validating)["webhooks"]}
+    assert "mservice.elbv2.k8s.aws" not in {h["name"] for h in _one(off, mutating)["webhooks"]}
+    assert not [a for a in args_of(off) if a.startswith("--enable-service-mutator-webhook")]
+
+
+def test_the_operations_guide_lists_every_shipped_alert() -> None:
+    [rule] = [d for d in render({"prometheusRule": {"enabled": True}})
+              if d["kind"] == "PrometheusRule"]
+    shipped = {r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]}
+    guide = (CHART.parent.parent / "docs" / "operations.md").read_text()
+    section = guide.split("### Alerts", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(Aiolbc[A-Za-z]+)` \|", section, re.MULTILINE))
+    assert "AiolbcWebhookCertificateExpiresSoon" in shipped
+    assert sorted(documented) == sorted(shipped)
+
+
+def test_autoscaling_replaces_the_replica_count() -> None:
+    docs = render({"autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 6,
+                                   "targetCPUUtilizationPercentage": 70}})
+    assert "replicas" not in _one(docs, "Deployment")["spec"]
+    hpa = _one(docs, "HorizontalPodAutoscaler")
+    kubernetes_validate.validate(hpa, K8S_VERSION, strict=True)
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
+    assert hpa["spec"]["scaleTargetRef"]["name"] == _one(docs, "Deployment")["metadata"]["name"]
+    assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 70
+    assert not [d for d in render() if d["kind"] == "HorizontalPodAutoscaler"]
+    assert _one(render(), "Deployment")["spec"]["replicas"] == 2
 
 
 def test_ingress_class_resources() -> None:

@@ -399,7 +399,7 @@ def test_every_webhook_fails_open_and_the_pod_webhook_is_scoped(built: list[Doc]
     hooks = {hook["name"]: hook for _, hook in _hooks(built)}
     assert set(hooks) == {"mpod.elbv2.k8s.aws", "mtargetgroupbinding.elbv2.k8s.aws",
                           "vtargetgroupbinding.elbv2.k8s.aws", "vingress.elbv2.k8s.aws",
-                          "vingressclassparams.elbv2.k8s.aws"}
+                          "vingressclassparams.elbv2.k8s.aws", "mservice.elbv2.k8s.aws"}
     assert {h["failurePolicy"] for h in hooks.values()} == {"Ignore"}
     assert all(h["timeoutSeconds"] <= 10 for h in hooks.values())
     pod = hooks["mpod.elbv2.k8s.aws"]
@@ -412,6 +412,12 @@ def test_every_webhook_fails_open_and_the_pod_webhook_is_scoped(built: list[Doc]
     assert excluded["operator"] == "NotIn"
     assert labels[excluded["key"]] in excluded["values"]
     assert [r["operations"] for r in pod["rules"]] == [["CREATE"]]
+    # The Service mutator ships on as upstream's (the controller is told so), never for the
+    # controller's own Services.
+    service = hooks["mservice.elbv2.k8s.aws"]
+    assert service["objectSelector"]["matchExpressions"] == [excluded]
+    assert [r["resources"] for r in service["rules"]] == [["services"]]
+    assert _config(built).webhooks.service_mutator is True
 
 
 def test_self_managed_tls_has_exactly_the_grants_it_needs(built: list[Doc]) -> None:

@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ssl
+import time
 from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from runtime.webhook import KeyPair, WebhookServer, WebhookServerOptions
+from runtime.webhook.certs import issue_serving
 from runtime.webhook.certwatcher import write_key_pair
 from tests.support.waiting import eventually
-from tests.unit.runtime.webhook.conftest import NAME, Pki
+from tests.unit.runtime.webhook.conftest import DAY, NAME, Pki
 
 
 async def presented(server: WebhookServer,
@@ -54,6 +56,28 @@ async def test_changed_files_serve_new_connections(server: WebhookServer, pki: P
     kept_open.close()
     with pytest.raises(ssl.SSLCertVerificationError):
         await presented(server, pki.client_context())
+
+
+async def test_the_expiry_metric_follows_the_certificate_served(
+        server: WebhookServer, cert_dir: Path, registry: CollectorRegistry) -> None:
+    # What the certificate-expiry alert reads: the notAfter of the certificate in use, moved by
+    # a renewal, kept when the new files cannot be loaded.
+    def expiry() -> float | None:
+        return registry.get_sample_value("certwatcher_certificate_expiry_timestamp_seconds")
+
+    first = server.certificate
+    assert first is not None
+    assert expiry() == first.not_after
+    renewed = issue_serving(Pki("renewing-ca").ca, (NAME,), now=time.time(),
+                            validity=DAY / 2)
+    write_key_pair(cert_dir, "tls.crt", "tls.key", renewed)
+    assert server.reload() is True
+    assert server.certificate is not None
+    assert server.certificate.not_after < first.not_after
+    assert expiry() == server.certificate.not_after
+    (cert_dir / "tls.crt").write_bytes(b"not a certificate")
+    assert server.reload() is False
+    assert expiry() == server.certificate.not_after
 
 
 async def test_unusable_files_keep_the_current_certificate(server: WebhookServer, pki: Pki,
