@@ -436,7 +436,20 @@ def test_the_readme_names_every_value_that_becomes_a_flag() -> None:
 
 def test_cert_manager_and_secure_metrics_choices() -> None:
     docs = render({"enableCertManager": True})
-    certificate = _one(docs, "Certificate")
+    certificate = _one(docs, "Certificate", "aiolbc-serving-cert")
+    # Issued by the chart's CA (as upstream's chart), so that a renewal keeps the CA.
+    root = _one(docs, "Certificate", "aiolbc-root-cert")
+    assert root["spec"]["isCA"] is True
+    assert root["spec"]["duration"] == "43800h0m0s"
+    ca_issuer = _one(docs, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert ca_issuer["spec"]["ca"]["secretName"] == root["spec"]["secretName"]
+    # An issuer of the cluster's instead: the chart's CA is not made.
+    own = render({"enableCertManager": True, "certManager": {
+        "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}, "revisionHistoryLimit": 3}})
+    served = _one(own, "Certificate")
+    assert served["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}
+    assert served["spec"]["revisionHistoryLimit"] == 3
+    assert not [d for d in own if d["kind"] == "Issuer"]
     assert set(certificate["spec"]["dnsNames"]) == {
         f"aws-load-balancer-webhook-service.{NAMESPACE}.svc",
         f"aws-load-balancer-webhook-service.{NAMESPACE}.svc.cluster.local"}

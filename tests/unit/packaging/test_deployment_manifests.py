@@ -129,7 +129,7 @@ def test_an_overlay_into_kube_system_leaves_that_namespace_alone(tmp_path: Path)
     assert "aiolbc-system" not in json.dumps(docs)
     # The cert-manager component follows: the certificate names the Service where it is, and
     # the CA injector reads that certificate.
-    certificate = _one(docs, "Certificate")
+    certificate = _one(docs, "Certificate", "aiolbc-serving-cert")
     assert certificate["metadata"]["namespace"] == "kube-system"
     assert set(certificate["spec"]["dnsNames"]) == {
         "aws-load-balancer-webhook-service.kube-system.svc",
@@ -459,7 +459,11 @@ def test_cert_manager_component_mounts_its_secret_and_serves_files(tmp_path: Pat
     docs = _load_all(proc.stdout)
     config = _config(docs)
     assert config.webhooks.tls_mode == "files"
-    certificate = _one(docs, "Certificate")
+    certificate = _one(docs, "Certificate", "aiolbc-serving-cert")
+    root = _one(docs, "Certificate", "aiolbc-root-cert")
+    assert root["spec"]["isCA"] is True
+    assert _one(docs, "Issuer", certificate["spec"]["issuerRef"]["name"])["spec"]["ca"][
+        "secretName"] == root["spec"]["secretName"]
     assert set(certificate["spec"]["dnsNames"]) == {
         f"{config.webhooks.service_name}.{NAMESPACE}.svc",
         f"{config.webhooks.service_name}.{NAMESPACE}.svc.cluster.local"}
