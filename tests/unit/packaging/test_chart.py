@@ -35,6 +35,113 @@ NAMESPACE = "aiolbc-system"
 POD_IP = "10.0.1.17"
 # What a cluster administrator sets, in the chart's values and the kustomize tree's env.
 CLUSTER = {"clusterName": "prod-eu", "region": "eu-west-1", "vpcId": "vpc-0abc1234def567890"}
+# Upstream's chart's top-level values (aws-load-balancer-controller v3.5.0, values.yaml), in its
+# order: the chart README's table says what became of each.
+UPSTREAM_VALUES = (
+    "replicaCount", "revisionHistoryLimit", "image", "runtimeClassName", "imagePullSecrets",
+    "nameOverride", "fullnameOverride", "autoscaling", "serviceAccount", "rbac",
+    "podSecurityContext", "securityContext", "terminationGracePeriodSeconds", "resources",
+    "priorityClassName", "nodeSelector", "tolerations", "affinity",
+    "configureDefaultAffinity", "topologySpreadConstraints", "updateStrategy",
+    "serviceAnnotations", "deploymentAnnotations", "podAnnotations", "podLabels",
+    "additionalLabels", "enableCertManager", "certManager", "clusterName", "cluster",
+    "ingressClass", "ingressClassParams", "createIngressClassResource", "region", "vpcId",
+    "vpcTags", "awsApiEndpoints", "awsApiThrottle", "awsMaxRetries", "defaultTargetType",
+    "defaultLoadBalancerScheme", "enablePodReadinessGateInject", "enableShield", "enableWaf",
+    "enableWafv2", "ingressMaxConcurrentReconciles", "logLevel", "metricsBindAddr",
+    "webhookConfig", "webhookBindPort", "webhookTLS", "keepTLSSecret",
+    "webhookNamespaceSelectors", "serviceMaxConcurrentReconciles",
+    "targetgroupbindingMaxConcurrentReconciles",
+    "targetgroupbindingMaxExponentialBackoffDelay", "targetgroupbindingRequeueDuration",
+    "albGatewayMaxConcurrentReconciles", "nlbGatewayMaxConcurrentReconciles",
+    "globalAcceleratorMaxConcurrentReconciles", "globalAcceleratorMaxExponentialBackoffDelay",
+    "lbStabilizationMonitorInterval", "syncPeriod", "watchNamespace",
+    "disableIngressClassAnnotation", "disableIngressGroupNameAnnotation",
+    "tolerateNonExistentBackendService", "tolerateNonExistentBackendAction",
+    "defaultSSLPolicy", "livenessProbe", "readinessProbe", "env", "hostNetwork", "dnsPolicy",
+    "extraVolumeMounts", "extraVolumes", "defaultTags", "podDisruptionBudget",
+    "externalManagedTags", "enableEndpointSlices", "enableBackendSecurityGroup",
+    "enableManageBackendSecurityGroupRules", "backendSecurityGroup",
+    "disableRestrictedSecurityGroupRules", "maxTargetsPerTargetGroup", "controllerConfig",
+    "certManagement", "certDiscovery", "objectSelector", "serviceMonitor",
+    "clusterSecretsPermissions", "ingressClassConfig", "enableServiceMutatorWebhook",
+    "serviceMutatorWebhookConfig", "podMutatorWebhookConfig", "serviceTargetENISGTags",
+    "loadBalancerClass",
+)
+# Upstream's defaults where they differ from this chart's (upstream's values.yaml, v3.5.0): an
+# upstream values file that spells them out still installs.
+UPSTREAM_DEFAULTS: dict[str, Any] = {'revisionHistoryLimit': 10,
+     'image': {'repository': 'public.ecr.aws/eks/aws-load-balancer-controller',
+               'tag': 'v3.5.0',
+               'pullPolicy': 'IfNotPresent'},
+     'serviceAccount': {'create': True,
+                        'annotations': {},
+                        'name': None,
+                        'automountServiceAccountToken': True,
+                        'imagePullSecrets': None},
+     'podSecurityContext': {'fsGroup': 65534},
+     'securityContext': {'readOnlyRootFilesystem': True,
+                         'runAsNonRoot': True,
+                         'allowPrivilegeEscalation': False},
+     'terminationGracePeriodSeconds': 10,
+     'resources': {},
+     'updateStrategy': {},
+     'certManager': {'duration': '8760h0m0s',
+                     'renewBefore': '720h0m0s',
+                     'revisionHistoryLimit': None,
+                     'rootCert': {'duration': '43800h0m0s'}},
+     'ingressClassParams': {'create': True, 'name': None, 'spec': {}},
+     'region': None,
+     'vpcId': None,
+     'awsApiEndpoints': None,
+     'awsApiThrottle': None,
+     'defaultLoadBalancerScheme': None,
+     'logLevel': None,
+     'webhookConfig': {'disableIngressValidation': None,
+                       'ingressValdationFailurePolicy': 'Fail',
+                       'ingressValidationObjectSelector': {'matchExpressions': None,
+                                                           'matchLabels': None},
+                       'ingressValidationNamespaceSelector': {'matchExpressions': None,
+                                                              'matchLabels': None}},
+     'webhookTLS': {'caCert': None, 'cert': None, 'key': None},
+     'targetgroupbindingMaxExponentialBackoffDelay': None,
+     'targetgroupbindingRequeueDuration': None,
+     'globalAcceleratorMaxExponentialBackoffDelay': None,
+     'lbStabilizationMonitorInterval': None,
+     'syncPeriod': None,
+     'watchNamespace': None,
+     'defaultSSLPolicy': None,
+     'livenessProbe': {'failureThreshold': 2,
+                       'httpGet': {'path': '/healthz', 'port': 61779, 'scheme': 'HTTP'},
+                       'initialDelaySeconds': 30,
+                       'timeoutSeconds': 10},
+     'readinessProbe': {'failureThreshold': 2,
+                        'httpGet': {'path': '/readyz', 'port': 61779, 'scheme': 'HTTP'},
+                        'successThreshold': 1,
+                        'initialDelaySeconds': 10,
+                        'timeoutSeconds': 10},
+     'env': None,
+     'dnsPolicy': None,
+     'extraVolumeMounts': None,
+     'extraVolumes': None,
+     'podDisruptionBudget': {},
+     'backendSecurityGroup': None,
+     'certManagement': {},
+     'serviceMonitor': {'enabled': False,
+                        'namespace': None,
+                        'additionalLabels': {},
+                        'interval': '1m',
+                        'scrapeTimeout': None,
+                        'relabelings': None,
+                        'metricRelabelings': None},
+     'clusterSecretsPermissions': {'allowAllSecrets': False},
+     'serviceMutatorWebhookConfig': {'failurePolicy': 'Fail',
+                                     'objectSelector': {'matchExpressions': [],
+                                                        'matchLabels': {}},
+                                     'namespaceSelectors': None,
+                                     'operations': ['CREATE']},
+     'serviceTargetENISGTags': None,
+     'loadBalancerClass': None}
 # Kinds the Kubernetes schemas do not know (cert-manager, Prometheus Operator).
 NOT_CORE = {"Certificate", "Issuer", "ServiceMonitor", "PrometheusRule", "IngressClassParams"}
 
@@ -539,6 +646,34 @@ def test_upstream_webhook_values_shape_the_webhooks() -> None:
     assert "vingress.elbv2.k8s.aws" not in {h["name"] for h in _one(off, validating)["webhooks"]}
     assert "mservice.elbv2.k8s.aws" not in {h["name"] for h in _one(off, mutating)["webhooks"]}
     assert not [a for a in args_of(off) if a.startswith("--enable-service-mutator-webhook")]
+
+
+def test_the_readme_says_what_became_of_every_upstream_value() -> None:
+    assert len(UPSTREAM_VALUES) == len(set(UPSTREAM_VALUES)) == 97
+    section = (CHART / "README.md").read_text().split("## Upstream's values", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([A-Za-z0-9]+)` \| (kept|renamed|ours|absent) \|", section,
+                      re.MULTILINE)
+    status = dict(rows)
+    assert len(status) == len(rows), "a value is listed twice"
+    ours = yaml.safe_load((CHART / "values.yaml").read_text())
+    # Every upstream value is in the table, every value of ours is too, and a kept one is a value
+    # of this chart under the same name.
+    assert sorted(n for n, s in status.items() if s != "ours") == sorted(UPSTREAM_VALUES)
+    assert sorted(status) == sorted(set(UPSTREAM_VALUES) | set(ours))
+    assert [n for n, s in status.items() if s == "kept" and n not in ours] == []
+    assert [n for n, s in status.items() if s == "ours" and n in UPSTREAM_VALUES] == []
+    # An upstream values file spelling out upstream's defaults installs, and still gives the
+    # webhooks upstream's failure policies and the pods a restricted security context.
+    docs = render(copy.deepcopy(UPSTREAM_DEFAULTS))
+    hooks = {h["name"]: h for kind in ("MutatingWebhookConfiguration",
+                                       "ValidatingWebhookConfiguration")
+             for h in _one(docs, kind)["webhooks"]}
+    assert hooks["vingress.elbv2.k8s.aws"]["failurePolicy"] == "Fail"
+    assert hooks["mservice.elbv2.k8s.aws"]["failurePolicy"] == "Fail"
+    pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert _container(docs)["image"] == "public.ecr.aws/eks/aws-load-balancer-controller:v3.5.0"
 
 
 def test_the_operations_guide_lists_every_shipped_alert() -> None:
