@@ -45,7 +45,7 @@ from controller.ingress.watches import (
     service_view,
     spec_and_annotations,
 )
-from controller.lbcmetrics import counting_recorder
+from controller.lbcmetrics import counting_recorder, talking
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.reconcilers import controller_options
 from controller.targetgroupaccess import (
@@ -169,7 +169,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                      priority=priority, predicates=[DeletionStarted()])
             .with_options(controller_options(settings.lanes, settings.config.workers,
                                              gate=pool.verification_budget))
-            .complete(parts.reconciler))
+            .complete(talking(manager.registry, manager.clock, CONTROLLER_NAME, parts.reconciler)))
 
 
 def _claimed_stacks(ingresses: list[Obj]) -> list[StackKey]:

@@ -8,7 +8,7 @@ from controller import informers
 from controller.apis import SERVICE_FINALIZER, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot
 from controller.deploy import StackDeployer
-from controller.lbcmetrics import counting_recorder
+from controller.lbcmetrics import counting_recorder, talking
 from controller.networking.backend import BackendSecurityGroup, StackKey
 from controller.reconcilers import controller_options
 from controller.service.reconciler import ServiceReconciler
@@ -80,7 +80,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                      predicates=[ViewChanged(binding_view)])
             .with_options(controller_options(settings.lanes, settings.config.workers,
                                              gate=pool.verification_budget))
-            .complete(reconciler))
+            .complete(talking(manager.registry, manager.clock, CONTROLLER_NAME, reconciler)))
 
 
 def _claimed_stacks(services: list[Obj]) -> list[StackKey]:

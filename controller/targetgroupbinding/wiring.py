@@ -10,7 +10,7 @@ import math
 from controller import gates, informers
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot, metrics_for
-from controller.lbcmetrics import counting_recorder, lbc_metrics_for
+from controller.lbcmetrics import counting_recorder, lbc_metrics_for, talking
 from controller.reconcilers import controller_options
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding.checks import Scope
@@ -138,7 +138,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             .with_options(dataclasses.replace(controller_options(
                 settings.lanes, settings.config.workers, gate=pool.verification_budget),
                 hot_loop=hot_loop_options(settings.config.requeue_duration)))
-            .complete(reconciler))
+            .complete(talking(manager.registry, manager.clock, CONTROLLER_NAME, reconciler)))
 
 
 __all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "pods_informer", "setup"]

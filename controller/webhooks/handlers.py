@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import structlog
@@ -28,6 +28,7 @@ from controller import ingress, service
 from controller.aws import AWSError, LookupUnavailable, ReadCache
 from controller.errors import InvalidInput
 from controller.ingress.exclusions import GroupNamespaces
+from controller.lbcmetrics import ERROR_CATEGORY_ANNOTATION
 from controller.model.addons import web_acl_not_found
 from controller.targetgroupbinding import BindingAdmission, gates_for, with_gates
 from runtime.clock import Clock, RealClock
@@ -79,8 +80,11 @@ async def _synced(informers: Sequence[SharedInformer]) -> None:
     await asyncio.gather(*(i.wait_for_sync() for i in informers if not i.has_synced))
 
 
-def _denial(exc: InvalidInput) -> AdmissionResponse:
-    return denied(str(exc))
+def _denial(exc: InvalidInput, *, category: str | None = None) -> AdmissionResponse:
+    """A denial with the reason a reconciler's condition would give the same mistake, as an
+    audit annotation (the API server's audit log keeps it; the failure metrics count it)."""
+    return replace(denied(str(exc)), audit_annotations={
+        ERROR_CATEGORY_ANNOTATION: category or exc.condition_reason})
 
 
 @dataclass
@@ -208,7 +212,7 @@ class IngressValidator:
                                 f"({exc}); the controller looks it up when it reconciles")
                 continue
             if found is None:
-                return denied(web_acl_not_found(name))
+                return _denial(InvalidInput(web_acl_not_found(name)), category="WebACLNotFound")
         return allowed(warnings=warnings)
 
 

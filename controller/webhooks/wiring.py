@@ -7,6 +7,7 @@ from __future__ import annotations
 from controller import informers, ingress, service
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
+from controller.lbcmetrics import lbc_metrics_for
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
 from controller.targetgroupbinding import BindingAdmission
 from controller.webhooks.handlers import (
@@ -75,8 +76,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
                 defaults=settings.ingress.defaults, backend_sg=settings.ingress.backend_sg,
                 gates=settings.gates)),
     }
+    metrics = lbc_metrics_for(manager.registry)
     for path, handler in handlers.items():
-        server.register(path, handler, failure_policy=FAILURE_POLICY)
+        server.register(path, metrics.counting_failures(path, handler),
+                        failure_policy=FAILURE_POLICY)
     manager.add_webhook_server(server)
     return server
 

@@ -24,12 +24,8 @@ from tests.support.kubectl import Kubectl
 from tests.support.objects import condition, hostname
 from tests.support.waiting import eventually
 from tests.support.webhooks import (
-    NAMESPACE,
     WebhookHarness,
     configurations,
-)
-from tests.support.webhooks import (
-    SERVICE as WEBHOOK_SERVICE,
 )
 
 A = "alb.ingress.kubernetes.io/"
@@ -167,25 +163,13 @@ async def test_source_ranges_are_read_under_upstreams_key(cluster: Cluster) -> N
     assert await cluster.aws.stack_security_groups("default/old", kind="service") == []
 
 
-def _with_service_hook(docs: list[Obj]) -> list[Obj]:
-    mutating = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")
-    mutating["webhooks"].append({
-        "name": "mservice.elbv2.k8s.aws", "admissionReviewVersions": ["v1"],
-        "sideEffects": "None", "failurePolicy": "Ignore", "timeoutSeconds": 10,
-        "clientConfig": {"service": {"name": WEBHOOK_SERVICE, "namespace": NAMESPACE,
-                                     "path": "/mutate-v1-service"}},
-        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                   "resources": ["services"]}]})
-    return docs
-
-
 async def test_a_typo_is_told_once_with_the_nearest_key_and_the_nlb_is_built(
         cluster: Cluster, hooks: WebhookHarness) -> None:
     said = ("annotation service.beta.kubernetes.io/aws-load-balancer-healthcheck-intervall is "
             "not a known annotation (did you mean "
             "service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval?); it is ignored")
     await cluster.start_app(on_setup=lambda m: hooks.setup(m, service_mutator=True))
-    await hooks.install(configs=_with_service_hook(configurations()))
+    await hooks.install(configs=configurations())
     typo = objects.nlb_service("typo", {"aws-load-balancer-healthcheck-intervall": "30"},
                                namespace="default")
     result = await apply(hooks, typo)

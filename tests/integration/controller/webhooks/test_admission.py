@@ -119,6 +119,17 @@ async def test_bindings_are_defaulted_and_checked_as_the_reconciler_checks_them(
                   "change these fields: spec.targetType") in result.stderr
     await cluster.delete(TARGETGROUPBINDINGS, "a")
     await eventually(lambda: cluster.gone(TARGETGROUPBINDINGS, "a"))
+    # Each denial counted under upstream's metric, by webhook path and by the reason the
+    # reconciler's condition gives the same mistake.
+    assert cluster.registry.get_sample_value("awslbc_webhook_validation_failure_total", {
+        "webhook_name": "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
+        "error_category": "InvalidSpec"}) == 2  # type mismatch, then an immutable field
+    assert cluster.registry.get_sample_value("awslbc_webhook_validation_failure_total", {
+        "webhook_name": "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
+        "error_category": "TargetGroupInUse"}) == 1
+    assert cluster.registry.get_sample_value("awslbc_webhook_mutation_failure_total", {
+        "webhook_name": "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
+        "error_category": "TargetGroupNotFound"}) == 1
 
 
 # ---- Ingresses and their class parameters -----------------------------------------------------
@@ -154,6 +165,15 @@ async def test_ingresses_and_class_parameters_are_checked_by_the_groups_build(
     assert denial("vingressclassparams.elbv2.k8s.aws", "IngressClassParams params: subnets: "
                   "give either ids or tags, not both") in result.stderr
     assert await cluster.find(INGRESSCLASSPARAMS, "params") is None
+    failures = {(labels["webhook_name"], labels["error_category"]): sample.value
+                for family in cluster.registry.collect()
+                if family.name == "awslbc_webhook_validation_failure"
+                for sample in family.samples if sample.name.endswith("_total")
+                for labels in (sample.labels,)}
+    # The reason of the reconciler's Event for the same mistake (FailedBuildModel, above).
+    assert failures == {("/validate-networking-v1-ingress", "FailedBuildModel"): 1.0,
+                        ("/validate-elbv2-k8s-aws-v1beta1-ingressclassparams",
+                         "FailedBuildModel"): 1.0}
 
 
 async def test_a_web_acl_name_is_looked_up_as_the_reconcile_will(
@@ -200,20 +220,6 @@ async def _gates(cluster: Cluster, name: str, namespace: str) -> list[str]:
     return [g["conditionType"] for g in pod["spec"].get("readinessGates") or []]
 
 
-def _with_service_hook(docs: list[Obj]) -> list[Obj]:
-    mutating = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")
-    mutating["webhooks"].append({
-        "name": "mservice.elbv2.k8s.aws", "admissionReviewVersions": ["v1"],
-        "sideEffects": "None", "failurePolicy": "Ignore", "timeoutSeconds": 10,
-        "clientConfig": {"service": {"name": SERVICE, "namespace": NAMESPACE,
-                                     "path": "/mutate-v1-service"}},
-        "objectSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name",
-                                                 "operator": "NotIn", "values": ["aiolbc"]}]},
-        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                   "resources": ["services"]}]})
-    return docs
-
-
 async def test_new_pods_get_their_gates_and_load_balancers_our_class(
         cluster: Cluster, hooks: WebhookHarness) -> None:
     arn = await cluster.target_group("web")
@@ -227,9 +233,9 @@ async def test_new_pods_get_their_gates_and_load_balancers_our_class(
     await cluster.binding("nodes", service="web", arn=instances, target_type="instance")
     await cluster.client.create(TARGETGROUPBINDINGS, objects.target_group_binding(
         "web", service="web", arn=arn, namespace="plain", multi_cluster=True))
-    # The Service mutator is opt-in: on here, with its webhook added to the configuration.
+    # The Service mutator: shipped in the configuration, on in the controller.
     await cluster.start(on_setup=lambda m: hooks.setup(m, service_mutator=True))
-    await hooks.install(configs=_with_service_hook(configurations()))
+    await hooks.install(configs=configurations())
 
     assert (await apply(hooks.kubectl, _pod("web-1", "default"))).returncode == 0
     assert await _gates(cluster, "web-1", "default") == [target_health_condition("web")]

@@ -12,21 +12,17 @@ from tests.support import objects
 from tests.support.cluster import Cluster
 from tests.support.objects import condition, service_port
 from tests.support.waiting import eventually
-from tests.support.webhooks import NAMESPACE, SERVICE, WebhookHarness, configurations
+from tests.support.webhooks import WebhookHarness, configurations
 
 P = "service.beta.kubernetes.io/"
 DNS = [service_port(53, 5353, "dns", protocol="UDP"), service_port(53, 5353, "dns-tcp")]
 
 
 def _with_service_hook(docs: list[Obj]) -> list[Obj]:
+    """The shipped configurations, the Service mutator also called on updates."""
     mutating = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")
-    mutating["webhooks"].append({
-        "name": "mservice.elbv2.k8s.aws", "admissionReviewVersions": ["v1"],
-        "sideEffects": "None", "failurePolicy": "Ignore", "timeoutSeconds": 10,
-        "clientConfig": {"service": {"name": SERVICE, "namespace": NAMESPACE,
-                                     "path": "/mutate-v1-service"}},
-        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                   "resources": ["services"]}]})
+    [hook] = [h for h in mutating["webhooks"] if h["name"] == "mservice.elbv2.k8s.aws"]
+    hook["rules"][0]["operations"] = ["CREATE", "UPDATE"]
     return docs
 
 
