@@ -200,3 +200,38 @@ def test_the_test_helpers_table_names_every_support_module() -> None:
     fixtures = sorted(p.name for p in (support / "fixtures").glob("*.py")
                       if p.name != "__init__.py" and f"({p.name})" not in text)
     assert not fixtures, f"tests/README.md's fixtures row does not name {fixtures}"
+
+
+# ---- tables say each thing once -----------------------------------------------------------------
+
+# Tables whose first column is a value that repeats by design (a condition's status).
+_REPEATING_FIRST_COLUMNS = {"status"}
+
+
+def _repeated_rows(text: str) -> list[str]:
+    """First cells that more than one row of the same table starts with: two versions of one
+    row (a module, a flag group) left side by side, one of them stale."""
+    repeated: list[str] = []
+    for table in re.findall(r"(?:^\|.*\n)+", text + "\n", re.MULTILINE):
+        rows = [line.split("|")[1].strip() for line in table.splitlines()]
+        if not rows or rows[0].lower() in _REPEATING_FIRST_COLUMNS:
+            continue
+        cells = [c for c in rows[1:] if c.strip("-: ")]
+        repeated += sorted({c for c in cells if cells.count(c) > 1})
+    return repeated
+
+
+def _markdown_files() -> list[Path]:
+    skip = {".venv", ".git", "node_modules"}
+    return sorted(p for p in REPO.rglob("*.md") if not skip & set(p.relative_to(REPO).parts))
+
+
+@pytest.mark.parametrize("path", _markdown_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_table_says_a_thing_twice(path: Path) -> None:
+    assert _repeated_rows(path.read_text()) == []
+
+
+def test_a_repeated_row_is_found() -> None:
+    text = "| module | does |\n| --- | --- |\n| `a.py` | old |\n| `b.py` | x |\n| `a.py` | new |\n"
+    assert _repeated_rows(text) == ["`a.py`"]
+    assert _repeated_rows(text.replace("module", "status")) == []
