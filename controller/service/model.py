@@ -69,10 +69,13 @@ from controller.networking.frontend import (
 )
 from controller.networking.settings import BackendSettings
 from controller.service.annotations import (
+    EIP_ALLOCATIONS,
     ENABLE_TCP_UDP_LISTENER,
+    IPV6_ADDRESSES,
     LISTENER_ATTRIBUTES,
     PORT_TARGET_GROUP_ATTRIBUTES,
     PREFIX,
+    PRIVATE_IPV4_ADDRESSES,
     PROXY_PROTOCOL_PER_TARGET_GROUP,
     SOURCE_RANGES,
     ServiceLBConfig,
@@ -219,10 +222,39 @@ class _Builder:
             security_groups=self.groups.security_groups,
             inbound_rules_on_private_link=(cfg.inbound_rules_on_private_link
                                            if self.groups.security_groups else None),
-            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags)))
+            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags),
+            **self._static_addresses()))
         for port in ports:
             self._add_port(port, lb)
         return self.builder.build()
+
+    def _static_addresses(self) -> dict[str, Any]:
+        """Upstream's rules (buildLoadBalancerSubnetMappings): EIPs on an internet-facing load
+        balancer only, private IPv4 addresses on an internal one, IPv6 addresses on a dualstack
+        one; one per subnet. The count is checked here when the subnets are listed, else by
+        the resolve stage once they are discovered."""
+        cfg = self.config
+        found: dict[str, Any] = {}
+        for name, key, values, what, allowed, problem in (
+                ("eip_allocations", EIP_ALLOCATIONS, cfg.eip_allocations, "EIP allocations",
+                 cfg.scheme == "internet-facing",
+                 "an internet-facing load balancer only (its scheme is internal)"),
+                ("private_ipv4_addresses", PRIVATE_IPV4_ADDRESSES, cfg.private_ipv4_addresses,
+                 "private IPv4 addresses", cfg.scheme == "internal",
+                 "an internal load balancer only (its scheme is internet-facing)"),
+                ("ipv6_addresses", IPV6_ADDRESSES, cfg.ipv6_addresses, "IPv6 addresses",
+                 cfg.ip_address_type == "dualstack",
+                 "a dualstack load balancer only (its IP address type is ipv4)")):
+            if values is None:
+                continue
+            where = f"service {self.stack_id}: annotation {PREFIX}{key}"
+            if not allowed:
+                raise InvalidService(f"{where}: {what} can be set for {problem}")
+            if cfg.subnets is not None and len(values) != len(cfg.subnets):
+                raise InvalidService(f"{where}: count of {what} ({len(values)}) and subnets "
+                                     f"({len(cfg.subnets)}) must match")
+            found[name] = values
+        return found
 
     def _security_groups(self) -> LoadBalancerGroups:
         cfg = self.config

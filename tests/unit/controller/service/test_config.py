@@ -61,6 +61,9 @@ def test_defaults_equal_upstream() -> None:
         "disable_security_groups": False,
         "icmp_path_mtu": False,
         "inbound_rules_on_private_link": None,
+        "eip_allocations": None,
+        "private_ipv4_addresses": None,
+        "ipv6_addresses": None,
     }
 
 
