@@ -134,6 +134,17 @@ class HealthCheckSettings(_Frozen):
     unhealthy_threshold: int
 
 
+class Placement(_Frozen):
+    """Where the NLB sits: its subnets and what each subnet's mapping asks for."""
+
+    subnets: tuple[str, ...] | None = None  # IDs or Name tags; None: discover by role tags
+    # Static addresses, one per subnet (None: AWS picks): EIP allocation IDs in the order of
+    # the subnets' IDs, private IPv4 and IPv6 addresses each within one subnet's CIDR.
+    eip_allocations: tuple[str, ...] | None = None
+    private_ipv4_addresses: tuple[str, ...] | None = None
+    ipv6_addresses: tuple[str, ...] | None = None
+
+
 class ServiceLBConfig(_Frozen):
     """Everything the NLB model builder takes from a Service's annotations, defaults applied."""
 
@@ -145,12 +156,7 @@ class ServiceLBConfig(_Frozen):
     # `scheme` (the configured default) is for a new one.
     scheme_from_annotation: bool
     ip_address_type: NlbIpAddressType
-    subnets: tuple[str, ...] | None  # IDs or Name tags; None: discover by role tags
-    # Static addresses, one per subnet (None: AWS picks): EIP allocation IDs in the order of
-    # the subnets' IDs, private IPv4 and IPv6 addresses each within one subnet's CIDR.
-    eip_allocations: tuple[str, ...] | None = None
-    private_ipv4_addresses: tuple[str, ...] | None = None
-    ipv6_addresses: tuple[str, ...] | None = None
+    placement: Placement
     ssl_certificates: tuple[str, ...]  # the first is the listener's default certificate
     ssl_ports: tuple[str, ...]  # port names or numbers; empty: every port when certs are set
     ssl_policy: str
@@ -307,6 +313,15 @@ def _addresses(version: int) -> Callable[[str, str], tuple[str, ...]]:
         return _distinct(key, raw, items, f"{family} address")
 
     return parse
+
+
+def _placement(reader: AnnotationReader) -> Placement:
+    return Placement(
+        subnets=reader.get(SUBNETS, validators.subnets),
+        eip_allocations=reader.get(EIP_ALLOCATIONS, _eip_allocations),
+        private_ipv4_addresses=reader.get(PRIVATE_IPV4_ADDRESSES, _addresses(4)),
+        ipv6_addresses=reader.get(IPV6_ADDRESSES, _addresses(6)),
+    )
 
 
 def _check_not_empty(key: str, raw: str) -> str:
@@ -484,10 +499,7 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
         scheme=scheme,
         scheme_from_annotation=scheme_from_annotation,
         ip_address_type=reader.get_enum(IP_ADDRESS_TYPE, IP_ADDRESS_TYPES) or "ipv4",
-        subnets=reader.get(SUBNETS, validators.subnets),
-        eip_allocations=reader.get(EIP_ALLOCATIONS, _eip_allocations),
-        private_ipv4_addresses=reader.get(PRIVATE_IPV4_ADDRESSES, _addresses(4)),
-        ipv6_addresses=reader.get(IPV6_ADDRESSES, _addresses(6)),
+        placement=_placement(reader),
         ssl_certificates=reader.get(SSL_CERT, validators.certificate_arns) or (),
         ssl_ports=reader.get_string_list(SSL_PORTS) or (),
         ssl_policy=reader.get(SSL_NEGOTIATION_POLICY, _check_not_empty) or defaults.ssl_policy,
@@ -587,6 +599,7 @@ __all__ = [
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
+    "Placement",
     "ServiceLBConfig",
     "ServicePortConfig",
     "admission_warnings",

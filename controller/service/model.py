@@ -217,8 +217,8 @@ class _Builder:
             type="network", scheme=cfg.scheme,
             keep_existing_scheme=not cfg.scheme_from_annotation,
             ip_address_type=cfg.ip_address_type,
-            subnets=cfg.subnets if cfg.subnets is not None else SubnetDiscovery(
-                role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
+            subnets=cfg.placement.subnets if cfg.placement.subnets is not None else
+            SubnetDiscovery(role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
             security_groups=self.groups.security_groups,
             inbound_rules_on_private_link=(cfg.inbound_rules_on_private_link
                                            if self.groups.security_groups else None),
@@ -234,15 +234,16 @@ class _Builder:
         one; one per subnet. The count is checked here when the subnets are listed, else by
         the resolve stage once they are discovered."""
         cfg = self.config
+        place = cfg.placement
         found: dict[str, Any] = {}
         for name, key, values, what, allowed, problem in (
-                ("eip_allocations", EIP_ALLOCATIONS, cfg.eip_allocations, "EIP allocations",
+                ("eip_allocations", EIP_ALLOCATIONS, place.eip_allocations, "EIP allocations",
                  cfg.scheme == "internet-facing",
                  "an internet-facing load balancer only (its scheme is internal)"),
-                ("private_ipv4_addresses", PRIVATE_IPV4_ADDRESSES, cfg.private_ipv4_addresses,
+                ("private_ipv4_addresses", PRIVATE_IPV4_ADDRESSES, place.private_ipv4_addresses,
                  "private IPv4 addresses", cfg.scheme == "internal",
                  "an internal load balancer only (its scheme is internet-facing)"),
-                ("ipv6_addresses", IPV6_ADDRESSES, cfg.ipv6_addresses, "IPv6 addresses",
+                ("ipv6_addresses", IPV6_ADDRESSES, place.ipv6_addresses, "IPv6 addresses",
                  cfg.ip_address_type == "dualstack",
                  "a dualstack load balancer only (its IP address type is ipv4)")):
             if values is None:
@@ -250,9 +251,9 @@ class _Builder:
             where = f"service {self.stack_id}: annotation {PREFIX}{key}"
             if not allowed:
                 raise InvalidService(f"{where}: {what} can be set for {problem}")
-            if cfg.subnets is not None and len(values) != len(cfg.subnets):
+            if place.subnets is not None and len(values) != len(place.subnets):
                 raise InvalidService(f"{where}: count of {what} ({len(values)}) and subnets "
-                                     f"({len(cfg.subnets)}) must match")
+                                     f"({len(place.subnets)}) must match")
             found[name] = values
         return found
 

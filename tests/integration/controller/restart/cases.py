@@ -123,6 +123,16 @@ def service_cases() -> list[Case]:
         service("aws-load-balancer-internal", "false"),
         service("aws-load-balancer-ip-address-type", "dualstack"),
         service("aws-load-balancer-subnets", "{public_subnets}"),
+        # AWS cannot change a subnet's address in place: the change is reported, not applied.
+        _observed(service("aws-load-balancer-eip-allocations", "{eip3},{eip2}",
+                          {"aws-load-balancer-scheme": "internet-facing",
+                           "aws-load-balancer-eip-allocations": "{eip1},{eip2}"}), warnings),
+        _observed(service("aws-load-balancer-private-ipv4-addresses", "10.0.2.31,10.0.3.30",
+                          {"aws-load-balancer-private-ipv4-addresses": "10.0.2.30,10.0.3.30"},
+                          name="s-private-ipv4"), warnings),
+        # Refused on an ipv4 load balancer: the refusal's Warning shows the change was read.
+        _observed(service("aws-load-balancer-ipv6-addresses", "2600:1f13::1,2600:1f13:0:1::1",
+                          name="s-ipv6-addresses"), warnings),
         service("aws-load-balancer-ssl-cert", world_cert),
         service("aws-load-balancer-ssl-ports", "443", cert, ports=TWO_PORTS),
         service("aws-load-balancer-ssl-negotiation-policy", POLICY, cert),

@@ -1,6 +1,6 @@
 """The restart tests' world: the local API server with the CRDs, moto freshly seeded, an
-IngressClass, two Nodes on the seeded instances, a second certificate, a security group and a
-managed prefix list."""
+IngressClass, two Nodes on the seeded instances, a second certificate, a security group, a
+managed prefix list and three Elastic IPs."""
 
 from __future__ import annotations
 
@@ -35,4 +35,7 @@ async def world(aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_inspector: AwsIn
             "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
             AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"][
             "PrefixListId"])
+        for index in (1, 2, 3):
+            w.extra[f"eip{index}"] = str((await w.aws.call(
+                "ec2", "AllocateAddress", Domain="vpc"))["AllocationId"])
         yield w

@@ -38,7 +38,8 @@ def test_defaults_equal_upstream() -> None:
         "scheme": "internal",
         "scheme_from_annotation": False,
         "ip_address_type": "ipv4",
-        "subnets": None,
+        "placement": {"subnets": None, "eip_allocations": None,
+                      "private_ipv4_addresses": None, "ipv6_addresses": None},
         "ssl_certificates": (),
         "ssl_ports": (),
         "ssl_policy": "ELBSecurityPolicy-2016-08",
@@ -61,9 +62,6 @@ def test_defaults_equal_upstream() -> None:
         "disable_security_groups": False,
         "icmp_path_mtu": False,
         "inbound_rules_on_private_link": None,
-        "eip_allocations": None,
-        "private_ipv4_addresses": None,
-        "ipv6_addresses": None,
     }
 
 
@@ -103,7 +101,8 @@ EFFECTS: list[tuple[str, str, str, Any]] = [
     ("aws-load-balancer-scheme", "internet-facing", "scheme", "internet-facing"),
     ("aws-load-balancer-internal", "false", "scheme", "internet-facing"),
     ("aws-load-balancer-ip-address-type", "dualstack", "ip_address_type", "dualstack"),
-    ("aws-load-balancer-subnets", "subnet-1, mySubnet", "subnets", ("subnet-1", "mySubnet")),
+    ("aws-load-balancer-subnets", "subnet-1, mySubnet", "placement.subnets",
+     ("subnet-1", "mySubnet")),
     ("aws-load-balancer-ssl-cert",
      "arn:aws:acm:us-west-2:1:certificate/a,arn:aws:iam::1:server-certificate/x",
      "ssl_certificates", ("arn:aws:acm:us-west-2:1:certificate/a",
