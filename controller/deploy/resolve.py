@@ -187,8 +187,14 @@ class StackResolver:
         if subnets != tuple(lb.subnets):
             update["subnets"] = subnets
         if subnetmappings.wants_mappings(lb):
+            order = subnets
+            if lb.subnet_order is not None:
+                listed = [s if _SUBNET_ID.match(s) else str(
+                    self._cached(("subnet-name", f"{ctx.vpc_id}/{s}")))
+                    for s in lb.subnet_order]
+                order = tuple(dict.fromkeys(listed))
             update["subnet_mappings"] = subnetmappings.pair(
-                lb, subnets, await self._cidrs_of(subnets, calls))
+                lb, order, await self._cidrs_of(subnets, calls))
         if lb.wafv2 is not None and isinstance(lb.wafv2.web_acl, WebACLByName):
             update["wafv2"] = WAFv2Association(
                 web_acl=await self._web_acl(lb.wafv2.web_acl.name, calls))

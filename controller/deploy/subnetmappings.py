@@ -4,7 +4,8 @@ in place.
 
 Pairing follows upstream (pkg/service/model_build_load_balancer.go,
 buildLoadBalancerSubnetMappings): one value per subnet; EIP allocations and source NAT prefixes
-by position, with the subnets in the order of their IDs; private IPv4 and IPv6 addresses to the
+by position, with the subnets in the annotation's order when listed, else in the order of their
+IDs (upstream's subnet resolver); private IPv4 and IPv6 addresses to the
 subnet whose CIDR holds exactly one of them; a source NAT prefix is `auto_assigned` or a /80
 within the subnet's IPv6 CIDR.
 """
@@ -49,8 +50,8 @@ def _within(address: str, cidrs: Sequence[str]) -> bool:
 
 def pair(lb: LoadBalancer, subnets: Sequence[str],
          cidrs: Mapping[str, SubnetCidrs]) -> tuple[SubnetMapping, ...]:
-    """The mappings of `lb` over `subnets` (resolved IDs, sorted); raises `ResolveError` with
-    upstream's rule broken, in one line."""
+    """The mappings of `lb` over `subnets` (resolved IDs, in pairing order); raises
+    `ResolveError` with upstream's rule broken, in one line."""
     where = f"load balancer {lb.name}"
     for values, what in ((lb.eip_allocations, "EIP allocations"),
                          (lb.private_ipv4_addresses, "private IPv4 addresses"),

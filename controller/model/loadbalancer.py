@@ -75,9 +75,9 @@ SubnetPlaceholder = SubnetDiscovery | SubnetSelector
 _ADDONS = ("wafv2", "waf_regional", "shield")
 # Network load balancer subnet settings; absent (None) ones are not written, so a load balancer
 # without them has the canonical JSON (and checkpoint) it had before they existed.
-_SUBNET_SETTINGS = ("eip_allocations", "private_ipv4_addresses", "ipv6_addresses",
-                    "enable_prefix_for_ipv6_source_nat", "source_nat_ipv6_prefixes",
-                    "subnet_mappings")
+_SUBNET_SETTINGS = ("subnet_order", "eip_allocations", "private_ipv4_addresses",
+                    "ipv6_addresses", "enable_prefix_for_ipv6_source_nat",
+                    "source_nat_ipv6_prefixes", "subnet_mappings")
 SOURCE_NAT_AUTO_ASSIGNED = "auto_assigned"
 
 
@@ -111,9 +111,11 @@ class LoadBalancer(Tagged):
     # AWS's default, "on", left as it is).
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
-    # NLB static addresses as the Service lists them: EIP allocations pair with the subnets in
-    # the order of their IDs (upstream's), addresses with the subnet whose CIDR holds them.
-    # None: AWS picks the addresses.
+    # The subnets in the order the annotation lists them, when something pairs with them by
+    # position (upstream keeps a listed order, and sorts discovered subnets by ID).
+    subnet_order: Items[str] | None = None
+    # NLB static addresses as the Service lists them: EIP allocations pair with the subnets by
+    # position, addresses with the subnet whose CIDR holds them. None: AWS picks them.
     eip_allocations: Items[str] | None = None
     private_ipv4_addresses: Items[str] | None = None
     ipv6_addresses: Items[str] | None = None

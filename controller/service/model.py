@@ -232,7 +232,9 @@ class _Builder:
         """Upstream's rules (buildLoadBalancerSubnetMappings): EIPs on an internet-facing load
         balancer only, private IPv4 addresses on an internal one, IPv6 addresses on a dualstack
         one; one per subnet. The count is checked here when the subnets are listed, else by
-        the resolve stage once they are discovered."""
+        the resolve stage once they are discovered. EIPs pair with listed subnets in the
+        annotation's order, with discovered ones in the order of their IDs (upstream's subnet
+        resolver)."""
         cfg = self.config
         place = cfg.placement
         found: dict[str, Any] = {}
@@ -255,6 +257,8 @@ class _Builder:
                 raise InvalidService(f"{where}: count of {what} ({len(values)}) and subnets "
                                      f"({len(place.subnets)}) must match")
             found[name] = values
+        if place.subnets is not None and "eip_allocations" in found:
+            found["subnet_order"] = place.subnets
         return found
 
     def _security_groups(self) -> LoadBalancerGroups:

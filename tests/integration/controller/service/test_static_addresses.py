@@ -102,10 +102,17 @@ async def test_private_addresses_and_a_count_that_does_not_match(
                                     f"{ip_b},{ip_a}"}, endpoint_ips=())
     await c.nlb_service("short", {**PUBLIC, "aws-load-balancer-eip-allocations":
                                   "eipalloc-0123456789"}, endpoint_ips=())
+    # Listed subnets pair with the Elastic IPs in the order listed, the last ID first here.
+    low, high = sorted(aws_seed.public_subnets)
+    one, two = await _allocate(c, 2)
+    await c.nlb_service("listed", {**PUBLIC, "aws-load-balancer-subnets": f"{high},{low}",
+                                   "aws-load-balancer-eip-allocations": f"{one},{two}"},
+                        endpoint_ips=())
     await c.start()
 
     lb = await _nlb(c, "private")
     assert _addresses(lb, "PrivateIPv4Address") == {a: ip_a, b: ip_b}
+    assert _addresses(await _nlb(c, "listed"), "AllocationId") == {high: one, low: two}
 
     public = ", ".join(sorted(aws_seed.public_subnets))
 
@@ -117,6 +124,6 @@ async def test_private_addresses_and_a_count_that_does_not_match(
 
     await eventually(refused, message="no clear report of the count")
     creates = [r for r in aws_proxy.records(operation="CreateLoadBalancer") if r.outcome == "ok"]
-    assert len(creates) == 1  # the private one only
-    assert len(await c.aws.load_balancers()) == 1
+    assert len(creates) == 2  # not the short one
+    assert len(await c.aws.load_balancers()) == 2
     assert await c.stop() == 0

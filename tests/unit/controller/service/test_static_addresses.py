@@ -24,8 +24,11 @@ def test_addresses_reach_the_model_as_written() -> None:
     lb = build_stack(web_service({
         **PUBLIC, **TWO, "aws-load-balancer-eip-allocations": "eipalloc-2, eipalloc-1",
     }), settings=SETTINGS).load_balancers["LoadBalancer"]
-    # In the order given: upstream pairs them with the subnets sorted by ID.
+    # In the order given, with the subnets in the order listed (upstream's subnet resolver
+    # keeps a listed order).
     assert lb.eip_allocations == ("eipalloc-2", "eipalloc-1")
+    assert lb.subnet_order == ("subnet-b", "subnet-a")
+    assert tuple(lb.subnets) == ("subnet-a", "subnet-b")
     assert lb.private_ipv4_addresses is None
     assert lb.subnet_mappings is None
     internal = build_stack(web_service({
