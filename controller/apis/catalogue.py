@@ -227,9 +227,9 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _service("aws-load-balancer-multi-cluster-target-group", "multi-cluster target groups",
              acted=True),
     _service("aws-load-balancer-enable-prefix-for-ipv6-source-nat", "IPv6 source NAT prefixes",
-             acted=False),
+             acted=True),
     _service("aws-load-balancer-source-nat-ipv6-prefixes", "IPv6 source NAT prefixes",
-             acted=False),
+             acted=True),
     _service("aws-load-balancer-minimum-load-balancer-capacity", "capacity reservations",
              acted=False),
     _service("aws-load-balancer-enable-icmp-for-path-mtu-discovery", "ICMP for path MTU "

@@ -97,12 +97,14 @@ async def _converge_subnets(run: DeployRun, lb: LoadBalancer, arn: str,
             SubnetMapping(subnet_id=s) for s in lb.subnets)})
     plan = subnetmappings.plan(lb, current)
     if plan.mappings is not None:
+        params: dict[str, Any] = {"LoadBalancerArn": arn}
         if all(set(m) == {"SubnetId"} for m in plan.mappings):
-            await run.calls.call("SetSubnets", LoadBalancerArn=arn,
-                                 Subnets=[m["SubnetId"] for m in plan.mappings])
+            params["Subnets"] = [m["SubnetId"] for m in plan.mappings]
         else:
-            await run.calls.call("SetSubnets", LoadBalancerArn=arn,
-                                 SubnetMappings=list(plan.mappings))
+            params["SubnetMappings"] = list(plan.mappings)
+        if plan.enable is not None:
+            params["EnablePrefixForIpv6SourceNat"] = plan.enable
+        await run.calls.call("SetSubnets", **params)
     if plan.kept:
         run.warn("StaticAddressesKept", (
             f"load balancer {lb.name}: subnet {'; subnet '.join(plan.kept)}: AWS cannot "
@@ -124,6 +126,8 @@ async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
         params["SubnetMappings"] = [subnetmappings.api_mapping(m) for m in lb.subnet_mappings]
     else:
         params["Subnets"] = list(lb.subnets)
+    if lb.enable_prefix_for_ipv6_source_nat is not None:
+        params["EnablePrefixForIpv6SourceNat"] = lb.enable_prefix_for_ipv6_source_nat
     if lb.security_groups:
         params["SecurityGroups"] = [str(g) for g in lb.security_groups]
     resp = await run.calls.call("CreateLoadBalancer", **params)

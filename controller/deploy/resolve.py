@@ -195,6 +195,14 @@ class StackResolver:
                 order = tuple(dict.fromkeys(listed))
             update["subnet_mappings"] = subnetmappings.pair(
                 lb, order, await self._cidrs_of(subnets, calls))
+        if lb.enable_prefix_for_ipv6_source_nat == "on":
+            # Upstream's ValidateEnablePrefixForIpv6SourceNat.
+            without = subnetmappings.subnets_without_ipv6(
+                subnets, await self._cidrs_of(subnets, calls))
+            if without:
+                raise ResolveError(
+                    f"load balancer {lb.name}: prefixes for IPv6 source NAT need an IPv6 CIDR "
+                    f"on every subnet; without one: {', '.join(without)}")
         if lb.wafv2 is not None and isinstance(lb.wafv2.web_acl, WebACLByName):
             update["wafv2"] = WAFv2Association(
                 web_acl=await self._web_acl(lb.wafv2.web_acl.name, calls))

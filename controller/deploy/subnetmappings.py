@@ -127,26 +127,39 @@ def _address(zone: Mapping[str, Any]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class MappingPlan:
-    """What SetSubnets should be sent (None: no call), and the asked-for addresses that stay as
-    they are because AWS cannot change them in place (one line each, for a Warning)."""
+    """What SetSubnets should be sent (None: no call) with which `EnablePrefixForIpv6SourceNat`
+    (None: not sent), and the asked-for addresses that stay as they are because AWS cannot
+    change them in place (one line each, for a Warning)."""
 
     mappings: tuple[dict[str, str], ...] | None
+    enable: str | None
     kept: tuple[str, ...]
 
 
+def _prefix(zone: Mapping[str, Any] | None) -> str | None:
+    prefixes = (zone or {}).get("SourceNatIpv6Prefixes") or []
+    return str(prefixes[0]) if prefixes else None
+
+
 def plan(lb: LoadBalancer, current: Mapping[str, Any]) -> MappingPlan:
-    """Upstream calls SetSubnets only when the subnet set changes (or an NLB becomes dualstack
-    with IPv6 addresses for the first time, or its source NAT settings change) and never
-    replaces the load balancer for its addresses. AWS takes SetSubnets for a network load
-    balancer only with every subnet it keeps in its existing configuration, so those keep
-    their addresses (and the difference is reported) while new subnets get what is asked."""
+    """Upstream calls SetSubnets only when the subnet set changes, an NLB becomes dualstack
+    with IPv6 addresses for the first time, or its source NAT setting or prefixes change, and
+    never replaces the load balancer for its addresses. AWS takes SetSubnets for a network load
+    balancer only with every subnet it keeps in its existing configuration, so those keep their
+    addresses (and the difference is reported) while new subnets get what is asked. A prefix
+    `auto_assigned`, or none asked with source NAT on, matches whatever prefix AWS picked
+    (upstream compares the text and calls SetSubnets on every reconcile then)."""
     assert lb.subnet_mappings is not None
     zones = {str(z.get("SubnetId")): z for z in current.get("AvailabilityZones") or []
              if z.get("SubnetId")}
     have = {subnet: _address(zone) for subnet, zone in zones.items()}
+    want_nat = lb.enable_prefix_for_ipv6_source_nat or "off"
+    have_nat = str(current.get("EnablePrefixForIpv6SourceNat") or "off")
     sent: list[dict[str, str]] = []
     kept: list[str] = []
+    no_ipv6: list[str] = []
     first_ipv6 = False
+    prefix_changed = False
     for mapping in lb.subnet_mappings:
         wanted = api_mapping(mapping)
         existing = have.get(mapping.subnet_id)
@@ -156,20 +169,37 @@ def plan(lb: LoadBalancer, current: Mapping[str, Any]) -> MappingPlan:
         out = dict(wanted)
         for key in ("AllocationId", "PrivateIPv4Address", "IPv6Address"):
             ask, got = wanted.get(key), existing.get(key)
-            if got is None:
-                first_ipv6 = first_ipv6 or (key == "IPv6Address" and ask is not None)
-                continue
-            out[key] = got
-            if ask is not None and ask != got:
-                kept.append(f"{mapping.subnet_id} keeps {got} ({ask} asked)")
-            elif ask is None and key == "AllocationId":
-                kept.append(f"{mapping.subnet_id} keeps Elastic IP {got} (none asked)")
+            if got is not None:
+                out[key] = got
+                if ask is not None and ask != got:
+                    kept.append(f"{mapping.subnet_id} keeps {got} ({ask} asked)")
+                elif ask is None and key == "AllocationId":
+                    kept.append(f"{mapping.subnet_id} keeps Elastic IP {got} (none asked)")
+            elif ask is not None and key == "IPv6Address":
+                # Set with the move to dualstack (upstream's rule), else kept as it is.
+                first_ipv6 = True
+                no_ipv6.append(f"{mapping.subnet_id} keeps no IPv6 address ({ask} asked)")
+            elif ask is not None:
+                out.pop(key)
+                kept.append(f"{mapping.subnet_id} keeps the address AWS gave it ({ask} asked)")
+        prefix, got_prefix = wanted.get("SourceNatIpv6Prefix"), _prefix(zones[mapping.subnet_id])
+        if want_nat == "on":
+            if prefix in (None, SOURCE_NAT_AUTO_ASSIGNED) and got_prefix is not None:
+                out["SourceNatIpv6Prefix"] = got_prefix
+            elif prefix is not None and prefix != got_prefix:
+                prefix_changed = True
+        else:
+            out.pop("SourceNatIpv6Prefix", None)
         sent.append(out)
     changed = set(zones) != {m.subnet_id for m in lb.subnet_mappings}
     becomes_dualstack = (lb.ip_address_type == "dualstack"
                          and current.get("IpAddressType") != lb.ip_address_type)
-    call = changed or (first_ipv6 and becomes_dualstack)
-    return MappingPlan(tuple(sent) if call else None, tuple(kept))
+    nat_changed = want_nat != have_nat
+    call = changed or (first_ipv6 and becomes_dualstack) or nat_changed or prefix_changed
+    if not call:
+        kept += no_ipv6
+    enable = want_nat if nat_changed or lb.enable_prefix_for_ipv6_source_nat else None
+    return MappingPlan(tuple(sent) if call else None, enable if call else None, tuple(kept))
 
 
 __all__ = ["SOURCE_NAT_PREFIX_LENGTH", "MappingPlan", "SubnetCidrs", "api_mapping",

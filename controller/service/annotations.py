@@ -30,7 +30,7 @@ from controller.annotations import (
 )
 from controller.apis import catalogue
 from controller.model.listener import AlpnPolicy
-from controller.model.loadbalancer import Scheme
+from controller.model.loadbalancer import SOURCE_NAT_AUTO_ASSIGNED, Scheme
 from controller.model.targetgroup import TargetType
 from controller.settings import StackDefaults
 
@@ -46,6 +46,8 @@ SUBNETS: Final = "aws-load-balancer-subnets"
 EIP_ALLOCATIONS: Final = "aws-load-balancer-eip-allocations"
 PRIVATE_IPV4_ADDRESSES: Final = "aws-load-balancer-private-ipv4-addresses"
 IPV6_ADDRESSES: Final = "aws-load-balancer-ipv6-addresses"
+ENABLE_SOURCE_NAT_PREFIX: Final = "aws-load-balancer-enable-prefix-for-ipv6-source-nat"
+SOURCE_NAT_PREFIXES: Final = "aws-load-balancer-source-nat-ipv6-prefixes"
 SSL_CERT: Final = "aws-load-balancer-ssl-cert"
 SSL_PORTS: Final = "aws-load-balancer-ssl-ports"
 SSL_NEGOTIATION_POLICY: Final = "aws-load-balancer-ssl-negotiation-policy"
@@ -143,6 +145,10 @@ class Placement(_Frozen):
     eip_allocations: tuple[str, ...] | None = None
     private_ipv4_addresses: tuple[str, ...] | None = None
     ipv6_addresses: tuple[str, ...] | None = None
+    # IPv6 source NAT (UDP over IPv6 on a dualstack NLB): "on"/"off" (None: off, AWS's
+    # default), and one /80 or `auto_assigned` per subnet, by position.
+    enable_prefix_for_ipv6_source_nat: OnOff | None = None
+    source_nat_ipv6_prefixes: tuple[str, ...] | None = None
 
 
 class ServiceLBConfig(_Frozen):
@@ -315,12 +321,36 @@ def _addresses(version: int) -> Callable[[str, str], tuple[str, ...]]:
     return parse
 
 
+def _source_nat_prefixes(key: str, raw: str) -> tuple[str, ...]:
+    items: list[str] = []
+    for item in split_list(raw):
+        if item == SOURCE_NAT_AUTO_ASSIGNED:
+            items.append(item)
+            continue
+        address, _, length = item.partition("/")
+        try:
+            network = ipaddress.ip_network(item, strict=True)
+        except ValueError:
+            network = None
+        # Upstream's rule (ValidateSourceNatPrefixForSubnetPair): a /80 of an IPv6 address.
+        if network is None or network.version != 6 or length != "80" or not address:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not "
+                                  f"{SOURCE_NAT_AUTO_ASSIGNED} or an IPv6 prefix of length 80 "
+                                  "(e.g. 2600:1f13:837:8501:1::/80)")
+        items.append(str(network))
+    if not items:
+        raise AnnotationError(key, raw, "lists no prefix")
+    return tuple(items)
+
+
 def _placement(reader: AnnotationReader) -> Placement:
     return Placement(
         subnets=reader.get(SUBNETS, validators.subnets),
         eip_allocations=reader.get(EIP_ALLOCATIONS, _eip_allocations),
         private_ipv4_addresses=reader.get(PRIVATE_IPV4_ADDRESSES, _addresses(4)),
         ipv6_addresses=reader.get(IPV6_ADDRESSES, _addresses(6)),
+        enable_prefix_for_ipv6_source_nat=reader.get_enum(ENABLE_SOURCE_NAT_PREFIX, ON_OFF),
+        source_nat_ipv6_prefixes=reader.get(SOURCE_NAT_PREFIXES, _source_nat_prefixes),
     )
 
 

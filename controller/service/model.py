@@ -70,6 +70,7 @@ from controller.networking.frontend import (
 from controller.networking.settings import BackendSettings
 from controller.service.annotations import (
     EIP_ALLOCATIONS,
+    ENABLE_SOURCE_NAT_PREFIX,
     ENABLE_TCP_UDP_LISTENER,
     IPV6_ADDRESSES,
     LISTENER_ATTRIBUTES,
@@ -77,6 +78,7 @@ from controller.service.annotations import (
     PREFIX,
     PRIVATE_IPV4_ADDRESSES,
     PROXY_PROTOCOL_PER_TARGET_GROUP,
+    SOURCE_NAT_PREFIXES,
     SOURCE_RANGES,
     ServiceLBConfig,
     parse_listener_attributes,
@@ -234,10 +236,24 @@ class _Builder:
         one; one per subnet. The count is checked here when the subnets are listed, else by
         the resolve stage once they are discovered. EIPs pair with listed subnets in the
         annotation's order, with discovered ones in the order of their IDs (upstream's subnet
-        resolver)."""
+        resolver). IPv6 source NAT: "on" and the prefixes on a dualstack NLB only, the
+        prefixes only with it on, paired by position like the EIPs."""
         cfg = self.config
         place = cfg.placement
         found: dict[str, Any] = {}
+        dualstack = cfg.ip_address_type == "dualstack"
+        source_nat = place.enable_prefix_for_ipv6_source_nat
+        if source_nat is not None:
+            # Upstream (ValidateEnablePrefixForIpv6SourceNat): "on" on a dualstack NLB only.
+            if source_nat == "on" and not dualstack:
+                raise InvalidService(
+                    f"service {self.stack_id}: annotation {PREFIX}{ENABLE_SOURCE_NAT_PREFIX}: "
+                    '"on" needs a dualstack load balancer (its IP address type is ipv4)')
+            found["enable_prefix_for_ipv6_source_nat"] = source_nat
+        if place.source_nat_ipv6_prefixes is not None and source_nat != "on" and dualstack:
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{SOURCE_NAT_PREFIXES}: source NAT "
+                f"IPv6 prefixes need annotation {PREFIX}{ENABLE_SOURCE_NAT_PREFIX}: \"on\"")
         for name, key, values, what, allowed, problem in (
                 ("eip_allocations", EIP_ALLOCATIONS, place.eip_allocations, "EIP allocations",
                  cfg.scheme == "internet-facing",
@@ -246,7 +262,9 @@ class _Builder:
                  "private IPv4 addresses", cfg.scheme == "internal",
                  "an internal load balancer only (its scheme is internet-facing)"),
                 ("ipv6_addresses", IPV6_ADDRESSES, place.ipv6_addresses, "IPv6 addresses",
-                 cfg.ip_address_type == "dualstack",
+                 dualstack, "a dualstack load balancer only (its IP address type is ipv4)"),
+                ("source_nat_ipv6_prefixes", SOURCE_NAT_PREFIXES,
+                 place.source_nat_ipv6_prefixes, "source NAT IPv6 prefixes", dualstack,
                  "a dualstack load balancer only (its IP address type is ipv4)")):
             if values is None:
                 continue
@@ -257,7 +275,8 @@ class _Builder:
                 raise InvalidService(f"{where}: count of {what} ({len(values)}) and subnets "
                                      f"({len(place.subnets)}) must match")
             found[name] = values
-        if place.subnets is not None and "eip_allocations" in found:
+        if place.subnets is not None and (
+                "eip_allocations" in found or "source_nat_ipv6_prefixes" in found):
             found["subnet_order"] = place.subnets
         return found
 

@@ -20,6 +20,9 @@ moto 5.2 keeps only each mapping's `SubnetId`. Applied with `moto_fidelity.apply
   `PrivateIPv4Address`, `IPv6Address`) and `SourceNatIpv6Prefixes` (an `auto_assigned` prefix
   as the /80 picked from the subnet's CIDR), and `EnablePrefixForIpv6SourceNat` for a network
   load balancer ("off" unless turned on). Addresses AWS picks itself are not listed.
+- EC2 `DescribeSubnets`: an associated IPv6 CIDR's `Ipv6CidrBlockState.State` is
+  `associated`; moto 5.2 answers the Python text of a dict (`{'State': 'associated'}`), so a
+  reader checking the state, as upstream's does, would see no IPv6 CIDR at all.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 _MAPPINGS = "aiolbc_subnet_mappings"  # subnet id -> the mapping as accepted
 _ENABLE = "EnablePrefixForIpv6SourceNat"
 _ADDRESS_KEYS = ("AllocationId", "PrivateIPv4Address", "IPv6Address")
+_AUTO = "auto_assigned"
 _applied = False
 
 
@@ -111,6 +115,9 @@ def _checked(ec2: Any, *, lb_type: str, scheme: str, ip_type: str, enable: str |
         if enable == "on" and not _ipv6_cidrs(subnet):
             raise _Refused("InvalidConfigurationRequest", f"Subnet '{subnet_id}' has no IPv6 "
                            f"CIDR, which {_ENABLE} needs")
+        if enable == "on":
+            # Without a prefix, AWS picks one from the subnet's CIDR.
+            entry.setdefault("SourceNatIpv6Prefix", _AUTO)
         stored[subnet_id] = entry
     return stored
 
@@ -119,14 +126,8 @@ def _source_nat_prefix(prefix: str, subnet: Any, enable: str | None) -> str:
     if enable != "on":
         raise _Refused("InvalidConfigurationRequest", f"SourceNatIpv6Prefix needs {_ENABLE} on")
     cidrs = _ipv6_cidrs(subnet)
-    if prefix == "auto_assigned":
-        if not cidrs:
-            raise _Refused("InvalidConfigurationRequest", f"Subnet '{subnet.id}' has no IPv6 "
-                           "CIDR")
-        # AWS picks one at random; the second /80 of the subnet is as good and repeatable.
-        prefixes = cidrs[0].subnets(new_prefix=80)
-        next(prefixes)
-        return str(next(prefixes))
+    if prefix == _AUTO:
+        return prefix  # picked by `_picked`, unless the subnet keeps the one it has
     try:
         network = ipaddress.IPv6Network(prefix, strict=True)
     except ValueError:
@@ -135,6 +136,17 @@ def _source_nat_prefix(prefix: str, subnet: Any, enable: str | None) -> str:
         raise _Refused("InvalidConfigurationRequest", f"SourceNatIpv6Prefix '{prefix}' must be "
                        f"a /80 within an IPv6 CIDR of subnet '{subnet.id}'")
     return str(network)
+
+
+def _picked(ec2: Any, stored: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """`auto_assigned` prefixes given one: AWS picks at random; the second /80 of the subnet's
+    first IPv6 CIDR is as good and repeatable."""
+    for subnet_id, entry in stored.items():
+        if entry.get("SourceNatIpv6Prefix") == _AUTO:
+            prefixes = _ipv6_cidrs(ec2.get_subnet(subnet_id))[0].subnets(new_prefix=80)
+            next(prefixes)
+            entry["SourceNatIpv6Prefix"] = str(next(prefixes))
+    return stored
 
 
 def _zones(balancer: Any) -> list[Any]:
@@ -168,15 +180,28 @@ def _check_kept(balancer: Any, wanted: dict[str, dict[str, str]], enable: str | 
                 raise _Refused("InvalidConfigurationRequest", f"Subnet '{subnet_id}' must be "
                                f"given with its existing configuration ({key} {old[key]})")
         if udp and "SourceNatIpv6Prefix" in old and new.get("SourceNatIpv6Prefix") not in (
-                old["SourceNatIpv6Prefix"], "auto_assigned"):
+                old["SourceNatIpv6Prefix"], _AUTO):
             raise _Refused("InvalidConfigurationRequest", "The source NAT IPv6 prefixes of a "
                            "load balancer with UDP listeners cannot be changed")
-        if "SourceNatIpv6Prefix" in old and new.get("SourceNatIpv6Prefix") == "auto_assigned":
+        if "SourceNatIpv6Prefix" in old and new.get("SourceNatIpv6Prefix") == _AUTO:
             new["SourceNatIpv6Prefix"] = old["SourceNatIpv6Prefix"]
     current = getattr(balancer, "enable_prefix_for_ipv6_source_nat", "off")
     if udp and current == "on" and enable == "off":
         raise _Refused("InvalidConfigurationRequest", f"{_ENABLE} cannot be turned off while "
                        "the load balancer has UDP listeners")
+
+
+def _subnet_ipv6_state() -> None:
+    from moto.ec2.models.subnets import Subnet
+
+    def association_set(self: Any) -> list[dict[str, Any]]:
+        return [{"ipv6CidrBlock": a["ipv6CidrBlock"], "associationId": a["associationId"],
+                 "ipv6CidrBlockState": {"state": a["ipv6CidrBlockState"]["State"]}}
+                for a in self.ipv6_cidr_block_associations.values()
+                if a["ipv6CidrBlockState"]["State"] == "associated"]
+
+    Subnet.ipv6_cidr_block_association_set = property(  # type: ignore[method-assign,assignment]
+        association_set)
 
 
 def apply() -> None:
@@ -190,6 +215,7 @@ def apply() -> None:
     from moto.elbv2.responses import ELBV2Response
 
     FakeLoadBalancer.availability_zones = property(_zones)  # type: ignore[assignment,method-assign]
+    _subnet_ipv6_state()
     create_original = ELBV2Response.create_load_balancer
     set_original = ELBV2Response.set_subnets
 
@@ -202,14 +228,15 @@ def apply() -> None:
                 self.elbv2_backend.ec2_backend, lb_type=lb_type,
                 scheme=str(params.get("Scheme") or "internet-facing"),
                 ip_type=str(params.get("IpAddressType") or "ipv4"), enable=enable,
-                mappings=list(params.get("SubnetMappings") or []))
+                mappings=[*(params.get("SubnetMappings") or []),
+                          *({"SubnetId": s} for s in params.get("Subnets") or [])])
         except _Refused as refused:
             raise ELBClientError(refused.code, refused.message) from None
         result = create_original(self)
         # moto takes a second load balancer of the same name: the newest is this one.
         balancer = [b for b in self.elbv2_backend.load_balancers.values()
                     if b.name == params.get("Name")][-1]
-        setattr(balancer, _MAPPINGS, stored)
+        setattr(balancer, _MAPPINGS, _picked(self.elbv2_backend.ec2_backend, stored))
         if lb_type == "network":
             balancer.enable_prefix_for_ipv6_source_nat = enable or "off"
         return result
@@ -232,7 +259,7 @@ def apply() -> None:
         except _Refused as refused:
             raise ELBClientError(refused.code, refused.message) from None
         set_original(self)
-        setattr(balancer, _MAPPINGS, wanted)
+        setattr(balancer, _MAPPINGS, _picked(self.elbv2_backend.ec2_backend, wanted))
         if enable:
             balancer.enable_prefix_for_ipv6_source_nat = enable
         return ActionResult({

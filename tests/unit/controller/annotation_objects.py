@@ -122,7 +122,9 @@ SERVICE_PUBLIC_DUALSTACK: Final = {
     **{k: v for k, v in SERVICE.items() if k != "aws-load-balancer-private-ipv4-addresses"},
     "aws-load-balancer-scheme": "internet-facing", "aws-load-balancer-ip-address-type":
     "dualstack", "aws-load-balancer-eip-allocations": "eipalloc-1,eipalloc-2",
-    "aws-load-balancer-ipv6-addresses": "2600:1f13::5,2600:1f13:0:1::5"}
+    "aws-load-balancer-ipv6-addresses": "2600:1f13::5,2600:1f13:0:1::5",
+    "aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on",
+    "aws-load-balancer-source-nat-ipv6-prefixes": "auto_assigned,2600:1f13:0:1:1::/80"}
 INGRESS_GROUP: Final = {"group.name": "shop"}
 
 REQUEST: Final = Request("default", "shop")

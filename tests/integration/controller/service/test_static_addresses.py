@@ -6,13 +6,15 @@ created; deleting the Service leaves the account's Elastic IPs allocated."""
 
 from __future__ import annotations
 
+import ipaddress
+import itertools
 from typing import Any
 
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy, AwsSeed
 from runtime.resources import SERVICES
 from tests.support.cluster import Cluster
-from tests.support.objects import condition, hostname
+from tests.support.objects import condition, hostname, service_port
 from tests.support.waiting import eventually
 
 P = "service.beta.kubernetes.io/"
@@ -126,4 +128,88 @@ async def test_private_addresses_and_a_count_that_does_not_match(
     creates = [r for r in aws_proxy.records(operation="CreateLoadBalancer") if r.outcome == "ok"]
     assert len(creates) == 2  # not the short one
     assert len(await c.aws.load_balancers()) == 2
+    assert await c.stop() == 0
+
+
+async def _ipv6(c: Cluster, seed: AwsSeed, subnets: tuple[str, ...]) -> dict[str, str]:
+    """IPv6 CIDRs for the VPC and `subnets`: subnet -> its /64."""
+    block = await c.aws.call("ec2", "AssociateVpcCidrBlock", VpcId=seed.vpc_id,
+                             AmazonProvidedIpv6CidrBlock=True)
+    vpc = ipaddress.IPv6Network(block["Ipv6CidrBlockAssociation"]["Ipv6CidrBlock"])
+    cidrs = {}
+    for subnet, net in zip(subnets, vpc.subnets(new_prefix=64), strict=False):
+        await c.aws.call("ec2", "AssociateSubnetCidrBlock", SubnetId=subnet,
+                         Ipv6CidrBlock=str(net))
+        cidrs[subnet] = str(net)
+    return cidrs
+
+
+def _prefixes(lb: dict[str, Any]) -> dict[str, list[str]]:
+    return {z["SubnetId"]: z.get("SourceNatIpv6Prefixes") or [] for z in lb["AvailabilityZones"]}
+
+
+DNS = [service_port(53, 5353, "dns", protocol="UDP")]
+DUAL = {"aws-load-balancer-ip-address-type": "dualstack"}
+NAT = "aws-load-balancer-enable-prefix-for-ipv6-source-nat"
+PREFIXES = "aws-load-balancer-source-nat-ipv6-prefixes"
+
+
+async def test_ipv6_addresses_and_source_nat(
+        cluster: Cluster, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed) -> None:
+    c = cluster
+    a, b = sorted(aws_seed.private_subnets)
+    cidrs = await _ipv6(c, aws_seed, (a, b))
+    ip_a, ip_b = (str(ipaddress.IPv6Network(cidrs[s])[10]) for s in (a, b))
+    by_80 = {s: [str(n) for n in itertools.islice(
+        ipaddress.IPv6Network(cidrs[s]).subnets(new_prefix=80), 8)] for s in (a, b)}
+    # Discovered subnets pair with the prefixes in the order of their IDs.
+    await c.nlb_service("udp", {**DUAL, "aws-load-balancer-ipv6-addresses": f"{ip_b},{ip_a}",
+                                NAT: "on", PREFIXES: f"auto_assigned,{by_80[b][3]}"},
+                        ports=DNS, endpoint_ips=())
+    await c.nlb_service("tcp", {**DUAL, NAT: "on"}, endpoint_ips=())
+    # Internet-facing: the public subnets, which have no IPv6 CIDR.
+    await c.nlb_service("no-cidr", {**DUAL, **PUBLIC, NAT: "on"}, endpoint_ips=())
+    await c.start()
+
+    udp = await _nlb(c, "udp")
+    assert udp["EnablePrefixForIpv6SourceNat"] == "on"
+    assert _addresses(udp, "IPv6Address") == {a: ip_a, b: ip_b}
+    picked = _prefixes(udp)
+    assert picked[b] == [by_80[b][3]]
+    assert ipaddress.IPv6Network(picked[a][0]).subnet_of(ipaddress.IPv6Network(cidrs[a]))
+    tcp = await _nlb(c, "tcp")
+    assert tcp["EnablePrefixForIpv6SourceNat"] == "on"
+    assert all(_prefixes(tcp).values())  # AWS picked one per subnet
+
+    async def no_cidr_refused() -> bool:
+        cond = condition(await c.get(SERVICES, "no-cidr"), CONDITION_TYPE)
+        return cond is not None and cond["message"].endswith(
+            ": prefixes for IPv6 source NAT need an IPv6 CIDR on every subnet; without one: "
+            + ", ".join(sorted(aws_seed.public_subnets)))
+
+    await eventually(no_cidr_refused, message="no clear report of the missing IPv6 CIDRs")
+    await c.settled()
+    assert len(await c.aws.load_balancers()) == 2
+
+    # Without UDP listeners the setting changes in place (SetSubnets), the NLB stays.
+    aws_proxy.clear_log()
+    await c.annotate(SERVICES, "tcp", {P + NAT: "off"})
+
+    async def turned_off() -> bool:
+        lb = await c.aws.load_balancer(tcp["LoadBalancerName"])
+        return lb is not None and lb["EnablePrefixForIpv6SourceNat"] == "off"
+
+    await eventually(turned_off, message="source NAT not turned off")
+    assert [r.outcome for r in aws_proxy.records(operation="SetSubnets")] == ["ok"]
+    assert not _prefixes(await _nlb(c, "tcp"))[a]
+
+    # With a UDP listener AWS refuses another prefix: one message, the NLB left as it is.
+    await c.annotate(SERVICES, "udp", {P + PREFIXES: f"auto_assigned,{by_80[b][5]}"})
+
+    async def refused() -> bool:
+        return any(reason == "FailedDeployModel" and "cannot be changed" in message
+                   for reason, message in await _warnings(c, "udp"))
+
+    await eventually(refused, message="no Warning about the refused prefix change")
+    assert _prefixes(await _nlb(c, "udp"))[b] == [by_80[b][3]]
     assert await c.stop() == 0

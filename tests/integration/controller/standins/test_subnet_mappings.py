@@ -142,3 +142,11 @@ def test_ipv6_addresses_and_source_nat(elbv2: Any, ec2: Any, aws_seed: AwsSeed) 
                                           {"SubnetId": b}])
     assert _code(exc) == "InvalidConfigurationRequest"
     assert _zones(elbv2, arn)[b]["SourceNatIpv6Prefixes"] == [first_b]
+
+
+def test_subnets_describe_their_ipv6_cidrs_as_associated(ec2: Any, aws_seed: AwsSeed) -> None:
+    a, _ = aws_seed.private_subnets
+    [cidr] = _ipv6(ec2, aws_seed, (a,))
+    [subnet] = ec2.describe_subnets(SubnetIds=[a])["Subnets"]
+    assert [(x["Ipv6CidrBlock"], x["Ipv6CidrBlockState"]["State"])
+            for x in subnet["Ipv6CidrBlockAssociationSet"]] == [(cidr, "associated")]

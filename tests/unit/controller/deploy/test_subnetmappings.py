@@ -3,7 +3,7 @@ sent when they change."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -103,3 +103,64 @@ def test_ipv6_addresses_set_with_the_move_to_dualstack() -> None:
 def test_api_mapping_leaves_out_what_is_not_asked() -> None:
     assert api_mapping(SubnetMapping(subnet_id="subnet-a", private_ipv4_address="10.0.0.1")) == {
         "SubnetId": "subnet-a", "PrivateIPv4Address": "10.0.0.1"}
+
+
+def _nat(*prefixes: str | None, enable: Literal["on", "off"] | None = "on") -> LoadBalancer:
+    return LoadBalancer(
+        name="nlb", type="network", subnets=["subnet-a", "subnet-c"], ip_address_type="dualstack",
+        enable_prefix_for_ipv6_source_nat=enable,
+        subnet_mappings=[SubnetMapping(subnet_id=s, source_nat_ipv6_prefix=p)
+                         for s, p in zip(("subnet-a", "subnet-c"), prefixes, strict=True)])
+
+
+def _nat_zones(*prefixes: str | None, enable: str = "on") -> dict[str, Any]:
+    return {"IpAddressType": "dualstack", "EnablePrefixForIpv6SourceNat": enable,
+            "AvailabilityZones": [
+                {"SubnetId": s, **({"SourceNatIpv6Prefixes": [p]} if p else {})}
+                for s, p in zip(("subnet-a", "subnet-c"), prefixes, strict=True)]}
+
+
+def test_source_nat_prefixes_pair_by_position_within_the_subnet() -> None:
+    lb = LoadBalancer(name="nlb", type="network", subnets=["subnet-a", "subnet-c"],
+                      ip_address_type="dualstack", enable_prefix_for_ipv6_source_nat="on",
+                      source_nat_ipv6_prefixes=["auto_assigned", "2600:1f13:0:2:1::/80"])
+    got = pair(lb, ["subnet-a", "subnet-c"], CIDRS)
+    assert [m.source_nat_ipv6_prefix for m in got] == ["auto_assigned", "2600:1f13:0:2:1::/80"]
+    swapped = lb.model_copy(update={"source_nat_ipv6_prefixes": (
+        "2600:1f13:0:2:1::/80", "auto_assigned")})
+    with pytest.raises(ResolveError) as exc:
+        pair(swapped, ["subnet-a", "subnet-c"], CIDRS)
+    assert str(exc.value) == ("load balancer nlb: source NAT IPv6 prefix 2600:1f13:0:2:1::/80 is "
+                              "not within subnet subnet-a's IPv6 CIDR (2600:1f13:0:0::/64)")
+
+
+def test_auto_assigned_matches_what_aws_picked_and_no_call_is_made() -> None:
+    current = _nat_zones("2600:1f13:0:0:9::/80", "2600:1f13:0:2:1::/80")
+    assert plan(_nat("auto_assigned", "2600:1f13:0:2:1::/80"), current).mappings is None
+    assert plan(_nat(None, None), current).mappings is None
+
+
+def test_a_changed_prefix_or_setting_is_sent() -> None:
+    current = _nat_zones("2600:1f13:0:0:9::/80", "2600:1f13:0:2:1::/80")
+    got = plan(_nat("auto_assigned", "2600:1f13:0:2:2::/80"), current)
+    assert got.mappings == (
+        {"SubnetId": "subnet-a", "SourceNatIpv6Prefix": "2600:1f13:0:0:9::/80"},
+        {"SubnetId": "subnet-c", "SourceNatIpv6Prefix": "2600:1f13:0:2:2::/80"})
+    assert got.enable == "on"
+    # Turned off (or the annotation removed, upstream's "off"): no prefixes sent.
+    for enable in ("off", None):
+        off = plan(_nat(None, None, enable=enable), current)
+        assert off.mappings == ({"SubnetId": "subnet-a"}, {"SubnetId": "subnet-c"})
+        assert off.enable == "off"
+    turned_on = plan(_nat(None, None), _nat_zones(None, None, enable="off"))
+    assert turned_on.mappings == ({"SubnetId": "subnet-a"}, {"SubnetId": "subnet-c"})
+    assert turned_on.enable == "on"
+
+
+def test_an_address_asked_for_a_subnet_aws_already_addressed_is_reported() -> None:
+    lb = _with([SubnetMapping(subnet_id="subnet-a", ipv6_address="2600:1f13::9",
+                              private_ipv4_address="10.0.0.9")], ip_address_type="dualstack")
+    got = plan(lb, _current({"SubnetId": "subnet-a"}, ip_type="dualstack"))
+    assert got.mappings is None
+    assert got.kept == ("subnet-a keeps the address AWS gave it (10.0.0.9 asked)",
+                        "subnet-a keeps no IPv6 address (2600:1f13::9 asked)")

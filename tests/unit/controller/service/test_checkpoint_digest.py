@@ -86,6 +86,12 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-private-ipv4-addresses": ({}, "10.0.0.1", "10.0.0.2"),
     "aws-load-balancer-ipv6-addresses": (
         {"aws-load-balancer-ip-address-type": "dualstack"}, "2600::1", "2600::2"),
+    "aws-load-balancer-enable-prefix-for-ipv6-source-nat": (
+        {"aws-load-balancer-ip-address-type": "dualstack"}, "off", "on"),
+    "aws-load-balancer-source-nat-ipv6-prefixes": (
+        {"aws-load-balancer-ip-address-type": "dualstack",
+         "aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on"},
+        "auto_assigned", "2600:1f13:0:1:1::/80"),
 }
 
 

@@ -101,3 +101,58 @@ def test_keys_are_acted_on() -> None:
     for key in ("aws-load-balancer-eip-allocations", "aws-load-balancer-private-ipv4-addresses",
                 "aws-load-balancer-ipv6-addresses"):
         assert PREFIX + key in SERVICE_ANNOTATION_KEYS
+
+
+# ---- IPv6 source NAT ---------------------------------------------------------------------
+
+NAT_ON = {**DUAL, "aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on"}
+
+
+def test_source_nat_reaches_the_model() -> None:
+    lb = build_stack(web_service({**NAT_ON, **TWO, "aws-load-balancer-source-nat-ipv6-prefixes":
+                                  "2600:1f13:0:1:1::/80, auto_assigned"}),
+                     settings=SETTINGS).load_balancers["LoadBalancer"]
+    assert lb.enable_prefix_for_ipv6_source_nat == "on"
+    assert lb.source_nat_ipv6_prefixes == ("2600:1f13:0:1:1::/80", "auto_assigned")
+    assert lb.subnet_order == ("subnet-b", "subnet-a")
+    off = build_stack(web_service({**DUAL, "aws-load-balancer-enable-prefix-for-ipv6-source-nat":
+                                   "off"}), settings=SETTINGS).load_balancers["LoadBalancer"]
+    assert off.enable_prefix_for_ipv6_source_nat == "off"
+    assert off.source_nat_ipv6_prefixes is None
+    # "off" on an IPv4 load balancer is allowed, as upstream.
+    build_stack(web_service({"aws-load-balancer-enable-prefix-for-ipv6-source-nat": "off"}),
+                settings=SETTINGS)
+
+
+NAT = PREFIX + "aws-load-balancer-enable-prefix-for-ipv6-source-nat"
+PREFIXES = PREFIX + "aws-load-balancer-source-nat-ipv6-prefixes"
+
+
+@pytest.mark.parametrize(("notes", "message"), [
+    ({"aws-load-balancer-enable-prefix-for-ipv6-source-nat": "On"},
+     f'annotation {NAT}: "On" is not one of: on, off'),
+    ({"aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on"},
+     f'service shop/web: annotation {NAT}: "on" needs a dualstack load balancer (its IP '
+     "address type is ipv4)"),
+    ({"aws-load-balancer-source-nat-ipv6-prefixes": "auto_assigned"},
+     f"service shop/web: annotation {PREFIXES}: source NAT IPv6 prefixes can be set for a "
+     "dualstack load balancer only (its IP address type is ipv4)"),
+    ({**DUAL, "aws-load-balancer-source-nat-ipv6-prefixes": "auto_assigned"},
+     f'service shop/web: annotation {PREFIXES}: source NAT IPv6 prefixes need annotation '
+     f'{NAT}: "on"'),
+    ({**NAT_ON, **TWO, "aws-load-balancer-source-nat-ipv6-prefixes": "auto_assigned"},
+     f"service shop/web: annotation {PREFIXES}: count of source NAT IPv6 prefixes (1) and "
+     "subnets (2) must match"),
+    ({**NAT_ON, "aws-load-balancer-source-nat-ipv6-prefixes": "2600:1f13::/64"},
+     f'annotation {PREFIXES}: "2600:1f13::/64" has "2600:1f13::/64", which is not '
+     "auto_assigned or an IPv6 prefix of length 80 (e.g. 2600:1f13:837:8501:1::/80)"),
+    ({**NAT_ON, "aws-load-balancer-source-nat-ipv6-prefixes": "10.0.0.0/80"},
+     f'annotation {PREFIXES}: "10.0.0.0/80" has "10.0.0.0/80", which is not '
+     "auto_assigned or an IPv6 prefix of length 80 (e.g. 2600:1f13:837:8501:1::/80)"),
+])
+def test_source_nat_rules_are_one_message(notes: dict[str, str], message: str) -> None:
+    service = web_service(notes)
+    with pytest.raises(InvalidInput) as exc:
+        build_stack(service, settings=SETTINGS)
+    assert str(exc.value) == message
+    assert admission_refusal(service, settings=SETTINGS) == message
