@@ -101,8 +101,6 @@ def subnets_without_ipv6(subnets: Sequence[str], cidrs: Mapping[str, SubnetCidrs
     return [s for s in subnets if not cidrs[s].ipv6]
 
 
-
-
 def api_mapping(mapping: SubnetMapping) -> dict[str, str]:
     """A `SubnetMapping` as CreateLoadBalancer and SetSubnets take it."""
     out = {"SubnetId": mapping.subnet_id}
