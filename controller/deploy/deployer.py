@@ -319,7 +319,8 @@ class StackDeployer:
                            for rid in stack.target_groups},
             listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
             retained_target_groups=tuple(retained),
-            calls=calls.counts.calls, mutating_calls=calls.counts.mutating)
+            calls=calls.counts.calls, mutating_calls=calls.counts.mutating,
+            warnings=tuple(run.warnings))
 
     async def _observe_target_groups(self, run: DeployRun, owned: StackArns, lb_arn: str | None
                                      ) -> tuple[dict[str, dict[str, Any]], set[str]]:

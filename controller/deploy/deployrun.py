@@ -26,6 +26,12 @@ class DeployRun:
     rewrite_write_only: bool = True
     # (resource type, resource id, status field) → value, filled as resources converge.
     status: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    # (reason, message): what the deploy left as it is although the model asks otherwise,
+    # for the owners' Warning Events.
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+    def warn(self, reason: str, message: str) -> None:
+        self.warnings.append((reason, message))
 
     @property
     def calls(self) -> Caller:

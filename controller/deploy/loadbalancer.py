@@ -1,15 +1,22 @@
-"""Load balancer convergence: create (never twice), subnets, security groups, IP address type,
-attributes, tags."""
+"""Load balancer convergence: create (never twice), subnets and their static addresses (see
+`subnetmappings.py`), security groups, IP address type, attributes, tags."""
 
 from __future__ import annotations
 
 from collections.abc import Set
 from typing import Any
 
+from controller.deploy import subnetmappings
 from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
 from controller.deploy.tags import as_api_tags, converge_tags
-from controller.model import LOAD_BALANCER, LoadBalancer, SubnetDiscovery, SubnetSelector
+from controller.model import (
+    LOAD_BALANCER,
+    LoadBalancer,
+    SubnetDiscovery,
+    SubnetMapping,
+    SubnetSelector,
+)
 
 
 def subnets_of(desc: dict[str, Any]) -> set[str]:
@@ -58,8 +65,7 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
         if private_link is not None:
             params["EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic"] = private_link
         await run.calls.call("SetSecurityGroups", **params)
-    if subnets_of(current) != set(lb.subnets):
-        await run.calls.call("SetSubnets", LoadBalancerArn=arn, Subnets=list(lb.subnets))
+    await _converge_subnets(run, lb, arn, current)
     if current.get("IpAddressType") != lb.ip_address_type:
         await run.calls.call("SetIpAddressType", LoadBalancerArn=arn,
                              IpAddressType=lb.ip_address_type)
@@ -79,6 +85,34 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
     return current
 
 
+async def _converge_subnets(run: DeployRun, lb: LoadBalancer, arn: str,
+                            current: dict[str, Any]) -> None:
+    assert not isinstance(lb.subnets, SubnetDiscovery | SubnetSelector)
+    if lb.type != "network":
+        if subnets_of(current) != set(lb.subnets):
+            await run.calls.call("SetSubnets", LoadBalancerArn=arn, Subnets=list(lb.subnets))
+        return
+    if lb.subnet_mappings is None:
+        lb = lb.model_copy(update={"subnet_mappings": tuple(
+            SubnetMapping(subnet_id=s) for s in lb.subnets)})
+    plan = subnetmappings.plan(lb, current)
+    if plan.mappings is not None:
+        params: dict[str, Any] = {"LoadBalancerArn": arn}
+        if all(set(m) == {"SubnetId"} for m in plan.mappings):
+            params["Subnets"] = [m["SubnetId"] for m in plan.mappings]
+        else:
+            params["SubnetMappings"] = list(plan.mappings)
+        if plan.enable is not None:
+            params["EnablePrefixForIpv6SourceNat"] = plan.enable
+        await run.calls.call("SetSubnets", **params)
+    if plan.kept:
+        run.warn("StaticAddressesKept", (
+            f"load balancer {lb.name}: subnet {'; subnet '.join(plan.kept)}: AWS cannot "
+            "change the addresses of a subnet a network load balancer already uses, and the "
+            "load balancer is not replaced for it (as upstream); to change them, delete the "
+            "Service and create it again"))
+
+
 async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
                   tags: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     # The caller looked the name up in this run and found nothing: never create blindly,
@@ -86,9 +120,14 @@ async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
     assert not isinstance(lb.subnets, SubnetDiscovery | SubnetSelector)
     params: dict[str, Any] = {
         "Name": lb.name, "Type": lb.type, "Scheme": lb.scheme,
-        "IpAddressType": lb.ip_address_type, "Subnets": list(lb.subnets),
-        "Tags": as_api_tags(tags),
+        "IpAddressType": lb.ip_address_type, "Tags": as_api_tags(tags),
     }
+    if lb.subnet_mappings is not None:
+        params["SubnetMappings"] = [subnetmappings.api_mapping(m) for m in lb.subnet_mappings]
+    else:
+        params["Subnets"] = list(lb.subnets)
+    if lb.enable_prefix_for_ipv6_source_nat is not None:
+        params["EnablePrefixForIpv6SourceNat"] = lb.enable_prefix_for_ipv6_source_nat
     if lb.security_groups:
         params["SecurityGroups"] = [str(g) for g in lb.security_groups]
     resp = await run.calls.call("CreateLoadBalancer", **params)

@@ -21,7 +21,9 @@ active subscription. Either failing stops the stack before anything is created (
 upstream skips Shield silently). A forward to a target group by name (`TargetGroupByName`,
 upstream's `targetGroupName`) gets the ARN of the target group of that name (DescribeTargetGroups
 by name); whether the stack may forward there was checked before the stack was built (the
-qualify step). Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones.
+qualify step). A network load balancer's static addresses and source NAT prefixes are paired
+with its subnets (`subnetmappings.py`, which needs their CIDRs). Results are cached for `ttl`
+seconds; an ALB needs subnets in two or more zones.
 The VPC and the cluster come from the stack's context, never from settings of the resolver's
 own.
 """
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.aws import AWSError, Caller, addonreads
+from controller.deploy import subnetmappings
 from controller.deploy.certificates import REQUESTED_TAG, SECRET_TAG
 from controller.deploy.errors import ResolveError
 from controller.model import (
@@ -183,6 +186,23 @@ class StackResolver:
         update: dict[str, Any] = {}
         if subnets != tuple(lb.subnets):
             update["subnets"] = subnets
+        if subnetmappings.wants_mappings(lb):
+            order = subnets
+            if lb.subnet_order is not None:
+                listed = [s if _SUBNET_ID.match(s) else str(
+                    self._cached(("subnet-name", f"{ctx.vpc_id}/{s}")))
+                    for s in lb.subnet_order]
+                order = tuple(dict.fromkeys(listed))
+            update["subnet_mappings"] = subnetmappings.pair(
+                lb, order, await self._cidrs_of(subnets, calls))
+        if lb.enable_prefix_for_ipv6_source_nat == "on":
+            # Upstream's ValidateEnablePrefixForIpv6SourceNat.
+            without = subnetmappings.subnets_without_ipv6(
+                subnets, await self._cidrs_of(subnets, calls))
+            if without:
+                raise ResolveError(
+                    f"load balancer {lb.name}: prefixes for IPv6 source NAT need an IPv6 CIDR "
+                    f"on every subnet; without one: {', '.join(without)}")
         if lb.wafv2 is not None and isinstance(lb.wafv2.web_acl, WebACLByName):
             update["wafv2"] = WAFv2Association(
                 web_acl=await self._web_acl(lb.wafv2.web_acl.name, calls))
@@ -283,6 +303,23 @@ class StackResolver:
                 raise ResolveError(f"subnet {subnet_id} not found")
             zones.setdefault(zone, []).append(subnet_id)
         return zones
+
+    async def _cidrs_of(self, subnets: tuple[str, ...], calls: Caller
+                        ) -> dict[str, subnetmappings.SubnetCidrs]:
+        missing = [s for s in subnets if self._cached(("subnet-cidrs", s)) is None]
+        if missing:
+            async for page in calls.paginate("DescribeSubnets", service="ec2",
+                                             SubnetIds=missing):
+                for subnet in page.get("Subnets", []):
+                    self._store(("subnet-cidrs", subnet["SubnetId"]),
+                                subnetmappings.SubnetCidrs.of(subnet))
+        found: dict[str, subnetmappings.SubnetCidrs] = {}
+        for subnet_id in subnets:
+            cidrs = self._cached(("subnet-cidrs", subnet_id))
+            if cidrs is None:
+                raise ResolveError(f"subnet {subnet_id} not found")
+            found[subnet_id] = cidrs
+        return found
 
     async def _listener(self, listener: Listener, calls: Caller) -> Listener:
         mtls = listener.mutual_authentication

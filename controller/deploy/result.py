@@ -41,3 +41,5 @@ class DeployResult:
     retained_target_groups: tuple[str, ...] = ()
     calls: int = 0
     mutating_calls: int = 0
+    # (reason, message): what AWS keeps although the stack asks otherwise (Warning Events).
+    warnings: tuple[tuple[str, str], ...] = ()

@@ -44,8 +44,10 @@ from controller.model.listener import (
     MutualAuthentication,
 )
 from controller.model.loadbalancer import (
+    SOURCE_NAT_AUTO_ASSIGNED,
     LoadBalancer,
     SubnetDiscovery,
+    SubnetMapping,
     SubnetPlaceholder,
     SubnetSelector,
 )
@@ -111,6 +113,7 @@ __all__ = [
     "SECURITY_GROUP",
     "SHIELD_PROTECTION_NAME",
     "SHIELD_PROTECTION_NAMES",
+    "SOURCE_NAT_AUTO_ASSIGNED",
     "TARGET_GROUP",
     "TARGET_GROUP_BINDING",
     "Action",
@@ -160,6 +163,7 @@ __all__ = [
     "StackKind",
     "Stickiness",
     "SubnetDiscovery",
+    "SubnetMapping",
     "SubnetPlaceholder",
     "SubnetSelector",
     "TargetGroup",

@@ -73,6 +73,23 @@ class SubnetSelector(Model):
 
 SubnetPlaceholder = SubnetDiscovery | SubnetSelector
 _ADDONS = ("wafv2", "waf_regional", "shield")
+# Network load balancer subnet settings; absent (None) ones are not written, so a load balancer
+# without them has the canonical JSON (and checkpoint) it had before they existed.
+_SUBNET_SETTINGS = ("subnet_order", "eip_allocations", "private_ipv4_addresses",
+                    "ipv6_addresses", "enable_prefix_for_ipv6_source_nat",
+                    "source_nat_ipv6_prefixes", "subnet_mappings")
+SOURCE_NAT_AUTO_ASSIGNED = "auto_assigned"
+
+
+class SubnetMapping(Model):
+    """One subnet of a network load balancer and what is asked of it (AWS's SubnetMapping):
+    built by the resolve stage, once subnet IDs and their CIDRs are known."""
+
+    subnet_id: str
+    allocation_id: str | None = None
+    private_ipv4_address: str | None = None
+    ipv6_address: str | None = None
+    source_nat_ipv6_prefix: str | None = None  # a /80 or `auto_assigned`
 
 
 class LoadBalancer(Tagged):
@@ -94,6 +111,21 @@ class LoadBalancer(Tagged):
     # AWS's default, "on", left as it is).
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
     attributes: dict[str, str] = Field(default_factory=dict)
+    # The subnets in the order the annotation lists them, when something pairs with them by
+    # position (upstream keeps a listed order, and sorts discovered subnets by ID).
+    subnet_order: Items[str] | None = None
+    # NLB static addresses as the Service lists them: EIP allocations pair with the subnets by
+    # position, addresses with the subnet whose CIDR holds them. None: AWS picks them.
+    eip_allocations: Items[str] | None = None
+    private_ipv4_addresses: Items[str] | None = None
+    ipv6_addresses: Items[str] | None = None
+    # NLB IPv6 source NAT: "on" or "off" (None: AWS's default, off, never sent), and one /80
+    # prefix or `auto_assigned` per subnet in the order of their IDs.
+    enable_prefix_for_ipv6_source_nat: Literal["on", "off"] | None = None
+    source_nat_ipv6_prefixes: Items[str] | None = None
+    # The resolve stage's pairing of the settings above with the resolved subnets; None when
+    # none is asked for (the deployer then sends plain subnet IDs).
+    subnet_mappings: Items[SubnetMapping] | None = None
     # ALB addons (addons.py); None: nobody asked, what AWS has is left alone.
     wafv2: WAFv2Association | None = None
     waf_regional: WAFRegionalAssociation | None = None
@@ -105,7 +137,7 @@ class LoadBalancer(Tagged):
         # An addon nobody asked for is not written at all, so a load balancer without addons
         # has the canonical JSON (and checkpoint) it had before addons existed.
         data: dict[str, object] = handler(self)
-        for name in _ADDONS:
+        for name in (*_ADDONS, *_SUBNET_SETTINGS):
             if data.get(name, ...) is None:
                 del data[name]
         return data
@@ -114,6 +146,14 @@ class LoadBalancer(Tagged):
     def _addons_on_albs(self) -> LoadBalancer:
         if self.type != "application" and any(getattr(self, a) is not None for a in _ADDONS):
             raise ValueError("WAF and Shield associations are application load balancer "
+                             "settings")
+        return self
+
+    @model_validator(mode="after")
+    def _subnet_settings_on_nlbs(self) -> LoadBalancer:
+        if self.type != "network" and any(
+                getattr(self, name) is not None for name in _SUBNET_SETTINGS):
+            raise ValueError("static addresses and IPv6 source NAT are network load balancer "
                              "settings")
         return self
 

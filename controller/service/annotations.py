@@ -7,6 +7,7 @@ a checkpoint from the informer cache and the reconciler can build the model from
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -29,7 +30,7 @@ from controller.annotations import (
 )
 from controller.apis import catalogue
 from controller.model.listener import AlpnPolicy
-from controller.model.loadbalancer import Scheme
+from controller.model.loadbalancer import SOURCE_NAT_AUTO_ASSIGNED, Scheme
 from controller.model.targetgroup import TargetType
 from controller.settings import StackDefaults
 
@@ -42,6 +43,11 @@ SCHEME: Final = "aws-load-balancer-scheme"
 INTERNAL: Final = "aws-load-balancer-internal"  # deprecated in favour of SCHEME
 IP_ADDRESS_TYPE: Final = "aws-load-balancer-ip-address-type"
 SUBNETS: Final = "aws-load-balancer-subnets"
+EIP_ALLOCATIONS: Final = "aws-load-balancer-eip-allocations"
+PRIVATE_IPV4_ADDRESSES: Final = "aws-load-balancer-private-ipv4-addresses"
+IPV6_ADDRESSES: Final = "aws-load-balancer-ipv6-addresses"
+ENABLE_SOURCE_NAT_PREFIX: Final = "aws-load-balancer-enable-prefix-for-ipv6-source-nat"
+SOURCE_NAT_PREFIXES: Final = "aws-load-balancer-source-nat-ipv6-prefixes"
 SSL_CERT: Final = "aws-load-balancer-ssl-cert"
 SSL_PORTS: Final = "aws-load-balancer-ssl-ports"
 SSL_NEGOTIATION_POLICY: Final = "aws-load-balancer-ssl-negotiation-policy"
@@ -130,6 +136,21 @@ class HealthCheckSettings(_Frozen):
     unhealthy_threshold: int
 
 
+class Placement(_Frozen):
+    """Where the NLB sits: its subnets and what each subnet's mapping asks for."""
+
+    subnets: tuple[str, ...] | None = None  # IDs or Name tags; None: discover by role tags
+    # Static addresses, one per subnet (None: AWS picks): EIP allocation IDs in the order of
+    # the subnets' IDs, private IPv4 and IPv6 addresses each within one subnet's CIDR.
+    eip_allocations: tuple[str, ...] | None = None
+    private_ipv4_addresses: tuple[str, ...] | None = None
+    ipv6_addresses: tuple[str, ...] | None = None
+    # IPv6 source NAT (UDP over IPv6 on a dualstack NLB): "on"/"off" (None: off, AWS's
+    # default), and one /80 or `auto_assigned` per subnet, by position.
+    enable_prefix_for_ipv6_source_nat: OnOff | None = None
+    source_nat_ipv6_prefixes: tuple[str, ...] | None = None
+
+
 class ServiceLBConfig(_Frozen):
     """Everything the NLB model builder takes from a Service's annotations, defaults applied."""
 
@@ -141,7 +162,7 @@ class ServiceLBConfig(_Frozen):
     # `scheme` (the configured default) is for a new one.
     scheme_from_annotation: bool
     ip_address_type: NlbIpAddressType
-    subnets: tuple[str, ...] | None  # IDs or Name tags; None: discover by role tags
+    placement: Placement
     ssl_certificates: tuple[str, ...]  # the first is the listener's default certificate
     ssl_ports: tuple[str, ...]  # port names or numbers; empty: every port when certs are set
     ssl_policy: str
@@ -255,6 +276,82 @@ def _check_bool_attribute(key: str, raw: str, attributes: Mapping[str, str], nam
     except AnnotationError:
         raise AnnotationError(key, raw, f"sets {name}={quote(value)}, which is not true or "
                               "false") from None
+
+
+_EIP_ALLOCATION = re.compile(r"eipalloc-[0-9a-f]{1,32}")
+
+
+def _distinct(key: str, raw: str, items: list[str], what: str) -> tuple[str, ...]:
+    if not items:
+        raise AnnotationError(key, raw, f"lists no {what}")
+    for index, item in enumerate(items):
+        if item in items[:index]:
+            raise AnnotationError(key, raw, f"lists {quote(item)} twice; each subnet needs "
+                                  f"{what} of its own")
+    return tuple(items)
+
+
+def _eip_allocations(key: str, raw: str) -> tuple[str, ...]:
+    items = split_list(raw)
+    for item in items:
+        if _EIP_ALLOCATION.fullmatch(item) is None:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not an Elastic IP "
+                                  "allocation ID (eipalloc-...)")
+    return _distinct(key, raw, items, "EIP allocation")
+
+
+def _addresses(version: int) -> Callable[[str, str], tuple[str, ...]]:
+    family = "IPv4" if version == 4 else "IPv6"
+
+    def parse(key: str, raw: str) -> tuple[str, ...]:
+        items: list[str] = []
+        for item in split_list(raw):
+            try:
+                address = ipaddress.ip_address(item)
+            except ValueError:
+                # Upstream's words: "... must be valid IP address: <value>".
+                raise AnnotationError(key, raw, f"has {quote(item)}, which is not an IP "
+                                      "address") from None
+            if address.version != version:
+                raise AnnotationError(key, raw, f"has {quote(item)}, which is not an {family} "
+                                      "address")
+            items.append(str(address))
+        return _distinct(key, raw, items, f"{family} address")
+
+    return parse
+
+
+def _source_nat_prefixes(key: str, raw: str) -> tuple[str, ...]:
+    items: list[str] = []
+    for item in split_list(raw):
+        if item == SOURCE_NAT_AUTO_ASSIGNED:
+            items.append(item)
+            continue
+        address, _, length = item.partition("/")
+        try:
+            network = ipaddress.ip_network(item, strict=True)
+        except ValueError:
+            network = None
+        # Upstream's rule (ValidateSourceNatPrefixForSubnetPair): a /80 of an IPv6 address.
+        if network is None or network.version != 6 or length != "80" or not address:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not "
+                                  f"{SOURCE_NAT_AUTO_ASSIGNED} or an IPv6 prefix of length 80 "
+                                  "(e.g. 2600:1f13:837:8501:1::/80)")
+        items.append(str(network))
+    if not items:
+        raise AnnotationError(key, raw, "lists no prefix")
+    return tuple(items)
+
+
+def _placement(reader: AnnotationReader) -> Placement:
+    return Placement(
+        subnets=reader.get(SUBNETS, validators.subnets),
+        eip_allocations=reader.get(EIP_ALLOCATIONS, _eip_allocations),
+        private_ipv4_addresses=reader.get(PRIVATE_IPV4_ADDRESSES, _addresses(4)),
+        ipv6_addresses=reader.get(IPV6_ADDRESSES, _addresses(6)),
+        enable_prefix_for_ipv6_source_nat=reader.get_enum(ENABLE_SOURCE_NAT_PREFIX, ON_OFF),
+        source_nat_ipv6_prefixes=reader.get(SOURCE_NAT_PREFIXES, _source_nat_prefixes),
+    )
 
 
 def _check_not_empty(key: str, raw: str) -> str:
@@ -432,7 +529,7 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
         scheme=scheme,
         scheme_from_annotation=scheme_from_annotation,
         ip_address_type=reader.get_enum(IP_ADDRESS_TYPE, IP_ADDRESS_TYPES) or "ipv4",
-        subnets=reader.get(SUBNETS, validators.subnets),
+        placement=_placement(reader),
         ssl_certificates=reader.get(SSL_CERT, validators.certificate_arns) or (),
         ssl_ports=reader.get_string_list(SSL_PORTS) or (),
         ssl_policy=reader.get(SSL_NEGOTIATION_POLICY, _check_not_empty) or defaults.ssl_policy,
@@ -532,6 +629,7 @@ __all__ = [
     "PREFIX",
     "SERVICE_ANNOTATION_KEYS",
     "HealthCheckSettings",
+    "Placement",
     "ServiceLBConfig",
     "ServicePortConfig",
     "admission_warnings",

@@ -69,11 +69,16 @@ from controller.networking.frontend import (
 )
 from controller.networking.settings import BackendSettings
 from controller.service.annotations import (
+    EIP_ALLOCATIONS,
+    ENABLE_SOURCE_NAT_PREFIX,
     ENABLE_TCP_UDP_LISTENER,
+    IPV6_ADDRESSES,
     LISTENER_ATTRIBUTES,
     PORT_TARGET_GROUP_ATTRIBUTES,
     PREFIX,
+    PRIVATE_IPV4_ADDRESSES,
     PROXY_PROTOCOL_PER_TARGET_GROUP,
+    SOURCE_NAT_PREFIXES,
     SOURCE_RANGES,
     ServiceLBConfig,
     parse_listener_attributes,
@@ -214,15 +219,66 @@ class _Builder:
             type="network", scheme=cfg.scheme,
             keep_existing_scheme=not cfg.scheme_from_annotation,
             ip_address_type=cfg.ip_address_type,
-            subnets=cfg.subnets if cfg.subnets is not None else SubnetDiscovery(
-                role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
+            subnets=cfg.placement.subnets if cfg.placement.subnets is not None else
+            SubnetDiscovery(role="elb" if cfg.scheme == "internet-facing" else "internal-elb"),
             security_groups=self.groups.security_groups,
             inbound_rules_on_private_link=(cfg.inbound_rules_on_private_link
                                            if self.groups.security_groups else None),
-            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags)))
+            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags),
+            **self._static_addresses()))
         for port in ports:
             self._add_port(port, lb)
         return self.builder.build()
+
+    def _static_addresses(self) -> dict[str, Any]:
+        """Upstream's rules (buildLoadBalancerSubnetMappings): EIPs on an internet-facing load
+        balancer only, private IPv4 addresses on an internal one, IPv6 addresses on a dualstack
+        one; one per subnet. The count is checked here when the subnets are listed, else by
+        the resolve stage once they are discovered. EIPs pair with listed subnets in the
+        annotation's order, with discovered ones in the order of their IDs (upstream's subnet
+        resolver). IPv6 source NAT: "on" and the prefixes on a dualstack NLB only, the
+        prefixes only with it on, paired by position like the EIPs."""
+        cfg = self.config
+        place = cfg.placement
+        found: dict[str, Any] = {}
+        dualstack = cfg.ip_address_type == "dualstack"
+        source_nat = place.enable_prefix_for_ipv6_source_nat
+        if source_nat is not None:
+            # Upstream (ValidateEnablePrefixForIpv6SourceNat): "on" on a dualstack NLB only.
+            if source_nat == "on" and not dualstack:
+                raise InvalidService(
+                    f"service {self.stack_id}: annotation {PREFIX}{ENABLE_SOURCE_NAT_PREFIX}: "
+                    '"on" needs a dualstack load balancer (its IP address type is ipv4)')
+            found["enable_prefix_for_ipv6_source_nat"] = source_nat
+        if place.source_nat_ipv6_prefixes is not None and source_nat != "on" and dualstack:
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{SOURCE_NAT_PREFIXES}: source NAT "
+                f"IPv6 prefixes need annotation {PREFIX}{ENABLE_SOURCE_NAT_PREFIX}: \"on\"")
+        for name, key, values, what, allowed, problem in (
+                ("eip_allocations", EIP_ALLOCATIONS, place.eip_allocations, "EIP allocations",
+                 cfg.scheme == "internet-facing",
+                 "an internet-facing load balancer only (its scheme is internal)"),
+                ("private_ipv4_addresses", PRIVATE_IPV4_ADDRESSES, place.private_ipv4_addresses,
+                 "private IPv4 addresses", cfg.scheme == "internal",
+                 "an internal load balancer only (its scheme is internet-facing)"),
+                ("ipv6_addresses", IPV6_ADDRESSES, place.ipv6_addresses, "IPv6 addresses",
+                 dualstack, "a dualstack load balancer only (its IP address type is ipv4)"),
+                ("source_nat_ipv6_prefixes", SOURCE_NAT_PREFIXES,
+                 place.source_nat_ipv6_prefixes, "source NAT IPv6 prefixes", dualstack,
+                 "a dualstack load balancer only (its IP address type is ipv4)")):
+            if values is None:
+                continue
+            where = f"service {self.stack_id}: annotation {PREFIX}{key}"
+            if not allowed:
+                raise InvalidService(f"{where}: {what} can be set for {problem}")
+            if place.subnets is not None and len(values) != len(place.subnets):
+                raise InvalidService(f"{where}: count of {what} ({len(values)}) and subnets "
+                                     f"({len(place.subnets)}) must match")
+            found[name] = values
+        if place.subnets is not None and (
+                "eip_allocations" in found or "source_nat_ipv6_prefixes" in found):
+            found["subnet_order"] = place.subnets
+        return found
 
     def _security_groups(self) -> LoadBalancerGroups:
         cfg = self.config

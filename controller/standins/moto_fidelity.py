@@ -137,6 +137,9 @@ def apply() -> None:
     from controller.standins import moto_listeners
 
     moto_listeners.apply()
+    from controller.standins import moto_subnet_mappings
+
+    moto_subnet_mappings.apply()
     _one_web_acl_per_resource()
     _shield_subscription_state()
     _acm_reimport_and_key_types()

@@ -110,12 +110,21 @@ SERVICE: Final = {
     "aws-load-balancer-enable-tcp-udp-listener": "true",
     "aws-load-balancer-proxy-protocol-per-target-group": "443",
     "aws-load-balancer-target-group-attributes.443": "deregistration_delay.timeout_seconds=60",
+    "aws-load-balancer-private-ipv4-addresses": "10.0.1.5,10.0.2.5",
 }
 # Read only when the scheme annotation is absent (upstream ignores it then); and the group
 # name takes the Ingress out of its implicit group.
 SERVICE_INTERNAL: Final = {**{k: v for k, v in SERVICE.items()
                               if k != "aws-load-balancer-scheme"},
                            "aws-load-balancer-internal": "true"}
+# The keys an internet-facing dualstack load balancer reads and an internal one refuses.
+SERVICE_PUBLIC_DUALSTACK: Final = {
+    **{k: v for k, v in SERVICE.items() if k != "aws-load-balancer-private-ipv4-addresses"},
+    "aws-load-balancer-scheme": "internet-facing", "aws-load-balancer-ip-address-type":
+    "dualstack", "aws-load-balancer-eip-allocations": "eipalloc-1,eipalloc-2",
+    "aws-load-balancer-ipv6-addresses": "2600:1f13::5,2600:1f13:0:1::5",
+    "aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on",
+    "aws-load-balancer-source-nat-ipv6-prefixes": "auto_assigned,2600:1f13:0:1:1::/80"}
 INGRESS_GROUP: Final = {"group.name": "shop"}
 
 REQUEST: Final = Request("default", "shop")

@@ -21,6 +21,7 @@ from tests.unit.controller.annotation_objects import (
     REQUEST,
     SERVICE,
     SERVICE_INTERNAL,
+    SERVICE_PUBLIC_DUALSTACK,
     TARGET_GROUP,
     build,
     ingress_world,
@@ -73,7 +74,7 @@ def test_a_backend_service_is_read_for_exactly_its_acted_on_keys() -> None:
 
 def test_an_nlb_service_reads_exactly_the_acted_on_keys() -> None:
     reads: set[str] = set()
-    for notes in (SERVICE, SERVICE_INTERNAL):
+    for notes in (SERVICE, SERVICE_INTERNAL, SERVICE_PUBLIC_DUALSTACK):
         with recording() as seen:
             stack = build_stack(nlb(notes), settings=SERVICE_SETTINGS)
         assert stack.load_balancers
@@ -86,4 +87,5 @@ def test_the_rich_objects_carry_every_acted_on_key() -> None:
     assert {INGRESS_PREFIX + k.replace(".web", ".*").replace(".HTTPS-443", ".*")
             for k in {**INGRESS, **INGRESS_GROUP, **INGRESS_JWT}} == INGRESS_ANNOTATION_KEYS
     assert {SERVICE_PREFIX + k.replace(".TLS-443", ".*").replace(".443", ".*")
-            for k in {**SERVICE, **SERVICE_INTERNAL}} == SERVICE_ANNOTATION_KEYS
+            for k in {**SERVICE, **SERVICE_INTERNAL, **SERVICE_PUBLIC_DUALSTACK}
+            } == SERVICE_ANNOTATION_KEYS

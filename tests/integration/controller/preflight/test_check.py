@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
+from controller.apis.catalogue import SERVICE_KEYS
 from controller.preflight.upstream import DEPLOYMENTS
 from runtime.client import KubeClient
 from runtime.envtest import EnvTestServer
@@ -164,8 +165,10 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
         finalizers=["ingress.k8s.aws/resources"]), "default")
     await create(kube, SERVICES, {**objects.nlb_service(
         "api", {"aws-load-balancer-healthcheck-interval": "ten"})}, "default")
+    # A Service key aiolbc does not act on (whichever is left: they are being taken on).
+    unacted = next(e.key for e in SERVICE_KEYS if not e.acted_on and "*" not in e.key)
     await create(kube, SERVICES, objects.nlb_service(
-        "db", {"aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on"},
+        "db", {unacted.removeprefix("service.beta.kubernetes.io/"): "1"},
         finalizers=["service.k8s.aws/resources"]), "default")
     await create(kube, TARGETGROUPBINDINGS, objects.target_group_binding(
         "open", service="web", arn="arn:aws:elasticloadbalancing:us-west-2:123456789012:"
@@ -199,7 +202,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     assert "healthcheck-interval" in api[0]["message"]
     assert "not served" in api[0]["message"]
     db = {f["category"]: f for f in done.of("Service", "default/db")}
-    assert "prefix-for-ipv6-source-nat" in db["not-honoured"]["subject"]
+    assert unacted.removeprefix("service.beta.kubernetes.io/") in db["not-honoured"]["subject"]
     assert db["adopted"]["message"].startswith("adopted (by upstream's tags)")
     tgb = done.of("TargetGroupBinding", "default/open")
     assert any(f["subject"] == "spec.networking" and "0.0.0.0/0" in f["message"] for f in tgb)

@@ -1,9 +1,10 @@
 """The restart tests' world: the local API server with the CRDs, moto freshly seeded, an
-IngressClass, two Nodes on the seeded instances, a second certificate, a security group and a
-managed prefix list."""
+IngressClass, two Nodes on the seeded instances, a second certificate, a security group, a
+managed prefix list, three Elastic IPs and IPv6 CIDRs on the private subnets."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -35,4 +36,17 @@ async def world(aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_inspector: AwsIn
             "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
             AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"][
             "PrefixListId"])
+        for index in (1, 2, 3):
+            w.extra[f"eip{index}"] = str((await w.aws.call(
+                "ec2", "AllocateAddress", Domain="vpc"))["AllocationId"])
+        # IPv6 CIDRs on the private subnets (dualstack addresses, source NAT prefixes).
+        block = await w.aws.call("ec2", "AssociateVpcCidrBlock", VpcId=aws_seed.vpc_id,
+                                 AmazonProvidedIpv6CidrBlock=True)
+        vpc6 = ipaddress.IPv6Network(block["Ipv6CidrBlockAssociation"]["Ipv6CidrBlock"])
+        for name, subnet, cidr in zip("ab", sorted(aws_seed.private_subnets),
+                                      vpc6.subnets(new_prefix=64), strict=False):
+            await w.aws.call("ec2", "AssociateSubnetCidrBlock", SubnetId=subnet,
+                             Ipv6CidrBlock=str(cidr))
+            w.extra[f"ipv6_{name}"] = str(cidr[10])
+            w.extra[f"nat_prefix_{name}"] = str(list(cidr.subnets(new_prefix=80))[3])
         yield w

@@ -49,3 +49,24 @@ async def test_a_service_the_reconciler_refuses_is_told_so_at_apply(
     result = await hooks.kubectl("apply", "-f", "-", input=json.dumps(fixed), check=False)
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr
+
+
+async def test_static_addresses_upstream_refuses_are_told_at_apply(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    said = (f"service default/eips: annotation {P}aws-load-balancer-eip-allocations: EIP "
+            "allocations can be set for an internet-facing load balancer only (its scheme is "
+            "internal)")
+    await cluster.start(on_setup=lambda m: hooks.setup(m, service_mutator=True))
+    await hooks.install(configs=_with_service_hook(configurations()))
+    svc = objects.nlb_service("eips", {"aws-load-balancer-scheme": "internal",
+                                       "aws-load-balancer-eip-allocations": "eipalloc-1"},
+                              namespace="default")
+    result = await hooks.kubectl("apply", "-f", "-", input=json.dumps(svc), check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"Warning: {said}" in result.stderr
+
+    async def refused() -> bool:
+        cond = condition(await cluster.get(SERVICES, "eips"), CONDITION_TYPE)
+        return cond is not None and cond["message"] == said
+
+    await eventually(refused, message="the reconciler did not say the same")

@@ -81,6 +81,17 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-proxy-protocol-per-target-group": ({}, None, "80"),
     "aws-load-balancer-target-group-attributes.80": (
         {}, "deregistration_delay.timeout_seconds=10", "deregistration_delay.timeout_seconds=20"),
+    "aws-load-balancer-eip-allocations": (
+        {"aws-load-balancer-scheme": "internet-facing"}, "eipalloc-1", "eipalloc-2"),
+    "aws-load-balancer-private-ipv4-addresses": ({}, "10.0.0.1", "10.0.0.2"),
+    "aws-load-balancer-ipv6-addresses": (
+        {"aws-load-balancer-ip-address-type": "dualstack"}, "2600::1", "2600::2"),
+    "aws-load-balancer-enable-prefix-for-ipv6-source-nat": (
+        {"aws-load-balancer-ip-address-type": "dualstack"}, "off", "on"),
+    "aws-load-balancer-source-nat-ipv6-prefixes": (
+        {"aws-load-balancer-ip-address-type": "dualstack",
+         "aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on"},
+        "auto_assigned", "2600:1f13:0:1:1::/80"),
 }
 
 
