@@ -15,6 +15,7 @@ from controller.apis import (
     TARGETGROUPBINDINGS,
     target_health_condition,
 )
+from controller.aws import Role
 from runtime.objects import Obj
 from runtime.resources import (
     INGRESSES,
@@ -119,6 +120,44 @@ async def test_bindings_are_defaulted_and_checked_as_the_reconciler_checks_them(
                   "change these fields: spec.targetType") in result.stderr
     await cluster.delete(TARGETGROUPBINDINGS, "a")
     await eventually(lambda: cluster.gone(TARGETGROUPBINDINGS, "a"))
+
+
+async def test_cross_account_bindings_are_checked_as_the_reconciler_checks_them(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    """A role's ARN or external id STS would refuse: denied with the Event's words. A binding
+    naming a role is admitted without a look at the controller's own account (its target
+    group is the role's account's), and registered there as the role."""
+    role = "arn:aws:iam::111111111111:role/tg-management"
+    far = cluster.aws.as_role(Role(arn=role, external_id="shared-secret"))
+    vpc = await far.vpc()
+    arn = await far.create_target_group("far-tg", vpc_id=vpc)
+    await cluster.service("web")
+    await cluster.endpoints("web", ["10.0.3.1"])
+    await cluster.start(on_setup=hooks.setup)
+    bad = {"iamRoleArnToAssume": "arn:aws:iam::1111:role/x", "vpcID": vpc}
+    await cluster.binding("early", service="web", arn=arn, extra=bad)
+    text = await warning_event(cluster, "early", "InvalidSpec")
+    assert "is not an IAM role ARN" in text
+    await hooks.install()
+
+    result = await apply(hooks.kubectl, objects.target_group_binding(
+        "late", service="web", arn=arn, namespace="default", extra=bad))
+    assert denial("mtargetgroupbinding.elbv2.k8s.aws", text) in result.stderr
+    result = await apply(hooks.kubectl, objects.target_group_binding(
+        "late", service="web", arn=arn, namespace="default", extra={
+            "iamRoleArnToAssume": role, "assumeRoleExternalId": "not valid", "vpcID": vpc}))
+    assert denial("mtargetgroupbinding.elbv2.k8s.aws", "invalid TargetGroupBinding spec: "
+                  "assumeRoleExternalId: must be 2 to 1224") in result.stderr
+
+    good = objects.target_group_binding("far", service="web", arn=arn, namespace="default",
+                                        extra={"iamRoleArnToAssume": role, "vpcID": vpc,
+                                               "assumeRoleExternalId": "shared-secret"})
+    assert (await apply(hooks.kubectl, good)).returncode == 0
+
+    async def registered() -> bool:
+        return await far.registered(arn) == {("10.0.3.1", 8080)}
+
+    await eventually(registered)
 
 
 # ---- Ingresses and their class parameters -----------------------------------------------------
