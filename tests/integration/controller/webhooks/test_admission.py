@@ -160,6 +160,33 @@ async def test_cross_account_bindings_are_checked_as_the_reconciler_checks_them(
     await eventually(registered)
 
 
+async def test_a_v1alpha1_binding_is_admitted_at_v1beta1_and_keeps_only_its_fields(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    """The webhooks list v1beta1 only (matchPolicy Equivalent): a v1alpha1 write reaches them
+    converted, and their defaults come back converted to v1alpha1, which has no
+    ipAddressType, vpcID or targetGroupProtocol (the CRD's `None` conversion, as upstream)."""
+    shared = await cluster.target_group("shared", protocol="HTTPS", port=443)
+    await cluster.service("web")
+    await cluster.endpoints("web", ["10.0.3.1"])
+    await cluster.start(on_setup=hooks.setup)
+    await hooks.install()
+    alpha = objects.target_group_binding("a", service="web", tg_name="shared", target_type=None,
+                                         namespace="default")
+    alpha["apiVersion"] = "elbv2.k8s.aws/v1alpha1"
+    assert (await apply(hooks.kubectl, alpha)).returncode == 0
+    spec = (await cluster.get(TARGETGROUPBINDINGS, "a"))["spec"]
+    assert spec == {"serviceRef": {"name": "web", "port": 80}, "targetGroupName": "shared",
+                    "targetGroupARN": shared, "targetType": "ip"}
+    # Denied at v1alpha1 with the same words as at v1beta1.
+    instances = await cluster.target_group("instances", target_type="instance")
+    wrong = objects.target_group_binding("b", service="web", arn=instances, target_type="ip",
+                                         namespace="default")
+    wrong["apiVersion"] = "elbv2.k8s.aws/v1alpha1"
+    result = await apply(hooks.kubectl, wrong)
+    assert denial("vtargetgroupbinding.elbv2.k8s.aws", "targetType ip does not match target "
+                  "group instances of type instance") in result.stderr
+
+
 # ---- Ingresses and their class parameters -----------------------------------------------------
 
 async def test_ingresses_and_class_parameters_are_checked_by_the_groups_build(
