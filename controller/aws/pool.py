@@ -28,7 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 from prometheus_client import CollectorRegistry
 
-from controller.aws.assumerole import Credentials, Role, RoleCredentials
+from controller.aws.assumerole import AssumeRoleFailed, Credentials, Role, RoleCredentials
 from controller.aws.budget import VerificationBudget
 from controller.aws.errors import AWSError
 from controller.aws.loader import with_shared_loader
@@ -99,6 +99,11 @@ class AWSClientPool:
         """The AWS calls per second LOW-priority reconciles may spend (None: unlimited); the
         controllers' queues use it as their LOW lanes' gate."""
         return self._budget
+
+    @property
+    def held_roles(self) -> tuple[Role, ...]:
+        """The roles whose credentials the pool keeps."""
+        return tuple(self._roles)
 
     @property
     def open_clients(self) -> tuple[tuple[str, str], ...]:
@@ -195,7 +200,15 @@ class AWSClientPool:
     async def _role_client(self, service: str, region: str | None, role: Role) -> _Client:
         """The role's client of `service`, signed with its current credentials: one signed with
         older ones is replaced, and closed once its last call is done."""
-        generation, credentials = await self.role_credentials(role).current()
+        held = self.role_credentials(role)
+        try:
+            generation, credentials = await held.current()
+        except AssumeRoleFailed:
+            if held.generation == 0 and self._roles.get(role) is held:
+                # Never assumed: nothing is kept for it (a role ARN is user input, and a
+                # refused one must not hold memory for the pool's life).
+                del self._roles[role]
+            raise
         key = (service, region or self._settings.region, role)
         entry = self._role_clients.get(key)
         if entry is not None and entry.generation == generation:

@@ -37,6 +37,7 @@ from controller.networking.policy import NetworkingPolicy
 from controller.targetgroupbinding.checks import (
     SUPPORTED_TARGET_TYPES,
     Scope,
+    check_role_target_type,
     check_target_group,
     check_target_type,
     role_of,
@@ -126,6 +127,7 @@ class BindingAdmission:
             return []
         spec = parse_spec(tgb)
         cross_account = role_of(spec) is not None
+        check_role_target_type(spec, spec.target_type)
         if spec.node_selector is not None and spec.target_type == "ip":
             raise InvalidSpec("TargetGroupBinding cannot set nodeSelector when targetType is ip")
         tg: TargetGroupInfo | None = None

@@ -72,6 +72,13 @@ def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupIn
     return family
 
 
+def check_role_target_type(spec: TargetGroupBindingSpec, target_type: str | None) -> None:
+    """Upstream's rule: instances are the cluster account's, never registered in another
+    account's target group (its words, so that a denial reads the same)."""
+    if spec.iam_role_arn_to_assume and target_type == "instance":
+        raise InvalidSpec("Unable to use instance target type while using assume role")
+
+
 SUPPORTED_TARGET_TYPES = ("ip", "instance")
 
 
@@ -109,4 +116,5 @@ def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
 
 
 __all__ = ["SUPPORTED_TARGET_TYPES", "AssumeRoleRefused", "IPAddressTypeMismatch", "Scope",
-           "check_recorded", "check_target_group", "check_target_type", "role_of"]
+           "check_recorded", "check_role_target_type", "check_target_group",
+           "check_target_type", "role_of"]

@@ -62,6 +62,7 @@ from controller.targetgroupbinding.checks import (
     AssumeRoleRefused,
     Scope,
     check_recorded,
+    check_role_target_type,
     check_target_group,
     check_target_type,
     role_of,
@@ -233,6 +234,7 @@ class TargetGroupBindingReconciler:
                 return Result()
             result = await self._converge(tgb)
         except AssumeRoleFailed as exc:
+            self._target_groups.drop_role(exc.role)
             if is_deleting(tgb):  # retried: its targets may still be registered there
                 self._writer.event(tgb, "Warning", "FailedReconcile", str(exc))
                 raise ReconcileError(str(exc)) from exc
@@ -253,6 +255,7 @@ class TargetGroupBindingReconciler:
             family = check_target_group(tgb, spec, tg, scope=self._scope,
                                         bindings=self._bindings)
             target_type = check_target_type(spec, tg)
+            check_role_target_type(spec, target_type)
             endpoints = await self._fetched_endpoints(tgb, spec, target_type, family)
             await self._check_networking(tgb, spec, tg, target_type, endpoints)
         except InvalidInput as exc:

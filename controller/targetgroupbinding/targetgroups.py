@@ -141,6 +141,11 @@ class TargetGroups:
                 role=role)
         return found
 
+    def drop_role(self, role: Role) -> None:
+        """Forget what was read as `role` (STS refused it: a role ARN is user input, and one
+        that cannot be assumed keeps nothing)."""
+        self._by_role.pop(role, None)
+
     def cached(self, *, arn: str | None, name: str | None) -> TargetGroupInfo | None:
         """What is known without asking AWS (for priority decisions)."""
         entry = self._info.get(arn or f"name:{name}")

@@ -97,6 +97,7 @@ async def test_a_failed_refresh_keeps_the_credentials_until_they_lapse(
     await clock.advance(REFRESH_BEFORE)
     with pytest.raises(AssumeRoleFailed, match="cannot assume role"):
         await pool.call("elbv2", "DescribeTargetGroups", role=ROLE)
+    assert pool.held_roles == (ROLE,)
     aws_proxy.remove(fault)
     await pool.call("elbv2", "DescribeTargetGroups", role=ROLE)
 
@@ -111,3 +112,4 @@ async def test_access_denied_names_the_role(pool: AWSClientPool,
     assert refused.value.role == ROLE
     assert f"cannot assume role {ROLE.arn}: not authorized" in str(refused.value)
     assert [r.operation for r in aws_proxy.log] == ["AssumeRole"]  # nothing else sent
+    assert pool.held_roles == ()  # a role never assumed keeps nothing

@@ -546,9 +546,11 @@ def binding_cases() -> list[Case]:
         binding("iamRoleArnToAssume",
                 {"iamRoleArnToAssume": "arn:aws:iam::111111111111:role/elsewhere"},
                 observe=warnings),
-        # A role of the controller's own account: registered as it, with the new external id.
-        binding("assumeRoleExternalId", {"assumeRoleExternalId": "shared-secret"},
-                base={"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/same-account"}),
+        # A role of the controller's own account, registered as; an external id STS would
+        # refuse (one character) then shows as a Warning, and the targets stay.
+        binding("assumeRoleExternalId", {"assumeRoleExternalId": "x"},
+                base={"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/same-account",
+                      "assumeRoleExternalId": "shared-secret"}, observe=warnings),
         binding("multiClusterTargetGroup", {"multiClusterTargetGroup": True},
                 observe=_tracking_configmap),
         binding("networking", {"networking": {"ingress": [{

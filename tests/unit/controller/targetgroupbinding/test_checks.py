@@ -19,6 +19,7 @@ from controller.targetgroupbinding.checks import (
     IPAddressTypeMismatch,
     Scope,
     check_recorded,
+    check_role_target_type,
     check_target_group,
     role_of,
 )
@@ -54,6 +55,15 @@ def test_a_cross_account_role_is_the_binding_s_role_with_its_external_id() -> No
                                  external_id="shared-secret")
     assert role_of(spec) != Role(arn="arn:aws:iam::999999999999:role/x")
     assert role_of(parse_spec(binding())) is None
+
+
+def test_instance_targets_are_refused_with_a_role_as_upstream_refuses_them() -> None:
+    spec = parse_spec(binding(iamRoleArnToAssume="arn:aws:iam::999999999999:role/x"))
+    with pytest.raises(InvalidSpec) as refused:
+        check_role_target_type(spec, "instance")
+    assert str(refused.value) == "Unable to use instance target type while using assume role"
+    check_role_target_type(spec, "ip")
+    check_role_target_type(parse_spec(binding()), "instance")
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
