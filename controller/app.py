@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from controller import gates, informers, ingress, service, targetgroupbinding, webhooks
 from controller.apis import TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
+from controller.aws.assumerole import session_name
 from controller.aws.discovery import (
     DiscoveryError,
     InstanceMetadata,
@@ -110,7 +111,8 @@ def aws_settings(config: ControllerConfig) -> AWSSettings:
                        endpoints=dict(aws.api_endpoints), max_retries=aws.max_retries,
                        throttle=aws.api_throttle,
                        verify_calls_qps=config.checkpoints.budget_qps,
-                       verify_calls_burst=config.checkpoints.verify_aws_burst)
+                       verify_calls_burst=config.checkpoints.verify_aws_burst,
+                       role_session_name=session_name(config.cluster.name))
 
 
 def manager_options(config: ControllerConfig, *, identity: str | None = None,

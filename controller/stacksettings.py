@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.deploy import DeployerSettings
+from controller.gates import enabled as gate_enabled
 from controller.networking.settings import BackendSettings
 from controller.reconcilers import LaneSettings
 from controller.settings import ClusterScope, StackDefaults
@@ -28,7 +29,8 @@ class StackSettings:
     def deployer(self) -> DeployerSettings:
         return DeployerSettings(cluster_name=self.cluster.name,
                                 in_use_backoff=self.in_use_backoff,
-                                security_group_backoff=self.security_group_backoff)
+                                security_group_backoff=self.security_group_backoff,
+                                rgt_api=gate_enabled(self.gates, "EnableRGTAPI"))
 
 
 __all__ = ["StackSettings"]

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from controller.apis.selectors import LabelSelector, LabelSelectorRequirement
+from controller.aws.assumerole import external_id_problem, role_arn_problem
 from controller.errors import InvalidInput
 
 
@@ -100,6 +101,24 @@ class TargetGroupBindingSpec(_Model):
     multi_cluster_target_group: bool = Field(default=False, alias="multiClusterTargetGroup")
     networking: Networking | None = None
     iam_role_arn_to_assume: str | None = Field(default=None, alias="iamRoleArnToAssume")
+    assume_role_external_id: str | None = Field(default=None, alias="assumeRoleExternalId")
+
+    @field_validator("iam_role_arn_to_assume")
+    @classmethod
+    def _role(cls, value: str | None) -> str | None:
+        # What STS would refuse is refused here, in its words, before anything is asked.
+        problem = role_arn_problem(value) if value else None
+        if problem is not None:
+            raise ValueError(f"{value[:100]!r} is {problem}" if value else problem)
+        return value
+
+    @field_validator("assume_role_external_id")
+    @classmethod
+    def _external_id(cls, value: str | None) -> str | None:
+        problem = external_id_problem(value) if value else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _one_target_group(self) -> TargetGroupBindingSpec:

@@ -4,6 +4,7 @@ process, one client per (service, region), client-side throttling with upstream'
 verification budget), the one caller everything calls through, and the layered read path
 (direct <- batching <- snapshot readers)."""
 
+from controller.aws.assumerole import AssumeRoleFailed, Role
 from controller.aws.batching import BatchingReader, DescribeBatcher
 from controller.aws.budget import VerificationBudget
 from controller.aws.caller import AfterMutation, BeforeMutation, CallCounts, Caller, is_mutating
@@ -50,6 +51,7 @@ __all__ = [
     "AWSSettings",
     "AfterMutation",
     "Answer",
+    "AssumeRoleFailed",
     "BatchingReader",
     "BeforeMutation",
     "CallCounts",
@@ -64,6 +66,7 @@ __all__ = [
     "ReadCacheSettings",
     "Reader",
     "RegionSnapshot",
+    "Role",
     "SnapshotReader",
     "SnapshotStale",
     "Tagged",

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.aws.assumerole import Role
 from controller.aws.errors import SnapshotStale
 from controller.aws.pool import AWSClientPool
 
@@ -38,12 +39,15 @@ class CallCounts:
 
 class Caller:
     """Calls of one service client pool. `service` is the botocore client name (`elbv2`, the
-    default, `ec2`, `acm`), `operation` the PascalCase API name."""
+    default, `ec2`, `acm`), `operation` the PascalCase API name. With `role`, every call is
+    made as that IAM role (another account's: assumerole.py)."""
 
     def __init__(self, pool: AWSClientPool, *, counts: CallCounts | None = None,
                  before_mutation: BeforeMutation | None = None,
-                 after_mutation: AfterMutation | None = None) -> None:
+                 after_mutation: AfterMutation | None = None,
+                 role: Role | None = None) -> None:
         self._pool = pool
+        self.role = role
         self._before_mutation = before_mutation
         self._after_mutation = after_mutation
         self._confirm_only = False
@@ -72,7 +76,7 @@ class Caller:
     async def call(self, operation: str, /, *, service: str = "elbv2",
                    **params: Any) -> dict[str, Any]:
         self._count(operation, params)
-        response = await self._pool.call(service, operation, **params)
+        response = await self._pool.call(service, operation, role=self.role, **params)
         if self._after_mutation is not None and is_mutating(operation):
             self._after_mutation(operation, params, response)
         return response
@@ -80,7 +84,7 @@ class Caller:
     async def paginate(self, operation: str, /, *, service: str = "elbv2",
                        **params: Any) -> AsyncIterator[dict[str, Any]]:
         """Each page is one call, counted once it arrived."""
-        async for page in self._pool.paginate(service, operation, **params):
+        async for page in self._pool.paginate(service, operation, role=self.role, **params):
             self._count(operation, params)
             yield page
 

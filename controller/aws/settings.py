@@ -116,6 +116,8 @@ class AWSSettings:
     # unlimited (--checkpoint-verify-aws-qps / --checkpoint-verify-aws-burst).
     verify_calls_qps: float | None = None
     verify_calls_burst: int = 10
+    # The RoleSessionName of every AssumeRole (`assumerole.session_name` of the cluster's).
+    role_session_name: str = "AWS-LBC-"
 
     def __post_init__(self) -> None:
         if not self.region or not _REGION_NAME.fullmatch(self.region):

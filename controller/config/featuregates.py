@@ -20,7 +20,9 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
      "with no Ready node, register the nodes whose readiness is Unknown"),
     ("EnableServiceController", True, None, "the Service controller"),
     ("EnableIPTargetType", True, None, "ip targets for Ingresses and Services"),
-    ("EnableRGTAPI", False, False, "read tags through the Resource Groups Tagging API"),
+    ("EnableRGTAPI", False, None,
+     "find the cluster's load balancers and target groups through the Resource Groups Tagging "
+     "API"),
     ("SubnetsClusterTagCheck", True, True,
      "subnet discovery checks the kubernetes.io/cluster/<name> tag"),
     ("NLBHealthCheckAdvancedConfig", True, True, "advanced NLB health check settings"),

@@ -73,6 +73,9 @@ class DeployerSettings:
     # Whether stacks may own ACM certificates (imported from Secrets): only then are they
     # looked for, in particular once per process across the region (`StackCertificates`).
     manage_certificates: bool = False
+    # The EnableRGTAPI feature gate: the one-time scan for what the cluster's stacks own asks
+    # the Resource Groups Tagging API (ownedarns.py).
+    rgt_api: bool = False
 
 
 class StackDeployer:
@@ -90,7 +93,7 @@ class StackDeployer:
         self._settings = settings
         self._clock: Clock = clock or RealClock()
         self._resolver = resolver or StackResolver(ResolverSettings(), clock=self._clock)
-        self._owned = OwnedArns(cluster=settings.cluster_name)
+        self._owned = OwnedArns(cluster=settings.cluster_name, rgt_api=settings.rgt_api)
         self._batcher = DescribeBatcher(pool.verification_budget, clock=self._clock)
         self._snapshot = snapshot if snapshot is not None else RegionSnapshot(clock=self._clock)
         self._groups = StackSecurityGroups(

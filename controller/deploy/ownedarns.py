@@ -7,6 +7,14 @@ batches of 20) runs only when a stack's memory is cold *and* a name lookup canno
 `delete_stack` of a stack this process never deployed, or a deploy about to create a load
 balancer (an earlier model may have left one under another name). Concurrent callers share
 one scan.
+
+With the `EnableRGTAPI` feature gate, the scan asks the Resource Groups Tagging API instead, as
+upstream's tagging manager lists a stack's load balancers and target groups with the gate on
+(`pkg/deploy/elbv2/tagging_manager.go`): GetResources, paginated, for each resource type
+(`elasticloadbalancing:loadbalancer`, `elasticloadbalancing:targetgroup`) and each cluster
+tag key (the current one and the legacy one) with this cluster's name as the value; the
+answers carry the tags, so neither the region's listing nor DescribeTags is read. Resources are
+the union of the answers, each once.
 """
 
 from __future__ import annotations
@@ -15,10 +23,13 @@ import asyncio
 from dataclasses import dataclass, field
 
 from controller.aws import Reader
-from controller.deploy.tags import TAG_PREFIX, tagged_for_cluster
+from controller.deploy.tags import CLUSTER_TAG, LEGACY_CLUSTER_TAG, TAG_PREFIX, tagged_for_cluster
 from controller.model import StackKind
 
 StackKey = tuple[StackKind, str]
+# The Resource Groups Tagging API's resource types (upstream's `services.ResourceTypeELB*`).
+RGT_LOAD_BALANCER = "elasticloadbalancing:loadbalancer"
+RGT_TARGET_GROUP = "elasticloadbalancing:targetgroup"
 
 
 @dataclass
@@ -28,8 +39,9 @@ class StackArns:
 
 
 class OwnedArns:
-    def __init__(self, *, cluster: str) -> None:
+    def __init__(self, *, cluster: str, rgt_api: bool = False) -> None:
         self._cluster = cluster
+        self._rgt_api = rgt_api  # the EnableRGTAPI gate
         self._stacks: dict[StackKey, StackArns] = {}
         self._scan: asyncio.Task[None] | None = None
         self._scanned = False
@@ -55,14 +67,19 @@ class OwnedArns:
         await asyncio.shield(self._scan)
 
     async def _run_scan(self, reader: Reader) -> None:
-        lbs: list[str] = []
-        tgs: list[str] = []
-        async for page in reader.caller.paginate("DescribeLoadBalancers"):
-            lbs.extend(lb["LoadBalancerArn"] for lb in page.get("LoadBalancers", []))
-        async for page in reader.caller.paginate("DescribeTargetGroups"):
-            tgs.extend(tg["TargetGroupArn"] for tg in page.get("TargetGroups", []))
-        tags = await reader.tags(lbs + tgs)
-        is_lb = set(lbs)
+        if self._rgt_api:
+            lb_tags = await self._tagged(reader, RGT_LOAD_BALANCER)
+            tags = {**await self._tagged(reader, RGT_TARGET_GROUP), **lb_tags}
+            is_lb = set(lb_tags)
+        else:
+            lbs: list[str] = []
+            tgs: list[str] = []
+            async for page in reader.caller.paginate("DescribeLoadBalancers"):
+                lbs.extend(lb["LoadBalancerArn"] for lb in page.get("LoadBalancers", []))
+            async for page in reader.caller.paginate("DescribeTargetGroups"):
+                tgs.extend(tg["TargetGroupArn"] for tg in page.get("TargetGroups", []))
+            tags = await reader.tags(lbs + tgs)
+            is_lb = set(lbs)
         found: dict[StackKey, StackArns] = {}
         for arn, resource_tags in tags.items():
             if not tagged_for_cluster(resource_tags, self._cluster):
@@ -78,3 +95,18 @@ class OwnedArns:
             mine.load_balancers |= entry.load_balancers
             mine.target_groups |= entry.target_groups
         self._scanned = True
+
+    async def _tagged(self, reader: Reader, resource_type: str) -> dict[str, dict[str, str]]:
+        """Every resource of `resource_type` tagged for this cluster, with its tags."""
+        found: dict[str, dict[str, str]] = {}
+        for key in (CLUSTER_TAG, LEGACY_CLUSTER_TAG):
+            async for page in reader.caller.paginate(
+                    "GetResources", service="resourcegroupstaggingapi",
+                    TagFilters=[{"Key": key, "Values": [self._cluster]}],
+                    ResourceTypeFilters=[resource_type]):
+                for mapping in page.get("ResourceTagMappingList") or []:
+                    arn = str(mapping.get("ResourceARN") or "")
+                    if arn and arn not in found:
+                        found[arn] = {str(t["Key"]): str(t.get("Value") or "")
+                                      for t in mapping.get("Tags") or []}
+        return found

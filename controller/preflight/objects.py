@@ -50,7 +50,7 @@ from controller.preflight.report import Category, Finding
 from controller.service import build_stack, qualifies
 from controller.service.annotations import served_by_upstream_only
 from controller.service.model import ModelSettings
-from controller.targetgroupbinding.checks import check_spec
+from controller.targetgroupbinding.checks import check_role_target_type, role_of
 from runtime.objects import Obj, annotations_of, dig, finalizers, key_of, meta, name_of
 from runtime.reconcile import Request
 from runtime.store import Store
@@ -261,7 +261,8 @@ def bindings(objects: Sequence[Obj], scope: Scope) -> Iterator[Finding]:
 def _binding(tgb: Obj, policy: NetworkingPolicy) -> list[Finding]:
     try:
         spec = parse_spec(tgb)
-        check_spec(spec)
+        role_of(spec)
+        check_role_target_type(spec, spec.target_type)
     except InvalidInput as exc:
         return [_line("TargetGroupBinding", tgb, "not-honoured", f"not served: {exc}")]
     lines = []

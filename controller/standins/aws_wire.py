@@ -46,7 +46,9 @@ class AWSRequest:
 
     @property
     def mutating(self) -> bool:
-        return not self.operation.startswith(_READ_ONLY_PREFIXES)
+        # STS's AssumeRole hands out credentials and changes nothing in the account.
+        return (not self.operation.startswith(_READ_ONLY_PREFIXES)
+                and (self.service, self.operation) != ("sts", "AssumeRole"))
 
 
 def identify(headers: Mapping[str, str], body: bytes, query: Mapping[str, str]) -> AWSRequest:

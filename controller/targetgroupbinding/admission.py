@@ -10,6 +10,11 @@ remembered for 5 s only, so one created a moment ago is soon seen. When the cach
 in time (`LookupUnavailable`: the rate limit, or AWS's error), the caller fails open: defaults
 are left to the reconciler, and checks that need the target group to the reconcile.
 
+A binding with `iamRoleArnToAssume` has its target group in the role's account: admission
+checks the role's ARN and external id as the reconciler's parser does, and leaves what needs
+the target group (defaults, ownership, the networking policy) to the reconciler, which reads it
+as the role; admission never assumes a role for whoever reaches its port.
+
 Updates are checked only when the spec changes, and never while the binding is being deleted:
 the controller's own writes (finalizer, checkpoint, status) always go through. A binding with
 `spec.networking` is checked against the networking policy each time its spec changes, with the
@@ -32,9 +37,10 @@ from controller.networking.policy import NetworkingPolicy
 from controller.targetgroupbinding.checks import (
     SUPPORTED_TARGET_TYPES,
     Scope,
-    check_spec,
+    check_role_target_type,
     check_target_group,
     check_target_type,
+    role_of,
 )
 from controller.targetgroupbinding.networking import check_networking
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo, looked_up
@@ -96,6 +102,8 @@ class BindingAdmission:
         if is_deleting(tgb):
             return tgb
         spec = parse_spec(tgb)
+        if role_of(spec) is not None:
+            return tgb  # another account's target group: the reconciler reads it as the role
         tg = await self._target_group(spec)
         out = copy.deepcopy(tgb)
         filled: dict[str, Any] = out.setdefault("spec", {})
@@ -118,17 +126,18 @@ class BindingAdmission:
         if is_deleting(tgb) or (old is not None and _spec_of(old) == _spec_of(tgb)):
             return []
         spec = parse_spec(tgb)
-        check_spec(spec)
+        cross_account = role_of(spec) is not None
+        check_role_target_type(spec, spec.target_type)
         if spec.node_selector is not None and spec.target_type == "ip":
             raise InvalidSpec("TargetGroupBinding cannot set nodeSelector when targetType is ip")
         tg: TargetGroupInfo | None = None
-        if old is None or self._check_immutable(tgb, spec, old):
+        if (old is None or self._check_immutable(tgb, spec, old)) and not cross_account:
             # What the reconciler checks before registering (ownership: VPC, cluster,
             # namespace, other bindings; IP family; target type), with its own functions.
             tg = await self._target_group(spec)
             check_target_group(tgb, spec, tg, scope=self._scope, bindings=self._bindings)
             check_target_type(spec, tg)
-        if spec.networking is not None:
+        if spec.networking is not None and not cross_account:
             await self._check_networking(tgb, spec, tg)
         return []
 

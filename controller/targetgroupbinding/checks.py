@@ -1,11 +1,11 @@
-"""What a TargetGroupBinding must pass before any target is registered or deregistered: no
-cross-account role (not implemented, so never silently ignored), a target group this binding
-may act on (`controller.targetgroupaccess`: VPC, cluster, namespace, other bindings), an IP family
-and a target type that match the target group's. Each refusal is `InvalidInput` with its own
-condition reason: a Warning Event and `Ready=False`, and nothing changes in AWS. Admission
+"""What a TargetGroupBinding must pass before any target is registered or deregistered: a role to
+assume that STS lets the controller assume (`AssumeRoleRefused`), a target group this binding
+may act on (`controller.targetgroupaccess`: VPC, cluster, namespace, other bindings), an IP
+family and a target type that match the target group's. Each refusal is `InvalidInput` with its
+own condition reason: a Warning Event and `Ready=False`, and nothing changes in AWS. Admission
 (`admission.py`) makes the same checks with these same functions when the binding is written,
-so a denial says what the Event would. The target group a binding recorded as registered
-into passes the same ownership checks before anything is deregistered from it."""
+so a denial says what the Event would. The target group a binding recorded as registered into
+passes the same ownership checks before anything is deregistered from it."""
 
 from __future__ import annotations
 
@@ -13,14 +13,21 @@ from dataclasses import dataclass
 
 from controller import targetgroupaccess
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec
+from controller.aws import AssumeRoleFailed, Role
 from controller.errors import InvalidInput
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo
 from runtime.objects import Obj, namespace_of
 from runtime.store import Store
 
 
-class CrossAccountUnsupported(InvalidInput):
-    condition_reason = "CrossAccountUnsupported"
+class AssumeRoleRefused(InvalidInput):
+    """STS would not let the controller assume the binding's `iamRoleArnToAssume`."""
+
+    condition_reason = "AssumeRoleFailed"
+
+    @classmethod
+    def of(cls, exc: AssumeRoleFailed) -> AssumeRoleRefused:
+        return cls(f"{exc.message}; nothing is registered or deregistered ({exc.code})")
 
 
 class IPAddressTypeMismatch(InvalidInput):
@@ -35,11 +42,16 @@ class Scope:
     vpc_id: str
 
 
-def check_spec(spec: TargetGroupBindingSpec) -> None:
-    if spec.iam_role_arn_to_assume:
-        raise CrossAccountUnsupported(
-            f"iamRoleArnToAssume {spec.iam_role_arn_to_assume}: target groups in another "
-            "account are not supported; nothing is registered")
+def role_of(spec: TargetGroupBindingSpec) -> Role | None:
+    """The role the binding's AWS calls are made as; None: the controller's own. (The spec's
+    parser has refused what STS would refuse.)"""
+    if not spec.iam_role_arn_to_assume:
+        return None
+    try:
+        return Role(arn=spec.iam_role_arn_to_assume,
+                    external_id=spec.assume_role_external_id or "")
+    except ValueError as exc:
+        raise InvalidSpec(f"invalid TargetGroupBinding spec: {exc}") from None
 
 
 def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupInfo, *,
@@ -58,6 +70,13 @@ def check_target_group(tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupIn
             f"{tg.name or tg.arn} of IP address type {family}; nothing is registered or "
             "deregistered")
     return family
+
+
+def check_role_target_type(spec: TargetGroupBindingSpec, target_type: str | None) -> None:
+    """Upstream's rule: instances are the cluster account's, never registered in another
+    account's target group (its words, so that a denial reads the same)."""
+    if spec.iam_role_arn_to_assume and target_type == "instance":
+        raise InvalidSpec("Unable to use instance target type while using assume role")
 
 
 SUPPORTED_TARGET_TYPES = ("ip", "instance")
@@ -96,5 +115,6 @@ def check_recorded(tgb: Obj, tg: TargetGroupInfo, *, scope: Scope) -> None:
     raise refusal
 
 
-__all__ = ["SUPPORTED_TARGET_TYPES", "CrossAccountUnsupported", "IPAddressTypeMismatch", "Scope",
-           "check_recorded", "check_spec", "check_target_group", "check_target_type"]
+__all__ = ["SUPPORTED_TARGET_TYPES", "AssumeRoleRefused", "IPAddressTypeMismatch", "Scope",
+           "check_recorded", "check_role_target_type", "check_target_group",
+           "check_target_type", "role_of"]

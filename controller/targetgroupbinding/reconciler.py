@@ -7,8 +7,10 @@ One reconcile, in the steps every controller takes:
    it recorded (everything, or only the tracked targets while a tracking ConfigMap exists),
    delete the tracking ConfigMap, drop the finalizer; deleted because the CRD is being deleted
    (`crdguard.py`) → drop the finalizer only, with a Warning, no AWS call;
-3. build: parse the spec, find the target group and check that this binding may act on it
-   (`checks.py`: no cross-account role, VPC, cluster, namespace, other bindings, IP family),
+3. build: parse the spec, find the target group (as the binding's `iamRoleArnToAssume`, in
+   that role's account, when it names one; STS refusing the role is `AssumeRoleRefused`) and
+   check that this binding may act on it (`checks.py`: VPC, cluster, namespace, other
+   bindings, IP family),
    find the Service port, compute the desired targets from the caches, check `spec.networking`
    against the networking policy (networking.py) (bad input or a refusal → Warning Event,
    `Ready=False` condition, terminal error: no AWS write but the revocation of rules it held,
@@ -50,18 +52,20 @@ from controller.apis import (
     target_health_condition,
 )
 from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSpec, parse_spec
-from controller.aws import AWSError
+from controller.aws import AssumeRoleFailed, AWSError
 from controller.aws.metrics import target_group_dimension
 from controller.errors import InvalidInput
 from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch, stable_message
 from controller.targetgroupbinding import checkpoint
 from controller.targetgroupbinding.checks import (
+    AssumeRoleRefused,
     Scope,
     check_recorded,
-    check_spec,
+    check_role_target_type,
     check_target_group,
     check_target_type,
+    role_of,
 )
 from controller.targetgroupbinding.crdguard import CRD_NAME, CRDGuard
 from controller.targetgroupbinding.endpointsets import EndpointSet, SliceMemo
@@ -193,8 +197,8 @@ class TargetGroupBindingReconciler:
         match whichever type was really used."""
         spec = parse_spec(obj)
         raw_spec = self._checkpoint_spec(obj)
-        known = self._target_groups.cached(arn=spec.target_group_arn,
-                                           name=spec.target_group_name)
+        known = self._groups(spec).cached(arn=spec.target_group_arn,
+                                          name=spec.target_group_name)
         family = spec.ip_address_type or (known.ip_address_type if known else "ipv4")
         try:
             if spec.target_type:
@@ -229,6 +233,12 @@ class TargetGroupBindingReconciler:
                 await self._finalize(tgb)
                 return Result()
             result = await self._converge(tgb)
+        except AssumeRoleFailed as exc:
+            self._target_groups.drop_role(exc.role)
+            if is_deleting(tgb):  # retried: its targets may still be registered there
+                self._writer.event(tgb, "Warning", "FailedReconcile", str(exc))
+                raise ReconcileError(str(exc)) from exc
+            await self._invalid(tgb, AssumeRoleRefused.of(exc))
         except (ApiError, AWSError) as exc:
             self._writer.event(tgb, "Warning", "FailedReconcile", str(exc))
             raise ReconcileError(str(exc)) from exc
@@ -239,13 +249,13 @@ class TargetGroupBindingReconciler:
     async def _converge(self, tgb: Obj) -> Result:
         try:  # 3. build
             spec = parse_spec(tgb)
-            check_spec(spec)
-            tg = await self._target_groups.resolve(arn=spec.target_group_arn,
-                                                   name=spec.target_group_name,
-                                                   read_ahead=True)
+            groups = self._groups(spec)
+            tg = await groups.resolve(arn=spec.target_group_arn, name=spec.target_group_name,
+                                      read_ahead=True)
             family = check_target_group(tgb, spec, tg, scope=self._scope,
                                         bindings=self._bindings)
             target_type = check_target_type(spec, tg)
+            check_role_target_type(spec, target_type)
             endpoints = await self._fetched_endpoints(tgb, spec, target_type, family)
             await self._check_networking(tgb, spec, tg, target_type, endpoints)
         except InvalidInput as exc:
@@ -305,7 +315,8 @@ class TargetGroupBindingReconciler:
         """A verification of an unchanged binding may stop here (`verification.py`)."""
         try:
             return await self._verifications.may_stop(key_of(tgb), tgb, tg.arn,
-                                                       endpoints.targets)
+                                                       endpoints.targets,
+                                                       groups=self._groups_of(tgb))
         except TargetGroupNotFound as exc:
             await self._invalid(tgb, exc)
 
@@ -329,7 +340,7 @@ class TargetGroupBindingReconciler:
             service_port = None
 
         await self._networking.check(tgb, spec, tg, target_type, endpoints, service_port,
-                                     reread=lambda: self._target_groups.reread(tg.arn))
+                                     reread=lambda: self._groups(spec).reread(tg.arn))
 
     async def _reconcile_networking(self, tgb: Obj, spec: TargetGroupBindingSpec,
                                     target_type: str, endpoints: EndpointSet) -> None:
@@ -435,7 +446,8 @@ class TargetGroupBindingReconciler:
                             endpoints: EndpointSet) -> bool:
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         desired = endpoints.targets
-        current = await self._target_groups.current_targets(tg.arn)
+        groups = self._groups(spec)
+        current = await groups.current_targets(tg.arn)
         to_register = sorted(desired - current)
         extra = current - desired
         # A multi-cluster binding always goes by its tracking record; one that was switched
@@ -483,13 +495,13 @@ class TargetGroupBindingReconciler:
             # A crash from here until the new checkpoint is written must not leave a match.
             await self._own(self._writer.patch(tgb, checkpoint.patch("", self._clock.wall())))
         if to_deregister:
-            await self._target_groups.deregister(tg.arn, to_deregister)
+            await groups.deregister(tg.arn, to_deregister)
         if tracking:
             # After deregistering, before registering, and on first sight (initial population).
             await self._tracker.write(ns, name, (t.identifier for t in desired),
                                       owner=owner_reference(tgb, TARGETGROUPBINDINGS))
         if to_register:
-            await self._target_groups.register(tg.arn, to_register)
+            await groups.register(tg.arn, to_register)
         if to_register or to_deregister:
             log.info("targets changed", binding=f"{ns}/{name}", registered=len(to_register),
                      deregistered=len(to_deregister), target_group=tg.arn)
@@ -501,9 +513,10 @@ class TargetGroupBindingReconciler:
         written by hand), or another binding registered there since (what is left there is
         that binding's to converge)."""
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
+        groups = self._groups_of(tgb)
         try:
-            info = await self._target_groups.resolve(arn=arn, name=None)
-            current = await self._target_groups.current_targets(info.arn)
+            info = await groups.resolve(arn=arn, name=None)
+            current = await groups.current_targets(info.arn)
         except InvalidSpec:
             return None  # gone, and its targets with it
         try:
@@ -538,11 +551,12 @@ class TargetGroupBindingReconciler:
         succeeded, so a crash in between drains it again on the next pass."""
         ours = await self._ours_in(tgb, previous)
         if ours:
+            groups = self._groups_of(tgb)
             try:
-                await self._target_groups.deregister(previous, ours)
+                await groups.deregister(previous, ours)
             except TargetGroupNotFound:
                 return  # gone since, and our targets with it
-            self._target_groups.forget(previous)
+            groups.forget(previous)
             self._writer.event(tgb, "Normal", "TargetGroupChanged",
                                f"deregistered {len(ours)} target(s) from the previous target "
                                f"group {previous}")
@@ -558,10 +572,11 @@ class TargetGroupBindingReconciler:
         arn = registered_target_group(tgb) or await self._legacy_target_group(tgb)
         if arn is not None:
             ours = await self._ours_in(tgb, arn)
+            groups = self._groups_of(tgb)
             if ours:
                 with contextlib.suppress(TargetGroupNotFound):  # gone, and its targets too
-                    await self._target_groups.deregister(arn, ours)
-            self._target_groups.forget(arn)
+                    await groups.deregister(arn, ours)
+            groups.forget(arn)
         if await self._tracker.tracked(ns, name) is None:
             self._tracker.forget(ns, name)
         else:
@@ -595,8 +610,8 @@ class TargetGroupBindingReconciler:
         may act on it (otherwise nothing of it is touched)."""
         try:
             spec = parse_spec(tgb)
-            tg = await self._target_groups.resolve(arn=spec.target_group_arn,
-                                                   name=spec.target_group_name)
+            tg = await self._groups(spec).resolve(arn=spec.target_group_arn,
+                                                  name=spec.target_group_name)
             check_target_group(tgb, spec, tg, scope=self._scope, bindings=self._bindings)
         except InvalidInput as exc:
             self._writer.event(tgb, "Warning", "FinalizedWithoutDeregistering",
@@ -636,7 +651,21 @@ class TargetGroupBindingReconciler:
         if any(is_index_entry(s) for s in slices):
             slices = await fetch_slices(self._client, svc_key)
         return await self._gates.update(tgb, port, slices, endpoints.targets,
-                                        self._target_groups.health(tg.arn), family)
+                                        self._groups(spec).health(tg.arn), family)
+
+    def _groups(self, spec: TargetGroupBindingSpec) -> TargetGroups:
+        """The target groups as the binding's calls see them: as its role, in the role's
+        account, or the controller's own."""
+        return self._target_groups.for_role(role_of(spec))
+
+    def _groups_of(self, tgb: Obj) -> TargetGroups:
+        """`_groups` of a binding whose spec may no longer parse (its finalizer, a recorded
+        target group): the controller's own then, where the record's ARN of another account
+        is not found, so nothing of it is touched."""
+        try:
+            return self._groups(parse_spec(tgb))
+        except InvalidSpec:
+            return self._target_groups
 
     async def _own(self, write: Awaitable[Obj]) -> Obj:
         """Await one of our writes and remember the resourceVersion it produced."""

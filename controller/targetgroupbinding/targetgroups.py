@@ -16,7 +16,11 @@ tags and is younger than `info_ttl`: the deployers' verifications list every tar
 the region with its tags anyway, so the bindings' lookups then cost no call of their own. What
 the listing says is cached as read at the time it was taken, so no check judges from older
 facts than a read-ahead would have given it; a target group the listing does not hold (made
-since, or gone) is read as before."""
+since, or gone) is read as before.
+
+A binding with `iamRoleArnToAssume` reads and registers as that role, in its account
+(`for_role`): one `TargetGroups` per role, with caches of its own, neither reading ahead nor
+from the region snapshot (both are of the controller's own account)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from controller.aws import (
     DirectReader,
     Listing,
     RegionSnapshot,
+    Role,
     Tagged,
 )
 from controller.targetgroupaccess import FACTS_TTL, TargetGroupFacts
@@ -103,8 +108,10 @@ class TargetGroups:
     def __init__(self, pool: AWSClientPool, *, clock: Clock | None = None,
                  health_ttl: float = HEALTH_CACHE_TTL, info_ttl: float = FACTS_TTL,
                  read_ahead: Callable[[], Iterable[str]] | None = None,
-                 snapshot: RegionSnapshot | None = None) -> None:
-        self._calls = Caller(pool)
+                 snapshot: RegionSnapshot | None = None, role: Role | None = None) -> None:
+        self._pool = pool
+        self.role = role
+        self._calls = Caller(pool, role=role)
         self._reader = DirectReader(self._calls)
         self._snapshot = snapshot
         # ARNs worth reading along with a miss: those the bindings name.
@@ -121,6 +128,23 @@ class TargetGroups:
         self._info: dict[str, tuple[float, TargetGroupInfo]] = {}
         self._health: dict[str, _Health] = {}
         self._states: dict[tuple[str, str, str], TargetState] = {}
+        self._by_role: dict[Role, TargetGroups] = {}
+
+    def for_role(self, role: Role | None) -> TargetGroups:
+        """The target groups as `role` sees them (None: these, the controller's own)."""
+        if role is None or role == self.role:
+            return self
+        found = self._by_role.get(role)
+        if found is None:
+            found = self._by_role[role] = TargetGroups(
+                self._pool, clock=self._clock, health_ttl=self._ttl, info_ttl=self._info_ttl,
+                role=role)
+        return found
+
+    def drop_role(self, role: Role) -> None:
+        """Forget what was read as `role` (STS refused it: a role ARN is user input, and one
+        that cannot be assumed keeps nothing)."""
+        self._by_role.pop(role, None)
 
     def cached(self, *, arn: str | None, name: str | None) -> TargetGroupInfo | None:
         """What is known without asking AWS (for priority decisions)."""

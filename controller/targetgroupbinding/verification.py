@@ -41,16 +41,18 @@ class Verifications:
         # comparison of registered targets with AWS.
         self._compared: dict[str, tuple[float, str]] = {}
 
-    async def may_stop(self, key: str, tgb: Obj, arn: str, desired: Set[Target]) -> bool:
+    async def may_stop(self, key: str, tgb: Obj, arn: str, desired: Set[Target], *,
+                       groups: TargetGroups | None = None) -> bool:
         """Whether a verification of the unchanged binding `tgb` (its checkpoint matches) may
         stop without a full look: its last full look is trusted, and its registered targets
         in `arn` are `desired` as this process last saw them or sees them now. Raises
-        TargetGroupNotFound when the target group went since its facts were read."""
+        TargetGroupNotFound when the target group went since its facts were read. `groups`:
+        the target groups as the binding's role sees them (the controller's own by default)."""
         if not self.full_look_trusted(tgb):
             return False
         if self.compared_lately(key, arn):
             return True
-        current = await self._target_groups.current_targets(arn)
+        current = await (groups or self._target_groups).current_targets(arn)
         if current != desired:
             return False  # drift, or targets others registered: the full look sorts it out
         self.compared(key, arn)

@@ -48,6 +48,7 @@ from runtime.controller import Controller
 from runtime.hotloop import HotLoopOptions
 from runtime.informer import SharedInformer
 from runtime.manager import Manager
+from runtime.objects import Obj
 from runtime.predicates import ViewChanged
 from runtime.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from runtime.store import Store
@@ -71,10 +72,24 @@ def pods_informer(manager: Manager) -> SharedInformer:
     return pods
 
 
+# TargetGroupBinding → the ARN it names when it names a role to assume (never raises).
+CROSS_ACCOUNT_INDEX = "cross-account-target-group"
+
+
+def cross_account_target_group_index(obj: Obj) -> list[str]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not spec.get("iamRoleArnToAssume"):
+        return []
+    arn = spec.get("targetGroupARN")
+    return [arn] if isinstance(arn, str) and arn else []
+
+
 def named_arns(bindings: Store) -> list[str]:
-    """The target group ARNs the bindings name, for reading their facts ahead."""
-    return [value.removeprefix("arn:") for value in bindings.list_index_values(
-        TARGET_GROUP_INDEX) if value.startswith("arn:")]
+    """The target group ARNs the bindings name, for reading their facts ahead: those of the
+    controller's own account (another account's are read as its role, never with ours)."""
+    elsewhere = set(bindings.list_index_values(CROSS_ACCOUNT_INDEX))
+    return [arn for value in bindings.list_index_values(TARGET_GROUP_INDEX)
+            if value.startswith("arn:") and (arn := value.removeprefix("arn:")) not in elsewhere]
 
 
 def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Settings,
@@ -86,6 +101,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
+    bindings.add_indexer(CROSS_ACCOUNT_INDEX, cross_account_target_group_index)
     # What the slice cache keeps depends on which Services bindings use: it lists once the
     # bindings' cache holds its initial list (slicecache.py).
     slices = informers.informer(manager, ENDPOINTSLICES, transform=SliceTrimmer(bindings.store),

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from runtime.clock import Clock, RealClock
-from runtime.envtest import objectmeta, patch, pruning
+from runtime.envtest import conversion, objectmeta, patch, pruning
 from runtime.envtest.admission import configuration
 from runtime.envtest.crds import CRDServing
 from runtime.envtest.garbage import GarbageCollector
@@ -36,10 +36,10 @@ _GENERATE_NAME_TRIES = 8
 
 
 def encode_for(entry: Entry, rt: ResourceType) -> bytes:
-    """The object as served at `rt`'s version (CRD versions share storage, no conversion)."""
+    """The object as served at `rt`'s version (conversion.py)."""
     if entry.obj.get("apiVersion") == rt.api_version:
         return entry.raw
-    return dumps({**entry.obj, "apiVersion": rt.api_version})
+    return dumps(conversion.served(entry.obj, rt))
 
 
 class ObjectAPI:
@@ -130,7 +130,7 @@ class ObjectAPI:
             self._services_created += 1
         objectmeta.apply_create_defaults(rt, obj, ip_counter=self._services_created)
         self._prune(rt, obj)
-        return obj
+        return conversion.stored(obj, rt)
 
     def _prune(self, rt: ResourceType, obj: Obj) -> None:
         """A custom resource loses what its version's schema does not specify (pruning.py)."""
@@ -207,7 +207,7 @@ class ObjectAPI:
         """The object that would replace `current`, validated; nothing is written."""
         name = current.name
         meta = obj["metadata"]
-        old = current.obj
+        old = conversion.served(current.obj, rt)  # what the write at rt's version replaces
         old_meta = old["metadata"]
         sent_rv = meta.get("resourceVersion") or ""
         if sent_rv:
@@ -260,7 +260,7 @@ class ObjectAPI:
                     f"found new finalizers []string{{{listed}}}")])
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         self._prune(rt, new)
-        return new
+        return conversion.stored(new, rt)
 
     def commit_replace(self, rt: ResourceType, current: Entry, new: Obj, *,
                        subresource: str | None, dry_run: bool = False) -> Entry:
@@ -291,7 +291,7 @@ class ObjectAPI:
         """`current` with the patch applied, decoded; a resourceVersion inside the patch
         survives into the result and acts as a precondition."""
         name = current.name
-        target = copy.deepcopy(current.obj)
+        target = copy.deepcopy(conversion.served(current.obj, rt))
         if content_type == patch.MERGE_PATCH:
             if not isinstance(body, dict):
                 raise bad_request("json: cannot unmarshal array into Go value of type "

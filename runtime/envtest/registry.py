@@ -2,7 +2,8 @@
 
 Built-in kinds are listed here with the facts discovery and the verbs need (short names, scope,
 status subresource, delete answer). A CustomResourceDefinition becomes one `ResourceType` per
-served version; all versions of one CRD share one storage (no conversion, like `None` strategy).
+served version; all versions of one CRD share one storage, at its storage version (conversion.py
+converts as the `None` strategy does).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     # Review kinds (SelfSubjectAccessReview, …) are create-only and never stored.
     verbs: tuple[str, ...] = ALL_VERBS
+    # A custom resource's: this version's openAPIV3Schema, and the version objects are stored
+    # at with its schema (conversion.py).
+    schema: dict[str, Any] | None = field(default=None, compare=False)
+    storage_version: str = field(default="", compare=False)
+    storage_schema: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def api_version(self) -> str:
@@ -157,6 +163,8 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                        "storage version")
     plural = names["plural"]
     singular = names.get("singular") or names["kind"].lower()
+    storage = next((v for v in versions if isinstance(v, dict) and v.get("storage")), None)
+    storage_version = str(storage.get("name") or "") if storage is not None else ""
     out = []
     for ver in versions:
         if not isinstance(ver, dict) or not isinstance(ver.get("name"), str):
@@ -173,8 +181,15 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             unconditional_update=False, returns_deleted_object=True, strategic_merge=False,
             custom=True, storage_key=f"{group}/{plural}",
             printer_columns=tuple(ver.get("additionalPrinterColumns") or ()),
+            schema=_schema(ver), storage_version=storage_version,
+            storage_schema=_schema(storage) if storage is not None else None,
         ))
     return out
+
+
+def _schema(version: dict[str, Any]) -> dict[str, Any] | None:
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    return schema if isinstance(schema, dict) else None
 
 
 class Registry:

@@ -16,7 +16,7 @@ from typing import Any
 from aiobotocore.session import get_session
 from prometheus_client import CollectorRegistry
 
-from controller.aws import AWSClientPool, AWSError, AWSSettings
+from controller.aws import AWSClientPool, AWSError, AWSSettings, Role
 from controller.aws.loader import with_shared_loader
 from controller.aws.throttle import ThrottleConfig
 from runtime.objects import Obj
@@ -36,8 +36,19 @@ def unreachable_aws() -> AWSSettings:
 
 
 class AwsInspector:
-    def __init__(self, pool: AWSClientPool) -> None:
+    def __init__(self, pool: AWSClientPool, *, role: Role | None = None) -> None:
         self.pool = pool
+        self.role = role
+
+    def as_role(self, role: Role) -> AwsInspector:
+        """The same looks and changes made as `role`, in its account (moto gives an assumed
+        role's credentials the role's account)."""
+        return AwsInspector(self.pool, role=role)
+
+    async def vpc(self, cidr: str = "10.50.0.0/16") -> str:
+        """A VPC of this account (another account's target groups need one of their own)."""
+        resp = await self.call("ec2", "CreateVpc", CidrBlock=cidr)
+        return str(resp["Vpc"]["VpcId"])
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -56,7 +67,8 @@ class AwsInspector:
 
     async def call(self, service: str, operation: str, /, *, region: str | None = None,
                    **params: Any) -> dict[str, Any]:
-        return await self.pool.call(service, operation, region=region, **params)
+        return await self.pool.call(service, operation, region=region, role=self.role,
+                                    **params)
 
     async def elbv2(self, operation: str, /, **params: Any) -> dict[str, Any]:
         return await self.call("elbv2", operation, **params)

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from runtime.envtest import patch
+from runtime.envtest import conversion, patch
 from runtime.envtest.admission import matching, review
 from runtime.envtest.admission.attributes import DELETE, Attributes
 from runtime.envtest.admission.errors import (
@@ -167,13 +167,12 @@ class Admission:
                  ops: list[Any], decode: Decode) -> Obj:
         if obj is None or attrs.operation == DELETE:
             raise modifies_deleted(hook.name)
-        doc = copy.deepcopy(obj)
-        if rt.api_version != attrs.rt.api_version:
-            doc["apiVersion"] = rt.api_version
+        # Patched at the webhook's version, and converted back (conversion.py).
+        doc = copy.deepcopy(conversion.served(obj, rt))
         try:
             result = patch.json_patch(doc, ops)
-            if isinstance(result, dict) and rt.api_version != attrs.rt.api_version:
-                result["apiVersion"] = attrs.rt.api_version
+            if isinstance(result, dict):
+                result = conversion.served(result, attrs.rt)
             return decode(result)
         except StatusError as err:
             # The real server cannot apply or decode the patch either: a 500, whatever the

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.envtest import conversion
 from runtime.envtest.admission.attributes import Attributes
 from runtime.envtest.registry import ResourceType
 
@@ -30,7 +31,7 @@ def _gvr(rt: ResourceType) -> dict[str, str]:
 
 def _at_version(obj: Any, rt: ResourceType) -> Any:
     if isinstance(obj, dict) and obj.get("apiVersion") != rt.api_version:
-        return {**obj, "apiVersion": rt.api_version}
+        return conversion.served(obj, rt)
     return obj
 
 

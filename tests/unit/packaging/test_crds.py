@@ -41,6 +41,9 @@ def test_v1alpha1_is_served_never_stored_with_upstreams_fields() -> None:
     assert set(schema["openAPIV3Schema"]["properties"]["spec"]["properties"]) == {
         "assumeRoleExternalId", "iamRoleArnToAssume", "multiClusterTargetGroup", "networking",
         "serviceRef", "targetGroupARN", "targetGroupName", "targetType"}
+    # and its status: the observed generation only (conditions came with v1beta1)
+    assert set(schema["openAPIV3Schema"]["properties"]["status"]["properties"]) == {
+        "observedGeneration"}
 
 
 async def _cluster_that_stored_v1alpha1(kubectl: Kubectl, tmp_path: Path) -> None:

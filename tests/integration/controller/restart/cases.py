@@ -559,9 +559,15 @@ def binding_cases() -> list[Case]:
         # stay where they are.
         binding("ipAddressType", {"ipAddressType": "ipv6"}, observe=warnings),
         binding("vpcID", {"vpcID": "vpc-0123456789abcdef0"}, observe=warnings),
+        # Another account's role: the target group is looked for there (and not found).
         binding("iamRoleArnToAssume",
-                {"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/elsewhere"},
+                {"iamRoleArnToAssume": "arn:aws:iam::111111111111:role/elsewhere"},
                 observe=warnings),
+        # A role of the controller's own account, registered as; an external id STS would
+        # refuse (one character) then shows as a Warning, and the targets stay.
+        binding("assumeRoleExternalId", {"assumeRoleExternalId": "x"},
+                base={"iamRoleArnToAssume": "arn:aws:iam::123456789012:role/same-account",
+                      "assumeRoleExternalId": "shared-secret"}, observe=warnings),
         binding("multiClusterTargetGroup", {"multiClusterTargetGroup": True},
                 observe=_tracking_configmap),
         binding("networking", {"networking": {"ingress": [{

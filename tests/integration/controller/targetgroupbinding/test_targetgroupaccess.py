@@ -1,9 +1,9 @@
 """A namespace user's TargetGroupBinding reaches only target groups that namespace may use: a
 target group of another cluster, in another VPC, made for another namespace's load balancer,
-held by another namespace's binding, or needing a cross-account role is refused with a
-Warning and a condition, and nothing of it changes in AWS; a hand-written record of where a
-binding registered does not make it deregister anything there. The whole controller runs as
-its ServiceAccount with the shipped RBAC."""
+or held by another namespace's binding is refused with a Warning and a condition, and nothing
+of it changes in AWS (a binding naming a role to assume reaches only that role's account); a
+hand-written record of where a binding registered does not make it deregister anything there.
+The whole controller runs as its ServiceAccount with the shipped RBAC."""
 
 from __future__ import annotations
 
@@ -134,19 +134,25 @@ async def test_a_target_group_of_another_namespaces_load_balancer_is_refused(
     assert await t.admin.stop() == 0
 
 
-async def test_a_cross_account_role_is_refused_not_ignored(tenancy: Tenancy,
-                                                           attacker: Cluster) -> None:
+async def test_a_cross_account_role_reaches_only_the_roles_account(tenancy: Tenancy,
+                                                                   attacker: Cluster) -> None:
+    """Naming a role makes every call for the binding be made as that role, in its account:
+    this account's target group is not found there, and nothing of it changes."""
     t = tenancy
     target = await t.admin.target_group("cross-tg")
     await t.start()
     t.proxy.clear_log()
     await _attack(attacker, "cross", target,
                   iamRoleArnToAssume="arn:aws:iam::999999999999:role/victim",
-                  assumeRoleExternalId="x")
-    await _refused(attacker, "cross", "CrossAccountUnsupported")
+                  assumeRoleExternalId="xy")
+    await _refused(attacker, "cross", "TargetGroupNotFound")
     await t.admin.settled()
     assert await t.aws.registered(target) == set()
-    assert t.proxy.log == []  # not even looked up with the controller's own credentials
+    # The role was assumed and the target group looked up as the role (not found in its
+    # account); nothing else was asked, nothing changed.
+    assert {(r.operation, r.outcome) for r in t.proxy.log} == {
+        ("AssumeRole", "ok"), ("DescribeTargetGroups", "TargetGroupNotFound")}
+    assert t.mutations() == []
     assert await t.admin.stop() == 0
 
 

@@ -15,6 +15,7 @@ from controller.apis import (
     TARGETGROUPBINDINGS,
     target_health_condition,
 )
+from controller.aws import Role
 from runtime.objects import Obj
 from runtime.resources import (
     INGRESSES,
@@ -130,6 +131,71 @@ async def test_bindings_are_defaulted_and_checked_as_the_reconciler_checks_them(
     assert cluster.registry.get_sample_value("awslbc_webhook_mutation_failure_total", {
         "webhook_name": "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
         "error_category": "TargetGroupNotFound"}) == 1
+
+
+async def test_cross_account_bindings_are_checked_as_the_reconciler_checks_them(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    """A role's ARN or external id STS would refuse: denied with the Event's words. A binding
+    naming a role is admitted without a look at the controller's own account (its target
+    group is the role's account's), and registered there as the role."""
+    role = "arn:aws:iam::111111111111:role/tg-management"
+    far = cluster.aws.as_role(Role(arn=role, external_id="shared-secret"))
+    vpc = await far.vpc()
+    arn = await far.create_target_group("far-tg", vpc_id=vpc)
+    await cluster.service("web")
+    await cluster.endpoints("web", ["10.0.3.1"])
+    await cluster.start(on_setup=hooks.setup)
+    bad = {"iamRoleArnToAssume": "arn:aws:iam::1111:role/x", "vpcID": vpc}
+    await cluster.binding("early", service="web", arn=arn, extra=bad)
+    text = await warning_event(cluster, "early", "InvalidSpec")
+    assert "is not an IAM role ARN" in text
+    await hooks.install()
+
+    result = await apply(hooks.kubectl, objects.target_group_binding(
+        "late", service="web", arn=arn, namespace="default", extra=bad))
+    assert denial("mtargetgroupbinding.elbv2.k8s.aws", text) in result.stderr
+    result = await apply(hooks.kubectl, objects.target_group_binding(
+        "late", service="web", arn=arn, namespace="default", extra={
+            "iamRoleArnToAssume": role, "assumeRoleExternalId": "not valid", "vpcID": vpc}))
+    assert denial("mtargetgroupbinding.elbv2.k8s.aws", "invalid TargetGroupBinding spec: "
+                  "assumeRoleExternalId: must be 2 to 1224") in result.stderr
+
+    good = objects.target_group_binding("far", service="web", arn=arn, namespace="default",
+                                        extra={"iamRoleArnToAssume": role, "vpcID": vpc,
+                                               "assumeRoleExternalId": "shared-secret"})
+    assert (await apply(hooks.kubectl, good)).returncode == 0
+
+    async def registered() -> bool:
+        return await far.registered(arn) == {("10.0.3.1", 8080)}
+
+    await eventually(registered)
+
+
+async def test_a_v1alpha1_binding_is_admitted_at_v1beta1_and_keeps_only_its_fields(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    """The webhooks list v1beta1 only (matchPolicy Equivalent): a v1alpha1 write reaches them
+    converted, and their defaults come back converted to v1alpha1, which has no
+    ipAddressType, vpcID or targetGroupProtocol (the CRD's `None` conversion, as upstream)."""
+    shared = await cluster.target_group("shared", protocol="HTTPS", port=443)
+    await cluster.service("web")
+    await cluster.endpoints("web", ["10.0.3.1"])
+    await cluster.start(on_setup=hooks.setup)
+    await hooks.install()
+    alpha = objects.target_group_binding("a", service="web", tg_name="shared", target_type=None,
+                                         namespace="default")
+    alpha["apiVersion"] = "elbv2.k8s.aws/v1alpha1"
+    assert (await apply(hooks.kubectl, alpha)).returncode == 0
+    spec = (await cluster.get(TARGETGROUPBINDINGS, "a"))["spec"]
+    assert spec == {"serviceRef": {"name": "web", "port": 80}, "targetGroupName": "shared",
+                    "targetGroupARN": shared, "targetType": "ip"}
+    # Denied at v1alpha1 with the same words as at v1beta1.
+    instances = await cluster.target_group("instances", target_type="instance")
+    wrong = objects.target_group_binding("b", service="web", arn=instances, target_type="ip",
+                                         namespace="default")
+    wrong["apiVersion"] = "elbv2.k8s.aws/v1alpha1"
+    result = await apply(hooks.kubectl, wrong)
+    assert denial("vtargetgroupbinding.elbv2.k8s.aws", "targetType ip does not match target "
+                  "group instances of type instance") in result.stderr
 
 
 # ---- Ingresses and their class parameters -----------------------------------------------------

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from controller.apis.targetgroupbinding import parse_spec
+from controller.apis.targetgroupbinding import InvalidSpec, parse_spec
+from controller.aws import Role
 from controller.targetgroupaccess import (
     TARGET_GROUP_INDEX,
     TargetGroupInAnotherVPC,
@@ -15,12 +16,12 @@ from controller.targetgroupaccess import (
     binding_target_group_index,
 )
 from controller.targetgroupbinding.checks import (
-    CrossAccountUnsupported,
     IPAddressTypeMismatch,
     Scope,
     check_recorded,
-    check_spec,
+    check_role_target_type,
     check_target_group,
+    role_of,
 )
 from controller.targetgroupbinding.targetgroups import TargetGroupInfo
 from runtime.store import Store
@@ -47,11 +48,36 @@ def run(obj: dict[str, Any], info: TargetGroupInfo) -> str:
     return check_target_group(obj, parse_spec(obj), info, scope=SCOPE, bindings=store)
 
 
-def test_a_cross_account_role_is_refused_not_ignored() -> None:
+def test_a_cross_account_role_is_the_binding_s_role_with_its_external_id() -> None:
+    spec = parse_spec(binding(iamRoleArnToAssume="arn:aws:iam::999999999999:role/x",
+                              assumeRoleExternalId="shared-secret"))
+    assert role_of(spec) == Role(arn="arn:aws:iam::999999999999:role/x",
+                                 external_id="shared-secret")
+    assert role_of(spec) != Role(arn="arn:aws:iam::999999999999:role/x")
+    assert role_of(parse_spec(binding())) is None
+
+
+def test_instance_targets_are_refused_with_a_role_as_upstream_refuses_them() -> None:
     spec = parse_spec(binding(iamRoleArnToAssume="arn:aws:iam::999999999999:role/x"))
-    with pytest.raises(CrossAccountUnsupported, match="not supported"):
-        check_spec(spec)
-    check_spec(parse_spec(binding()))
+    with pytest.raises(InvalidSpec) as refused:
+        check_role_target_type(spec, "instance")
+    assert str(refused.value) == "Unable to use instance target type while using assume role"
+    check_role_target_type(spec, "ip")
+    check_role_target_type(parse_spec(binding()), "instance")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("iamRoleArnToAssume", "arn:aws:iam::99:role/x", "is not an IAM role ARN"),
+    ("iamRoleArnToAssume", "arn:aws:iam::999999999999:user/x", "is not an IAM role ARN"),
+    ("iamRoleArnToAssume", "role/x", "is not an IAM role ARN"),
+    ("assumeRoleExternalId", "has spaces", "2 to 1224 letters"),
+    ("assumeRoleExternalId", "x", "2 to 1224 letters"),
+])
+def test_what_sts_would_refuse_is_refused_by_the_parser(field: str, value: str,
+                                                         message: str) -> None:
+    spec = {"iamRoleArnToAssume": "arn:aws:iam::999999999999:role/x", field: value}
+    with pytest.raises(InvalidSpec, match=f"spec: {field}: .*{message}"):
+        parse_spec(binding(**spec))
 
 
 def test_the_ip_family_must_match_the_target_group() -> None:
