@@ -71,6 +71,7 @@ from controller.model.ruleconditions import (
 from controller.model.securitygroup import (
     MANAGED_SECURITY_GROUP_DESCRIPTION,
     MANAGED_SECURITY_GROUP_ID,
+    MAX_MANAGED_SECURITY_GROUPS,
     GroupReference,
     IngressRule,
     NetworkingIngress,
@@ -79,6 +80,9 @@ from controller.model.securitygroup import (
     SecurityGroup,
     SharedBackendSecurityGroup,
     TargetGroupBindingNetworking,
+    is_managed_group_id,
+    managed_group_id,
+    managed_group_name,
 )
 from controller.model.stack import (
     InvalidStack,
@@ -106,6 +110,7 @@ __all__ = [
     "LOAD_BALANCER",
     "MANAGED_SECURITY_GROUP_DESCRIPTION",
     "MANAGED_SECURITY_GROUP_ID",
+    "MAX_MANAGED_SECURITY_GROUPS",
     "REDACTED",
     "RESOURCE_TYPES",
     "SECURITY_GROUP",
@@ -179,7 +184,10 @@ __all__ = [
     "digest",
     "ingress_security_group_name",
     "ingress_target_group_name",
+    "is_managed_group_id",
     "load_balancer_name",
+    "managed_group_id",
+    "managed_group_name",
     "service_load_balancer_name",
     "service_security_group_name",
     "service_target_group_name",

@@ -261,6 +261,8 @@ FLAG_RUNS: list[FlagRun] = [
                                 "EnableCertificateManagement=true",
              "--default-pca-arn": ACM_PCA}, ("f-acm-ing",)),
     FlagRun({"--default-pca-arn": ACM_PCA2}, ("f-acm-ing",)),
+    # One rule per group: the TCP_UDP Service's two rules (TCP and UDP 53) split in two groups.
+    FlagRun({"--max-rules-per-security-group": "1"}, ("f-tcp-udp",)),
     # Three flags in one restart, each seen through objects only it changes: the managed
     # stacks' bindings (every port), the Ingress with user groups (the backend group added),
     # the binding whose pod has two groups (its rules move).

@@ -15,11 +15,13 @@ from controller.ingress.model import (
     sort_paths,
 )
 from controller.model import (
+    SECURITY_GROUP,
     AuthenticateOidcAction,
     CertificateDiscovery,
     FixedResponseAction,
     ForwardAction,
     RedirectAction,
+    Ref,
     SharedBackendSecurityGroup,
     SubnetDiscovery,
     SubnetSelector,
@@ -348,11 +350,31 @@ def test_inbound_cidrs_that_admit_no_one_are_named() -> None:
     assert given.warnings == ()
 
 
-def test_a_managed_group_over_ec2_s_rule_quota_is_refused() -> None:
+def test_a_managed_group_over_ec2_s_rule_quota_is_split() -> None:
+    # Before: refused; now split, and without the backend group the bindings admit every part.
     cidrs = ",".join(f"10.0.{i}.0/24" for i in range(31))
-    with pytest.raises(BuildError, match="62 inbound IPv4 rules"):
-        build(Request("default", "a"), backend_service("web"), ingress("a", {
-            A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]', A + "inbound-cidrs": cidrs}))
+    notes = {A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]', A + "inbound-cidrs": cidrs}
+    built = build(Request("default", "a"), backend_service("web"), ingress("a", notes))
+    parts = sorted(built.stack.security_groups)
+    assert parts[0] == "ManagedLBSecurityGroup"
+    assert len(parts) >= 2
+    assert sum(len(g.ingress) for g in built.stack.security_groups.values()) == 62
+    alone = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(enabled=False))
+    c = caches(ingress_class("alb"), backend_service("web"), ingress("a", notes))
+    built = build_group(loader(c).load(Request("default", "a")), c, alone)
+    (binding,) = built.stack.target_group_bindings.values()
+    assert binding.networking is not None
+    assert {p.security_group for p in binding.networking.ingress[0].from_} == {
+        Ref.to(SECURITY_GROUP, p, "groupID") for p in parts}
+    # A lower --max-rules-per-security-group splits sooner; past what the load balancer may
+    # carry, refused.
+    few = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(rules_per_group=10))
+    c = caches(ingress_class("alb"), backend_service("web"),
+               ingress("a", {A + "inbound-cidrs": cidrs + "".join(
+                   f",10.2.{i}.0/24" for i in range(10))}))
+    with pytest.raises(BuildError, match=r"41 inbound IPv4 rules .* more than fit in the 4 "
+                                         r"managed security groups .* with 10 rules each"):
+        build_group(loader(c).load(Request("default", "a")), c, few)
 
 
 def test_params_prefix_lists_replace_the_default_cidrs() -> None:
