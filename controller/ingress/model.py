@@ -44,6 +44,7 @@ from controller.ingress.groups import Group, Member, is_explicit, stack_labels
 from controller.ingress.listenersettings import listener_settings
 from controller.ingress.merge import (
     BuildError,
+    GroupQuotaExceeded,
     LoadBalancerConfig,
     apply_params,
     merge_load_balancer,
@@ -76,6 +77,7 @@ from controller.model import (
     Stack,
     StackBuilder,
     StackContext,
+    StackQuotaExceeded,
     SubnetDiscovery,
     check_quotas,
     describe_validation_error,
@@ -328,6 +330,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     try:
         stack = builder.build()
         check_quotas(stack, settings.quotas)
+    except StackQuotaExceeded as exc:
+        raise GroupQuotaExceeded(f"group {request.key}: {exc}", exc.exceeded) from None
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services),

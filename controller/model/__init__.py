@@ -36,7 +36,7 @@ from controller.model.base import (
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
 from controller.model.certificate import AnyCertificate, ImportedCertificate, RequestedCertificate
-from controller.model.limits import Quotas
+from controller.model.limits import QuotaExceeded, Quotas
 from controller.model.listener import (
     CertificateDiscovery,
     Listener,
@@ -91,6 +91,7 @@ from controller.model.stack import (
     StackBuilder,
     StackContext,
     StackKind,
+    StackQuotaExceeded,
     check_quotas,
     describe_validation_error,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "PathPatternCondition",
     "QueryStringCondition",
     "QueryStringKeyValue",
+    "QuotaExceeded",
     "Quotas",
     "RedirectAction",
     "Ref",
@@ -163,6 +165,7 @@ __all__ = [
     "StackBuilder",
     "StackContext",
     "StackKind",
+    "StackQuotaExceeded",
     "Stickiness",
     "SubnetDiscovery",
     "SubnetPlaceholder",

@@ -134,6 +134,7 @@ def apply() -> None:
     _private_link_inbound_rules()
     _paged_target_groups()
     _jwt_validation_actions()
+    _rules_per_load_balancer()
     from controller.standins import moto_listeners
 
     moto_listeners.apply()
@@ -303,6 +304,30 @@ def _jwt_validation_actions() -> None:
         original(self, [a for a in actions if a.type != "jwt-validation"])
 
     ELBv2Backend._validate_actions = validate_actions  # type: ignore[method-assign]
+
+
+# AWS's default quota "Rules per Application Load Balancer" (default rules not counted).
+RULES_PER_LOAD_BALANCER = 100
+
+
+def _rules_per_load_balancer() -> None:
+    """CreateRule past the rules a load balancer may have: `TooManyRules` (moto has no limit)."""
+    from moto.elbv2.exceptions import ELBClientError
+    from moto.elbv2.models import ELBv2Backend
+
+    original = ELBv2Backend.create_rule
+
+    def create_rule(self: Any, listener_arn: str, *args: Any, **kwargs: Any) -> Any:
+        listeners = self.describe_listeners(None, [listener_arn])
+        lb = self.load_balancers.get(listeners[0].load_balancer_arn) if listeners else None
+        if lb is not None:
+            count = sum(len(li._non_default_rules) for li in lb.listeners.values())
+            if count >= RULES_PER_LOAD_BALANCER:
+                raise ELBClientError("TooManyRules", "You've reached the limit on the number of "
+                                     "rules per load balancer.")
+        return original(self, listener_arn, *args, **kwargs)
+
+    ELBv2Backend.create_rule = create_rule  # type: ignore[method-assign]
 
 
 def _jwt_problem(config: Any) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from controller.ingress.merge import BuildError
+from controller.ingress.merge import BuildError, GroupQuotaExceeded
 from controller.ingress.model import (
     BuilderSettings,
     BuiltGroup,
@@ -20,6 +20,7 @@ from controller.model import (
     CertificateDiscovery,
     FixedResponseAction,
     ForwardAction,
+    Quotas,
     RedirectAction,
     Ref,
     SharedBackendSecurityGroup,
@@ -450,3 +451,33 @@ def test_bindings_admit_the_backend_group_on_target_and_health_check_ports() -> 
                              wide).stack.target_group_bindings.values()
     assert binding.networking is not None
     assert [p.port for p in binding.networking.ingress[0].ports] == [None]
+
+
+def test_the_alb_quotas_an_ingress_group_is_planned_against() -> None:
+    def refused(quotas: Quotas, *objs: dict[str, object]) -> str:
+        c = caches(ingress_class("alb"), backend_service("web"), backend_service("api"), *objs)
+        with pytest.raises(GroupQuotaExceeded) as exc:
+            build_group(loader(c).load(Request("default", "a")), c,
+                        dataclasses.replace(SETTINGS, quotas=quotas))
+        return str(exc.value.exceeded)
+
+    two = ingress("a", paths=[ingress_path("/web", "web"), ingress_path("/api", "api")],
+                  host="shop.example.com")
+    assert refused(Quotas(target_groups_per_application_load_balancer=1), two).endswith(
+        "2 target groups, more than the quota of 1 (--max-target-groups-per-load-balancer)")
+    assert refused(Quotas(rules_per_listener=1), two).endswith(
+        "listener 80: 2 rules besides the default one, more than the quota of 1 "
+        "(--max-rules-per-listener)")
+    # host and path (a Prefix path is two patterns, /web and /web/*): three values a rule.
+    assert refused(Quotas(condition_values_per_rule=1), two).endswith(
+        "3 condition values in one rule, more than the quota of 1 "
+        "(--max-condition-values-per-rule)")
+    certs = ",".join(f"arn:aws:acm:us-west-2:123456789012:certificate/{i}" for i in range(3))
+    https = ingress("a", {A + "certificate-arn": certs, A + "listen-ports": '[{"HTTPS": 443}]'})
+    assert refused(Quotas(certificates_per_listener=1), https).endswith(
+        "listener 443: 2 certificates besides the default one, more than the quota of 1 "
+        "(--max-certificates-per-listener)")
+    # AWS's defaults: all of these build.
+    for obj in (two, https):
+        c = caches(ingress_class("alb"), backend_service("web"), backend_service("api"), obj)
+        assert build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
