@@ -17,7 +17,14 @@ Order (why traffic is never opened before it is needed, nor closed while still u
    then its tags and inbound rules are converged. A new group admits clients before any load
    balancer carries it, which opens nothing;
 2. the load balancer is created or changed to carry exactly the resolved groups;
-3. groups the stack no longer wants are deleted once no load balancer of the stack carries them
+   A managed group split across several groups (`controller/networking/frontend.py`) is
+   converged as one: a rule that moved from one part to another is granted in its new part
+   in this step, and revoked from its old one only after step 2, when the load balancer
+   carries the new part (a part at EC2's rule quota, `RulesPerSecurityGroupLimitExceeded`,
+   gives up its moved rules first: the only moment a moved rule may be missing);
+3. rules that moved between parts are revoked from their old part, and groups the stack no
+   longer wants (a part no longer needed) are deleted once no load balancer of the stack
+   carries them
    (`DependencyViolation`, which AWS answers while a load balancer's interfaces still use a
    group, is retried a few times, then left to the next reconcile); the backend group is
    released when the stack stopped using it.
@@ -27,16 +34,17 @@ backend group, are gone before (their finalizers revoke those rules).
 
 Cost: one DescribeSecurityGroups per deploy for user-given names and one for user-given IDs
 (from the region snapshot in a verification); one per deploy of a stack with a managed group (by its
-deterministic name, rules included; a group with that name without our tags is an
-`OwnershipConflict`), none for a fresh stack or one known to have none; a stack without managed
-groups whose groups this process has not seen is looked up by its tags once (an older model may
-have left one); the backend group is looked up once per process.
+deterministic name, rules included, with the names its further parts would have, so a part no
+longer needed is found after a restart too; a wanted group's name taken by a group without our
+tags is an `OwnershipConflict`), none for a fresh stack or one known to have none; a stack
+without managed groups whose groups this process has not seen is looked up by its tags once (an
+older model may have left one); the backend group is looked up once per process.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +54,8 @@ from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError, OwnershipConflict, ResolveError
 from controller.deploy.tags import CLUSTER_TAG, LEGACY_CLUSTER_TAG, TAG_PREFIX, Tracking, stack_tag
 from controller.model import (
+    MANAGED_SECURITY_GROUP_ID,
+    MAX_MANAGED_SECURITY_GROUPS,
     SECURITY_GROUP,
     GroupReference,
     LoadBalancer,
@@ -55,11 +65,12 @@ from controller.model import (
     Stack,
     StackKind,
     TargetGroupBindingNetworking,
+    managed_group_name,
 )
 from controller.networking import securitygrouprules as group_rules
 from controller.networking.backend import BackendGroupError, BackendSecurityGroup
 from controller.networking.calls import GroupInUse, delete_group
-from controller.networking.permissions import expand, from_model
+from controller.networking.permissions import Permission, expand, from_model
 from runtime.clock import Clock, RealClock
 from runtime.objects import Obj
 
@@ -84,6 +95,9 @@ class PreparedGroups:
     backend_id: str | None = None
     names: dict[str, str] = field(default_factory=dict)  # user-given name → ID
     orphans: list[str] = field(default_factory=list)  # ours, no longer wanted
+    # Group ID → rules that moved to another part of a split managed group: revoked once the
+    # load balancer carries that part.
+    moved: dict[str, tuple[Permission, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +163,13 @@ class StackSecurityGroups:
                 # By their deterministic names (upstream's too), which EC2 answers cheaply;
                 # groups this process remembers beyond those by ID.
                 names = sorted(g.name for g in stack.security_groups.values())
-                found.update(await self._observe_names(reader, run.tracking, run.vpc_id, names))
+                first = stack.security_groups.get(MANAGED_SECURITY_GROUP_ID)
+                parts = [managed_group_name(first.name, part)
+                         for part in range(2, MAX_MANAGED_SECURITY_GROUPS + 1)
+                         ] if first is not None else []
+                found.update(await self._observe_names(
+                    reader, run.tracking, run.vpc_id, names,
+                    optional=sorted(set(parts) - set(names))))
                 found.update(await self._observe_ids(reader, run.tracking,
                                                      sorted((known or set()) - set(found)),
                                                      vpc_id=run.vpc_id))
@@ -170,8 +190,13 @@ class StackSecurityGroups:
                 by_resource[rid] = group
             else:
                 prepared.orphans.append(group_id)
+        # Every rule some group of the stack wants: one a group holds but another part wants
+        # now waits for the load balancer to carry that part before it is revoked.
+        anywhere = {from_model(r).rule for model in stack.security_groups.values()
+                    for r in model.ingress}
         for rid, model in sorted(stack.security_groups.items()):
-            group_id = await self._converge(run, rid, model, by_resource.get(rid))
+            group_id = await self._converge(run, rid, model, by_resource.get(rid),
+                                            anywhere=anywhere, prepared=prepared)
             mine.add(group_id)
             run.set_status(SECURITY_GROUP, rid, "groupID", group_id)
         self._known[key] = mine
@@ -181,6 +206,8 @@ class StackSecurityGroups:
         """After the load balancer carries only the wanted groups: delete the orphans, and
         release the backend group if the stack no longer uses it."""
         known = self._known.setdefault(key, set())
+        for group_id, rules in sorted(prepared.moved.items()):
+            await group_rules.apply(run.calls, group_id, group_rules.RuleChanges(revoke=rules))
         for group_id in prepared.orphans:
             await self._delete(run.calls, group_id)
             known.discard(group_id)
@@ -253,9 +280,16 @@ class StackSecurityGroups:
     # ---- steps ------------------------------------------------------------------------------
 
     async def _observe_names(self, reader: Reader, tracking: Tracking, vpc_id: str,
-                             names: list[str]) -> dict[str, dict[str, Any]]:
+                             names: list[str], *, optional: Sequence[str] = ()
+                             ) -> dict[str, dict[str, Any]]:
+        """`optional`: names of groups that are ours if our tags say so (parts a split group
+        may have had), someone else's otherwise (left alone)."""
         found: dict[str, dict[str, Any]] = {}
-        for group in await reader.security_groups(vpc_id=vpc_id, names=names):
+        for group in await reader.security_groups(vpc_id=vpc_id, names=[*names, *optional]):
+            if group.get("GroupName") in optional and group.get("GroupName") not in names:
+                if tracking.owns(_tags(group)):
+                    found[str(group["GroupId"])] = group
+                continue
             if not tracking.owns(_tags(group)):
                 raise OwnershipConflict(f"security group name {group['GroupName']} is taken "
                                         f"in VPC {vpc_id} by a group this stack does not own")
@@ -277,7 +311,9 @@ class StackSecurityGroups:
         return {str(g["GroupId"]): g for g in groups if tracking.owns(_tags(g))}
 
     async def _converge(self, run: DeployRun, resource_id: str, model: SecurityGroup,
-                        current: Mapping[str, Any] | None) -> str:
+                        current: Mapping[str, Any] | None, *,
+                        anywhere: set[tuple[str, int, int, str, str]],
+                        prepared: PreparedGroups) -> str:
         desired_tags = run.desired_tags(resource_id, model.tags)
         if current is None:
             group_id = await self._create(run, resource_id, model, desired_tags)
@@ -295,7 +331,23 @@ class StackSecurityGroups:
             await run.calls.call("DeleteTags", service="ec2", Resources=[group_id],
                                  Tags=[{"Key": k} for k in remove])
         changes = group_rules.plan(have, (from_model(r) for r in model.ingress))
-        await group_rules.apply(run.calls, group_id, changes)
+        moved = tuple(p for p in changes.revoke if p.rule in anywhere)
+        now = group_rules.RuleChanges(
+            grant=changes.grant, describe=changes.describe,
+            revoke=tuple(p for p in changes.revoke if p.rule not in anywhere))
+        try:
+            await group_rules.apply(run.calls, group_id, now)
+        except AWSError as exc:
+            if exc.code != "RulesPerSecurityGroupLimitExceeded" or not moved:
+                raise
+            # The part is full of rules that moved away: they go first.
+            await group_rules.apply(run.calls, group_id, group_rules.RuleChanges(
+                revoke=(*now.revoke, *moved)))
+            await group_rules.apply(run.calls, group_id, group_rules.RuleChanges(
+                grant=now.grant, describe=now.describe))
+            moved = ()
+        if moved:
+            prepared.moved[group_id] = moved
         return group_id
 
     async def _create(self, run: DeployRun, resource_id: str, model: SecurityGroup,

@@ -67,9 +67,9 @@ class Backends:
     default_tags: Mapping[str, str] = field(default_factory=dict)
     external_managed_tags: frozenset[str] = frozenset()
     ingress_tags: dict[str, Mapping[str, str]] = field(default_factory=dict)
-    # What the targets' groups must admit (the backend group, or the managed frontend group
-    # without one); None: no rules are managed on them.
-    target_source: GroupReference | None = None
+    # What the targets' groups must admit (the backend group, or the managed frontend group's
+    # parts without one); None: no rules are managed on them.
+    target_source: GroupReference | tuple[GroupReference, ...] | None = None
     restricted_rules: bool = True
     # Upstream's --tolerate-non-existent-backend-service / -action: a rule forwarding to one
     # Service that does not exist, or naming an action annotation that does not exist, answers

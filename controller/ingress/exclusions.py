@@ -26,7 +26,12 @@ The problems, in order:
 5. what cannot be built: the established members' stack must build (else the group is held);
    then newcomers join one by one, oldest first, and one that cannot — an Exclusive
    annotation that conflicts, a second default backend, a missing backend — is left out with
-   the build's message.
+   the build's message;
+6. AWS's quotas (rules per listener, target groups per load balancer, condition values per
+   rule, certificates per listener: `IngressConfig`'s flags): a group past one is planned
+   member by member, established members first, each in the group's order, and a member
+   that would take it past a quota is left out alone, established or not (the quota, its
+   value and the member named): one team's growth never holds the others' changes.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import Generic, Literal, TypeVar
 from controller.errors import InvalidInput
 from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, Member, is_explicit
+from controller.ingress.merge import GroupQuotaExceeded
 from runtime.objects import Obj, key_of, meta, namespace_of
 
 GroupNamespaces = Literal["single", "params", "any"]
@@ -113,6 +119,8 @@ def settle(group: Group, *, caches: Caches, policy: GroupNamespaces,
         return Settled(group, built=build(group))
     except InvalidInput as whole:
         failure = whole
+    if isinstance(failure, GroupQuotaExceeded):
+        return _plan_quotas(group, members, build, excluded)
     established = [m for m in members if group.established(m.ingress)]
     newcomers = sorted((m for m in members if not group.established(m.ingress)),
                        key=lambda m: _created(m.ingress))
@@ -134,6 +142,39 @@ def settle(group: Group, *, caches: Caches, policy: GroupNamespaces,
         admitted.append(member)
     settled = dataclasses.replace(_with_members(group, admitted), excluded=tuple(excluded))
     return Settled(settled, built=result)
+
+
+def _plan_quotas(group: Group, members: Sequence[Member], build: Callable[[Group], T],
+                 excluded: list[tuple[Obj, str]]) -> Settled[T]:
+    """The group past one of AWS's quotas: members admitted one by one, the established ones
+    first, then the newcomers, each in the group's order (`group.order`, namespace, name), so
+    the one left out is always the same and a newcomer never pushes out a member deployed
+    before it; a member that would take the group past a quota is left out alone (its own
+    rules go, the others' stay and converge). Another problem of an established member holds
+    the group, as anywhere else."""
+    established = [m for m in members if group.established(m.ingress)]
+    newcomers = [m for m in members if not group.established(m.ingress)]
+    admitted: list[Member] = []
+    result: T | None = None
+    for member in [*established, *newcomers]:
+        try:
+            result = build(_with_members(group, [*admitted, member]))
+        except GroupQuotaExceeded as exc:
+            excluded.append((member.ingress, past_quota(member, exc)))
+            continue
+        except InvalidInput as exc:
+            if group.established(member.ingress):
+                return _held(group, member, str(exc))
+            excluded.append((member.ingress, str(exc)))
+            continue
+        admitted.append(member)
+    settled = dataclasses.replace(_with_members(group, admitted), excluded=tuple(excluded))
+    return Settled(settled, built=result)
+
+
+def past_quota(member: Member, exc: GroupQuotaExceeded) -> str:
+    """Why `member` is left out: the quota, its value, and the member."""
+    return f"Ingress {member.key} would take the group past an AWS quota: {exc.exceeded}"
 
 
 def _held(group: Group, member: Member, message: str) -> Settled[T]:
@@ -173,4 +214,4 @@ def _policy(group: Group, caches: Caches, policy: GroupNamespaces
 
 
 __all__ = ["GroupHeld", "GroupNamespaces", "Settled", "enforcing_params", "home_namespace",
-           "settle"]
+           "past_quota", "settle"]

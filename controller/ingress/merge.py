@@ -22,13 +22,22 @@ from controller.ingress.annotations import (
 )
 from controller.ingress.classes import ClassParams
 from controller.ingress.groups import Member
-from controller.model import SubnetSelector
+from controller.model import QuotaExceeded, SubnetSelector
 
 
 class BuildError(InvalidInput):
     """The group cannot be built; one line, shown on every member as is."""
 
     condition_reason = "FailedBuildModel"
+
+
+class GroupQuotaExceeded(BuildError):
+    """The group would pass one of AWS's quotas (`exceeded`: which, its value, what it needs):
+    planned member by member, in the group's order (`exclusions.settle`)."""
+
+    def __init__(self, message: str, exceeded: QuotaExceeded) -> None:
+        super().__init__(message)
+        self.exceeded = exceeded
 
 
 class MissingObject(BuildError, MissingReference):

@@ -44,6 +44,7 @@ from controller.ingress.groups import Group, Member, is_explicit, stack_labels
 from controller.ingress.listenersettings import listener_settings
 from controller.ingress.merge import (
     BuildError,
+    GroupQuotaExceeded,
     LoadBalancerConfig,
     apply_params,
     merge_load_balancer,
@@ -53,7 +54,6 @@ from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
 from controller.ingress.tlssecrets import read_certificate, secret_name_problem
 from controller.model import (
-    MANAGED_SECURITY_GROUP_ID,
     Action,
     CertificateDiscovery,
     Condition,
@@ -73,11 +73,11 @@ from controller.model import (
     Ref,
     Rewrite,
     RuleTransform,
-    SecurityGroup,
     SourceIpCondition,
     Stack,
     StackBuilder,
     StackContext,
+    StackQuotaExceeded,
     SubnetDiscovery,
     check_quotas,
     describe_validation_error,
@@ -86,9 +86,11 @@ from controller.model import (
 )
 from controller.networking.frontend import (
     LoadBalancerGroups,
+    add_managed_groups,
     admits_no_one,
     frontend_rules,
     load_balancer_groups,
+    managed_group_room,
     unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
@@ -328,6 +330,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     try:
         stack = builder.build()
         check_quotas(stack, settings.quotas)
+    except StackQuotaExceeded as exc:
+        raise GroupQuotaExceeded(f"group {request.key}: {exc}", exc.exceeded) from None
     except InvalidStack as exc:
         raise BuildError(f"group {request.key}: {exc}") from None
     return BuiltGroup(stack, lb, frozenset(backends.services),
@@ -372,14 +376,17 @@ def _security_groups(group: Group, lb: LoadBalancerConfig,
                 "inboundCIDRs)", ip_address_type=lb.ip_address_type,
                 left=bool(cidrs or lb.prefix_lists)))
         try:
-            managed = builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
+            managed = add_managed_groups(
+                builder, frontend_rules(((p, port) for port, p in sorted(ports.items())),
+                                        cidrs=cidrs, prefix_lists=lb.prefix_lists),
                 name=ingress_security_group_name(
                     settings.cluster.name, str(meta(first).get("namespace")),
                     str(meta(first).get("name")),
                     group=request.name if is_explicit(request) else None),
-                ingress=frontend_rules(((p, port) for port, p in sorted(ports.items())),
-                                       cidrs=cidrs, prefix_lists=lb.prefix_lists),
-                tags=dict(lb.tags)))
+                tags=lb.tags, quota=settings.backend_sg.rules_per_group,
+                max_groups=managed_group_room(
+                    settings.backend_sg, security_groups_per_load_balancer=(
+                        settings.quotas.security_groups_per_load_balancer)))
         except ValueError as exc:
             raise BuildError(f"group {request.key}: {_message(exc)}") from None
     try:

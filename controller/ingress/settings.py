@@ -20,6 +20,7 @@ from controller.gates import enabled as gate_enabled
 from controller.ingress.addons import AddonSettings
 from controller.ingress.exclusions import GroupNamespaces
 from controller.ingress.model import BuilderSettings
+from controller.model import Quotas
 from controller.reconcilers import MAX_CONCURRENT_RECONCILES, Workers
 from controller.stacksettings import StackSettings
 from runtime import flagvalues
@@ -96,6 +97,29 @@ class IngressConfig:
         parse=flagvalues.parse_int, check=flagvalues.within(1, MAX_CONCURRENT_RECONCILES),
         help="how many Ingress groups are reconciled at once")
 
+    # AWS's quotas an Ingress group is planned against (Elastic Load Balancing quotas, AWS's
+    # defaults): a member that would take its group past one is left out of it alone.
+    max_rules_per_listener: int = flag(
+        "--max-rules-per-listener", default=100, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, 10000),
+        help="listener rules an ALB listener may have besides its default rule (AWS's quota): "
+        "an Ingress that would take its group past it is left out of the group")
+    max_target_groups_per_load_balancer: int = flag(
+        "--max-target-groups-per-load-balancer", default=100, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, 10000),
+        help="target groups an ALB may forward to (AWS's quota): an Ingress that would take "
+        "its group past it is left out of the group")
+    max_condition_values_per_rule: int = flag(
+        "--max-condition-values-per-rule", default=5, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, 5),
+        help="condition values one listener rule may have (AWS's quota, 5 at most): an Ingress "
+        "with a rule past it is left out of its group")
+    max_certificates_per_listener: int = flag(
+        "--max-certificates-per-listener", default=25, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, 10000),
+        help="certificates an HTTPS listener may have besides its default one (AWS's quota): "
+        "an Ingress that would take its group past it is left out of the group")
+
     # Upstream's addon switches (pkg/config/addons_config.go): off, an Ingress asking for the
     # addon is refused (upstream ignores it), one asking for none is told it is not acted on.
     enable_waf: bool = flag(
@@ -115,6 +139,14 @@ class IngressConfig:
                              shield=self.enable_shield)
 
     @property
+    def quotas(self) -> Quotas:
+        return Quotas(rules_per_listener=self.max_rules_per_listener,
+                      target_groups_per_application_load_balancer=(
+                          self.max_target_groups_per_load_balancer),
+                      condition_values_per_rule=self.max_condition_values_per_rule,
+                      certificates_per_listener=self.max_certificates_per_listener)
+
+    @property
     def workers(self) -> Workers:
         return Workers(max_concurrent_reconciles=self.max_concurrent_reconciles)
 
@@ -128,6 +160,7 @@ class Settings(StackSettings):
         return BuilderSettings(cluster=self.cluster, ingress_class=self.config.ingress_class,
                                defaults=self.defaults, backend_sg=self.backend_sg,
                                gates=self.gates, addons=self.config.addons,
+                               quotas=self.config.quotas,
                                tolerate_missing_service=(
                                    self.config.tolerate_non_existent_backend_service),
                                tolerate_missing_action=(

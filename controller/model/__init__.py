@@ -36,7 +36,7 @@ from controller.model.base import (
 )
 from controller.model.canonical import canonical_json, checkpoint_digest, digest
 from controller.model.certificate import AnyCertificate, ImportedCertificate, RequestedCertificate
-from controller.model.limits import Quotas
+from controller.model.limits import QuotaExceeded, Quotas
 from controller.model.listener import (
     CertificateDiscovery,
     Listener,
@@ -73,6 +73,7 @@ from controller.model.ruleconditions import (
 from controller.model.securitygroup import (
     MANAGED_SECURITY_GROUP_DESCRIPTION,
     MANAGED_SECURITY_GROUP_ID,
+    MAX_MANAGED_SECURITY_GROUPS,
     GroupReference,
     IngressRule,
     NetworkingIngress,
@@ -81,6 +82,9 @@ from controller.model.securitygroup import (
     SecurityGroup,
     SharedBackendSecurityGroup,
     TargetGroupBindingNetworking,
+    is_managed_group_id,
+    managed_group_id,
+    managed_group_name,
 )
 from controller.model.stack import (
     InvalidStack,
@@ -89,6 +93,7 @@ from controller.model.stack import (
     StackBuilder,
     StackContext,
     StackKind,
+    StackQuotaExceeded,
     check_quotas,
     describe_validation_error,
 )
@@ -108,6 +113,7 @@ __all__ = [
     "LOAD_BALANCER",
     "MANAGED_SECURITY_GROUP_DESCRIPTION",
     "MANAGED_SECURITY_GROUP_ID",
+    "MAX_MANAGED_SECURITY_GROUPS",
     "REDACTED",
     "RESOURCE_TYPES",
     "SECURITY_GROUP",
@@ -145,6 +151,7 @@ __all__ = [
     "PathPatternCondition",
     "QueryStringCondition",
     "QueryStringKeyValue",
+    "QuotaExceeded",
     "Quotas",
     "RedirectAction",
     "Ref",
@@ -161,6 +168,7 @@ __all__ = [
     "StackBuilder",
     "StackContext",
     "StackKind",
+    "StackQuotaExceeded",
     "Stickiness",
     "SubnetDiscovery",
     "SubnetMapping",
@@ -183,7 +191,10 @@ __all__ = [
     "digest",
     "ingress_security_group_name",
     "ingress_target_group_name",
+    "is_managed_group_id",
     "load_balancer_name",
+    "managed_group_id",
+    "managed_group_name",
     "service_load_balancer_name",
     "service_security_group_name",
     "service_target_group_name",

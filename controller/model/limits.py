@@ -69,13 +69,29 @@ def unknown_attributes(keys: set[str] | frozenset[str], allowed: frozenset[str])
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Quotas:
-    """AWS's default quotas (Elastic Load Balancing quotas, per load balancer)."""
+    """AWS's default quotas (Elastic Load Balancing quotas, per load balancer); the ALB ones an
+    Ingress group is planned against come from the Ingress flags (`IngressConfig`)."""
 
     listeners_per_load_balancer: int = 50
     rules_per_application_load_balancer: int = 100  # not counting default rules
     target_groups_per_application_load_balancer: int = 100
     certificates_per_application_load_balancer: int = 25  # not counting default certificates
     security_groups_per_load_balancer: int = 5
+    rules_per_listener: int = 100  # not counting the default rule
+    certificates_per_listener: int = 25  # not counting the default certificate
+    condition_values_per_rule: int = 5
+
+
+class QuotaExceeded(ValueError):
+    """A stack past one of AWS's quotas: which (`quota`, as the docs name it), its value, how
+    much the stack needs and the flag that sets it."""
+
+    def __init__(self, *, where: str, quota: str, limit: int, needed: int,
+                 flag: str | None = None) -> None:
+        self.where, self.quota, self.limit, self.needed, self.flag = (
+            where, quota, limit, needed, flag)
+        setting = f" ({flag})" if flag else ""
+        super().__init__(f"{where}: {needed} {quota}, more than the quota of {limit}{setting}")
 
 
 __all__ = [
@@ -83,6 +99,7 @@ __all__ = [
     "LOAD_BALANCER_ATTRIBUTES",
     "MAX_CONDITION_VALUE_LENGTH",
     "TARGET_GROUP_ATTRIBUTES",
+    "QuotaExceeded",
     "Quotas",
     "unknown_attributes",
 ]

@@ -18,6 +18,31 @@ RuleProtocol = Literal["tcp", "udp", "icmp", "icmpv6", "-1"]
 MANAGED_SECURITY_GROUP_DESCRIPTION = "[k8s] Managed SecurityGroup for LoadBalancer"
 # The stack resource id of that group (upstream's, so its tags name the same resource).
 MANAGED_SECURITY_GROUP_ID = "ManagedLBSecurityGroup"
+# When its inbound rules pass EC2's rules-per-group quota, the managed group is split: the
+# first part keeps upstream's id and name (so a group upstream made is still adopted), part
+# N > 1 is `ManagedLBSecurityGroup-N` named `<name>-N`. A load balancer carries at most 16
+# security groups whatever an account's quotas, so no split has more parts.
+MAX_MANAGED_SECURITY_GROUPS = 16
+
+
+def managed_group_id(part: int) -> str:
+    """The resource id of part `part` (1-based) of a split managed frontend group."""
+    return MANAGED_SECURITY_GROUP_ID if part == 1 else f"{MANAGED_SECURITY_GROUP_ID}-{part}"
+
+
+def managed_group_name(name: str, part: int) -> str:
+    return name if part == 1 else f"{name}-{part}"
+
+
+def is_managed_group_id(resource_id: str | None) -> bool:
+    """A resource id of a managed frontend group (any part of a split one)."""
+    if resource_id == MANAGED_SECURITY_GROUP_ID:
+        return True
+    prefix = MANAGED_SECURITY_GROUP_ID + "-"
+    if resource_id is None or not resource_id.startswith(prefix):
+        return False
+    part = resource_id[len(prefix):]
+    return part.isascii() and part.isdigit() and 2 <= int(part) <= MAX_MANAGED_SECURITY_GROUPS
 
 
 class SharedBackendSecurityGroup(Model):
@@ -178,6 +203,7 @@ class TargetGroupBindingNetworking(Model):
 __all__ = [
     "MANAGED_SECURITY_GROUP_DESCRIPTION",
     "MANAGED_SECURITY_GROUP_ID",
+    "MAX_MANAGED_SECURITY_GROUPS",
     "GroupReference",
     "IngressRule",
     "NetworkingIngress",
@@ -188,5 +214,8 @@ __all__ = [
     "SharedBackendSecurityGroup",
     "TargetGroupBindingNetworking",
     "group_sort_key",
+    "is_managed_group_id",
+    "managed_group_id",
+    "managed_group_name",
     "sorted_groups",
 ]

@@ -24,9 +24,10 @@ from controller.model.base import (
     sorted_unique,
 )
 from controller.model.certificate import AnyCertificate, ImportedCertificate, RequestedCertificate
-from controller.model.limits import Quotas
+from controller.model.limits import QuotaExceeded, Quotas
 from controller.model.listener import Listener, ListenerRule
 from controller.model.loadbalancer import LoadBalancer
+from controller.model.ruleconditions import condition_value_count
 from controller.model.securitygroup import SecurityGroup
 from controller.model.targetgroup import TargetGroup, TargetGroupBindingResource
 
@@ -188,31 +189,60 @@ class Stack(Model):
         return used
 
 
+class StackQuotaExceeded(InvalidStack):
+    """InvalidStack past one of AWS's quotas; `exceeded` says which."""
+
+    def __init__(self, exceeded: QuotaExceeded) -> None:
+        super().__init__(str(exceeded))
+        self.exceeded = exceeded
+
+
 def check_quotas(stack: Stack, quotas: Quotas) -> None:
-    """InvalidStack when the stack needs more than the account's quotas allow."""
+    """StackQuotaExceeded when the stack needs more than the account's quotas allow."""
+    try:
+        _check_quotas(stack, quotas)
+    except QuotaExceeded as exc:
+        raise StackQuotaExceeded(exc) from None
+
+
+def _over(where: str, quota: str, limit: int, needed: int, flag: str | None = None) -> None:
+    if needed > limit:
+        raise QuotaExceeded(where=where, quota=quota, limit=limit, needed=needed, flag=flag)
+
+
+def _check_quotas(stack: Stack, quotas: Quotas) -> None:
     for lb in stack.load_balancers.values():
-        if len(lb.security_groups) > quotas.security_groups_per_load_balancer:
-            raise InvalidStack(f"load balancer {lb.name}: {len(lb.security_groups)} security "
-                               f"groups, the quota is {quotas.security_groups_per_load_balancer}")
+        where = f"load balancer {lb.name}"
+        _over(where, "security groups", quotas.security_groups_per_load_balancer,
+              len(lb.security_groups))
         alb = lb.type == "application"
-        if len(stack.listeners) > quotas.listeners_per_load_balancer:
-            raise InvalidStack(f"load balancer {lb.name}: {len(stack.listeners)} listeners, the "
-                               f"quota is {quotas.listeners_per_load_balancer}")
+        _over(where, "listeners", quotas.listeners_per_load_balancer, len(stack.listeners))
         if not alb:
             continue
-        if len(stack.listener_rules) > quotas.rules_per_application_load_balancer:
-            raise InvalidStack(f"load balancer {lb.name}: {len(stack.listener_rules)} rules, the "
-                               f"quota is {quotas.rules_per_application_load_balancer}")
-        if len(stack.target_groups) > quotas.target_groups_per_application_load_balancer:
-            raise InvalidStack(
-                f"load balancer {lb.name}: {len(stack.target_groups)} target groups, the quota "
-                f"is {quotas.target_groups_per_application_load_balancer}")
+        by_listener: dict[str, int] = {}
+        for rule_id, rule in sorted(stack.listener_rules.items()):
+            listener = rule.listener_arn.target[1]
+            by_listener[listener] = by_listener.get(listener, 0) + 1
+            _over(f"{where}: rule {rule_id}", "condition values in one rule",
+                  quotas.condition_values_per_rule,
+                  sum(condition_value_count(c) for c in rule.conditions),
+                  "--max-condition-values-per-rule")
+        for listener_id, count in sorted(by_listener.items()):
+            _over(f"{where}: listener {listener_id}", "rules besides the default one",
+                  quotas.rules_per_listener, count, "--max-rules-per-listener")
+        _over(where, "rules", quotas.rules_per_application_load_balancer,
+              len(stack.listener_rules))
+        _over(where, "target groups", quotas.target_groups_per_application_load_balancer,
+              len(stack.target_groups), "--max-target-groups-per-load-balancer")
+        for listener_id, li in sorted(stack.listeners.items()):
+            if isinstance(li.certificates, tuple | list):
+                _over(f"{where}: listener {listener_id}",
+                      "certificates besides the default one", quotas.certificates_per_listener,
+                      max(0, len(li.certificates) - 1), "--max-certificates-per-listener")
         extra = sum(max(0, len(li.certificates) - 1) for li in stack.listeners.values()
                     if isinstance(li.certificates, tuple | list))
-        if extra > quotas.certificates_per_application_load_balancer:
-            raise InvalidStack(f"load balancer {lb.name}: {extra} certificates besides the "
-                               "listeners' default ones, the quota is "
-                               f"{quotas.certificates_per_application_load_balancer}")
+        _over(where, "certificates besides the listeners' default ones",
+              quotas.certificates_per_application_load_balancer, extra)
 
 
 class StackBuilder:

@@ -12,25 +12,41 @@ Upstream's rules (`pkg/ingress/model_build_managed_sg.go`, `pkg/service/model_bu
 - managed bindings admit the backend group (or, without one, the managed frontend group) on
   their target ports, or on every port with `--disable-restricted-sg-rules`.
 
-Checked before any AWS call: the managed group's rules fit EC2's per-group inbound quota
-(`check_rule_quota`), and CIDRs of a family the load balancer does not serve (IPv6 on an IPv4
-one) are named (`unreachable_cidrs`, `admits_no_one`): they admit no one.
+Checked before any AWS call: the managed group's rules fit EC2's per-group inbound quota, split
+across as many managed groups as needed (`split_rules`, `add_managed_groups`) within the
+security groups a load balancer may carry, and CIDRs of a family the load balancer does not
+serve (IPv6 on an IPv4 one) are named (`unreachable_cidrs`, `admits_no_one`): they admit no one.
+
+How rules are split (a rule's part depends on the rule and the number of parts only, so adding a
+CIDR moves no other rule while the parts still fit): each rule goes to the part of highest
+rendezvous weight (sha256 of part and rule); the number of parts is the smallest, from what the
+rules need at least, at which no part passes the quota. Only when that would take more parts
+than the load balancer may carry are the rules packed instead (each to the heaviest part with
+room), which fits more but may move rules when one is added.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from controller.model import (
+    MAX_MANAGED_SECURITY_GROUPS,
     GroupReference,
     IngressRule,
     NetworkingIngress,
     NetworkingPeer,
     NetworkingPort,
+    Ref,
+    SecurityGroup,
+    StackBuilder,
     TargetGroupBindingNetworking,
+    managed_group_id,
+    managed_group_name,
 )
 from controller.networking.settings import BackendSettings
 
@@ -38,9 +54,9 @@ ICMP_FRAGMENTATION_NEEDED = ("icmp", 3, 4)
 ICMPV6_PACKET_TOO_BIG = ("icmpv6", 2, 0)
 # EC2's default quota "Inbound or outbound rules per security group" (Amazon VPC quotas): 60
 # inbound rules, counted apart for IPv4 and IPv6 sources; a prefix list counts as its maximum
-# number of entries. Adjustable per account, but upstream has no flag for it, and going past
-# it fails an AuthorizeSecurityGroupIngress halfway through a deploy (RulesPerSecurityGroup
-# LimitExceeded); so a managed group that needs more is refused before any AWS call.
+# number of entries. Adjustable per account (--max-rules-per-security-group); going past it
+# fails an AuthorizeSecurityGroupIngress halfway through a deploy (RulesPerSecurityGroup
+# LimitExceeded), so the managed group is split before any AWS call.
 INBOUND_RULES_PER_GROUP: Final = 60
 
 
@@ -70,30 +86,93 @@ def frontend_rules(ports: Iterable[tuple[str, int]], *, cidrs: Sequence[str],
             source = {"cidr_ipv6": cidr} if v6 else {"cidr_ipv4": cidr}
             rules.append(IngressRule.model_validate(
                 {"protocol": protocol, "from_port": icmp_type, "to_port": code, **source}))
-    check_rule_quota(rules)
     return rules
 
 
 class RuleQuotaExceeded(ValueError):
-    """The managed group would need more inbound rules than EC2 allows (one line)."""
+    """The managed groups would need more inbound rules than EC2 allows (one line)."""
 
 
-def check_rule_quota(rules: Iterable[IngressRule], *,
-                     quota: int = INBOUND_RULES_PER_GROUP) -> None:
-    """RuleQuotaExceeded when the managed group's distinct inbound rules pass EC2's quota for one
-    family. A prefix list counts once for each family here: its maximum number of entries,
-    which is what EC2 counts, is known only to EC2."""
-    distinct = {(r.protocol, r.from_port, r.to_port, r.cidr_ipv4, r.cidr_ipv6,
-                 r.prefix_list_id) for r in rules}
-    counts = {"IPv4": sum(1 for r in distinct if r[5] is not None or r[3] is not None),
-              "IPv6": sum(1 for r in distinct if r[5] is not None or r[4] is not None)}
-    for family, count in counts.items():
-        if count > quota:
-            raise RuleQuotaExceeded(
-                f"the managed security group would need {count} inbound {family} rules (one "
-                "per listen port and source), more than the "
-                f"{quota} EC2 allows per security group by default: admit fewer CIDRs or "
-                "prefix lists, listen on fewer ports, or name your own security groups")
+def _cost(rule: IngressRule) -> tuple[int, int]:
+    """What a rule counts in each family: a prefix list counts once in both (at least: EC2
+    counts its maximum number of entries, which only EC2 knows)."""
+    if rule.prefix_list_id is not None:
+        return 1, 1
+    return (0, 1) if rule.cidr_ipv6 is not None else (1, 0)
+
+
+def _weight(part: int, rule: IngressRule) -> int:
+    key = "\0".join((str(part), *map(str, rule.sort_key)))
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
+def _spread(rules: Sequence[IngressRule], parts: int, *, quota: int,
+            packed: bool) -> list[list[IngressRule]] | None:
+    """Each rule to its part of highest weight (`packed`: of highest weight with room); None
+    when a part would pass the quota."""
+    placed: list[list[IngressRule]] = [[] for _ in range(parts)]
+    load = [[0, 0] for _ in range(parts)]
+    for rule in rules:
+        cost = _cost(rule)
+        order = sorted(range(parts), key=lambda p: (-_weight(p + 1, rule), p))
+        for part in order if packed else order[:1]:
+            if all(load[part][f] + cost[f] <= quota for f in (0, 1)):
+                break
+        else:
+            return None
+        placed[part].append(rule)
+        load[part][0] += cost[0]
+        load[part][1] += cost[1]
+    return placed
+
+
+def split_rules(rules: Iterable[IngressRule], *, quota: int = INBOUND_RULES_PER_GROUP,
+                max_groups: int = MAX_MANAGED_SECURITY_GROUPS
+                ) -> dict[int, tuple[IngressRule, ...]]:
+    """The managed group's distinct rules split into parts (numbered from 1) that each fit
+    EC2's quota per family (the module's docstring says how). Part 1 is always there (it may
+    hold no rule); a later part no rule falls to is left out, so the others keep their
+    numbers. RuleQuotaExceeded (one line) when they need more than `max_groups` parts."""
+    ordered = [r for _, r in sorted({r.sort_key: r for r in rules}.items())]
+    totals = [sum(_cost(r)[f] for r in ordered) for f in (0, 1)]
+    needed = max(1, math.ceil(max(totals) / quota))
+    limit = max(1, min(max_groups, MAX_MANAGED_SECURITY_GROUPS))
+    placed = None
+    for parts in range(needed, limit + 1):
+        placed = _spread(ordered, parts, quota=quota, packed=False)
+        if placed is not None:
+            break
+    else:
+        if needed <= limit:
+            placed = _spread(ordered, limit, quota=quota, packed=True)
+    if placed is None:
+        family, count = max(zip(("IPv4", "IPv6"), totals, strict=True),
+                            key=lambda item: item[1])
+        raise RuleQuotaExceeded(
+            f"the managed security groups would need {count} inbound {family} rules (one per "
+            f"listen port and source), more than fit in the {limit} managed security "
+            f"group{'s' if limit != 1 else ''} the load balancer may carry with {quota} "
+            "rules each (--max-rules-per-security-group; 5 security groups per load "
+            "balancer, the backend group included): admit fewer CIDRs or prefix lists, listen "
+            "on fewer ports, or name your own security groups")
+    return {n: tuple(p) for n, p in enumerate(placed, start=1) if p or n == 1}
+
+
+def add_managed_groups(builder: StackBuilder, rules: Iterable[IngressRule], *, name: str,
+                       tags: Mapping[str, str], quota: int,
+                       max_groups: int) -> tuple[Ref, ...]:
+    """The managed frontend group, split when its rules pass the quota, added to the stack;
+    their `$ref`s, first part first."""
+    return tuple(
+        builder.add_security_group(managed_group_id(part), SecurityGroup(
+            name=managed_group_name(name, part), ingress=part_rules, tags=dict(tags)))
+        for part, part_rules in split_rules(rules, quota=quota, max_groups=max_groups).items())
+
+
+def managed_group_room(backend: BackendSettings, *, security_groups_per_load_balancer: int
+                       ) -> int:
+    """How many managed groups a load balancer may carry beside the backend group."""
+    return security_groups_per_load_balancer - (1 if backend.enabled else 0)
 
 
 def unreachable_cidrs(cidrs: Iterable[str], *, ip_address_type: str) -> list[str]:
@@ -124,18 +203,23 @@ class LoadBalancerGroups:
     no rules are managed on the targets' groups)."""
 
     security_groups: tuple[GroupReference, ...]
-    target_source: GroupReference | None
+    target_source: GroupReference | tuple[GroupReference, ...] | None
 
 
-def load_balancer_groups(*, managed: GroupReference | None, user_groups: Sequence[str],
-                         manage_backend_rules: bool, backend: BackendSettings,
-                         where: str) -> LoadBalancerGroups:
-    """`managed`: the managed frontend group's `$ref` when the stack has one (no user groups).
-    Raises ValueError when backend rules are asked for with the backend group disabled."""
-    if managed is not None:
+def load_balancer_groups(*, managed: GroupReference | tuple[GroupReference, ...] | None,
+                         user_groups: Sequence[str], manage_backend_rules: bool,
+                         backend: BackendSettings, where: str) -> LoadBalancerGroups:
+    """`managed`: the managed frontend group's `$ref` (its parts' when split) when the stack
+    has one (no user groups). Raises ValueError when backend rules are asked for with the
+    backend group disabled."""
+    parts = managed if isinstance(managed, tuple) else (managed,) if managed is not None else ()
+    if parts:
+        # Without the backend group the targets admit every part of the managed group.
+        source: GroupReference | tuple[GroupReference, ...] = (
+            parts[0] if len(parts) == 1 else parts)
         if not backend.enabled:
-            return LoadBalancerGroups((managed,), managed)
-        return LoadBalancerGroups((managed, backend.group), backend.group)
+            return LoadBalancerGroups(parts, source)
+        return LoadBalancerGroups((*parts, backend.group), backend.group)
     groups: tuple[GroupReference, ...] = tuple(user_groups)
     if not manage_backend_rules:
         return LoadBalancerGroups(groups, None)
@@ -146,22 +230,34 @@ def load_balancer_groups(*, managed: GroupReference | None, user_groups: Sequenc
     return LoadBalancerGroups((*groups, backend.group), backend.group)
 
 
-def binding_networking(source: GroupReference | None, ports: Iterable[NetworkingPort], *,
-                       restricted: bool, protocols: Iterable[str] = ("TCP",)
+def binding_networking(source: GroupReference | tuple[GroupReference, ...] | None,
+                       ports: Iterable[NetworkingPort], *, restricted: bool,
+                       protocols: Iterable[str] = ("TCP",)
                        ) -> TargetGroupBindingNetworking | None:
-    """`spec.networking` admitting `source` on `ports`, or on every port of `protocols` when
-    rules are not restricted."""
+    """`spec.networking` admitting `source` (every one of them) on `ports`, or on every port of
+    `protocols` when rules are not restricted."""
     if source is None:
         return None
+    sources = source if isinstance(source, tuple) else (source,)
     wanted = list(ports) if restricted else [NetworkingPort(protocol=p)  # type: ignore[arg-type]
                                              for p in sorted(set(protocols))]
     if not wanted:
         return None
     return TargetGroupBindingNetworking(ingress=[NetworkingIngress.model_validate(
-        {"from": [NetworkingPeer(security_group=source)], "ports": wanted})])
+        {"from": [NetworkingPeer(security_group=s) for s in sources], "ports": wanted})])
 
 
-__all__ = ["INBOUND_RULES_PER_GROUP", "LoadBalancerGroups", "RuleQuotaExceeded", "admits_no_one",
-           "binding_networking",
-           "check_rule_quota", "frontend_rules", "is_ipv6", "load_balancer_groups",
-           "unreachable_cidrs"]
+__all__ = [
+    "INBOUND_RULES_PER_GROUP",
+    "LoadBalancerGroups",
+    "RuleQuotaExceeded",
+    "add_managed_groups",
+    "admits_no_one",
+    "binding_networking",
+    "frontend_rules",
+    "is_ipv6",
+    "load_balancer_groups",
+    "managed_group_room",
+    "split_rules",
+    "unreachable_cidrs",
+]

@@ -6,7 +6,8 @@ targets, or pods on their node's interface, that is the node group every namespa
 by default a binding may admit only what its own namespace's load balancers need:
 - sources: the cluster's backend security group (`elbv2.k8s.aws/cluster: <cluster>`,
   `elbv2.k8s.aws/resource: backend-sg`, or `--backend-security-group`), or a managed frontend
-  group (`<kind>.k8s.aws/resource: ManagedLBSecurityGroup`) of one of its namespace's stacks:
+  group (`<kind>.k8s.aws/resource: ManagedLBSecurityGroup`, or `-N` for a part of a split one)
+  of one of its namespace's stacks:
   a Service's or an Ingress's own (`<kind>.k8s.aws/stack: <namespace>/<name>`), or the Ingress
   group that made the binding's target group for its namespace (the target group's tags say
   so); in the cluster's VPC and tagged for this cluster;
@@ -34,7 +35,7 @@ from typing import Final, Literal
 from controller.apis.targetgroupbinding import Networking, NetworkingPeer, NetworkingPort
 from controller.deploy.tags import resource_tag, stack_tag, tagged_for_cluster
 from controller.errors import InvalidInput
-from controller.model import MANAGED_SECURITY_GROUP_ID
+from controller.model import is_managed_group_id
 from controller.networking.backend import RESOURCE_TAG, RESOURCE_VALUE
 from controller.networking.groupfacts import GroupFacts
 from controller.networking.permissions import Permission
@@ -84,7 +85,7 @@ class NetworkingPolicy:
             return "backend"
         for kind in _KINDS:
             stack = facts.tags.get(stack_tag(kind))
-            if stack and facts.tags.get(resource_tag(kind)) == MANAGED_SECURITY_GROUP_ID:
+            if stack and is_managed_group_id(facts.tags.get(resource_tag(kind))):
                 return kind, stack
         return None
 

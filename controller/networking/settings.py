@@ -1,7 +1,7 @@
 """The security-group settings: `BackendSettings` declares the networking flags (the shared
-backend group, the rules on the targets' groups) that the Ingress and Service model builders
-and the TargetGroupBinding controller read; `NetworkingSettings` is where and how the
-TargetGroupBinding controller keeps the targets' rules."""
+backend group, the rules on the targets' groups, EC2's rules-per-group quota) that the Ingress
+and Service model builders and the TargetGroupBinding controller read; `NetworkingSettings` is
+where and how the TargetGroupBinding controller keeps the targets' rules."""
 
 from __future__ import annotations
 
@@ -53,6 +53,13 @@ class BackendSettings:
         "--disable-restricted-sg-rules", default=False, parse=flagvalues.parse_bool,
         help="admit load balancers on every port of the targets' groups, not only the target "
         "ports")
+    # EC2's "Inbound or outbound rules per security group" (60 unless the account raised it;
+    # 1000 at most): past it, the managed frontend group is split across several groups.
+    rules_per_group: int = flag(
+        "--max-rules-per-security-group", default=60, parse=flagvalues.parse_int,
+        check=flagvalues.within(1, 1000),
+        help="inbound rules per security group (EC2's quota, per IP family): a managed "
+        "frontend group needing more is split across several groups")
     eni_security_group_tags: Mapping[str, str] = flag(
         "--service-target-eni-security-group-tags", default={}, parse=flagvalues.parse_key_values,
         check=_tags_to_match,

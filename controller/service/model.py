@@ -32,7 +32,6 @@ from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LA
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.errors import InvalidInput
 from controller.model import (
-    MANAGED_SECURITY_GROUP_ID,
     ForwardAction,
     HealthCheck,
     HealthCheckMatcher,
@@ -41,7 +40,6 @@ from controller.model import (
     NetworkingPort,
     Quotas,
     Ref,
-    SecurityGroup,
     ServiceReference,
     Stack,
     StackBuilder,
@@ -61,10 +59,12 @@ from controller.model.targetgroup import TargetGroupProtocol, TargetIpAddressTyp
 from controller.networking.frontend import (
     LoadBalancerGroups,
     RuleQuotaExceeded,
+    add_managed_groups,
     admits_no_one,
     binding_networking,
     frontend_rules,
     load_balancer_groups,
+    managed_group_room,
     unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
@@ -294,16 +294,18 @@ class _Builder:
             listeners = [(str(p.get("protocol") or "TCP"), int(p["port"]))
                          for p in self.spec.get("ports") or []
                          if isinstance(p, Mapping) and type(p.get("port")) is int]
+            rules = frontend_rules(listeners, cidrs=self._source_ranges(),
+                                   prefix_lists=cfg.prefix_lists,
+                                   icmp_path_mtu=cfg.icmp_path_mtu)
             try:
-                rules = frontend_rules(listeners, cidrs=self._source_ranges(),
-                                       prefix_lists=cfg.prefix_lists,
-                                       icmp_path_mtu=cfg.icmp_path_mtu)
+                managed = add_managed_groups(
+                    self.builder, rules, name=service_security_group_name(
+                        self.settings.cluster.name, self.namespace, self.name, uid=self.uid),
+                    tags=cfg.tags, quota=backend.rules_per_group,
+                    max_groups=managed_group_room(backend, security_groups_per_load_balancer=(
+                        self.settings.quotas.security_groups_per_load_balancer)))
             except RuleQuotaExceeded as exc:
                 raise InvalidService(f"service {self.stack_id}: {exc}") from None
-            managed = self.builder.add_security_group(MANAGED_SECURITY_GROUP_ID, SecurityGroup(
-                name=service_security_group_name(self.settings.cluster.name, self.namespace,
-                                                 self.name, uid=self.uid),
-                ingress=rules, tags=dict(cfg.tags)))
         try:
             return load_balancer_groups(managed=managed, user_groups=cfg.security_groups or (),
                                         manage_backend_rules=manage, backend=backend,

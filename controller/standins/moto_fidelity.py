@@ -134,6 +134,7 @@ def apply() -> None:
     _private_link_inbound_rules()
     _paged_target_groups()
     _jwt_validation_actions()
+    _rules_per_load_balancer()
     from controller.standins import moto_listeners
 
     moto_listeners.apply()
@@ -306,6 +307,54 @@ def _jwt_validation_actions() -> None:
         original(self, [a for a in actions if a.type != "jwt-validation"])
 
     ELBv2Backend._validate_actions = validate_actions  # type: ignore[method-assign]
+
+
+# AWS's default quotas "Rules per Application Load Balancer" (default rules not counted) and
+# "Target groups per Application Load Balancer" (unique target groups its actions use).
+RULES_PER_LOAD_BALANCER = 100
+TARGET_GROUPS_PER_LOAD_BALANCER = 100
+
+
+def _forwarded(action: Any) -> set[str]:
+    data = action if isinstance(action, dict) else getattr(action, "data", {})
+    found = {str(data["TargetGroupArn"])} if data.get("TargetGroupArn") else set()
+    for group in (data.get("ForwardConfig") or {}).get("TargetGroups") or []:
+        if group.get("TargetGroupArn"):
+            found.add(str(group["TargetGroupArn"]))
+    return found
+
+
+def _rules_per_load_balancer() -> None:
+    """CreateRule past the rules a load balancer may have (`TooManyRules`) or forwarding to
+    more target groups than it may use (`TooManyUniqueTargetGroupsPerLoadBalancer`): moto has
+    neither limit."""
+    from moto.elbv2.exceptions import ELBClientError
+    from moto.elbv2.models import ELBv2Backend
+
+    original = ELBv2Backend.create_rule
+
+    def create_rule(self: Any, listener_arn: str, conditions: list[dict[str, Any]],
+                    priority: int, actions: list[dict[str, Any]],
+                    tags: list[dict[str, str]] | None = None) -> Any:
+        listeners = self.describe_listeners(None, [listener_arn])
+        lb = self.load_balancers.get(listeners[0].load_balancer_arn) if listeners else None
+        if lb is not None:
+            rules = [r for li in lb.listeners.values() for r in li._non_default_rules.values()]
+            if len(rules) >= RULES_PER_LOAD_BALANCER:
+                raise ELBClientError("TooManyRules", "You've reached the limit on the number of "
+                                     "rules per load balancer.")
+            used = {arn for li in lb.listeners.values() for a in li.default_actions
+                    for arn in _forwarded(a)}
+            used |= {arn for r in rules for a in r.actions for arn in _forwarded(a)}
+            if len(used | {arn for a in actions for arn in _forwarded(a)}) > (
+                    TARGET_GROUPS_PER_LOAD_BALANCER):
+                raise ELBClientError(
+                    "TooManyUniqueTargetGroupsPerLoadBalancer", "You've reached the limit on "
+                    "the number of unique target groups per load balancer across all "
+                    "listeners.")
+        return original(self, listener_arn, conditions, priority, actions, tags)
+
+    ELBv2Backend.create_rule = create_rule  # type: ignore[method-assign]
 
 
 def _jwt_problem(config: Any) -> str:

@@ -4,14 +4,13 @@
   the CIDRs that admit no one are named in a Warning Event on the Ingress (and the load
   balancer is said to admit no one when nothing else is left); a Service's source ranges of
   the wrong family are refused, as upstream does, naming every one of them.
-- A managed group needing more inbound rules than EC2's default quota (60 per family) failed
-  halfway through a deploy. Now it is refused before any AWS call, with the reason."""
+
+A managed group needing more inbound rules than EC2's quota: `test_split_groups.py`."""
 
 from __future__ import annotations
 
-from controller.standins import AWSFaultProxy
 from runtime.objects import Obj
-from runtime.resources import INGRESSES, SERVICES
+from runtime.resources import SERVICES
 from tests.support.cluster import Cluster
 from tests.support.objects import condition
 from tests.support.tenancy import warnings
@@ -63,32 +62,4 @@ async def test_inbound_cidrs_of_the_wrong_family_are_named(cluster: Cluster) -> 
                        for p in group.get("IpPermissions") or []
                        for r in [*(p.get("IpRanges") or []), *(p.get("Ipv6Ranges") or [])]}
     assert rules == {"some": {"10.0.0.0/8"}, "none": set()}
-    assert await cluster.stop() == 0
-
-
-async def test_a_managed_group_over_the_rule_quota_is_refused_before_any_aws_call(
-        cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
-    await cluster.ingress_class("alb")
-    await cluster.start_app("--default-target-type", "ip")
-    await cluster.settled()
-    aws_proxy.clear_log()
-
-    ranges = [f"10.0.{i}.0/24" for i in range(61)]
-    await cluster.backend("web")
-    await cluster.nlb_service("wide", loadBalancerSourceRanges=ranges)
-    await cluster.ingress("wide-alb", {A + "inbound-cidrs": ",".join(ranges[:31]),
-                                       A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]'},
-                          backend="web")
-    await _warned(cluster, "wide", "FailedBuildModel",
-                  "the managed security group would need 61 inbound IPv4 rules (one per "
-                  "listen port and source), more than the 60 EC2 allows per security group")
-    await _warned(cluster, "wide-alb", "FailedBuildModel",
-                  "would need 62 inbound IPv4 rules")
-    cond = condition(await cluster.get(SERVICES, "wide"), "aiolbc/LoadBalancerReady") or {}
-    assert cond.get("status") == "False"
-    assert "61 inbound IPv4 rules" in str(cond.get("message"))
-    await cluster.settled()
-    ing = await cluster.get(INGRESSES, "wide-alb")
-    assert not ing["metadata"].get("finalizers")
-    assert [r.operation for r in aws_proxy.log] == []  # refused before any AWS call
     assert await cluster.stop() == 0

@@ -261,6 +261,8 @@ FLAG_RUNS: list[FlagRun] = [
                                 "EnableCertificateManagement=true",
              "--default-pca-arn": ACM_PCA}, ("f-acm-ing",)),
     FlagRun({"--default-pca-arn": ACM_PCA2}, ("f-acm-ing",)),
+    # One rule per group: the TCP_UDP Service's two rules (TCP and UDP 53) split in two groups.
+    FlagRun({"--max-rules-per-security-group": "1"}, ("f-tcp-udp",)),
     # Three flags in one restart, each seen through objects only it changes: the managed
     # stacks' bindings (every port), the Ingress with user groups (the backend group added),
     # the binding whose pod has two groups (its rules move).
@@ -273,6 +275,11 @@ FLAG_RUNS: list[FlagRun] = [
     FlagRun({"--backend-security-group": "{backend2}"}, ("f-svc", "f-ing", "f-user-ing")),
     FlagRun({"--backend-security-group": "", "--enable-backend-security-group": "false"},
             ("f-svc", "f-ing")),
+    # One rule per listener: the second member of the two-member group (group.order 2) is left
+    # out. Every object of the world stays within the three other quotas' values here.
+    FlagRun({"--max-rules-per-listener": "1", "--max-target-groups-per-load-balancer": "99",
+             "--max-condition-values-per-rule": "4", "--max-certificates-per-listener": "24"},
+            ("f-quota",)),
     FlagRun({"--aws-vpc-id": "{vpc2}"}, ("f-plain", "f-plain-ing")),
     FlagRun({"--aws-region": "eu-west-1", "--aws-vpc-id": "{vpc3}"},
             ("f-plain", "f-plain-ing"), region="eu-west-1"),
@@ -292,7 +299,7 @@ FIRST_FLAGS = {"--external-managed-tags": "owner",
 
 
 def _stack_of(name: str) -> str:
-    return f"default/{name}"
+    return name if name == "f-quota" else f"default/{name}"  # f-quota: a named group
 
 
 async def test_flags_that_shape_the_model_changed_while_down(
@@ -355,6 +362,11 @@ async def test_flags_that_shape_the_model_changed_while_down(
     ing = await world.get(INGRESSES, "f-secret-ing")
     ing["spec"]["tls"][0]["secretName"] = "f-secret-tls"
     await world.client.update(INGRESSES, ing)
+    await world.backend("f-quota-be")
+    for name, order in (("f-quota-a", "1"), ("f-quota-b", "2")):
+        await world.ingress(name, {"target-type": "ip", "group.name": "f-quota",
+                                   "group.order": order},
+                            paths=[ingress_path(f"/{name}", "f-quota-be")])
     await world.backend("f-acm-ing-be")
     await world.ingress("f-acm-ing", {"listen-ports": '[{"HTTPS": 443}]',
                                       "create-acm-cert": "true"},
@@ -367,7 +379,7 @@ async def test_flags_that_shape_the_model_changed_while_down(
     all_regions = [world.seed.region, "eu-west-1"]
     names = ["f-svc", "f-ing", "f-plain", "f-plain-ing", "f-legacy-alb", "f-legacy-other",
              "f-lbc-other", "f-user-ing", "f-eni", "f-waf", "f-wafv2", "f-shield", "f-missing",
-             "f-disc-ing", "f-secret-ing", "f-tcp-udp", "f-acm-ing"]
+             "f-disc-ing", "f-secret-ing", "f-tcp-udp", "f-acm-ing", "f-quota"]
 
     async def observe(name: str) -> str:
         if name == "f-eni":
@@ -379,7 +391,8 @@ async def test_flags_that_shape_the_model_changed_while_down(
         await eventually(lambda: _has_checkpoints(world, ["f-svc", "f-ing", "f-plain",
                                                            "f-plain-ing", "f-legacy-alb",
                                                            "f-user-ing", "f-eni",
-                                                           "f-disc-ing", "f-secret-ing"]),
+                                                           "f-disc-ing", "f-secret-ing",
+                                                           "f-quota-a", "f-quota-b"]),
                          timeout=120, interval=0.5, message="first run did not converge")
     finally:
         await process.kill()

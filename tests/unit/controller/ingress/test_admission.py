@@ -5,6 +5,7 @@ group that cannot be built)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,7 @@ from controller.errors import InvalidInput
 from controller.ingress import admit, admit_params, build_group
 from controller.ingress.caches import Caches
 from controller.ingress.exclusions import settle
+from controller.model import Quotas
 from runtime.objects import Obj, key_of
 from runtime.reconcile import Request
 from tests.support.objects import (
@@ -257,3 +259,24 @@ def test_a_new_or_changed_group_name_is_denied_only_when_disabled() -> None:
     edited = ingress("web", annotations={**GROUP, A + "scheme": "internal"})
     assert admit(edited, member, c, SETTINGS, disable_group_name_annotation=True) == []
     assert admit(ingress("web"), None, c, SETTINGS, disable_group_name_annotation=True) == []
+
+
+def test_a_member_past_a_quota_is_denied_with_the_events_text() -> None:
+    limited = dataclasses.replace(SETTINGS, quotas=Quotas(rules_per_listener=2))
+    first = established(ingress("a", annotations=GROUP, paths=[ingress_path("/a"),
+                                                               ingress_path("/a2")]))
+    c = caches(ingress_class(), backend_service("web"), first)
+    second = ingress("b", annotations=GROUP, paths=[ingress_path("/b")])
+    with pytest.raises(InvalidInput) as info:
+        admit(second, None, c, limited)
+    text = str(info.value)
+    assert text.startswith("not part of group shop: Ingress default/b would take the group "
+                           "past an AWS quota: load balancer ")
+    assert text.endswith("listener 80: 3 rules besides the default one, more than the quota "
+                         "of 2 (--max-rules-per-listener)")
+    c.ingresses.upsert(second)
+    settled = settle(loader(c).load(SHOP), caches=c, policy="params",
+                     build=lambda g: build_group(g, c, limited))
+    assert [f"not part of group shop: {why}" for _, why in settled.group.excluded] == [text]
+    # Within the quota: admitted.
+    assert admit(second, None, c, SETTINGS) == []

@@ -4,6 +4,7 @@ be built, against established members that hold the group instead."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from controller.ingress.caches import Caches
 from controller.ingress.exclusions import GroupNamespaces, Settled, settle
 from controller.ingress.groups import Group
 from controller.ingress.model import BuiltGroup, build_group
+from controller.model import Quotas
 from runtime.objects import Obj
 from runtime.reconcile import Request
 from tests.support.objects import (
@@ -217,3 +219,59 @@ def test_vanished_members_are_carried_on_the_settled_group() -> None:
     c = shop(member("front", "shop", created="2024-02-01T00:00:00Z", established=True))
     group = run(c, unknown=(gone,)).group
     assert [i["metadata"]["name"] for i in group.unknown] == ["gone"]
+
+
+def _with_paths(name: str, n: int, *, order: int, created: str,
+                established: bool = False) -> Obj:
+    ing = member(name, "shop", created=created, established=established,
+                 annotations={ORDER: str(order)})
+    ing["spec"]["rules"][0]["http"]["paths"] = [ingress_path(f"/{name}/{i}", "web")
+                                                for i in range(n)]
+    return ing
+
+
+def _quota_run(c: Caches, rules: int) -> Settled[BuiltGroup]:
+    limited = dataclasses.replace(SETTINGS, quotas=Quotas(rules_per_listener=rules))
+    return settle(loader(c).load(STOREFRONT), caches=c, policy="params",
+                  build=lambda g: build_group(g, c, limited))
+
+
+def test_a_member_past_a_quota_is_left_out_alone_in_the_group_s_order() -> None:
+    # 4 + 3 + 2 rules on listener 80, quota 6: planned in group.order, "b" (order 2) would
+    # take the listener to 7 rules and is left out; "c" (order 3) still fits.
+    c = shop(_with_paths("c", 2, order=3, created="2024-01-01T00:00:00Z"),
+             _with_paths("b", 3, order=2, created="2024-01-02T00:00:00Z"),
+             _with_paths("a", 4, order=1, created="2024-01-03T00:00:00Z"))
+    settled = _quota_run(c, 6)
+    assert names(settled.group) == ["shop/a", "shop/c"]
+    assert excluded(settled.group) == {"shop/b": (
+        "Ingress shop/b would take the group past an AWS quota: load balancer "
+        f"{settled.built.stack.load_balancers['LoadBalancer'].name if settled.built else ''}: "
+        "listener 80: 7 rules besides the default one, more than the quota of 6 "
+        "(--max-rules-per-listener)")}
+    assert settled.built is not None
+    assert len(settled.built.stack.listener_rules) == 6
+    assert settled.group.held is None
+    # The same answer whatever the creation times say.
+    again = _quota_run(shop(_with_paths("c", 2, order=3, created="2024-01-03T00:00:00Z"),
+                            _with_paths("b", 3, order=2, created="2024-01-01T00:00:00Z"),
+                            _with_paths("a", 4, order=1, created="2024-01-02T00:00:00Z")), 6)
+    assert list(excluded(again.group)) == ["shop/b"]
+
+
+def test_a_newcomer_never_pushes_an_established_member_past_a_quota() -> None:
+    # The newcomer comes first in group.order, but the established member is admitted first.
+    c = shop(_with_paths("old", 4, order=5, created="2024-01-01T00:00:00Z", established=True),
+             _with_paths("new", 4, order=1, created="2024-02-01T00:00:00Z"))
+    settled = _quota_run(c, 6)
+    assert names(settled.group) == ["shop/old"]
+    assert list(excluded(settled.group)) == ["shop/new"]
+    # An established member that grew past the quota on its own is left out alone too: the
+    # group does not hold, the rest converges.
+    c = shop(_with_paths("big", 7, order=1, created="2024-01-01T00:00:00Z", established=True),
+             _with_paths("small", 2, order=2, created="2024-01-02T00:00:00Z",
+                         established=True))
+    settled = _quota_run(c, 6)
+    assert settled.group.held is None
+    assert names(settled.group) == ["shop/small"]
+    assert "listener 80: 7 rules besides the default one" in excluded(settled.group)["shop/big"]

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from controller.ingress.merge import BuildError
+from controller.ingress.merge import BuildError, GroupQuotaExceeded
 from controller.ingress.model import (
     BuilderSettings,
     BuiltGroup,
@@ -15,11 +15,14 @@ from controller.ingress.model import (
     sort_paths,
 )
 from controller.model import (
+    SECURITY_GROUP,
     AuthenticateOidcAction,
     CertificateDiscovery,
     FixedResponseAction,
     ForwardAction,
+    Quotas,
     RedirectAction,
+    Ref,
     SharedBackendSecurityGroup,
     SubnetDiscovery,
     SubnetSelector,
@@ -348,11 +351,31 @@ def test_inbound_cidrs_that_admit_no_one_are_named() -> None:
     assert given.warnings == ()
 
 
-def test_a_managed_group_over_ec2_s_rule_quota_is_refused() -> None:
+def test_a_managed_group_over_ec2_s_rule_quota_is_split() -> None:
+    # Before: refused; now split, and without the backend group the bindings admit every part.
     cidrs = ",".join(f"10.0.{i}.0/24" for i in range(31))
-    with pytest.raises(BuildError, match="62 inbound IPv4 rules"):
-        build(Request("default", "a"), backend_service("web"), ingress("a", {
-            A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]', A + "inbound-cidrs": cidrs}))
+    notes = {A + "listen-ports": '[{"HTTP": 80}, {"HTTP": 8080}]', A + "inbound-cidrs": cidrs}
+    built = build(Request("default", "a"), backend_service("web"), ingress("a", notes))
+    parts = sorted(built.stack.security_groups)
+    assert parts[0] == "ManagedLBSecurityGroup"
+    assert len(parts) >= 2
+    assert sum(len(g.ingress) for g in built.stack.security_groups.values()) == 62
+    alone = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(enabled=False))
+    c = caches(ingress_class("alb"), backend_service("web"), ingress("a", notes))
+    built = build_group(loader(c).load(Request("default", "a")), c, alone)
+    (binding,) = built.stack.target_group_bindings.values()
+    assert binding.networking is not None
+    assert {p.security_group for p in binding.networking.ingress[0].from_} == {
+        Ref.to(SECURITY_GROUP, p, "groupID") for p in parts}
+    # A lower --max-rules-per-security-group splits sooner; past what the load balancer may
+    # carry, refused.
+    few = dataclasses.replace(SETTINGS, backend_sg=BackendSettings(rules_per_group=10))
+    c = caches(ingress_class("alb"), backend_service("web"),
+               ingress("a", {A + "inbound-cidrs": cidrs + "".join(
+                   f",10.2.{i}.0/24" for i in range(10))}))
+    with pytest.raises(BuildError, match=r"41 inbound IPv4 rules .* more than fit in the 4 "
+                                         r"managed security groups .* with 10 rules each"):
+        build_group(loader(c).load(Request("default", "a")), c, few)
 
 
 def test_params_prefix_lists_replace_the_default_cidrs() -> None:
@@ -428,3 +451,33 @@ def test_bindings_admit_the_backend_group_on_target_and_health_check_ports() -> 
                              wide).stack.target_group_bindings.values()
     assert binding.networking is not None
     assert [p.port for p in binding.networking.ingress[0].ports] == [None]
+
+
+def test_the_alb_quotas_an_ingress_group_is_planned_against() -> None:
+    def refused(quotas: Quotas, *objs: dict[str, object]) -> str:
+        c = caches(ingress_class("alb"), backend_service("web"), backend_service("api"), *objs)
+        with pytest.raises(GroupQuotaExceeded) as exc:
+            build_group(loader(c).load(Request("default", "a")), c,
+                        dataclasses.replace(SETTINGS, quotas=quotas))
+        return str(exc.value.exceeded)
+
+    two = ingress("a", paths=[ingress_path("/web", "web"), ingress_path("/api", "api")],
+                  host="shop.example.com")
+    assert refused(Quotas(target_groups_per_application_load_balancer=1), two).endswith(
+        "2 target groups, more than the quota of 1 (--max-target-groups-per-load-balancer)")
+    assert refused(Quotas(rules_per_listener=1), two).endswith(
+        "listener 80: 2 rules besides the default one, more than the quota of 1 "
+        "(--max-rules-per-listener)")
+    # host and path (a Prefix path is two patterns, /web and /web/*): three values a rule.
+    assert refused(Quotas(condition_values_per_rule=1), two).endswith(
+        "3 condition values in one rule, more than the quota of 1 "
+        "(--max-condition-values-per-rule)")
+    certs = ",".join(f"arn:aws:acm:us-west-2:123456789012:certificate/{i}" for i in range(3))
+    https = ingress("a", {A + "certificate-arn": certs, A + "listen-ports": '[{"HTTPS": 443}]'})
+    assert refused(Quotas(certificates_per_listener=1), https).endswith(
+        "listener 443: 2 certificates besides the default one, more than the quota of 1 "
+        "(--max-certificates-per-listener)")
+    # AWS's defaults: all of these build.
+    for obj in (two, https):
+        c = caches(ingress_class("alb"), backend_service("web"), backend_service("api"), obj)
+        assert build_group(loader(c).load(Request("default", "a")), c, SETTINGS)

@@ -35,10 +35,10 @@ BACKEND = GroupFacts("sg-backend", VPC, {"elbv2.k8s.aws/cluster": CLUSTER,
 
 
 def _frontend(group_id: str, kind: str, stack: str, *, cluster: str = CLUSTER,
-              vpc: str = VPC) -> GroupFacts:
+              vpc: str = VPC, resource: str = "ManagedLBSecurityGroup") -> GroupFacts:
     return GroupFacts(group_id, vpc, {"elbv2.k8s.aws/cluster": cluster,
                                       f"{kind}.k8s.aws/stack": stack,
-                                      f"{kind}.k8s.aws/resource": "ManagedLBSecurityGroup"})
+                                      f"{kind}.k8s.aws/resource": resource})
 
 
 FACTS = {f.group_id: f for f in [
@@ -52,6 +52,10 @@ FACTS = {f.group_id: f for f in [
                                               "elbv2.k8s.aws/resource": "backend-sg"}),
     GroupFacts("sg-bastion", VPC, {"Name": "bastion"}),
     _frontend("sg-attacker-nlb", "service", "attacker/web"),
+    # Parts of a split frontend group (more inbound rules than one group holds).
+    _frontend("sg-attacker-nlb-2", "service", "attacker/web",
+              resource="ManagedLBSecurityGroup-2"),
+    _frontend("sg-attacker-other", "service", "attacker/web", resource="ManagedLBSecurityGroupX"),
 ]}
 
 
@@ -105,6 +109,8 @@ def test_groups_that_are_not_the_namespaces_load_balancers_are_refused(group: st
 def test_the_namespaces_own_load_balancer_groups_are_allowed_on_its_ports() -> None:
     assert _refusal(_networking(_from_group("sg-backend", 8080))) is None
     assert _refusal(_networking(_from_group("sg-attacker-nlb", 8080, protocol="UDP"))) is None
+    assert _refusal(_networking(_from_group("sg-attacker-nlb-2", 8080))) is None
+    assert "is neither" in str(_refusal(_networking(_from_group("sg-attacker-other", 8080))))
     assert _refusal(_networking(_from_group("sg-shop-nlb", 8080), _from_group(
         "sg-shop-alb", 8080, "http")), namespace="shop") is None
     # A user-given backend group is the backend group whatever its tags.

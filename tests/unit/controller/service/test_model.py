@@ -324,13 +324,27 @@ def test_the_managed_group_admits_the_source_ranges_spec_first() -> None:
         build_stack(web_service(loadBalancerSourceRanges=["10.0.0.0/33"]), settings=SETTINGS)
 
 
-def test_a_managed_group_over_ec2_s_rule_quota_is_refused() -> None:
-    ranges = [f"10.0.{i}.0/24" for i in range(30)]
-    assert build_stack(web_service(loadBalancerSourceRanges=ranges), settings=SETTINGS)
-    with pytest.raises(InvalidService, match=r"service shop/web: the managed security group "
-                                             r"would need 62 inbound IPv4 rules"):
-        build_stack(web_service(loadBalancerSourceRanges=[*ranges, "10.1.0.0/24"]),
-                    settings=SETTINGS)
+def test_a_managed_group_over_ec2_s_rule_quota_is_split() -> None:
+    # Before: 62 rules (2 ports x 31 ranges) were refused; now two or more groups share them.
+    ranges = [f"10.0.{i}.0/24" for i in range(31)]
+    stack = build_stack(web_service(loadBalancerSourceRanges=ranges), settings=SETTINGS)
+    parts = sorted(stack.security_groups)
+    assert parts[0] == "ManagedLBSecurityGroup"
+    assert len(parts) >= 2
+    assert all(len(stack.security_groups[p].ingress) <= 60 for p in parts)
+    names = {g.name for g in stack.security_groups.values()}
+    first = stack.security_groups["ManagedLBSecurityGroup"].name
+    assert names == {first} | {f"{first}-{p.rsplit('-', 1)[1]}" for p in parts[1:]}
+    assert sum(len(g.ingress) for g in stack.security_groups.values()) == 62
+    lb = stack.load_balancers["LoadBalancer"]
+    assert set(lb.security_groups) == {*(Ref.to(SECURITY_GROUP, p, "groupID") for p in parts),
+                                       SharedBackendSecurityGroup()}
+    # Past the five groups a load balancer may carry (four beside the backend group): refused.
+    with pytest.raises(InvalidService, match=r"service shop/web: the managed security groups "
+                                             r"would need 242 inbound IPv4 rules.*more than fit "
+                                             r"in the 4 managed security groups"):
+        build_stack(web_service(loadBalancerSourceRanges=[
+            f"10.{i // 250}.{i % 250}.0/24" for i in range(121)]), settings=SETTINGS)
 
 
 def test_no_groups_at_all_with_disable_nlb_sg() -> None:
