@@ -13,7 +13,7 @@ from runtime.featuregates import FeatureGates, Gate
 # (name, upstream's default, the state aiolbc behaves as or None when it acts on the gate, what
 # the gate switches).
 _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
-    ("ListenerRulesTagging", True, True, "tag listeners and rules"),
+    ("ListenerRulesTagging", True, None, "tag listeners and rules"),
     ("WeightedTargetGroups", True, True, "weighted forward actions over several target groups"),
     ("ServiceTypeLoadBalancerOnly", False, None, "serve Services of type LoadBalancer only"),
     ("EndpointsFailOpen", True, None,

@@ -226,7 +226,8 @@ class StackDeployer:
         # Observe target groups, listeners and rules concurrently, then all their tags at once.
         (tgs, in_use), current_listeners = await asyncio.gather(
             self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
-        tags = await reader.tags([*tgs, *current_listeners.arns()])
+        tags = await reader.tags(
+            [*tgs, *current_listeners.arns(tagged=run.tags_listeners)])
         tags.update(lbs.tags)
         matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
                                       in_use=in_use)

@@ -94,6 +94,10 @@ class StackContext(Model):
     vpc_id: str = Field(min_length=1)
     # Tag keys someone else manages on our resources: the deployer never removes them.
     external_managed_tags: Items[str] = ()
+    # The ListenerRulesTagging gate: off, listeners and rules are created untagged and never
+    # tagged (rules are then matched by content, then priority). Left out of the canonical
+    # JSON in its default state, so checkpoints taken before the gate existed still match.
+    listener_rules_tagging: bool = Field(default=True, exclude_if=lambda value: value)
 
     @field_validator("external_managed_tags", mode="after")
     @classmethod

@@ -119,7 +119,9 @@ class ModelSettings:
     def context(self) -> StackContext:
         return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
                             vpc_id=self.cluster.vpc_id,
-                            external_managed_tags=tuple(self.defaults.external_managed_tags))
+                            external_managed_tags=tuple(self.defaults.external_managed_tags),
+                            listener_rules_tagging=gates.enabled(self.gates,
+                                                                 "ListenerRulesTagging"))
 
 
 @dataclass(frozen=True, slots=True)

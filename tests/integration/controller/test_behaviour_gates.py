@@ -1,0 +1,93 @@
+"""Feature gates that change what the controllers deploy, each in both states, through the
+whole controller (`aiolbc run`'s set-up) against the local API server and moto."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from controller.aws import AWSClientPool
+from controller.standins import AwsSeed
+from runtime.objects import Obj
+from runtime.resources import INGRESSES
+from tests.support.aws import AwsInspector
+from tests.support.cluster import Cluster, local_cluster
+from tests.support.objects import hostname, ingress_path
+from tests.support.waiting import eventually
+
+RESOURCE_TAG = "ingress.k8s.aws/resource"
+
+
+@pytest.fixture
+async def cluster(aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_inspector: AwsInspector,
+                  tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with local_cluster(seed=aws_seed, pool=aws_pool, aws=aws_inspector,
+                             directory=tmp_path, controllers=()) as c:
+        yield c
+
+
+async def _load_balancer(c: Cluster, name: str) -> Obj:
+    async def deployed() -> Obj | None:
+        ing = await c.find(INGRESSES, name)
+        return await c.aws.load_balancer_at(hostname(ing)) if ing and hostname(ing) else None
+
+    lb: Obj = await eventually(deployed, timeout=60)
+    return lb
+
+
+async def _listener_and_rules(c: Cluster, lb: Obj) -> tuple[Obj, list[Obj]]:
+    listener = (await c.aws.listeners(str(lb["LoadBalancerArn"])))[80]
+    return listener, await c.aws.rules(listener["ListenerArn"])
+
+
+def _paths(rules: list[Obj]) -> list[str]:
+    """Each rule's first path pattern."""
+    return [next(v for cond in r["Conditions"] for v in
+             (cond.get("PathPatternConfig") or {}).get("Values", [])) for r in rules]
+
+
+# ---- ListenerRulesTagging -------------------------------------------------------------------
+
+@pytest.mark.parametrize("tagging", [True, False])
+async def test_listener_rules_tagging(cluster: Cluster, tagging: bool) -> None:
+    """On (upstream's default), listeners and rules carry the tracking tags; off, they are
+    created untagged and stay so, and rules are still matched (by content, then priority)
+    so that a reordering moves them instead of replacing them."""
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.backend("api")
+    await c.ingress("shop", paths=[ingress_path("/api", "api"), ingress_path("/", "web")])
+    await c.start_app(f"--feature-gates=ListenerRulesTagging={str(tagging).lower()}")
+    lb = await _load_balancer(c, "shop")
+    listener, rules = await eventually(lambda: _listener_and_rules(c, lb))
+    assert _paths(rules) == ["/api", "/*"]
+    arns = [listener["ListenerArn"], *(r["RuleArn"] for r in rules)]
+    tags = await c.aws.tags([lb["LoadBalancerArn"], *arns])
+    assert tags[lb["LoadBalancerArn"]][RESOURCE_TAG] == "LoadBalancer"
+    for arn in arns:
+        assert (RESOURCE_TAG in tags[arn]) is tagging, (arn, tags[arn])
+        if not tagging:
+            assert tags[arn] == {}
+
+    # A new path in front. Untagged, the two existing rules are recognised by their content:
+    # they move down, neither is replaced (tagged, a rule's identity is its position).
+    await c.backend("new")
+    await c.patch(INGRESSES, "shop", {"spec": {"rules": [{"http": {"paths": [
+        ingress_path("/new", "new"), ingress_path("/api", "api"), ingress_path("/", "web")]}}]}})
+
+    async def reordered() -> list[Obj] | None:
+        _, now = await _listener_and_rules(c, lb)
+        return now if _paths(now) == ["/new", "/api", "/*"] else None
+
+    now = await eventually(reordered, timeout=60)
+    await c.settled()
+    _, now = await _listener_and_rules(c, lb)
+    assert len(now) == 3
+    if not tagging:
+        assert [r["RuleArn"] for r in now[1:]] == [r["RuleArn"] for r in rules]
+    tags = await c.aws.tags(r["RuleArn"] for r in now)
+    assert all((RESOURCE_TAG in t) is tagging for t in tags.values()), tags
+    await c.stop()
