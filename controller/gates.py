@@ -19,6 +19,7 @@ UPSTREAM_DEFAULTS: Final = {
     "EnableTCPUDPListener": False,
     "EnableCertificateManagement": False,
     "ListenerRulesTagging": True,
+    "WeightedTargetGroups": True,
 }
 
 

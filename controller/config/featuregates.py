@@ -14,7 +14,7 @@ from runtime.featuregates import FeatureGates, Gate
 # the gate switches).
 _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("ListenerRulesTagging", True, None, "tag listeners and rules"),
-    ("WeightedTargetGroups", True, True, "weighted forward actions over several target groups"),
+    ("WeightedTargetGroups", True, None, "weighted forward actions over several target groups"),
     ("ServiceTypeLoadBalancerOnly", False, None, "serve Services of type LoadBalancer only"),
     ("EndpointsFailOpen", True, None,
      "with no Ready node, register the nodes whose readiness is Unknown"),

@@ -229,7 +229,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                         restricted_rules=settings.backend_sg.restricted_rules,
                         tolerate_missing_service=settings.tolerate_missing_service,
                         tolerate_missing_action=settings.tolerate_missing_action,
-                        ip_targets=gates.enabled(settings.gates, "EnableIPTargetType"))
+                        ip_targets=gates.enabled(settings.gates, "EnableIPTargetType"),
+                        weighted_target_groups=gates.enabled(settings.gates,
+                                                             "WeightedTargetGroups"))
     # Listeners carry the group's tags (members' and class parameters', `--default-tags`
     # winning), each rule its own Ingress's (upstream, with its ListenerRulesTagging gate on).
     listener_tags = dict(lb.tags)

@@ -3,6 +3,7 @@ whole controller (`aiolbc run`'s set-up) against the local API server and moto."
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from runtime.resources import INGRESSES
 from tests.support.aws import AwsInspector
 from tests.support.cluster import Cluster, local_cluster
 from tests.support.objects import hostname, ingress_path
+from tests.support.tenancy import warnings
 from tests.support.waiting import eventually
 
 RESOURCE_TAG = "ingress.k8s.aws/resource"
@@ -90,4 +92,57 @@ async def test_listener_rules_tagging(cluster: Cluster, tagging: bool) -> None:
         assert [r["RuleArn"] for r in now[1:]] == [r["RuleArn"] for r in rules]
     tags = await c.aws.tags(r["RuleArn"] for r in now)
     assert all((RESOURCE_TAG in t) is tagging for t in tags.values()), tags
+    await c.stop()
+
+
+# ---- WeightedTargetGroups -------------------------------------------------------------------
+
+def _weighted() -> dict[str, str]:
+    return {"alb.ingress.kubernetes.io/actions.split": json.dumps({
+        "type": "forward", "forwardConfig": {"targetGroups": [
+            {"serviceName": "blue", "servicePort": 80, "weight": 80},
+            {"serviceName": "green", "servicePort": 80, "weight": 20}]}})}
+
+
+async def test_weighted_target_groups_on_forwards_to_both(cluster: Cluster) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("blue")
+    await c.backend("green")
+    await c.ingress("canary", _weighted(),
+                    paths=[ingress_path("/", "split", "use-annotation")])
+    await c.start_app("--feature-gates=WeightedTargetGroups=true")
+    lb = await _load_balancer(c, "canary")
+    _, rules = await eventually(lambda: _listener_and_rules(c, lb))
+    (rule,) = rules
+    (forward,) = rule["Actions"]
+    assert sorted(g["Weight"] for g in forward["ForwardConfig"]["TargetGroups"]) == [20, 80]
+    await c.stop()
+
+
+async def test_weighted_target_groups_off_refuses_with_upstreams_message(
+        cluster: Cluster) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("blue")
+    await c.backend("green")
+    await c.backend("web")
+    await c.ingress("canary", _weighted(),
+                    paths=[ingress_path("/", "split", "use-annotation")])
+    await c.ingress("plain", {"alb.ingress.kubernetes.io/group.name": "other"}, backend="web")
+    await c.start_app("--feature-gates=WeightedTargetGroups=false")
+    message = ("Ingress default/canary: a forward action over 2 target groups: weighted target "
+               "groups feature is disabled (feature gate WeightedTargetGroups)")
+
+    async def refused() -> list[Obj]:
+        return [e for e in warnings(await c.events("canary")) if message in e["message"]]
+
+    await eventually(refused, timeout=60)
+    # One target group is still a forward; the refused Ingress got nothing.
+    await _load_balancer(c, "plain")
+    await c.settled()
+    ing = await c.get(INGRESSES, "canary")
+    assert not hostname(ing)
+    assert not ing["metadata"].get("finalizers")
+    assert len(await c.aws.load_balancers()) == 1
     await c.stop()
