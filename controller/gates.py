@@ -4,7 +4,7 @@ then acts in upstream's default state, as `aiolbc run` with no `--feature-gates`
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypedDict
 
 from runtime.featuregates import FeatureGates
 
@@ -20,6 +20,7 @@ UPSTREAM_DEFAULTS: Final = {
     "EnableCertificateManagement": False,
     "ListenerRulesTagging": True,
     "WeightedTargetGroups": True,
+    "SubnetsClusterTagCheck": True,
 }
 
 
@@ -30,4 +31,18 @@ def enabled(gates: FeatureGates, name: str) -> bool:
         return UPSTREAM_DEFAULTS[name]
 
 
-__all__ = ["UPSTREAM_DEFAULTS", "enabled"]
+class StackContextGates(TypedDict):
+    """The gates the deployer and the resolve stage act on, carried by each stack's context
+    (`controller.model.StackContext`), so that a changed gate is a changed stack."""
+
+    listener_rules_tagging: bool
+    subnets_cluster_tag_check: bool
+
+
+def stack_context(gates: FeatureGates) -> StackContextGates:
+    return StackContextGates(
+        listener_rules_tagging=enabled(gates, "ListenerRulesTagging"),
+        subnets_cluster_tag_check=enabled(gates, "SubnetsClusterTagCheck"))
+
+
+__all__ = ["UPSTREAM_DEFAULTS", "StackContextGates", "enabled", "stack_context"]

@@ -21,7 +21,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("EnableServiceController", True, None, "the Service controller"),
     ("EnableIPTargetType", True, None, "ip targets for Ingresses and Services"),
     ("EnableRGTAPI", False, False, "read tags through the Resource Groups Tagging API"),
-    ("SubnetsClusterTagCheck", True, True,
+    ("SubnetsClusterTagCheck", True, None,
      "subnet discovery checks the kubernetes.io/cluster/<name> tag"),
     ("NLBHealthCheckAdvancedConfig", True, True, "advanced NLB health check settings"),
     ("NLBSecurityGroup", True, None, "security groups on NLBs"),

@@ -5,8 +5,9 @@ Subnets, as upstream:
   (internet-facing) or `kubernetes.io/role/internal-elb` (internal); a tag selector
   (`SubnetSelector`, IngressClassParams `subnets.tags`): the VPC's subnets carrying every
   listed key with one of its values. Either way subnets tagged `kubernetes.io/cluster/<name>`
-  for other clusters only are left out, and per availability zone the one tagged for this
-  cluster wins, then the lowest id;
+  for other clusters only are left out (unless the stack's context turns the check off, the
+  SubnetsClusterTagCheck gate), and per availability zone the one tagged for this cluster
+  wins, then the lowest id;
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
@@ -220,8 +221,8 @@ class StackResolver:
     async def _select(self, tags: Mapping[str, Sequence[str]], ctx: StackContext,
                       calls: Caller) -> dict[str, list[str]]:
         """Zone → eligible subnet ids matching `tags`, best first."""
-        key = ("subnet-select", json.dumps([ctx.vpc_id, ctx.cluster_name, tags],
-                                           sort_keys=True))
+        key = ("subnet-select", json.dumps([ctx.vpc_id, ctx.cluster_name, tags,
+                                            ctx.subnets_cluster_tag_check], sort_keys=True))
         cached = self._cached(key)
         if cached is not None:
             zones: dict[str, list[str]] = cached
@@ -232,7 +233,8 @@ class StackResolver:
         async for page in calls.paginate("DescribeSubnets", service="ec2", Filters=filters):
             for subnet in page.get("Subnets", []):
                 self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
-                rank = _cluster_rank(subnet, ctx.cluster_name)
+                rank = _cluster_rank(subnet, ctx.cluster_name,
+                                     check=ctx.subnets_cluster_tag_check)
                 if rank is not None:
                     ranked.setdefault(subnet["AvailabilityZone"], []).append(
                         (rank, subnet["SubnetId"]))
@@ -389,13 +391,15 @@ class StackResolver:
         return authority
 
 
-def _cluster_rank(subnet: dict[str, Any], cluster_name: str) -> int | None:
-    """0: tagged for this cluster; 1: for no cluster; None: for other clusters only."""
+def _cluster_rank(subnet: dict[str, Any], cluster_name: str, *, check: bool) -> int | None:
+    """0: tagged for this cluster; 1: for no cluster; None: for other clusters only, left out
+    unless the cluster tag check (SubnetsClusterTagCheck) is off: then it ranks as untagged
+    (upstream: the check only decides eligibility; this cluster's tag still wins a zone)."""
     clusters = {str(t.get("Key", ""))[len(_CLUSTER_TAG):] for t in subnet.get("Tags") or []
                 if str(t.get("Key", "")).startswith(_CLUSTER_TAG)}
-    if not clusters:
-        return 1
-    return 0 if cluster_name in clusters else None
+    if cluster_name in clusters:
+        return 0
+    return 1 if not clusters or not check else None
 
 
 def _covers(name: str, host: str) -> bool:

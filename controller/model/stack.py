@@ -98,6 +98,10 @@ class StackContext(Model):
     # tagged (rules are then matched by content, then priority). Left out of the canonical
     # JSON in its default state, so checkpoints taken before the gate existed still match.
     listener_rules_tagging: bool = Field(default=True, exclude_if=lambda value: value)
+    # The SubnetsClusterTagCheck gate: off, subnet discovery no longer leaves out subnets
+    # tagged kubernetes.io/cluster/<name> for other clusters only (upstream). Left out of the
+    # canonical JSON in its default state, as the gates below.
+    subnets_cluster_tag_check: bool = Field(default=True, exclude_if=lambda value: value)
 
     @field_validator("external_managed_tags", mode="after")
     @classmethod

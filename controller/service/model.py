@@ -120,8 +120,7 @@ class ModelSettings:
         return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
                             vpc_id=self.cluster.vpc_id,
                             external_managed_tags=tuple(self.defaults.external_managed_tags),
-                            listener_rules_tagging=gates.enabled(self.gates,
-                                                                 "ListenerRulesTagging"))
+                            **gates.stack_context(self.gates))
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,3 +146,42 @@ async def test_weighted_target_groups_off_refuses_with_upstreams_message(
     assert not ing["metadata"].get("finalizers")
     assert len(await c.aws.load_balancers()) == 1
     await c.stop()
+
+
+# ---- SubnetsClusterTagCheck -----------------------------------------------------------------
+
+async def _retag(c: Cluster, subnet: str, *, remove: tuple[str, ...] = (),
+                 add: dict[str, str] | None = None) -> None:
+    if remove:
+        await c.aws.call("ec2", "DeleteTags", Resources=[subnet],
+                         Tags=[{"Key": k} for k in remove])
+    if add:
+        await c.aws.call("ec2", "CreateTags", Resources=[subnet],
+                         Tags=[{"Key": k, "Value": v} for k, v in add.items()])
+
+
+async def _refused(c: Cluster, name: str, text: str) -> list[Obj]:
+    return [e for e in warnings(await c.events(name)) if text in e["message"]]
+
+
+@pytest.mark.parametrize("check", [True, False])
+async def test_subnets_cluster_tag_check(cluster: Cluster, check: bool) -> None:
+    """A subnet tagged for another cluster only: left out with the check on (upstream's
+    default), so the internal ALB has one zone and is refused; used with it off."""
+    c = cluster
+    other = c.seed.private_subnets[0]
+    await _retag(c, other, remove=(f"kubernetes.io/cluster/{c.seed.cluster_name}",),
+                 add={"kubernetes.io/cluster/someone-else": "owned"})
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", backend="web")
+    await c.start_app(f"--feature-gates=SubnetsClusterTagCheck={str(check).lower()}")
+    if check:
+        await eventually(lambda: _refused(c, "shop", "needs subnets in at least two "
+                                                     "availability zones, got 1"), timeout=60)
+        assert not await c.aws.load_balancers()
+    else:
+        lb = await _load_balancer(c, "shop")
+        assert sorted(z["SubnetId"] for z in lb["AvailabilityZones"]) == sorted(
+            c.seed.private_subnets)
+    await c.stop()
