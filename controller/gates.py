@@ -21,6 +21,7 @@ UPSTREAM_DEFAULTS: Final = {
     "ListenerRulesTagging": True,
     "WeightedTargetGroups": True,
     "SubnetsClusterTagCheck": True,
+    "ALBSingleSubnet": False,
 }
 
 
@@ -37,12 +38,14 @@ class StackContextGates(TypedDict):
 
     listener_rules_tagging: bool
     subnets_cluster_tag_check: bool
+    alb_single_subnet: bool
 
 
 def stack_context(gates: FeatureGates) -> StackContextGates:
     return StackContextGates(
         listener_rules_tagging=enabled(gates, "ListenerRulesTagging"),
-        subnets_cluster_tag_check=enabled(gates, "SubnetsClusterTagCheck"))
+        subnets_cluster_tag_check=enabled(gates, "SubnetsClusterTagCheck"),
+        alb_single_subnet=enabled(gates, "ALBSingleSubnet"))
 
 
 __all__ = ["UPSTREAM_DEFAULTS", "StackContextGates", "enabled", "stack_context"]

@@ -25,7 +25,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
      "subnet discovery checks the kubernetes.io/cluster/<name> tag"),
     ("NLBHealthCheckAdvancedConfig", True, True, "advanced NLB health check settings"),
     ("NLBSecurityGroup", True, None, "security groups on NLBs"),
-    ("ALBSingleSubnet", False, False, "ALBs in a single subnet"),
+    ("ALBSingleSubnet", False, None, "ALBs in a single subnet"),
     ("SubnetDiscoveryByReachability", True, False, "subnet discovery by route reachability"),
     ("LBCapacityReservation", True, False, "load balancer capacity reservations"),
     ("NLBGatewayAPI", True, False, "Gateway API for NLBs"),

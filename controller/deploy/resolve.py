@@ -22,7 +22,8 @@ active subscription. Either failing stops the stack before anything is created (
 upstream skips Shield silently). A forward to a target group by name (`TargetGroupByName`,
 upstream's `targetGroupName`) gets the ARN of the target group of that name (DescribeTargetGroups
 by name); whether the stack may forward there was checked before the stack was built (the
-qualify step). Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones.
+qualify step). Results are cached for `ttl` seconds; an ALB needs subnets in two or more zones
+(one is enough when the stack's context says so: the ALBSingleSubnet gate, as upstream).
 The VPC and the cluster come from the stack's context, never from settings of the resolver's
 own.
 """
@@ -177,7 +178,8 @@ class StackResolver:
                 raise ResolveError(
                     f"load balancer {lb.name}: subnets {', '.join(zones[shared[0]])} are in the "
                     f"same availability zone {shared[0]}; give at most one per zone")
-        if lb.type == "application" and len(zones) < 2:
+        if lb.type == "application" and len(zones) < 2 and not (ctx.alb_single_subnet
+                                                                and zones):
             raise ResolveError(
                 f"load balancer {lb.name}: an application load balancer needs subnets in at "
                 f"least two availability zones, got {len(zones)} ({', '.join(sorted(zones))})")

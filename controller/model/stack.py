@@ -102,6 +102,8 @@ class StackContext(Model):
     # tagged kubernetes.io/cluster/<name> for other clusters only (upstream). Left out of the
     # canonical JSON in its default state, as the gates below.
     subnets_cluster_tag_check: bool = Field(default=True, exclude_if=lambda value: value)
+    # The ALBSingleSubnet gate: on, an ALB may have subnets in one availability zone.
+    alb_single_subnet: bool = Field(default=False, exclude_if=lambda value: not value)
 
     @field_validator("external_managed_tags", mode="after")
     @classmethod

@@ -185,3 +185,25 @@ async def test_subnets_cluster_tag_check(cluster: Cluster, check: bool) -> None:
         assert sorted(z["SubnetId"] for z in lb["AvailabilityZones"]) == sorted(
             c.seed.private_subnets)
     await c.stop()
+
+
+# ---- ALBSingleSubnet ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("single", [True, False])
+async def test_alb_single_subnet(cluster: Cluster, single: bool) -> None:
+    """Off (upstream's default), an ALB given one subnet is refused before any AWS call; on,
+    it is created in that subnet."""
+    c = cluster
+    subnet = c.seed.private_subnets[0]
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", {"alb.ingress.kubernetes.io/subnets": subnet}, backend="web")
+    await c.start_app(f"--feature-gates=ALBSingleSubnet={str(single).lower()}")
+    if single:
+        lb = await _load_balancer(c, "shop")
+        assert [z["SubnetId"] for z in lb["AvailabilityZones"]] == [subnet]
+    else:
+        await eventually(lambda: _refused(c, "shop", "needs subnets in at least two "
+                                                     "availability zones, got 1"), timeout=60)
+        assert not await c.aws.load_balancers()
+    await c.stop()
