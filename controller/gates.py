@@ -22,6 +22,8 @@ UPSTREAM_DEFAULTS: Final = {
     "WeightedTargetGroups": True,
     "SubnetsClusterTagCheck": True,
     "ALBSingleSubnet": False,
+    "NLBHealthCheckAdvancedConfig": True,
+    "SubnetDiscoveryByReachability": True,
 }
 
 
@@ -39,13 +41,17 @@ class StackContextGates(TypedDict):
     listener_rules_tagging: bool
     subnets_cluster_tag_check: bool
     alb_single_subnet: bool
+    nlb_health_check_advanced_config: bool
+    subnet_discovery_by_reachability: bool
 
 
 def stack_context(gates: FeatureGates) -> StackContextGates:
     return StackContextGates(
         listener_rules_tagging=enabled(gates, "ListenerRulesTagging"),
         subnets_cluster_tag_check=enabled(gates, "SubnetsClusterTagCheck"),
-        alb_single_subnet=enabled(gates, "ALBSingleSubnet"))
+        alb_single_subnet=enabled(gates, "ALBSingleSubnet"),
+        nlb_health_check_advanced_config=enabled(gates, "NLBHealthCheckAdvancedConfig"),
+        subnet_discovery_by_reachability=enabled(gates, "SubnetDiscoveryByReachability"))
 
 
 __all__ = ["UPSTREAM_DEFAULTS", "StackContextGates", "enabled", "stack_context"]

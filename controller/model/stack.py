@@ -104,6 +104,15 @@ class StackContext(Model):
     subnets_cluster_tag_check: bool = Field(default=True, exclude_if=lambda value: value)
     # The ALBSingleSubnet gate: on, an ALB may have subnets in one availability zone.
     alb_single_subnet: bool = Field(default=False, exclude_if=lambda value: not value)
+    # The NLBHealthCheckAdvancedConfig gate: off, as upstream, a TCP/UDP/TLS target group
+    # whose health check protocol, matcher, interval or timeout differ is replaced instead of
+    # modified (from when AWS could not modify them).
+    nlb_health_check_advanced_config: bool = Field(default=True,
+                                                   exclude_if=lambda value: value)
+    # The SubnetDiscoveryByReachability gate: subnet discovery falls back to route-table
+    # reachability when no subnet carries the role tag.
+    subnet_discovery_by_reachability: bool = Field(default=True,
+                                                   exclude_if=lambda value: value)
 
     @field_validator("external_managed_tags", mode="after")
     @classmethod

@@ -12,7 +12,7 @@ import pytest
 from controller.aws import AWSClientPool
 from controller.standins import AwsSeed
 from runtime.objects import Obj
-from runtime.resources import INGRESSES
+from runtime.resources import INGRESSES, SERVICES
 from tests.support.aws import AwsInspector
 from tests.support.cluster import Cluster, local_cluster
 from tests.support.objects import hostname, ingress_path
@@ -205,5 +205,95 @@ async def test_alb_single_subnet(cluster: Cluster, single: bool) -> None:
     else:
         await eventually(lambda: _refused(c, "shop", "needs subnets in at least two "
                                                      "availability zones, got 1"), timeout=60)
+        assert not await c.aws.load_balancers()
+    await c.stop()
+
+
+# ---- NLBHealthCheckAdvancedConfig -----------------------------------------------------------
+
+async def _service_target_groups(c: Cluster) -> list[Obj]:
+    return [tg for tg in await c.aws.target_groups()
+            if tg.get("VpcId") == c.seed.vpc_id and tg.get("Protocol") == "TCP"]
+
+
+@pytest.mark.parametrize("advanced", [True, False])
+async def test_nlb_health_check_advanced_config(cluster: Cluster, advanced: bool) -> None:
+    """On (upstream's default), the timeout and success codes are the annotations' and a
+    changed interval modifies the target group; off, they are not read (the default timeout,
+    no matcher) and a changed interval replaces the target group, as upstream."""
+    c = cluster
+    await c.nlb_service("web", {
+        "aws-load-balancer-healthcheck-protocol": "HTTP",
+        "aws-load-balancer-healthcheck-timeout": "7",
+        "aws-load-balancer-healthcheck-success-codes": "200-299",
+        "aws-load-balancer-healthcheck-interval": "10"})
+    await c.start_app(f"--feature-gates=NLBHealthCheckAdvancedConfig={str(advanced).lower()}")
+    (tg,) = await eventually(lambda: _service_target_groups(c), timeout=60)
+    assert tg["HealthCheckTimeoutSeconds"] == (7 if advanced else 10)
+    if advanced:
+        assert tg["Matcher"] == {"HttpCode": "200-299"}
+    else:
+        # Not silently: the keys left unread are told.
+        async def told() -> set[str]:
+            said = {e["message"] for e in await _refused(
+                c, "web", "not acted on while the NLBHealthCheckAdvancedConfig feature gate")}
+            return said if len(said) == 2 else set()
+
+        assert await eventually(told) == {
+            f"service.beta.kubernetes.io/aws-load-balancer-healthcheck-{key}: not acted on "
+            "while the NLBHealthCheckAdvancedConfig feature gate is off"
+            for key in ("timeout", "success-codes")}
+    await c.settled()
+
+    await c.annotate(SERVICES, "web", {
+        "service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval": "20"})
+
+    async def changed() -> Obj | None:
+        tgs = await _service_target_groups(c)
+        return tgs[0] if len(tgs) == 1 and tgs[0]["HealthCheckIntervalSeconds"] == 20 else None
+
+    now = await eventually(changed, timeout=60)
+    assert (now["TargetGroupArn"] == tg["TargetGroupArn"]) is advanced
+    await c.stop()
+
+
+# ---- SubnetDiscoveryByReachability ----------------------------------------------------------
+
+async def _public_by_route_only(c: Cluster) -> None:
+    """The public subnets lose their role tag and get a route table with a default route to
+    an internet gateway; every other subnet stays on the VPC's main table (local only)."""
+    for subnet in c.seed.public_subnets:
+        await _retag(c, subnet, remove=("kubernetes.io/role/elb",))
+    igw = (await c.aws.call("ec2", "CreateInternetGateway"))["InternetGateway"]
+    await c.aws.call("ec2", "AttachInternetGateway", VpcId=c.seed.vpc_id,
+                     InternetGatewayId=igw["InternetGatewayId"])
+    table = (await c.aws.call("ec2", "CreateRouteTable",
+                              VpcId=c.seed.vpc_id))["RouteTable"]["RouteTableId"]
+    await c.aws.call("ec2", "CreateRoute", RouteTableId=table, DestinationCidrBlock="0.0.0.0/0",
+                     GatewayId=igw["InternetGatewayId"])
+    for subnet in c.seed.public_subnets:
+        await c.aws.call("ec2", "AssociateRouteTable", RouteTableId=table, SubnetId=subnet)
+
+
+@pytest.mark.parametrize("reachability", [True, False])
+async def test_subnet_discovery_by_reachability(cluster: Cluster, reachability: bool) -> None:
+    """No subnet tagged kubernetes.io/role/elb: on (upstream's default), an internet-facing
+    ALB gets the subnets routed to an internet gateway; off, it is refused."""
+    c = cluster
+    await _public_by_route_only(c)
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", {"alb.ingress.kubernetes.io/scheme": "internet-facing"},
+                    backend="web")
+    await c.start_app(
+        f"--feature-gates=SubnetDiscoveryByReachability={str(reachability).lower()}")
+    if reachability:
+        lb = await _load_balancer(c, "shop")
+        assert sorted(z["SubnetId"] for z in lb["AvailabilityZones"]) == sorted(
+            c.seed.public_subnets)
+    else:
+        await eventually(lambda: _refused(
+            c, "shop", f"no subnet in VPC {c.seed.vpc_id} is tagged kubernetes.io/role/elb"),
+            timeout=60)
         assert not await c.aws.load_balancers()
     await c.stop()
