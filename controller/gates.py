@@ -24,6 +24,7 @@ UPSTREAM_DEFAULTS: Final = {
     "ALBSingleSubnet": False,
     "NLBHealthCheckAdvancedConfig": True,
     "SubnetDiscoveryByReachability": True,
+    "IngressPlanAnnotation": False,
 }
 
 

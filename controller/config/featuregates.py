@@ -39,7 +39,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("ALBTargetControlAgent", False, False, "the ALB Target Control Agent"),
     ("GatewayListenerSet", True, False, "ListenerSets in the Gateway API"),
     ("EnableCertificateManagement", False, None, "ACM certificates created for Ingresses"),
-    ("IngressPlanAnnotation", False, False, "the model in an Ingress's dry-run-plan annotation"),
+    ("IngressPlanAnnotation", False, None, "the model in an Ingress's dry-run-plan annotation"),
 )
 
 GATES = FeatureGates.of(

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from controller import gates
 from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
-from controller.annotations import AnnotationError, annotations_of
+from controller.annotations import AnnotationError, annotations_of, note_read
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
@@ -48,6 +48,7 @@ from controller.ingress.merge import (
     apply_params,
     merge_load_balancer,
 )
+from controller.ingress.plan import DRY_RUN_PLAN
 from controller.ingress.rules import optimize
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
@@ -196,6 +197,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         try:
             # A key that narrows access and cannot be honoured stops the member first.
             findings[member.key] = check(annotations_of(member.ingress), where="ingress")
+            note_read(DRY_RUN_PLAN)  # an output: the reconciler writes or removes it (plan.py)
             ann = parse_ingress(member.ingress)
         except (AnnotationError, UnsupportedAnnotation) as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.aws import AWSClientPool
+from controller.model import LISTENER_RULE, LOAD_BALANCER
 from controller.standins import AwsSeed
 from runtime.objects import Obj
 from runtime.resources import INGRESSES, SERVICES
@@ -296,4 +297,64 @@ async def test_subnet_discovery_by_reachability(cluster: Cluster, reachability: 
             c, "shop", f"no subnet in VPC {c.seed.vpc_id} is tagged kubernetes.io/role/elb"),
             timeout=60)
         assert not await c.aws.load_balancers()
+    await c.stop()
+
+
+# ---- IngressPlanAnnotation ------------------------------------------------------------------
+
+PLAN = "alb.ingress.kubernetes.io/dry-run-plan"
+GROUP = "alb.ingress.kubernetes.io/group.name"
+
+
+async def test_ingress_plan_annotation_on_writes_the_model_on_the_first_member(
+        cluster: Cluster) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.backend("api")
+    # A stale plan on the second member (the first one's before it joined) is removed.
+    await c.ingress("b-api", {GROUP: "shop", PLAN: "{}"},
+                    paths=[ingress_path("/api", "api")])
+    await c.ingress("a-web", {GROUP: "shop"}, backend="web")
+    await c.start_app("--feature-gates=IngressPlanAnnotation=true")
+    await _load_balancer(c, "a-web")
+
+    async def planned() -> dict[str, str | None] | None:
+        found = {name: (await c.get(INGRESSES, name))["metadata"].get(
+            "annotations", {}).get(PLAN) for name in ("a-web", "b-api")}
+        return found if found["a-web"] and found["b-api"] is None else None
+
+    plan = json.loads(str((await eventually(planned, timeout=60))["a-web"]))
+    assert plan["id"] == "shop"
+    assert plan["kind"] == "ingress"
+    assert len(plan["resources"][LOAD_BALANCER]) == 1
+    assert len(plan["resources"][LISTENER_RULE]) == 2
+
+    # The plan follows the model: a changed path is a changed plan.
+    await c.patch(INGRESSES, "b-api", {"spec": {"rules": [{"http": {"paths": [
+        ingress_path("/v2", "api")]}}]}})
+
+    async def replanned() -> str | None:
+        now = (await c.get(INGRESSES, "a-web"))["metadata"]["annotations"].get(PLAN)
+        return now if now and "/v2" in now else None
+
+    await eventually(replanned, timeout=60)
+    await c.stop()
+
+
+async def test_ingress_plan_annotation_off_removes_it(cluster: Cluster) -> None:
+    c = cluster
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("shop", {PLAN: '{"left": "by an earlier run"}'}, backend="web")
+    await c.start_app("--feature-gates=IngressPlanAnnotation=false")
+    await _load_balancer(c, "shop")
+
+    async def removed() -> bool:
+        ing = await c.get(INGRESSES, "shop")
+        return PLAN not in (ing["metadata"].get("annotations") or {})
+
+    await eventually(removed, timeout=60)
+    await c.settled()
+    assert not await _refused(c, "shop", "dry-run-plan")
     await c.stop()
