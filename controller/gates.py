@@ -4,7 +4,7 @@ then acts in upstream's default state, as `aiolbc run` with no `--feature-gates`
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypedDict
 
 from runtime.featuregates import FeatureGates
 
@@ -19,6 +19,13 @@ UPSTREAM_DEFAULTS: Final = {
     "EnableTCPUDPListener": False,
     "EnableCertificateManagement": False,
     "EnableRGTAPI": False,
+    "ListenerRulesTagging": True,
+    "WeightedTargetGroups": True,
+    "SubnetsClusterTagCheck": True,
+    "ALBSingleSubnet": False,
+    "NLBHealthCheckAdvancedConfig": True,
+    "SubnetDiscoveryByReachability": True,
+    "IngressPlanAnnotation": False,
 }
 
 
@@ -29,4 +36,24 @@ def enabled(gates: FeatureGates, name: str) -> bool:
         return UPSTREAM_DEFAULTS[name]
 
 
-__all__ = ["UPSTREAM_DEFAULTS", "enabled"]
+class StackContextGates(TypedDict):
+    """The gates the deployer and the resolve stage act on, carried by each stack's context
+    (`controller.model.StackContext`), so that a changed gate is a changed stack."""
+
+    listener_rules_tagging: bool
+    subnets_cluster_tag_check: bool
+    alb_single_subnet: bool
+    nlb_health_check_advanced_config: bool
+    subnet_discovery_by_reachability: bool
+
+
+def stack_context(gates: FeatureGates) -> StackContextGates:
+    return StackContextGates(
+        listener_rules_tagging=enabled(gates, "ListenerRulesTagging"),
+        subnets_cluster_tag_check=enabled(gates, "SubnetsClusterTagCheck"),
+        alb_single_subnet=enabled(gates, "ALBSingleSubnet"),
+        nlb_health_check_advanced_config=enabled(gates, "NLBHealthCheckAdvancedConfig"),
+        subnet_discovery_by_reachability=enabled(gates, "SubnetDiscoveryByReachability"))
+
+
+__all__ = ["UPSTREAM_DEFAULTS", "StackContextGates", "enabled", "stack_context"]

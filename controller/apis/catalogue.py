@@ -168,9 +168,9 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("acm-pca-arn", "ACM certificate creation", acted=True,
              note="with the EnableCertificateManagement feature gate; within "
              "--allowed-certificate-authority-arns when set"),
-    _ingress("dry-run-plan", "upstream's dry-run plan", acted=False,
-             note="upstream's controller writes it (IngressPlanAnnotation gate); aiolbc "
-                  "neither reads nor writes it"),
+    _ingress("dry-run-plan", "upstream's dry-run plan", acted=True,
+             note="an output, never read: with the IngressPlanAnnotation feature gate the "
+                  "group's model on its first member, removed elsewhere and without the gate"),
     _ingress("actions.*", "rule actions", acted=True),
     _ingress("conditions.*", "rule conditions", acted=True, narrows=True),
     _ingress("transforms.*", "URL and host-header transforms", acted=True),

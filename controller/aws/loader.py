@@ -37,8 +37,8 @@ TRIMMED_OPERATIONS: Mapping[str, frozenset[str]] = {
     "ec2": frozenset({
         "AuthorizeSecurityGroupIngress", "CreateSecurityGroup", "CreateTags",
         "DeleteSecurityGroup", "DeleteTags", "DescribeInstances", "DescribeNetworkInterfaces",
-        "DescribeSecurityGroups", "DescribeSubnets", "DescribeVpcs", "RevokeSecurityGroupIngress",
-        "UpdateSecurityGroupRuleDescriptionsIngress",
+        "DescribeRouteTables", "DescribeSecurityGroups", "DescribeSubnets", "DescribeVpcs",
+        "RevokeSecurityGroupIngress", "UpdateSecurityGroupRuleDescriptionsIngress",
     }),
 }
 # Endpoint prefixes whose endpoint data the trimmed loader keeps: the services the controller

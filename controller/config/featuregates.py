@@ -13,8 +13,8 @@ from runtime.featuregates import FeatureGates, Gate
 # (name, upstream's default, the state aiolbc behaves as or None when it acts on the gate, what
 # the gate switches).
 _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
-    ("ListenerRulesTagging", True, True, "tag listeners and rules"),
-    ("WeightedTargetGroups", True, True, "weighted forward actions over several target groups"),
+    ("ListenerRulesTagging", True, None, "tag listeners and rules"),
+    ("WeightedTargetGroups", True, None, "weighted forward actions over several target groups"),
     ("ServiceTypeLoadBalancerOnly", False, None, "serve Services of type LoadBalancer only"),
     ("EndpointsFailOpen", True, None,
      "with no Ready node, register the nodes whose readiness is Unknown"),
@@ -23,12 +23,12 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("EnableRGTAPI", False, None,
      "find the cluster's load balancers and target groups through the Resource Groups Tagging "
      "API"),
-    ("SubnetsClusterTagCheck", True, True,
+    ("SubnetsClusterTagCheck", True, None,
      "subnet discovery checks the kubernetes.io/cluster/<name> tag"),
-    ("NLBHealthCheckAdvancedConfig", True, True, "advanced NLB health check settings"),
+    ("NLBHealthCheckAdvancedConfig", True, None, "advanced NLB health check settings"),
     ("NLBSecurityGroup", True, None, "security groups on NLBs"),
-    ("ALBSingleSubnet", False, False, "ALBs in a single subnet"),
-    ("SubnetDiscoveryByReachability", True, False, "subnet discovery by route reachability"),
+    ("ALBSingleSubnet", False, None, "ALBs in a single subnet"),
+    ("SubnetDiscoveryByReachability", True, None, "subnet discovery by route reachability"),
     ("LBCapacityReservation", True, False, "load balancer capacity reservations"),
     ("NLBGatewayAPI", True, False, "Gateway API for NLBs"),
     ("ALBGatewayAPI", True, False, "Gateway API for ALBs"),
@@ -41,7 +41,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("ALBTargetControlAgent", False, False, "the ALB Target Control Agent"),
     ("GatewayListenerSet", True, False, "ListenerSets in the Gateway API"),
     ("EnableCertificateManagement", False, None, "ACM certificates created for Ingresses"),
-    ("IngressPlanAnnotation", False, False, "the model in an Ingress's dry-run-plan annotation"),
+    ("IngressPlanAnnotation", False, None, "the model in an Ingress's dry-run-plan annotation"),
 )
 
 GATES = FeatureGates.of(

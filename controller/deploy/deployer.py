@@ -229,10 +229,12 @@ class StackDeployer:
         # Observe target groups, listeners and rules concurrently, then all their tags at once.
         (tgs, in_use), current_listeners = await asyncio.gather(
             self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
-        tags = await reader.tags([*tgs, *current_listeners.arns()])
+        tags = await reader.tags(
+            [*tgs, *current_listeners.arns(tagged=run.tags_listeners)])
         tags.update(lbs.tags)
-        matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
-                                      in_use=in_use)
+        matched = match_target_groups(
+            run.tracking, stack.target_groups, tgs, tags, in_use=in_use,
+            advanced_health_check=stack.context.nlb_health_check_advanced_config)
         if matched.unmatched:
             # About to create: first by the model's names (a crashed run's creation, or a
             # name someone else holds), then, for a stack this process has not seen, by the
@@ -247,8 +249,9 @@ class StackDeployer:
             if new:
                 tgs.update(new)
                 tags.update(await reader.tags(new))
-                matched = match_target_groups(run.tracking, stack.target_groups, tgs, tags,
-                                              in_use=in_use)
+                matched = match_target_groups(
+                    run.tracking, stack.target_groups, tgs, tags, in_use=in_use,
+                    advanced_health_check=stack.context.nlb_health_check_advanced_config)
         owned.load_balancers = {a for a in lbs.tags if run.tracking.owns(lbs.tags[a])}
         owned.target_groups = {a for a in tgs if run.tracking.owns(tags.get(a, {}))}
 

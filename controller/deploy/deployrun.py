@@ -55,6 +55,12 @@ class DeployRun:
                    value: str) -> None:
         self.status[(resource_type, resource_id, field_name)] = value
 
+    @property
+    def tags_listeners(self) -> bool:
+        """The ListenerRulesTagging gate, carried by the stack: off, listeners and rules are
+        created untagged, their tags are neither read nor converged (upstream)."""
+        return self.stack.context.listener_rules_tagging
+
     def desired_tags(self, resource_id: str, model_tags: dict[str, str]) -> dict[str, str]:
         """The model's tags (default tags already merged in by the builder) plus tracking."""
         tags = self.tracking.tags_for(resource_id, model_tags)

@@ -6,8 +6,10 @@ annotation left under another name is adopted, not replaced.
 
 A matching resource is replaced only when AWS cannot change what differs: a load balancer's
 type or scheme (unless the model keeps the existing scheme), a target group's target type,
-protocol or protocol version. Where several match, the one already in use wins (the live path
-stays), then the one with the model's name.
+protocol or protocol version (and, with the stack context's NLBHealthCheckAdvancedConfig gate
+off, an L4 target group's health check protocol, matcher, interval or timeout). Where
+several match, the one already in use wins (the live path stays), then the one with the
+model's name.
 
 Also here, because it follows from the load balancer found: the model's placeholders that
 upstream fills from it (`follow_existing`).
@@ -130,16 +132,40 @@ def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None, *,
     return model.model_copy(update=update) if update else model
 
 
-def compatible_target_group(model: TargetGroup, desc: Mapping[str, Any]) -> bool:
+def compatible_target_group(model: TargetGroup, desc: Mapping[str, Any], *,
+                            advanced_health_check: bool = True) -> bool:
     """Upstream's replacement rule (isSDKTargetGroupRequiresReplacement): target type,
     protocol and protocol version. The port is only where targets registered without one
-    go (every registration names a port), so a changed port keeps the target group."""
+    go (every registration names a port), so a changed port keeps the target group. With
+    `advanced_health_check` off (the NLBHealthCheckAdvancedConfig gate), an L4 target group's
+    health check protocol, matcher, interval and timeout count too."""
     if desc.get("TargetType") != model.target_type or desc.get("Protocol") != model.protocol:
         return False
     if model.protocol in ("HTTP", "HTTPS"):
         want = model.protocol_version or DEFAULT_PROTOCOL_VERSION
         return bool(desc.get("ProtocolVersion", DEFAULT_PROTOCOL_VERSION) == want)
+    if not advanced_health_check and model.protocol in _L4:
+        return not _l4_health_check_drifted(model, desc)
     return True
+
+
+# Upstream's isL4TargetGroup.
+_L4 = frozenset({"TCP", "UDP", "TLS", "QUIC", "TCP_QUIC", "TCP_UDP"})
+
+
+def _l4_health_check_drifted(model: TargetGroup, desc: Mapping[str, Any]) -> bool:
+    """Upstream's isSDKTargetGroupRequiresReplacementDueToNLBHealthCheck: only what the model
+    sets counts."""
+    hc = model.health_check
+    if hc.protocol != desc.get("HealthCheckProtocol"):
+        return True
+    if hc.matcher is not None:
+        have = desc.get("Matcher") or {}
+        if (hc.matcher.http_code != have.get("HttpCode")
+                or hc.matcher.grpc_code != have.get("GrpcCode")):
+            return True
+    return bool(hc.interval_seconds != desc.get("HealthCheckIntervalSeconds")
+                or hc.timeout_seconds != desc.get("HealthCheckTimeoutSeconds"))
 
 
 @dataclass
@@ -151,8 +177,10 @@ class TargetGroupMatch:
 
 def match_target_groups(tracking: Tracking, model: Mapping[str, TargetGroup],
                         descs: Mapping[str, Desc], tags: Tags, *,
-                        in_use: Set[str] = frozenset()) -> TargetGroupMatch:
-    """`in_use`: ARNs the load balancer forwards to now; among equals they win."""
+                        in_use: Set[str] = frozenset(),
+                        advanced_health_check: bool = True) -> TargetGroupMatch:
+    """`in_use`: ARNs the load balancer forwards to now; among equals they win.
+    `advanced_health_check`: see `compatible_target_group`."""
     by_rid: dict[str, list[Desc]] = {}
     found = TargetGroupMatch()
     for arn, desc in descs.items():
@@ -163,7 +191,8 @@ def match_target_groups(tracking: Tracking, model: Mapping[str, TargetGroup],
     for rid, group in by_rid.items():
         wanted = model.get(rid)
         fit = [] if wanted is None else sorted(
-            (d for d in group if compatible_target_group(wanted, d)),
+            (d for d in group if compatible_target_group(
+                wanted, d, advanced_health_check=advanced_health_check)),
             key=lambda d: (d["TargetGroupArn"] not in in_use,
                            d["TargetGroupName"] != wanted.name, d["TargetGroupArn"]))
         if fit:

@@ -27,7 +27,11 @@ class ObservedListeners:
     listeners: list[dict[str, Any]] = field(default_factory=list)
     rules: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by listener ARN
 
-    def arns(self) -> list[str]:
+    def arns(self, *, tagged: bool = True) -> list[str]:
+        """The listeners' and rules' ARNs, whose tags a deploy reads; none when the stack's
+        listeners and rules are untagged (ListenerRulesTagging off)."""
+        if not tagged:
+            return []
         return [*(d["ListenerArn"] for d in self.listeners),
                 *(r["RuleArn"] for rules in self.rules.values() for r in rules)]
 
@@ -139,14 +143,17 @@ async def converge_listener(run: DeployRun, resource_id: str, listener: Listener
     desired_tags = run.desired_tags(resource_id, listener.tags)
     fresh = current is None
     if current is None:
+        tagged: dict[str, Any] = (
+            {"Tags": as_api_tags(desired_tags)} if run.tags_listeners else {})
         resp = await run.calls.call("CreateListener", LoadBalancerArn=lb_arn,
-                                    Tags=as_api_tags(desired_tags), **params)
+                                    **tagged, **params)
         current = resp["Listeners"][0]
         current_tags = desired_tags
     elif _differs(params, current) or run.must_write(listener.default_actions):
         await run.calls.call("ModifyListener", ListenerArn=current["ListenerArn"], **params)
     arn: str = current["ListenerArn"]
-    await converge_tags(run.calls, run.tracking, arn, current_tags, desired_tags)
+    if run.tags_listeners:
+        await converge_tags(run.calls, run.tracking, arn, current_tags, desired_tags)
     if listener.protocol in _SECURE:
         await _converge_sni(run, arn, _certificates(run, listener), fresh=fresh)
     if listener.attributes and listener.protocol not in _NO_ATTRIBUTES:

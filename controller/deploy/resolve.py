@@ -5,8 +5,12 @@ Subnets, as upstream:
   (internet-facing) or `kubernetes.io/role/internal-elb` (internal); a tag selector
   (`SubnetSelector`, IngressClassParams `subnets.tags`): the VPC's subnets carrying every
   listed key with one of its values. Either way subnets tagged `kubernetes.io/cluster/<name>`
-  for other clusters only are left out, and per availability zone the one tagged for this
-  cluster wins, then the lowest id;
+  for other clusters only are left out (unless the stack's context turns the check off, the
+  SubnetsClusterTagCheck gate), and per availability zone the one tagged for this cluster
+  wins, then the lowest id. When no subnet carries the role tag and the stack's context says
+  so (the SubnetDiscoveryByReachability gate), discovery falls back to the subnets whose route
+  table (their own, else the VPC's main one) has a route to an internet gateway (public, for
+  internet-facing) or has none (private, for internal), as upstream;
 - an explicit list: subnet IDs as they are, other entries are Name tags, each of which must
   name exactly one subnet of the VPC; no two subnets may share a zone.
 Certificate discovery picks the ACM certificates whose domain or alternative names cover a
@@ -23,7 +27,8 @@ upstream's `targetGroupName`) gets the ARN of the target group of that name (Des
 by name); whether the stack may forward there was checked before the stack was built (the
 qualify step). A network load balancer's static addresses and source NAT prefixes are paired
 with its subnets (`subnetmappings.py`, which needs their CIDRs). Results are cached for `ttl`
-seconds; an ALB needs subnets in two or more zones.
+seconds; an ALB needs subnets in two or more zones (one is enough when the stack's context
+says so: the ALBSingleSubnet gate, as upstream).
 The VPC and the cluster come from the stack's context, never from settings of the resolver's
 own.
 """
@@ -159,14 +164,20 @@ class StackResolver:
                              calls: Caller) -> LoadBalancer:
         if isinstance(lb.subnets, SubnetDiscovery | SubnetSelector):
             tags: dict[str, Sequence[str]]
+            public: bool | None = None  # discovery by reachability: a public subnet or not
             if isinstance(lb.subnets, SubnetDiscovery):
                 tags = {f"kubernetes.io/role/{lb.subnets.role}": ("1", "")}
                 wanted = f"is tagged kubernetes.io/role/{lb.subnets.role}"
+                if ctx.subnet_discovery_by_reachability:
+                    public = lb.subnets.role == "elb"
+                    wanted += (", and none is " + (
+                        "public (a route to an internet gateway)" if public
+                        else "private (no route to an internet gateway)"))
             else:
                 tags = dict(lb.subnets.tags)
                 wanted = "matches the tags " + ", ".join(
                     f"{key} in ({', '.join(values)})" for key, values in sorted(tags.items()))
-            zones = await self._select(tags, ctx, calls)
+            zones = await self._select(tags, ctx, calls, public=public)
             if not zones:
                 raise ResolveError(f"load balancer {lb.name}: no subnet in VPC "
                                    f"{ctx.vpc_id} {wanted}")
@@ -179,7 +190,8 @@ class StackResolver:
                 raise ResolveError(
                     f"load balancer {lb.name}: subnets {', '.join(zones[shared[0]])} are in the "
                     f"same availability zone {shared[0]}; give at most one per zone")
-        if lb.type == "application" and len(zones) < 2:
+        if lb.type == "application" and len(zones) < 2 and not (ctx.alb_single_subnet
+                                                                and zones):
             raise ResolveError(
                 f"load balancer {lb.name}: an application load balancer needs subnets in at "
                 f"least two availability zones, got {len(zones)} ({', '.join(sorted(zones))})")
@@ -238,27 +250,68 @@ class StackResolver:
         self._store(key, True)
 
     async def _select(self, tags: Mapping[str, Sequence[str]], ctx: StackContext,
-                      calls: Caller) -> dict[str, list[str]]:
-        """Zone → eligible subnet ids matching `tags`, best first."""
-        key = ("subnet-select", json.dumps([ctx.vpc_id, ctx.cluster_name, tags],
+                      calls: Caller, *, public: bool | None = None) -> dict[str, list[str]]:
+        """Zone → eligible subnet ids matching `tags`, best first. `public` not None: when no
+        subnet matches `tags`, the subnets that are public (or private) by their route table
+        are the candidates instead (upstream's discovery by reachability)."""
+        key = ("subnet-select", json.dumps([ctx.vpc_id, ctx.cluster_name, tags,
+                                            ctx.subnets_cluster_tag_check, public],
                                            sort_keys=True))
         cached = self._cached(key)
         if cached is not None:
             zones: dict[str, list[str]] = cached
             return zones
-        filters = [{"Name": "vpc-id", "Values": [ctx.vpc_id]}]
-        filters += [{"Name": f"tag:{k}", "Values": list(v)} for k, v in sorted(tags.items())]
+        vpc = [{"Name": "vpc-id", "Values": [ctx.vpc_id]}]
+        candidates = await self._subnets(calls, [*vpc, *(
+            {"Name": f"tag:{k}", "Values": list(v)} for k, v in sorted(tags.items()))])
+        if not candidates and public is not None:
+            candidates = [s for s in await self._subnets(calls, vpc)
+                          if await self._public(s["SubnetId"], ctx, calls) is public]
         ranked: dict[str, list[tuple[int, str]]] = {}
-        async for page in calls.paginate("DescribeSubnets", service="ec2", Filters=filters):
-            for subnet in page.get("Subnets", []):
-                self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
-                rank = _cluster_rank(subnet, ctx.cluster_name)
-                if rank is not None:
-                    ranked.setdefault(subnet["AvailabilityZone"], []).append(
-                        (rank, subnet["SubnetId"]))
+        for subnet in candidates:
+            rank = _cluster_rank(subnet, ctx.cluster_name, check=ctx.subnets_cluster_tag_check)
+            if rank is not None:
+                ranked.setdefault(subnet["AvailabilityZone"], []).append(
+                    (rank, subnet["SubnetId"]))
         zones = {zone: [sid for _, sid in sorted(items)] for zone, items in ranked.items()}
         self._store(key, zones)
         return zones
+
+    async def _subnets(self, calls: Caller,
+                       filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        async for page in calls.paginate("DescribeSubnets", service="ec2", Filters=filters):
+            for subnet in page.get("Subnets", []):
+                self._store(("subnet-zone", subnet["SubnetId"]), subnet["AvailabilityZone"])
+                found.append(subnet)
+        return found
+
+    async def _public(self, subnet_id: str, ctx: StackContext, calls: Caller) -> bool:
+        """Upstream's isSubnetContainsRouteToIGW: the subnet's route table (its explicit
+        association, else the VPC's main table) has a route to an internet gateway."""
+        tables = await self._route_tables(ctx, calls)
+        main = next((t for t in tables if any(a.get("Main") for a in t.get("Associations") or [])),
+                    None)
+        table = next((t for t in tables
+                      if any(a.get("SubnetId") == subnet_id for a in t.get("Associations") or [])),
+                     main)
+        if table is None:
+            raise ResolveError(f"VPC {ctx.vpc_id} has no main route table")
+        return any(str(r.get("GatewayId") or "").startswith("igw")
+                   for r in table.get("Routes") or [])
+
+    async def _route_tables(self, ctx: StackContext, calls: Caller) -> list[dict[str, Any]]:
+        key = ("route-tables", ctx.vpc_id)
+        cached = self._cached(key)
+        if cached is not None:
+            tables: list[dict[str, Any]] = cached
+            return tables
+        tables = []
+        async for page in calls.paginate("DescribeRouteTables", service="ec2",
+                                         Filters=[{"Name": "vpc-id", "Values": [ctx.vpc_id]}]):
+            tables.extend(page.get("RouteTables", []))
+        self._store(key, tables)
+        return tables
 
     async def _ids(self, items: tuple[str, ...], ctx: StackContext,
                    calls: Caller) -> list[str]:
@@ -426,13 +479,15 @@ class StackResolver:
         return authority
 
 
-def _cluster_rank(subnet: dict[str, Any], cluster_name: str) -> int | None:
-    """0: tagged for this cluster; 1: for no cluster; None: for other clusters only."""
+def _cluster_rank(subnet: dict[str, Any], cluster_name: str, *, check: bool) -> int | None:
+    """0: tagged for this cluster; 1: for no cluster; None: for other clusters only, left out
+    unless the cluster tag check (SubnetsClusterTagCheck) is off: then it ranks as untagged
+    (upstream: the check only decides eligibility; this cluster's tag still wins a zone)."""
     clusters = {str(t.get("Key", ""))[len(_CLUSTER_TAG):] for t in subnet.get("Tags") or []
                 if str(t.get("Key", "")).startswith(_CLUSTER_TAG)}
-    if not clusters:
-        return 1
-    return 0 if cluster_name in clusters else None
+    if cluster_name in clusters:
+        return 0
+    return 1 if not clusters or not check else None
 
 
 def _covers(name: str, host: str) -> bool:

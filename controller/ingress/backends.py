@@ -78,6 +78,7 @@ class Backends:
     tolerate_missing_action: bool = False
     missing: dict[str, list[str]] = field(default_factory=dict)
     ip_targets: bool = True  # the EnableIPTargetType feature gate
+    weighted_target_groups: bool = True  # the WeightedTargetGroups feature gate
     refs: dict[str, Ref] = field(default_factory=dict)
     services: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -231,6 +232,12 @@ class Backends:
             return FixedResponseAction(status_code=fc.status_code, content_type=fc.content_type,
                                        message_body=fc.message_body)
         groups = spec.forward_groups()
+        if len(groups) > 1 and not self.weighted_target_groups:
+            # Upstream refuses it when it builds the API call; here before any AWS call.
+            m = meta(ing)
+            raise BuildError(f"Ingress {m.get('namespace')}/{m.get('name')}: a forward action "
+                             f"over {len(groups)} target groups: weighted target groups feature "
+                             "is disabled (feature gate WeightedTargetGroups)")
         if (len(groups) == 1 and groups[0].service_name is not None
                 and self._tolerated(ing, groups[0].service_name)):
             return unavailable(BACKEND_SERVICE_MISSING)  # upstream: one Service only

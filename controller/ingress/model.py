@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from controller import gates
 from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
-from controller.annotations import AnnotationError, annotations_of
+from controller.annotations import AnnotationError, annotations_of, note_read
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
@@ -49,6 +49,7 @@ from controller.ingress.merge import (
     apply_params,
     merge_load_balancer,
 )
+from controller.ingress.plan import DRY_RUN_PLAN
 from controller.ingress.rules import optimize
 from controller.ingress.schemas import ListenPort
 from controller.ingress.spec import check_spec
@@ -136,7 +137,8 @@ class BuilderSettings:
     def context(self) -> StackContext:
         return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
                             vpc_id=self.cluster.vpc_id,
-                            external_managed_tags=tuple(self.defaults.external_managed_tags))
+                            external_managed_tags=tuple(self.defaults.external_managed_tags),
+                            **gates.stack_context(self.gates))
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         try:
             # A key that narrows access and cannot be honoured stops the member first.
             findings[member.key] = check(annotations_of(member.ingress), where="ingress")
+            note_read(DRY_RUN_PLAN)  # an output: the reconciler writes or removes it (plan.py)
             ann = parse_ingress(member.ingress)
         except (AnnotationError, UnsupportedAnnotation) as exc:
             raise BuildError(f"Ingress {member.key}: {exc}") from None
@@ -229,7 +232,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                         restricted_rules=settings.backend_sg.restricted_rules,
                         tolerate_missing_service=settings.tolerate_missing_service,
                         tolerate_missing_action=settings.tolerate_missing_action,
-                        ip_targets=gates.enabled(settings.gates, "EnableIPTargetType"))
+                        ip_targets=gates.enabled(settings.gates, "EnableIPTargetType"),
+                        weighted_target_groups=gates.enabled(settings.gates,
+                                                             "WeightedTargetGroups"))
     # Listeners carry the group's tags (members' and class parameters', `--default-tags`
     # winning), each rule its own Ingress's (upstream, with its ListenerRulesTagging gate on).
     listener_tags = dict(lb.tags)

@@ -20,7 +20,8 @@ One reconcile of a group key, in the steps every controller takes:
    Warning each on that member (`UnsupportedAnnotation`, `UnknownAnnotation`), once per
    process (`FindingLog`): an Ingress has no condition to record them in, so a restarted
    controller tells them once more; what builds but admits no one → a Warning Event when
-   deployed;
+   deployed; the dry-run plan (`plan.py`, IngressPlanAnnotation) written on the first member
+   and removed from the others, before anything else is written;
 4. checkpoint: a NORMAL reconcile whose checkpoint matches on every member, with status,
    finalizers and bindings in place, stops here without AWS calls (a LOW verification never
    does);
@@ -47,6 +48,7 @@ from controller.deploy import DeployError, StackDeployer
 from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, GroupLoader, finalizer_of
 from controller.ingress.model import BUILDER_VERSION, BuiltGroup
+from controller.ingress.plan import DRY_RUN_PLAN, planned
 from controller.ingress.qualify import Qualifier
 from controller.ingress.secrets import ReferencedSecrets, ingress_secrets
 from controller.ingress.status import converged_in_cache, hostname_patch, record_of
@@ -57,7 +59,7 @@ from controller.stackapply import StackApplier
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.errors import ApiError, Conflict, NotFound
-from runtime.objects import Obj, is_deleting, key_of, meta
+from runtime.objects import Obj, annotations_of, is_deleting, key_of, meta
 from runtime.reconcile import (
     NORMAL,
     ReconcileError,
@@ -80,7 +82,7 @@ class IngressReconciler:
                  vpc_id: str, recorder: Recorder, clock: Clock | None = None,
                  checkpoints: bool = True, cleanup_poll: float = 1.0,
                  secrets: ReferencedSecrets | None = None,
-                 vanished: VanishedMembers | None = None) -> None:
+                 vanished: VanishedMembers | None = None, plan: bool = False) -> None:
         self._caches = caches
         self._secrets = secrets
         self._vanished = vanished or VanishedMembers(registry=None)
@@ -91,6 +93,7 @@ class IngressReconciler:
         self._vpc_id = vpc_id  # of the backend security group a deleted stack releases
         self._clock = clock or RealClock()
         self._checkpoints = checkpoints
+        self._plan = plan  # the IngressPlanAnnotation gate (plan.py)
         self._cleanup_poll = cleanup_poll
         self._told = FindingLog()
         self._writer = ObjectWriter(client, INGRESSES, recorder, self._clock)
@@ -176,11 +179,11 @@ class IngressReconciler:
 
     async def _converge(self, group: Group, built: BuiltGroup) -> Result:
         current = list(self._bindings.by_index(BINDING_STACK_INDEX, group.request.key))
+        members = await self._write_plan([m.ingress for m in group.members], built)
         value = checkpoint.compute(built.stack, version=BUILDER_VERSION)
         if (self._checkpoints and reconcile_priority() >= NORMAL  # 4. checkpoint
                 and converged_in_cache(group, built, value, current)):
             return Result()  # nothing the model reads changed since the last deploy
-        members = [m.ingress for m in group.members]
         for warning in built.warnings:  # it builds, but not what the members meant
             for ing in members:
                 self._writer.event(ing, "Warning", "InboundCIDRsAdmitNoOne", warning)
@@ -204,6 +207,20 @@ class IngressReconciler:
                  binding_writes=applied.binding_writes)
         return Result(requeue_after=self._cleanup_poll) if applied.unfinished else Result()
 
+    async def _write_plan(self, members: list[Obj], built: BuiltGroup) -> list[Obj]:
+        """The dry-run plan on the first member, on no other (plan.py); the members as
+        written. A refused write is logged, as upstream: it holds nothing back."""
+        written = {id(ing): ing for ing in members}
+        for ing, plan in planned(members, built.stack, enabled=self._plan):
+            try:
+                written[id(ing)] = await self._writer.patch_metadata(
+                    ing, annotations={DRY_RUN_PLAN: plan})
+            except (Conflict, NotFound):
+                raise
+            except ApiError as exc:
+                log.warning("dry-run plan not written", ingress=key_of(ing), error=str(exc))
+        return [written[id(ing)] for ing in members]
+
     async def _cleanup(self, group: Group) -> Result:
         bindings = self._bindings.by_index(BINDING_STACK_INDEX, group.request.key)
         if bindings:
@@ -226,6 +243,8 @@ class IngressReconciler:
             if clear and not is_deleting(ing):
                 ing = await self._writer.patch_status(ing, hostname_patch(ing, ""))
                 annotations.update(checkpoint.removal_patch()["metadata"]["annotations"])
+            if DRY_RUN_PLAN in annotations_of(ing):
+                annotations[DRY_RUN_PLAN] = None  # no longer a member: no plan of the group
             if recorded_members(ing, group):
                 # Its record of this group goes with the finalizer; one of a group it has
                 # joined since stays.

@@ -172,6 +172,11 @@ class Settings(StackSettings):
                                default_pca_arn=self.config.default_pca_arn)
 
     @property
+    def plan_annotation(self) -> bool:
+        """The IngressPlanAnnotation gate: the group's model in a member's dry-run-plan."""
+        return gate_enabled(self.gates, "IngressPlanAnnotation")
+
+    @property
     def certificate_management(self) -> bool:
         return gate_enabled(self.gates, "EnableCertificateManagement")
 

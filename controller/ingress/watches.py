@@ -24,6 +24,7 @@ from controller.ingress.annotations import oidc_secret_names
 from controller.ingress.caches import Caches
 from controller.ingress.gojson import go_fold
 from controller.ingress.groups import CLASS_INDEX, GroupLoader, request_of_key
+from controller.ingress.plan import DRY_RUN_PLAN
 from controller.ingress.tlssecrets import tls_secret_names
 from runtime.objects import (
     Obj,
@@ -48,8 +49,9 @@ BINDING_STACK_INDEX: Final = "ingress-stack"  # managed TGB → Request.key of i
 
 def ingress_view(obj: Obj) -> Any:
     m = meta(obj)
+    # The controller's own outputs: the checkpoint, and the dry-run plan (plan.py).
     annotations = {k: v for k, v in annotations_of(obj).items()
-                   if k not in CHECKPOINT_ANNOTATIONS}
+                   if k not in CHECKPOINT_ANNOTATIONS and k != DRY_RUN_PLAN}
     return (obj.get("spec"), annotations, bool(m.get("deletionTimestamp")))
 
 

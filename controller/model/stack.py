@@ -95,6 +95,25 @@ class StackContext(Model):
     vpc_id: str = Field(min_length=1)
     # Tag keys someone else manages on our resources: the deployer never removes them.
     external_managed_tags: Items[str] = ()
+    # The ListenerRulesTagging gate: off, listeners and rules are created untagged and never
+    # tagged (rules are then matched by content, then priority). Left out of the canonical
+    # JSON in its default state, so checkpoints taken before the gate existed still match.
+    listener_rules_tagging: bool = Field(default=True, exclude_if=lambda value: value)
+    # The SubnetsClusterTagCheck gate: off, subnet discovery no longer leaves out subnets
+    # tagged kubernetes.io/cluster/<name> for other clusters only (upstream). Left out of the
+    # canonical JSON in its default state, as the gates below.
+    subnets_cluster_tag_check: bool = Field(default=True, exclude_if=lambda value: value)
+    # The ALBSingleSubnet gate: on, an ALB may have subnets in one availability zone.
+    alb_single_subnet: bool = Field(default=False, exclude_if=lambda value: not value)
+    # The NLBHealthCheckAdvancedConfig gate: off, as upstream, a TCP/UDP/TLS target group
+    # whose health check protocol, matcher, interval or timeout differ is replaced instead of
+    # modified (from when AWS could not modify them).
+    nlb_health_check_advanced_config: bool = Field(default=True,
+                                                   exclude_if=lambda value: value)
+    # The SubnetDiscoveryByReachability gate: subnet discovery falls back to route-table
+    # reachability when no subnet carries the role tag.
+    subnet_discovery_by_reachability: bool = Field(default=True,
+                                                   exclude_if=lambda value: value)
 
     @field_validator("external_managed_tags", mode="after")
     @classmethod

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from controller import validators
-from controller.annotationreview import Finding, check, review, summarized
+from controller.annotationreview import UNSUPPORTED, Finding, check, review, summarized
 from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
@@ -246,19 +246,35 @@ def reviewed_annotations(service: Mapping[str, Any]) -> dict[str, Any]:
     return catalogue.reviewed_annotations(annotations_of(service), "service")
 
 
-def admission_warnings(service: Mapping[str, Any], *, load_balancer_class: str) -> list[str]:
+def admission_warnings(service: Mapping[str, Any], *, load_balancer_class: str,
+                       advanced_health_check: bool = True) -> list[str]:
     """What `kubectl apply` of a Service we would serve is told about its keys: every finding,
     refusals included (there is no validating webhook for Services to deny them; the
     reconciler refuses them without an AWS call)."""
     if not qualifies(service, load_balancer_class=load_balancer_class):
         return []
-    return [f.message for f in summarized(review(annotations_of(service), where="service"))]
+    found = review(annotations_of(service), where="service")
+    if not advanced_health_check:
+        found = (*found, *_gated_findings(service))
+    return [f.message for f in summarized(found)]
 
 
-def annotation_findings(service: Mapping[str, Any]) -> tuple[Finding, ...]:
+def annotation_findings(service: Mapping[str, Any], *,
+                        advanced_health_check: bool = True) -> tuple[Finding, ...]:
     """What the Service's owner is told about keys aiolbc does not act on (Warnings); raises
-    `UnsupportedAnnotation` for one that narrows access and cannot be honoured."""
-    return check(annotations_of(service), where="service")
+    `UnsupportedAnnotation` for one that narrows access and cannot be honoured.
+    `advanced_health_check` off (NLBHealthCheckAdvancedConfig): the health check timeout and
+    success codes are not read, which their keys are told."""
+    found = check(annotations_of(service), where="service")
+    return found if advanced_health_check else (*found, *_gated_findings(service))
+
+
+def _gated_findings(service: Mapping[str, Any]) -> tuple[Finding, ...]:
+    """Keys a gate in its current state leaves unread: NLBHealthCheckAdvancedConfig off."""
+    return tuple(Finding(PREFIX + key, UNSUPPORTED, f"{PREFIX + key}: not acted on while the "
+                         "NLBHealthCheckAdvancedConfig feature gate is off")
+                 for key in (HC_TIMEOUT, HC_SUCCESS_CODES)
+                 if PREFIX + key in annotations_of(service))
 
 
 
@@ -377,7 +393,10 @@ def _health_check_port(spec: Mapping[str, Any]) -> Callable[[str, str], int | st
 
 
 def _health_check(reader: AnnotationReader, spec: Mapping[str, Any],
-                  target_type: TargetType) -> HealthCheckSettings:
+                  target_type: TargetType, *, advanced: bool) -> HealthCheckSettings:
+    """`advanced`: the NLBHealthCheckAdvancedConfig gate. Off, as upstream, the timeout and
+    success-codes annotations are not read: the timeout is the default and there is no
+    matcher."""
     # Instance targets with externalTrafficPolicy Local ask kube-proxy's health check node port
     # whether a node has a local endpoint; upstream uses different defaults for that case.
     local = (target_type == "instance" and spec.get("externalTrafficPolicy") == "Local"
@@ -392,18 +411,18 @@ def _health_check(reader: AnnotationReader, spec: Mapping[str, Any],
     http = protocol != "TCP"
     path = reader.get(HC_PATH, validators.health_check_path) if http else None
     codes = reader.get(HC_SUCCESS_CODES, validators.success_codes(
-        validators.NLB_HTTP_CODES)) if http else None
+        validators.NLB_HTTP_CODES)) if http and advanced else None
     # The ranges are AWS's for NLB target groups; upstream parses integers only and leaves the
     # ranges to CreateTargetGroup.
     interval = reader.get_int(HC_INTERVAL, minimum=5, maximum=300)
-    timeout = reader.get_int(HC_TIMEOUT, minimum=2, maximum=120)
+    timeout = reader.get_int(HC_TIMEOUT, minimum=2, maximum=120) if advanced else None
     healthy = reader.get_int(HC_HEALTHY_THRESHOLD, minimum=2, maximum=10)
     unhealthy = reader.get_int(HC_UNHEALTHY_THRESHOLD, minimum=2, maximum=10)
     return HealthCheckSettings(
         protocol=protocol,
         port=default_port if port is None else port,
         path=(path or ("/healthz" if local else "/")) if http else None,
-        success_codes=(codes or DEFAULT_SUCCESS_CODES) if http else None,
+        success_codes=(codes or DEFAULT_SUCCESS_CODES) if http and advanced else None,
         interval_seconds=10 if interval is None else interval,
         timeout_seconds=(6 if local else 10) if timeout is None else timeout,
         healthy_threshold=(2 if local else 3) if healthy is None else healthy,
@@ -510,7 +529,8 @@ def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str,
 
 
 def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
-                         default_tags_low_priority: bool = False) -> ServiceLBConfig:
+                         default_tags_low_priority: bool = False,
+                         advanced_health_check: bool = True) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
     access and cannot be honoured, else the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
@@ -535,7 +555,7 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
         ssl_policy=reader.get(SSL_NEGOTIATION_POLICY, _check_not_empty) or defaults.ssl_policy,
         backend_protocol=reader.get_enum(BACKEND_PROTOCOL, BACKEND_PROTOCOLS) or "tcp",
         alpn_policy=reader.get_enum(ALPN_POLICY, ALPN_POLICIES),
-        health_check=_health_check(reader, spec, target_type),
+        health_check=_health_check(reader, spec, target_type, advanced=advanced_health_check),
         target_group_attributes=_target_group_attributes(reader),
         load_balancer_attributes=_load_balancer_attributes(reader),
         tags=_tags(reader, defaults, default_tags_low_priority=default_tags_low_priority),

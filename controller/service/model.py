@@ -121,10 +121,16 @@ class ModelSettings:
         return gates.enabled(self.gates, "ServiceTypeLoadBalancerOnly")
 
     @property
+    def advanced_health_check(self) -> bool:
+        """The NLBHealthCheckAdvancedConfig gate."""
+        return gates.enabled(self.gates, "NLBHealthCheckAdvancedConfig")
+
+    @property
     def context(self) -> StackContext:
         return StackContext(cluster_name=self.cluster.name, region=self.cluster.region,
                             vpc_id=self.cluster.vpc_id,
-                            external_managed_tags=tuple(self.defaults.external_managed_tags))
+                            external_managed_tags=tuple(self.defaults.external_managed_tags),
+                            **gates.stack_context(self.gates))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +150,8 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
     (a model AWS would refuse): each a ValueError with one line of text."""
     config = parse_service_config(
         service, defaults=settings.defaults,
-        default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"))
+        default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"),
+        advanced_health_check=settings.advanced_health_check)
     if config.target_type == "ip" and not gates.enabled(settings.gates, "EnableIPTargetType"):
         raise InvalidService(f"service {stack_id(service)}: unsupported targetType: ip when "
                              "EnableIPTargetType is false")

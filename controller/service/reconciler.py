@@ -150,7 +150,8 @@ class ServiceReconciler:
             return await self._cleanup(svc)
         try:  # 3. build
             stack = build_stack(svc, settings=self._settings)
-            findings = annotation_findings(svc)
+            findings = annotation_findings(
+                svc, advanced_health_check=self._settings.advanced_health_check)
         except InvalidInput as exc:
             await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
@@ -179,7 +180,8 @@ class ServiceReconciler:
         if (not has_finalizer(svc, SERVICE_FINALIZER) or hostname_of(svc) is None
                 or not is_ready(svc)
                 or cond.get("observedGeneration") != meta(svc).get("generation")
-                or cond.get("message") != ready_message(annotation_findings(svc))):
+                or cond.get("message") != ready_message(annotation_findings(
+                    svc, advanced_health_check=self._settings.advanced_health_check))):
             return False
         return matches_model(self._managed_bindings(svc).values(),
                              stack.target_group_bindings.values())

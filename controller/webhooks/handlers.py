@@ -253,8 +253,9 @@ class ServiceMutator:
                       else dig(request.old_object or {}, "spec", "loadBalancerClass"))
             if isinstance(wanted, str) and wanted:
                 mutated = {**svc, "spec": {**svc["spec"], "loadBalancerClass": wanted}}
-        warnings = service.admission_warnings(mutated,
-                                              load_balancer_class=self.load_balancer_class)
+        warnings = service.admission_warnings(
+            mutated, load_balancer_class=self.load_balancer_class,
+            advanced_health_check=self.model is None or self.model.advanced_health_check)
         refusal = (service.admission_refusal(mutated, settings=self.model)
                    if self.model is not None else None)
         return patched(svc, mutated, warnings=[*warnings, *([refusal] if refusal else [])])

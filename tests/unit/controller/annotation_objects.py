@@ -73,6 +73,8 @@ INGRESS: Final = {
                                    "sourceIpConfig": {"values": ["10.0.0.0/8"]}}]),
     "mutual-authentication": '[{"port": 443, "mode": "passthrough"}]',
     "listener-attributes.HTTPS-443": "routing.http.response.server.enabled=false",
+    # The controller's own output (IngressPlanAnnotation); a stale one is removed.
+    "dry-run-plan": "{}",
 }
 INGRESS_JWT: Final = {**INGRESS, "auth-type": "none", "jwt-validation": JWT}
 SERVICE: Final = {

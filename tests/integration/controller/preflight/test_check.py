@@ -125,7 +125,7 @@ async def served_as_is(kube: KubeClient) -> None:
 
 async def test_a_cluster_served_as_it_is_is_a_go(kubeconfig: Path, kube: KubeClient) -> None:
     await served_as_is(kube)
-    # Upstream running with the gates aiolbc pins in aiolbc's states: nothing would change.
+    # Upstream running with gates aiolbc acts on, in other states: nothing would change.
     await create(kube, DEPLOYMENTS, upstream_deployment(
         "--cluster-name=prod", "--ingress-class=alb",
         "--feature-gates=SubnetDiscoveryByReachability=false,EnableTCPUDPListener=true"),
@@ -182,7 +182,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
         "broken", rules=[{"http": {"paths": [{"path": 5, "backend": "web"}]}}]), "default")
     await create(kube, DEPLOYMENTS, upstream_deployment(
         "--cluster-name=prod", "--ingress-class=alb", "--enable-waf-v3", "--sync-period",
-        "forever", "--feature-gates=ALBSingleSubnet=true"), "kube-system")
+        "forever", "--feature-gates=EnableRGTAPI=true"), "kube-system")
     server.clear_request_log()
     done = await check(kubeconfig, "-o", "json")
     assert done.code == 1, done.stdout + done.stderr
@@ -211,9 +211,9 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
                                                "kube-system/aws-load-balancer-controller")}
     assert flags["--enable-waf-v3"]["category"] == "not-honoured"
     assert "--sync-period" in flags["--sync-period"]["message"]
-    assert "ALBSingleSubnet" in flags["--feature-gates ALBSingleSubnet=true"]["message"]
-    # A gate aiolbc pins away from upstream's default: a change, said though nobody set it.
-    assert flags["--feature-gates SubnetDiscoveryByReachability"]["category"] == "changes"
+    assert "EnableRGTAPI" in flags["--feature-gates EnableRGTAPI=true"]["message"]
+    # A gate aiolbc acts on, in upstream's default state unless given: nothing to say.
+    assert "--feature-gates SubnetDiscoveryByReachability" not in flags
     # One that matters only for objects reported one by one: a note.
     assert flags["--feature-gates LBCapacityReservation"]["category"] == "note"
 

@@ -784,6 +784,9 @@ NOT_DEPLOYED: dict[str, str] = {
     # Kept by the CRD and reported (a Warning on every Ingress of the class), not acted on yet.
     "params:minimumLoadBalancerCapacity": "not acted on: a Warning, nothing reaches AWS",
     "params:ipamConfiguration": "not acted on: a Warning, nothing reaches AWS",
+    # The controller's own output (IngressPlanAnnotation), never read by the model.
+    ALB + "dry-run-plan": "an output: the group's model written with the IngressPlanAnnotation "
+                          "gate; nothing of it reaches AWS or the checkpoint",
 }
 
 

@@ -26,8 +26,7 @@ UPSTREAM = {
     "EnableCertificateManagement": False, "IngressPlanAnnotation": False,
 }
 # What aiolbc does today where that is not upstream's default (the parity reference, e2).
-DIFFERENT = {"LBCapacityReservation": False,
-             "SubnetDiscoveryByReachability": False, "NLBGatewayAPI": False,
+DIFFERENT = {"LBCapacityReservation": False, "NLBGatewayAPI": False,
              "ALBGatewayAPI": False, "GatewayListenerSet": False}
 
 

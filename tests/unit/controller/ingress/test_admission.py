@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from controller.config import parse_config
 from controller.errors import InvalidInput
 from controller.ingress import admit, admit_params, build_group
 from controller.ingress.caches import Caches
@@ -280,3 +281,30 @@ def test_a_member_past_a_quota_is_denied_with_the_events_text() -> None:
     assert [f"not part of group shop: {why}" for _, why in settled.group.excluded] == [text]
     # Within the quota: admitted.
     assert admit(second, None, c, SETTINGS) == []
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_weighted_forwards_are_denied_only_with_the_gate_off(weighted: bool) -> None:
+    """WeightedTargetGroups off: admission says what the reconcile's Event says."""
+    settings = dataclasses.replace(SETTINGS, gates=parse_config([
+        "--cluster-name", "c",
+        f"--feature-gates=WeightedTargetGroups={str(weighted).lower()}"]).gates)
+    split = ingress("web", annotations={A + "actions.split": json.dumps({
+        "type": "forward", "forwardConfig": {"targetGroups": [
+            {"serviceName": "blue", "servicePort": 80, "weight": 80},
+            {"serviceName": "green", "servicePort": 80, "weight": 20}]}})},
+        paths=[ingress_path("/", "split", "use-annotation")])
+    before = caches(ingress_class(), backend_service("blue"), backend_service("green"))
+    c = caches(ingress_class(), backend_service("blue"), backend_service("green"), split)
+    if weighted:
+        admit(split, None, before, settings)
+        build_group(loader(c).load(loader(c).groups_of(split)[0]), c, settings)
+        return
+    with pytest.raises(InvalidInput) as info:
+        admit(split, None, before, settings)
+    assert str(info.value) == (
+        "Ingress default/web: a forward action over 2 target groups: weighted target groups "
+        "feature is disabled (feature gate WeightedTargetGroups)")
+    with pytest.raises(InvalidInput) as built:
+        build_group(loader(c).load(loader(c).groups_of(split)[0]), c, settings)
+    assert str(built.value) == str(info.value)

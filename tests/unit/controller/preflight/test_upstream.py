@@ -32,10 +32,10 @@ def test_the_controller_container_is_read_in_gos_syntax() -> None:
 def test_each_flag_aiolbc_would_not_take_is_one_line() -> None:
     found = read_flags(deployment(
         "--cluster-name=prod", "--made-up-flag", "x", "--sync-period=soon",
-        "--feature-gates=ALBSingleSubnet=true,NoSuchGate=true,EnableIPTargetType=false"))
+        "--feature-gates=EnableRGTAPI=true,NoSuchGate=true,EnableIPTargetType=false"))
     lines = {f.subject: f for f in found.findings if f.category == "not-honoured"}
     assert set(lines) == {"--made-up-flag", "--sync-period",
-                          "--feature-gates ALBSingleSubnet=true",
+                          "--feature-gates EnableRGTAPI=true",
                           "--feature-gates NoSuchGate=true"}
     # What aiolbc accepts is kept for the scan's configuration.
     assert found.texts["--feature-gates"] == "EnableIPTargetType=false"
@@ -43,14 +43,13 @@ def test_each_flag_aiolbc_would_not_take_is_one_line() -> None:
     assert config.gates.enabled("EnableIPTargetType") is False
 
 
-def test_pinned_gates_upstream_runs_otherwise_are_changes_unless_given() -> None:
+def test_pinned_gates_upstream_runs_otherwise_are_findings_unless_given() -> None:
     default = {f.subject: f.category for f in read_flags(deployment("--cluster-name=p")).findings}
-    assert default["--feature-gates SubnetDiscoveryByReachability"] == "changes"
+    # Acted on in both states: upstream's default is what aiolbc does too.
+    assert "--feature-gates SubnetDiscoveryByReachability" not in default
     assert default["--feature-gates NLBGatewayAPI"] == "note"
-    given = read_flags(deployment("--cluster-name=p",
-                                  "--feature-gates=SubnetDiscoveryByReachability=false"))
-    assert "--feature-gates SubnetDiscoveryByReachability" not in {
-        f.subject for f in given.findings}
+    given = read_flags(deployment("--cluster-name=p", "--feature-gates=NLBGatewayAPI=false"))
+    assert "--feature-gates NLBGatewayAPI" not in {f.subject for f in given.findings}
 
 
 def test_a_rule_across_flags_falls_back_to_the_defaults() -> None:
