@@ -182,7 +182,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
         "broken", rules=[{"http": {"paths": [{"path": 5, "backend": "web"}]}}]), "default")
     await create(kube, DEPLOYMENTS, upstream_deployment(
         "--cluster-name=prod", "--ingress-class=alb", "--enable-waf-v3", "--sync-period",
-        "forever", "--feature-gates=EnableRGTAPI=true"), "kube-system")
+        "forever", "--feature-gates=GlobalAcceleratorController=true"), "kube-system")
     server.clear_request_log()
     done = await check(kubeconfig, "-o", "json")
     assert done.code == 1, done.stdout + done.stderr
@@ -211,7 +211,8 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
                                                "kube-system/aws-load-balancer-controller")}
     assert flags["--enable-waf-v3"]["category"] == "not-honoured"
     assert "--sync-period" in flags["--sync-period"]["message"]
-    assert "EnableRGTAPI" in flags["--feature-gates EnableRGTAPI=true"]["message"]
+    assert "GlobalAcceleratorController" in flags[
+        "--feature-gates GlobalAcceleratorController=true"]["message"]
     # A gate aiolbc acts on, in upstream's default state unless given: nothing to say.
     assert "--feature-gates SubnetDiscoveryByReachability" not in flags
     # One that matters only for objects reported one by one: a note.

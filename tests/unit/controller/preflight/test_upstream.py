@@ -32,10 +32,11 @@ def test_the_controller_container_is_read_in_gos_syntax() -> None:
 def test_each_flag_aiolbc_would_not_take_is_one_line() -> None:
     found = read_flags(deployment(
         "--cluster-name=prod", "--made-up-flag", "x", "--sync-period=soon",
-        "--feature-gates=EnableRGTAPI=true,NoSuchGate=true,EnableIPTargetType=false"))
+        "--feature-gates=GlobalAcceleratorController=true,NoSuchGate=true,"
+        "EnableIPTargetType=false"))
     lines = {f.subject: f for f in found.findings if f.category == "not-honoured"}
     assert set(lines) == {"--made-up-flag", "--sync-period",
-                          "--feature-gates EnableRGTAPI=true",
+                          "--feature-gates GlobalAcceleratorController=true",
                           "--feature-gates NoSuchGate=true"}
     # What aiolbc accepts is kept for the scan's configuration.
     assert found.texts["--feature-gates"] == "EnableIPTargetType=false"
