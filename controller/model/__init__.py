@@ -93,6 +93,7 @@ from controller.model.stack import (
 from controller.model.targetgroup import (
     HealthCheck,
     HealthCheckMatcher,
+    LoadBalancerTarget,
     ServiceReference,
     TargetGroup,
     TargetGroupBindingResource,
@@ -135,6 +136,7 @@ __all__ = [
     "Listener",
     "ListenerRule",
     "LoadBalancer",
+    "LoadBalancerTarget",
     "MutualAuthentication",
     "NetworkingIngress",
     "NetworkingPeer",

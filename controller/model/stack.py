@@ -117,8 +117,24 @@ class Stack(Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Stack:
-        if len(self.load_balancers) > 1:
-            raise InvalidStack(f"stack {self.id}: at most one load balancer per stack")
+        # One load balancer, or an Ingress group's ALB and its frontend NLB.
+        types = [lb.type for lb in self.load_balancers.values()]
+        if len(types) != len(set(types)):
+            raise InvalidStack(f"stack {self.id}: at most one load balancer of each type")
+        for tid, tg in self.target_groups.items():
+            target = tg.load_balancer_target
+            if target is None:
+                continue
+            alb = self.load_balancers.get(target.load_balancer)
+            if alb is None or alb.type != "application":
+                raise InvalidStack(f"target group {tid}: {target.load_balancer} is no "
+                                   "application load balancer of the stack")
+            alb_ref = Ref.to(LOAD_BALANCER, target.load_balancer, "loadBalancerARN").ref
+            if not any(li.load_balancer_arn.ref == alb_ref and li.port == target.port
+                       for li in self.listeners.values()):
+                # AWS registers an ALB only on a port it listens on.
+                raise InvalidStack(f"target group {tid}: load balancer {target.load_balancer} "
+                                   f"has no listener on port {target.port}")
         rank = {t: i for i, t in enumerate(RESOURCE_TYPES)}
         for rtype, rid, res in self.iter_resources():
             for ref in refs_of(res):
@@ -190,22 +206,26 @@ class Stack(Model):
 
 def check_quotas(stack: Stack, quotas: Quotas) -> None:
     """InvalidStack when the stack needs more than the account's quotas allow."""
-    for lb in stack.load_balancers.values():
+    for lid, lb in stack.load_balancers.items():
         if len(lb.security_groups) > quotas.security_groups_per_load_balancer:
             raise InvalidStack(f"load balancer {lb.name}: {len(lb.security_groups)} security "
                                f"groups, the quota is {quotas.security_groups_per_load_balancer}")
         alb = lb.type == "application"
-        if len(stack.listeners) > quotas.listeners_per_load_balancer:
-            raise InvalidStack(f"load balancer {lb.name}: {len(stack.listeners)} listeners, the "
+        ref = Ref.to(LOAD_BALANCER, lid, "loadBalancerARN").ref
+        listeners = sum(li.load_balancer_arn.ref == ref for li in stack.listeners.values())
+        if listeners > quotas.listeners_per_load_balancer:
+            raise InvalidStack(f"load balancer {lb.name}: {listeners} listeners, the "
                                f"quota is {quotas.listeners_per_load_balancer}")
         if not alb:
             continue
         if len(stack.listener_rules) > quotas.rules_per_application_load_balancer:
             raise InvalidStack(f"load balancer {lb.name}: {len(stack.listener_rules)} rules, the "
                                f"quota is {quotas.rules_per_application_load_balancer}")
-        if len(stack.target_groups) > quotas.target_groups_per_application_load_balancer:
+        # A frontend NLB's target groups (target type alb) are the NLB's, not the ALB's.
+        alb_tgs = sum(tg.target_type != "alb" for tg in stack.target_groups.values())
+        if alb_tgs > quotas.target_groups_per_application_load_balancer:
             raise InvalidStack(
-                f"load balancer {lb.name}: {len(stack.target_groups)} target groups, the quota "
+                f"load balancer {lb.name}: {alb_tgs} target groups, the quota "
                 f"is {quotas.target_groups_per_application_load_balancer}")
         extra = sum(max(0, len(li.certificates) - 1) for li in stack.listeners.values()
                     if isinstance(li.certificates, tuple | list))
