@@ -194,7 +194,7 @@ class IngressReconciler:
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,
-            current=current, status=hostname_patch,
+            current=current, status=hostname_patch, frontend_status=hostname_patch,
             annotations=None if wanted_record is None
             else lambda ing: {GROUP_MEMBERS_ANNOTATION: wanted_record})
         for ing in group.leaving:
