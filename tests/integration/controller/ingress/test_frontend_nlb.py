@@ -51,7 +51,8 @@ async def test_create_update_and_turn_off(cluster: Cluster, aws_proxy: AWSFaultP
     lbs = await eventually(both)
     alb, nlb = lbs["application"], lbs["network"]
     assert nlb["LoadBalancerName"] == str(alb["LoadBalancerName"])[:28] + "-nlb"
-    assert nlb["Scheme"] == "internet-facing" and alb["Scheme"] == "internal"
+    assert nlb["Scheme"] == "internet-facing"
+    assert alb["Scheme"] == "internal"
 
     async def statused() -> list[str] | None:
         names = await _hostnames(c)
