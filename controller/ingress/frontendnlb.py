@@ -128,16 +128,17 @@ _KEYS: Final = ("frontend-nlb-scheme", "frontend-nlb-subnets", "frontend-nlb-sec
                  "frontend-nlb-tags", *_HEALTH_KEYS.values())
 
 
-def without_effect(ingresses: Sequence[tuple[str, Obj]]) -> list[str]:
-    """For a group without the frontend NLB: one line per member naming the frontend-nlb-*
+def without_effect(ingresses: Sequence[tuple[str, Obj]]) -> dict[str, str]:
+    """For a group without the frontend NLB: per member, one line naming the frontend-nlb-*
     keys it carries, which then do nothing (upstream reads them only with the NLB on)."""
-    said: list[str] = []
+    said: dict[str, str] = {}
     for key, ing in ingresses:
         reader = AnnotationReader.of(ing, PREFIX)
         found = [reader.key(suffix) for suffix in _KEYS if reader.has(suffix)]
         if found:
-            said.append(f"Ingress {key}: {', '.join(found)} {'has' if len(found) == 1 else 'have'}"
-                        f" no effect without {ENABLE_KEY}: \"true\" in the group")
+            said[key] = (f"Ingress {key}: {', '.join(found)} "
+                         f"{'has' if len(found) == 1 else 'have'} no effect without "
+                         f"{ENABLE_KEY}: \"true\" in the group")
     return said
 
 

@@ -162,6 +162,9 @@ class BuiltGroup:
     # Per member: backends that do not exist, tolerated with a 503 rule (a Warning Event on
     # that member when deployed, and a warning at admission).
     missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per member: its frontend-nlb-* keys, which do nothing while the group does not enable
+    # the frontend NLB (a Warning `FrontendNLBNotEnabled`, and a warning at admission).
+    frontend_nlb_unused: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -332,8 +335,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None
     keyed = [(m.key, m.ingress) for m in group.members]
+    frontend_unused: dict[str, str] = {}
     if not frontend_nlb_enabled(keyed):
-        warnings.extend(frontend_nlb_without_effect(keyed))
+        frontend_unused = frontend_nlb_without_effect(keyed)
     else:
         build_frontend_nlb(
             builder, [FrontendMember(key=m.key, ingress=m.ingress,
@@ -353,7 +357,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     return BuiltGroup(stack, lb, frozenset(backends.services),
                       frozenset(backends.secrets | imported.secrets),
                       findings, tuple(warnings), http_unauthenticated,
-                      {k: tuple(v) for k, v in sorted(backends.missing.items())})
+                      {k: tuple(v) for k, v in sorted(backends.missing.items())},
+                      frontend_unused)
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches

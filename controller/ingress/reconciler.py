@@ -188,6 +188,10 @@ class IngressReconciler:
             if m.key in built.http_unauthenticated:
                 self._writer.event(m.ingress, "Warning", "AuthenticationOnHTTPSOnly",
                                    built.http_unauthenticated[m.key])
+        for m in group.members:
+            if m.key in built.frontend_nlb_unused:
+                self._writer.event(m.ingress, "Warning", "FrontendNLBNotEnabled",
+                                   built.frontend_nlb_unused[m.key])
         for member in group.members:  # tolerated as upstream: a 503 rule, and a Warning
             for message in built.missing.get(member.key, ()):
                 self._writer.event(member.ingress, "Warning", "BackendNotFound", message)

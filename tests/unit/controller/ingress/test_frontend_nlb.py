@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from controller.ingress import admit
 from controller.ingress.frontendnlb import FRONTEND_NLB_ID
 from controller.ingress.merge import BuildError
 from controller.ingress.model import LOAD_BALANCER_ID, BuiltGroup, build_group
@@ -195,7 +196,9 @@ def test_bad_values_are_refused_with_one_line(key: str, value: str, said: str) -
 def test_keys_without_the_nlb_do_nothing_and_are_said() -> None:
     built = build(ONE, _ing("shop", {"frontend-nlb-scheme": "nonsense"}))
     assert list(built.stack.load_balancers) == [LOAD_BALANCER_ID]
-    assert any("frontend-nlb-scheme has no effect without" in w for w in built.warnings)
+    assert "frontend-nlb-scheme has no effect without" in built.frontend_nlb_unused[
+        "default/shop"]
+    assert not built.warnings
 
 
 def test_weighted_target_group_type_is_used() -> None:
@@ -204,3 +207,10 @@ def test_weighted_target_group_type_is_used() -> None:
     action = built.stack.listeners[f"{FRONTEND_NLB_ID}-ls-TCP-80"].default_actions[0]
     assert isinstance(action, ForwardAction)
     assert isinstance(action.target_groups[0], WeightedTargetGroup)
+
+
+def test_admission_warns_of_keys_without_the_nlb() -> None:
+    member = _ing("shop", {"frontend-nlb-tags": "a=b"})
+    c = caches(ingress_class("alb"), backend_service("web"))
+    said = admit(member, None, c, SETTINGS)
+    assert said == [build(ONE, member).frontend_nlb_unused["default/shop"]]
