@@ -268,6 +268,16 @@ class StackDeployer:
 
         groups = await groups_step
 
+        # A load balancer replaced under its own name (a frontend NLB whose scheme changed)
+        # goes first, as upstream deletes it: its name must be free for the new one.
+        names = {lb.name for lb in stack.load_balancers.values() if lb.replaced_under_same_name}
+        for arn in list(lbs.orphans):
+            if names and (await reader.load_balancers(arns=[arn]) or [{}])[0].get(
+                    "LoadBalancerName") in names:
+                await _delete_load_balancer(calls, arn)
+                owned.load_balancers.discard(arn)
+                lbs.orphans.remove(arn)
+
         # Converge each load balancer, its listeners and rules: an application load balancer
         # first, since a frontend NLB's target groups register it (on a port it listens on).
         statuses: dict[str, LoadBalancerStatus] = {}

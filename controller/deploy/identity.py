@@ -65,6 +65,9 @@ def match_load_balancer(tracking: Tracking, resource_id: str | None,
             for arn, d in descs.items():
                 if d.get("LoadBalancerName") != model.name:
                     continue
+                if (model.replaced_under_same_name and arn in tracked
+                        and tracking.resource_id(tags[arn]) == resource_id):
+                    continue  # an orphan, deleted before its replacement is created
                 if arn not in ours:
                     raise OwnershipConflict(f"load balancer name {model.name} is taken by one "
                                             "this stack does not own")

@@ -281,7 +281,8 @@ def build_frontend_nlb(builder: StackBuilder, members: Sequence[FrontendMember],
     name = alb.name[:28] + "-nlb"
     try:
         nlb_ref = builder.add_load_balancer(FRONTEND_NLB_ID, LoadBalancer(
-            name=name, type="network", scheme=scheme, ip_address_type=alb.ip_address_type,
+            name=name, type="network", scheme=scheme, replaced_under_same_name=True,
+            ip_address_type=alb.ip_address_type,
             subnets=subnets if subnets is not None else SubnetDiscovery(
                 role="elb" if scheme == "internet-facing" else "internal-elb"),
             security_groups=groups if groups is not None else alb.security_groups,

@@ -100,6 +100,23 @@ async def test_create_update_and_turn_off(cluster: Cluster, aws_proxy: AWSFaultP
 
     await eventually(one_alb_target_group)
 
+    # Another scheme: the NLB is replaced under its own name (upstream's name ignores the
+    # scheme), the old one deleted first; its target group stays and keeps the ALB.
+    await c.patch(INGRESSES, "shop", {"metadata": {"annotations": {
+        A + "frontend-nlb-scheme": "internal"}}})
+
+    async def replaced() -> dict[str, Any] | None:
+        found = (await _by_type(c)).get("network")
+        return found if found is not None and found["Scheme"] == "internal" else None
+
+    new_nlb = await eventually(replaced)
+    assert new_nlb["LoadBalancerName"] == nlb["LoadBalancerName"]
+    assert new_nlb["LoadBalancerArn"] != nlb["LoadBalancerArn"]
+    assert await eventually(statused) == [alb["DNSName"], str(new_nlb["DNSName"]).lower()]
+    found = await c.aws.listeners(str(new_nlb["LoadBalancerArn"]))
+    assert set(found) == {9000}
+    assert await c.aws.registered(_forwarded(found[9000])) == {(alb["LoadBalancerArn"], 8080)}
+
     # Off: the NLB and its target groups go; the ALB, its listeners and its own target group
     # stay, and the status names the ALB alone.
     await c.patch(INGRESSES, "shop", {"metadata": {"annotations": {
