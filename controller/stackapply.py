@@ -33,6 +33,8 @@ from runtime.clock import Clock
 from runtime.objects import Obj, has_finalizer
 
 StatusFn = Callable[[Obj, str], Obj | None]
+# (owner, the stack's load balancer's hostname, its frontend NLB's hostname or "").
+FrontendStatusFn = Callable[[Obj, str, str], Obj | None]
 """(owner, load balancer hostname or "") → the owner's status patch, None when it holds."""
 AnnotationsFn = Callable[[Obj], Mapping[str, str | None]]
 """owner → annotations the kind records on it with every pass (an Ingress group's members)."""
@@ -63,7 +65,8 @@ class StackApplier:
 
     async def apply(self, stack: Stack, *, value: str, owners: Sequence[Obj], finalizer: str,
                     current: Sequence[Obj], status: StatusFn,
-                    annotations: AnnotationsFn | None = None) -> Applied:
+                    annotations: AnnotationsFn | None = None,
+                    frontend_status: FrontendStatusFn | None = None) -> Applied:
         """Deploy `stack`, whose checkpoint is `value`, for `owners` (they carry `finalizer`
         and the checkpoint); `current`: the stack's managed bindings in the cache."""
         writer = self._writer
@@ -93,9 +96,15 @@ class StackApplier:
                 writer.event(owner, "Warning", reason, message)
         unfinished = bool(result.retained_target_groups or applied.blocked)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
+        # A stack's other load balancer (an Ingress group's frontend NLB), for `frontend_status`.
+        frontend = next((st.dns_name for st in result.load_balancers.values()
+                         if result.load_balancer is None or st.arn != result.load_balancer.arn),
+                        "")
         final: list[Obj] = []
         for owner in written:
-            after = await writer.patch_status(owner, status(owner, hostname))
+            after = await writer.patch_status(
+                owner, status(owner, hostname) if frontend_status is None
+                else frontend_status(owner, hostname, frontend))
             wanted: dict[str, str | None] = dict(annotations(owner)) if annotations else {}
             if not unfinished and checkpoint.stored(after) != value:
                 wanted.update(checkpoint.patch(
@@ -111,4 +120,4 @@ class StackApplier:
                        unfinished=unfinished, changed=changed)
 
 
-__all__ = ["AnnotationsFn", "Applied", "StackApplier", "StatusFn"]
+__all__ = ["AnnotationsFn", "Applied", "FrontendStatusFn", "StackApplier", "StatusFn"]

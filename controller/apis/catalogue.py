@@ -153,13 +153,15 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
              backend="acted"),
     _ingress("minimum-load-balancer-capacity", "capacity reservations", acted=False),
     _ingress("ipam-ipv4-pool-id", "IPAM IPv4 pools", acted=False),
-    _ingress("enable-frontend-nlb", _FRONTEND_NLB, acted=False),
-    *(_ingress("frontend-nlb-" + s, _FRONTEND_NLB, acted=False) for s in (
-        "scheme", "subnets", "security-groups", "listener-port-mapping", "eip-allocations",
+    _ingress("enable-frontend-nlb", _FRONTEND_NLB, acted=True),
+    *(_ingress("frontend-nlb-" + s, _FRONTEND_NLB, acted=True) for s in (
+        "scheme", "subnets", "security-groups", "listener-port-mapping",
         "healthcheck-port", "healthcheck-protocol", "healthcheck-path",
         "healthcheck-interval-seconds", "healthcheck-timeout-seconds",
         "healthcheck-healthy-threshold-count", "healthcheck-unhealthy-threshold-count",
         "healthcheck-success-codes", "attributes", "tags")),
+    _ingress("frontend-nlb-eip-allocations", "static EIP addresses for a frontend NLB",
+             acted=False),
     _ingress("use-regex-path-match", "regular-expression path matching", acted=True),
     _ingress("target-control-port.*", "the ALB Target Control Agent", acted=False,
              backend="ignored", placeholder="<service>.<port>"),

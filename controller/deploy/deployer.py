@@ -29,7 +29,8 @@ from controller.deploy.certificates import StackCertificates
 from controller.deploy.concurrency import run_all
 from controller.deploy.deployrun import DeployRun
 from controller.deploy.errors import DeployError
-from controller.deploy.identity import find_load_balancer, follow_existing, match_target_groups
+from controller.deploy.identity import find_load_balancers, follow_existing, match_target_groups
+from controller.deploy.lbtargets import converge_load_balancer_targets
 from controller.deploy.listenerrules import converge_rules
 from controller.deploy.listeners import (
     ObservedListeners,
@@ -200,24 +201,23 @@ class StackDeployer:
                       started: list[asyncio.Future[PreparedGroups]], *, cold: bool,
                       fresh: bool, retain: Set[str]) -> DeployResult:
         calls, reader = run.calls, run.reader
-        lb_id, lb_model = next(iter(run.stack.load_balancers.items()), (None, None))
         if run.stack.certificates and not self._settings.manage_certificates:
             raise DeployError(f"stack {run.stack.id} has certificates to import, and this "
                               "deployer does not manage certificates")
 
-        # Identify: the stack's load balancer by its tags (identity.py); a stack this process
-        # has not seen, about to create one, first looks for it under older names.
-        lbs = await find_load_balancer(reader, run.tracking, owned, lb_id, lb_model)
-        if lb_model is not None and lbs.current is None and cold:
+        # Identify: the stack's load balancers by their tags (identity.py); a stack this
+        # process has not seen, about to create one, first looks for it under older names.
+        models = dict(run.stack.load_balancers)
+        lbs = await find_load_balancers(reader, run.tracking, owned, models)
+        if any(rid not in lbs.current for rid in models) and cold:
             await self._owned.ensure_scanned(reader)
-            lbs = await find_load_balancer(reader, run.tracking, owned, lb_id, lb_model)
-        current_lb = lbs.current
-        if lb_id is not None and lb_model is not None:
-            followed = follow_existing(lb_model, current_lb, vpc_id=run.vpc_id)
-            if followed is not lb_model:
-                run.stack = run.stack.model_copy(update={"load_balancers": {lb_id: followed}})
+            lbs = await find_load_balancers(reader, run.tracking, owned, models)
+        followed = {rid: follow_existing(model, lbs.current.get(rid), vpc_id=run.vpc_id)
+                    for rid, model in models.items()}
+        if any(followed[rid] is not models[rid] for rid in models):
+            run.stack = run.stack.model_copy(update={"load_balancers": followed})
         run.stack = stack = await self._resolver.resolve(run.stack, calls)
-        lb_arn = current_lb["LoadBalancerArn"] if current_lb is not None else None
+        lb_arns = {rid: d["LoadBalancerArn"] for rid, d in lbs.current.items()}
         # Security groups concurrently with the target groups, before the load balancer, which
         # is created carrying them; only once the stack resolved (a ResolveError changes nothing).
         # User-given groups are checked before anything of the stack is created or changed.
@@ -227,10 +227,13 @@ class StackDeployer:
         started.append(groups_step)
 
         # Observe target groups, listeners and rules concurrently, then all their tags at once.
-        (tgs, in_use), current_listeners = await asyncio.gather(
-            self._observe_target_groups(run, owned, lb_arn), observe_listeners(run, lb_arn))
-        tags = await reader.tags(
-            [*tgs, *current_listeners.arns(tagged=run.tags_listeners)])
+        order = sorted(lb_arns)
+        (tgs, in_use), *observed_each = await asyncio.gather(
+            self._observe_target_groups(run, owned, [lb_arns[rid] for rid in order]),
+            *(observe_listeners(run, lb_arns[rid]) for rid in order))
+        observed = dict(zip(order, observed_each, strict=True))
+        tags = await reader.tags([*tgs, *(a for o in observed.values()
+                                          for a in o.arns(tagged=run.tags_listeners))])
         tags.update(lbs.tags)
         matched = match_target_groups(
             run.tracking, stack.target_groups, tgs, tags, in_use=in_use,
@@ -271,12 +274,26 @@ class StackDeployer:
 
         groups = await groups_step
 
-        # Converge the load balancer, its listeners and rules.
-        lb_status: LoadBalancerStatus | None = None
+        # A load balancer replaced under its own name (a frontend NLB whose scheme changed)
+        # goes first, as upstream deletes it: its name must be free for the new one.
+        names = {lb.name for lb in stack.load_balancers.values() if lb.replaced_under_same_name}
+        for arn in list(lbs.orphans):
+            if names and (await reader.load_balancers(arns=[arn]) or [{}])[0].get(
+                    "LoadBalancerName") in names:
+                await _delete_load_balancer(calls, arn)
+                owned.load_balancers.discard(arn)
+                lbs.orphans.remove(arn)
+
+        # Converge each load balancer, its listeners and rules: an application load balancer
+        # first, since a frontend NLB's target groups register it (on a port it listens on).
+        statuses: dict[str, LoadBalancerStatus] = {}
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
-        lb_model = stack.load_balancers.get(lb_id) if lb_id is not None else None
-        if lb_model is not None and lb_id is not None:
+        for lb_id in sorted(stack.load_balancers,
+                            key=lambda rid: (stack.load_balancers[rid].type != "application",
+                                             rid)):
+            lb_model = stack.load_balancers[lb_id]
+            current_lb = lbs.current.get(lb_id)
             try:
                 lb_desc = await converge_load_balancer(
                     run, lb_id, self._groups.load_balancer(run, lb_model, groups), current_lb,
@@ -287,18 +304,23 @@ class StackDeployer:
                     self._groups.backend_gone(run.vpc_id)
                 raise
             lb_arn = lb_desc["LoadBalancerArn"]
+            lb_arns[lb_id] = lb_arn
             owned.load_balancers.add(lb_arn)
-            lb_status = LoadBalancerStatus(
+            statuses[lb_id] = LoadBalancerStatus(
                 resource_id=lb_id, arn=lb_arn, dns_name=lb_desc.get("DNSName", ""),
                 canonical_hosted_zone_id=lb_desc.get("CanonicalHostedZoneId", ""),
                 state=(lb_desc.get("State") or {}).get("Code", ""))
-            listener_arns, rule_arns = await self._listeners(
-                run, lb_arn, current_listeners, tags)
+            arns, rules = await self._listeners(
+                run, lb_id, lb_arn, observed.get(lb_id, ObservedListeners()), tags)
+            listener_arns.update(arns)
+            rule_arns.update(rules)
             # Addons last, as upstream; only on this stack's own load balancer (created or
             # found by its tags above), never on one we did not create.
             await converge_wafv2(run, lb_arn, lb_model.wafv2)
             await converge_waf_regional(run, lb_arn, lb_model.waf_regional)
             await converge_shield(run, lb_arn, lb_model.shield)
+        # A frontend NLB's target groups: the stack's ALB, now that it listens.
+        await converge_load_balancer_targets(run, lb_arns)
 
         # Delete what the model no longer has, now that nothing of the stack forwards to it:
         # load balancers first, then target groups no binding points at any more.
@@ -319,8 +341,11 @@ class StackDeployer:
                 networking=self._groups.networking(run, tgb.networking, groups))
             for rid, tgb in stack.target_group_bindings.items()
         }
+        primary = next((st for rid, st in statuses.items()
+                        if stack.load_balancers[rid].type == "application"),
+                       next(iter(statuses.values()), None))
         return DeployResult(
-            stack_id=stack.id, load_balancer=lb_status,
+            stack_id=stack.id, load_balancer=primary, load_balancers=statuses,
             target_groups={rid: run.status[(TARGET_GROUP, rid, "targetGroupARN")]
                            for rid in stack.target_groups},
             listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
@@ -328,13 +353,14 @@ class StackDeployer:
             calls=calls.counts.calls, mutating_calls=calls.counts.mutating,
             warnings=tuple(run.warnings))
 
-    async def _observe_target_groups(self, run: DeployRun, owned: StackArns, lb_arn: str | None
+    async def _observe_target_groups(self, run: DeployRun, owned: StackArns,
+                                     lb_arns: Sequence[str]
                                      ) -> tuple[dict[str, dict[str, Any]], set[str]]:
-        """Target groups attached to the load balancer (also returned on their own: the live
+        """Target groups attached to the load balancers (also returned on their own: the live
         path) and the ones we know of."""
         reader = run.reader
         tgs: dict[str, dict[str, Any]] = {}
-        if lb_arn is not None:
+        for lb_arn in lb_arns:
             for d in await reader.target_groups_of_load_balancer(lb_arn):
                 tgs[d["TargetGroupArn"]] = d
         attached = set(tgs)
@@ -342,12 +368,15 @@ class StackDeployer:
             tgs[d["TargetGroupArn"]] = d
         return tgs, attached
 
-    async def _listeners(self, run: DeployRun, lb_arn: str, observed: ObservedListeners,
-                         tags: dict[str, dict[str, str]]) -> tuple[dict[str, str], dict[str, str]]:
+    async def _listeners(self, run: DeployRun, lb_id: str, lb_arn: str,
+                         observed: ObservedListeners, tags: dict[str, dict[str, str]]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
         stack = run.stack
         rules_by_listener = observed.rules
         by_port = {int(d["Port"]): d for d in observed.listeners}
-        wanted_ports = {lis.port for lis in stack.listeners.values()}
+        mine = sorted(lid for lid, lis in stack.listeners.items()
+                      if lis.load_balancer_arn.target[1] == lb_id)
+        wanted_ports = {stack.listeners[lid].port for lid in mine}
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
 
@@ -363,7 +392,7 @@ class StackDeployer:
             rule_arns.update(await converge_rules(
                 run, arn, wanted, rules_by_listener.get(arn, []), tags))
 
-        await run_all(one(lid) for lid in sorted(stack.listeners))
+        await run_all(one(lid) for lid in mine)
         # Listeners on ports the model does not have (deleting one deletes its rules).
         for port, desc in sorted(by_port.items()):
             if port not in wanted_ports:

@@ -67,6 +67,9 @@ def match_load_balancer(tracking: Tracking, resource_id: str | None,
             for arn, d in descs.items():
                 if d.get("LoadBalancerName") != model.name:
                     continue
+                if (model.replaced_under_same_name and arn in tracked
+                        and tracking.resource_id(tags[arn]) == resource_id):
+                    continue  # an orphan, deleted before its replacement is created
                 if arn not in ours:
                     raise OwnershipConflict(f"load balancer name {model.name} is taken by one "
                                             "this stack does not own")
@@ -101,6 +104,37 @@ async def find_load_balancer(reader: Reader, tracking: Tracking, owned: StackArn
         match = match_load_balancer(tracking, resource_id, model, descs,
                                     await reader.tags(descs))
     return match
+
+
+@dataclass
+class LoadBalancersMatch:
+    """Every load balancer of a stack (an Ingress group's ALB and its frontend NLB):
+    `current` by resource id (absent: create it), `orphans` the stack's others."""
+
+    current: dict[str, Desc]
+    orphans: list[str]
+    tags: Tags
+
+
+async def find_load_balancers(reader: Reader, tracking: Tracking, owned: StackArns,
+                              models: Mapping[str, LoadBalancer]) -> LoadBalancersMatch:
+    """`find_load_balancer` for each of the stack's load balancers; with one (or none) it is
+    exactly that, with more the lookups of the first are shared where they can be."""
+    if len(models) <= 1:
+        rid, model = next(iter(models.items()), (None, None))
+        one = await find_load_balancer(reader, tracking, owned, rid, model)
+        current = {rid: one.current} if rid is not None and one.current is not None else {}
+        return LoadBalancersMatch(current=current, orphans=one.orphans, tags=one.tags)
+    matches = {rid: await find_load_balancer(reader, tracking, owned, rid, model)
+               for rid, model in sorted(models.items())}
+    tags: Tags = {}
+    for match in matches.values():
+        tags.update(match.tags)
+    current = {rid: m.current for rid, m in matches.items() if m.current is not None}
+    kept = {d["LoadBalancerArn"] for d in current.values()}
+    tracked = {arn for arn, t in tags.items()
+               if tracking.owns(t) and tracking.resource_id(t) is not None}
+    return LoadBalancersMatch(current=current, orphans=sorted(tracked - kept), tags=tags)
 
 
 def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None, *,
@@ -218,10 +252,12 @@ def match_target_groups(tracking: Tracking, model: Mapping[str, TargetGroup],
 
 __all__ = [
     "LoadBalancerMatch",
+    "LoadBalancersMatch",
     "TargetGroupMatch",
     "compatible_load_balancer",
     "compatible_target_group",
     "find_load_balancer",
+    "find_load_balancers",
     "follow_existing",
     "match_load_balancer",
     "match_target_groups",

@@ -31,6 +31,7 @@ class ResolvedTargetGroupBinding:
 @dataclass(frozen=True)
 class DeployResult:
     stack_id: str
+    # The stack's load balancer; with a frontend NLB, the ALB behind it.
     load_balancer: LoadBalancerStatus | None
     target_groups: dict[str, str] = field(default_factory=dict)
     listeners: dict[str, str] = field(default_factory=dict)
@@ -43,3 +44,5 @@ class DeployResult:
     mutating_calls: int = 0
     # (reason, message): what AWS keeps although the stack asks otherwise (Warning Events).
     warnings: tuple[tuple[str, str], ...] = ()
+    # Every load balancer of the stack by resource id (the frontend NLB's too).
+    load_balancers: dict[str, LoadBalancerStatus] = field(default_factory=dict)

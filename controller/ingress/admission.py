@@ -169,7 +169,9 @@ def _admit(ing: Obj, caches: Caches, settings: BuilderSettings, policy: GroupNam
         if after.built is None:
             return []
         unauthenticated = after.built.http_unauthenticated.get(key)
+        unused = after.built.frontend_nlb_unused.get(key)
         return [*after.built.warnings, *([unauthenticated] if unauthenticated else []),
+                *([unused] if unused else []),
                 *after.built.missing.get(key, ())]
     before = _settle(current, caches, settings, policy) if current.members else None
     if before is not None and before.group.held == after.group.held:

@@ -40,6 +40,13 @@ from controller.ingress.addons import AddonSettings, build_addons
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
 from controller.ingress.backends import Backends, jwt_action, secured
 from controller.ingress.caches import Caches
+from controller.ingress.frontendnlb import (
+    FrontendMember,
+    FrontendSettings,
+    build_frontend_nlb,
+)
+from controller.ingress.frontendnlb import enabled as frontend_nlb_enabled
+from controller.ingress.frontendnlb import without_effect as frontend_nlb_without_effect
 from controller.ingress.groups import Group, Member, is_explicit, stack_labels
 from controller.ingress.listenersettings import listener_settings
 from controller.ingress.merge import (
@@ -159,6 +166,9 @@ class BuiltGroup:
     # Per member: backends that do not exist, tolerated with a 503 rule (a Warning Event on
     # that member when deployed, and a warning at admission).
     missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per member: its frontend-nlb-* keys, which do nothing while the group does not enable
+    # the frontend NLB (a Warning `FrontendNLBNotEnabled`, and a warning at admission).
+    frontend_nlb_unused: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -250,13 +260,14 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         settings.cluster.name, str(meta(first).get("namespace")), str(meta(first).get("name")),
         lb.scheme, group=request.name if is_explicit(request) else None)
     try:
-        lb_ref = builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
+        alb = LoadBalancer(
             name=name, type="application", scheme=lb.scheme, ip_address_type=lb.ip_address_type,
             subnets=lb.subnets if lb.subnets else SubnetDiscovery(
                 role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
             security_groups=groups.security_groups, attributes=dict(lb.attributes),
             tags=dict(lb.tags), wafv2=addons.wafv2, waf_regional=addons.waf_regional,
-            shield=addons.shield))
+            shield=addons.shield)
+        lb_ref = builder.add_load_balancer(LOAD_BALANCER_ID, alb)
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
 
@@ -330,6 +341,19 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
                                  f"{_message(exc)}") from None
+    keyed = [(m.key, m.ingress) for m in group.members]
+    frontend_unused: dict[str, str] = {}
+    if not frontend_nlb_enabled(keyed):
+        frontend_unused = frontend_nlb_without_effect(keyed)
+    else:
+        build_frontend_nlb(
+            builder, [FrontendMember(key=m.key, ingress=m.ingress,
+                                     alb_ports=tuple(lp.port for lp in _ports_of(a, m.ingress)))
+                      for m, a in parsed],
+            alb_id=LOAD_BALANCER_ID, alb=alb, settings=FrontendSettings(
+                cluster_name=settings.cluster.name, group_id=group.stack_id,
+                explicit=is_explicit(request), default_scheme=settings.defaults.scheme,
+                default_tags=settings.defaults.tags))
     for member in group.members:
         findings[member.key] += _backend_findings(member, backends, caches)
     try:
@@ -342,7 +366,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     return BuiltGroup(stack, lb, frozenset(backends.services),
                       frozenset(backends.secrets | imported.secrets),
                       findings, tuple(warnings), http_unauthenticated,
-                      {k: tuple(v) for k, v in sorted(backends.missing.items())})
+                      {k: tuple(v) for k, v in sorted(backends.missing.items())},
+                      frontend_unused)
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches

@@ -191,13 +191,17 @@ class IngressReconciler:
             if m.key in built.http_unauthenticated:
                 self._writer.event(m.ingress, "Warning", "AuthenticationOnHTTPSOnly",
                                    built.http_unauthenticated[m.key])
+        for m in group.members:
+            if m.key in built.frontend_nlb_unused:
+                self._writer.event(m.ingress, "Warning", "FrontendNLBNotEnabled",
+                                   built.frontend_nlb_unused[m.key])
         for member in group.members:  # tolerated as upstream: a 503 rule, and a Warning
             for message in built.missing.get(member.key, ()):
                 self._writer.event(member.ingress, "Warning", "BackendNotFound", message)
         wanted_record = record_of(group.request, members)
         applied = await self._apply.apply(  # 5.-7.
             built.stack, value=value, owners=members, finalizer=group.finalizer,
-            current=current, status=hostname_patch,
+            current=current, status=hostname_patch, frontend_status=hostname_patch,
             annotations=None if wanted_record is None
             else lambda ing: {GROUP_MEMBERS_ANNOTATION: wanted_record})
         for ing in group.leaving:

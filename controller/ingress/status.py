@@ -28,9 +28,13 @@ def stored_record(ing: Obj) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def hostname_patch(ing: Obj, hostname: str) -> Obj | None:
-    """Status patch giving the Ingress `hostname` ("" for none), None when it has it."""
+def hostname_patch(ing: Obj, hostname: str, frontend: str = "") -> Obj | None:
+    """Status patch giving the Ingress `hostname` ("" for none) and, after it, its frontend
+    NLB's (upstream appends that one, lower-cased, as an entry of its own); None when it has
+    them."""
     wanted = [{"hostname": hostname}] if hostname else []
+    if hostname and frontend:
+        wanted.append({"hostname": frontend.lower()})
     status = ing.get("status") if isinstance(ing.get("status"), dict) else {}
     balancer = (status or {}).get("loadBalancer") or {}
     current = balancer.get("ingress") if isinstance(balancer, dict) else None

@@ -100,6 +100,7 @@ from controller.model.stack import (
 from controller.model.targetgroup import (
     HealthCheck,
     HealthCheckMatcher,
+    LoadBalancerTarget,
     ServiceReference,
     TargetGroup,
     TargetGroupBindingResource,
@@ -144,6 +145,7 @@ __all__ = [
     "Listener",
     "ListenerRule",
     "LoadBalancer",
+    "LoadBalancerTarget",
     "MutualAuthentication",
     "NetworkingIngress",
     "NetworkingPeer",

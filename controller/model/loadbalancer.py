@@ -100,6 +100,11 @@ class LoadBalancer(Tagged):
     # `scheme` is only for a new one (upstream's rule for Services without a scheme
     # annotation, pkg/service/model_build_load_balancer.go).
     keep_existing_scheme: bool = False
+    # The name does not change with the scheme (a frontend NLB's: upstream's name is its ALB's
+    # plus "-nlb"), so a scheme change replaces the load balancer under the same name: the old
+    # one (the stack's, with this resource id) is deleted first, as upstream does. Left out of
+    # the canonical JSON when false.
+    replaced_under_same_name: bool = Field(default=False, exclude_if=lambda value: not value)
     ip_address_type: IpAddressType = "ipv4"
     # Subnet IDs or Name tags as written (the resolve stage turns names into IDs), or a
     # placeholder for discovery.

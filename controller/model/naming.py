@@ -72,6 +72,18 @@ def ingress_security_group_name(cluster: str, namespace: str, name: str,
     return _name(namespace, name, uuid)
 
 
+def frontend_nlb_target_group_name(cluster: str, group_id: str, port: int, hc_port: str,
+                                   hc_protocol: str, *, explicit: bool) -> str:
+    """A frontend NLB's target group (pkg/ingress/model_build_frontend_nlb.go): hashes
+    cluster, group id, the NLB port, target type `alb`, protocol TCP, the health check's port
+    and protocol."""
+    uuid = _hash10(cluster, group_id, str(port), "alb", "TCP", hc_port, hc_protocol)
+    if explicit:
+        return f"k8s-{_sanitize(group_id)[:17]}-{uuid}"
+    namespace, _, name = group_id.partition("/")
+    return _name(namespace, name, uuid)
+
+
 def service_security_group_name(cluster: str, namespace: str, name: str, *, uid: str) -> str:
     """Managed frontend group of a Service's NLB. Hashes cluster, name, namespace and UID, in
     that order (upstream's: the name before the namespace)."""

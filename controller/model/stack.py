@@ -137,8 +137,24 @@ class Stack(Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Stack:
-        if len(self.load_balancers) > 1:
-            raise InvalidStack(f"stack {self.id}: at most one load balancer per stack")
+        # One load balancer, or an Ingress group's ALB and its frontend NLB.
+        types = [lb.type for lb in self.load_balancers.values()]
+        if len(types) != len(set(types)):
+            raise InvalidStack(f"stack {self.id}: at most one load balancer of each type")
+        for tid, tg in self.target_groups.items():
+            target = tg.load_balancer_target
+            if target is None:
+                continue
+            alb = self.load_balancers.get(target.load_balancer)
+            if alb is None or alb.type != "application":
+                raise InvalidStack(f"target group {tid}: {target.load_balancer} is no "
+                                   "application load balancer of the stack")
+            alb_ref = Ref.to(LOAD_BALANCER, target.load_balancer, "loadBalancerARN").ref
+            if not any(li.load_balancer_arn.ref == alb_ref and li.port == target.port
+                       for li in self.listeners.values()):
+                # AWS registers an ALB only on a port it listens on.
+                raise InvalidStack(f"target group {tid}: load balancer {target.load_balancer} "
+                                   f"has no listener on port {target.port}")
         rank = {t: i for i, t in enumerate(RESOURCE_TYPES)}
         for rtype, rid, res in self.iter_resources():
             for ref in refs_of(res):
@@ -230,12 +246,14 @@ def _over(where: str, quota: str, limit: int, needed: int, flag: str | None = No
 
 
 def _check_quotas(stack: Stack, quotas: Quotas) -> None:
-    for lb in stack.load_balancers.values():
+    for lid, lb in stack.load_balancers.items():
         where = f"load balancer {lb.name}"
         _over(where, "security groups", quotas.security_groups_per_load_balancer,
               len(lb.security_groups))
         alb = lb.type == "application"
-        _over(where, "listeners", quotas.listeners_per_load_balancer, len(stack.listeners))
+        ref = Ref.to(LOAD_BALANCER, lid, "loadBalancerARN").ref
+        _over(where, "listeners", quotas.listeners_per_load_balancer,
+              sum(li.load_balancer_arn.ref == ref for li in stack.listeners.values()))
         if not alb:
             continue
         by_listener: dict[str, int] = {}
@@ -251,10 +269,12 @@ def _check_quotas(stack: Stack, quotas: Quotas) -> None:
                   quotas.rules_per_listener, count, "--max-rules-per-listener")
         _over(where, "rules", quotas.rules_per_application_load_balancer,
               len(stack.listener_rules))
+        # A frontend NLB's target groups (target type alb) are the NLB's, not the ALB's.
         _over(where, "target groups", quotas.target_groups_per_application_load_balancer,
-              len(stack.target_groups), "--max-target-groups-per-load-balancer")
+              sum(tg.target_type != "alb" for tg in stack.target_groups.values()),
+              "--max-target-groups-per-load-balancer")
         for listener_id, li in sorted(stack.listeners.items()):
-            if isinstance(li.certificates, tuple | list):
+            if li.load_balancer_arn.ref == ref and isinstance(li.certificates, tuple | list):
                 _over(f"{where}: listener {listener_id}",
                       "certificates besides the default one", quotas.certificates_per_listener,
                       max(0, len(li.certificates) - 1), "--max-certificates-per-listener")

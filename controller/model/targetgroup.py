@@ -50,15 +50,37 @@ class HealthCheck(Model):
         return value
 
 
+class LoadBalancerTarget(Model):
+    """The one target of an `alb` target group (a frontend NLB's): the stack's own application
+    load balancer, by resource id, on one of its listener ports. Not a `$ref`: the load
+    balancer comes after its target groups, so the deployer registers it once it exists."""
+
+    load_balancer: str = Field(min_length=1)
+    port: int = Field(ge=1, le=65535)
+
+
 class TargetGroup(Tagged):
     name: str
     protocol: TargetGroupProtocol
     protocol_version: ProtocolVersion | None = None
     port: int = Field(ge=1, le=65535)
-    target_type: TargetType
+    target_type: TargetType | Literal["alb"]
     ip_address_type: TargetIpAddressType = "ipv4"
     health_check: HealthCheck = Field(default_factory=HealthCheck)
     attributes: dict[str, str] = Field(default_factory=dict)
+    # Target type `alb` only; left out of the canonical JSON otherwise, so other stacks keep
+    # their checkpoints.
+    load_balancer_target: LoadBalancerTarget | None = Field(
+        default=None, exclude_if=lambda value: value is None)
+
+    @model_validator(mode="after")
+    def _alb_target(self) -> TargetGroup:
+        if (self.target_type == "alb") != (self.load_balancer_target is not None):
+            raise ValueError(f"target group {self.name}: an alb target group, and only one, "
+                             "names the load balancer it targets")
+        if self.target_type == "alb" and self.protocol not in ("TCP", "TLS"):
+            raise ValueError(f"target group {self.name}: an alb target group's protocol is TCP")
+        return self
 
     @field_validator("name")
     @classmethod

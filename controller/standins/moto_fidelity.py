@@ -37,6 +37,12 @@ server by `MotoStandIn`.
   `Name` other than exp, iss, nbf and iat; 1 to 10 `Values` of at most 256 characters, without
   spaces for space-separated-values), each violation a `ValidationError`, and answered back as
   sent. moto 5.2 refuses the type (`ValidationError`, "Member must satisfy enum value set").
+- `RegisterTargets` on a target group of target type `alb` (ELBv2 API reference,
+  `TargetDescription`; "Application Load Balancers as targets"): the target is the ARN of an
+  Application Load Balancer in the target group's VPC, with a listener on the target's port
+  (`InvalidTarget` otherwise), and the group holds a single one (`TooManyTargets`). moto
+  registers any string, so a frontend NLB's registration made before its ALB listens, or of
+  the wrong load balancer, would look like success.
 - WAFv2 `AssociateWebACL` (WAFv2 API reference): a resource has at most one web ACL; associating
   another replaces it. moto adds the resource to the new web ACL and leaves it in the old one,
   whose association `GetWebACLForResource` keeps answering.
@@ -135,6 +141,7 @@ def apply() -> None:
     _paged_target_groups()
     _jwt_validation_actions()
     _rules_per_load_balancer()
+    _alb_targets()
     from controller.standins import moto_listeners
 
     moto_listeners.apply()
@@ -283,6 +290,36 @@ def _paged_target_groups() -> None:
                              "NextMarker": page[-1].arn if more and page else None})
 
     ELBV2Response.describe_target_groups = describe_target_groups  # type: ignore[method-assign]
+
+
+def _alb_targets() -> None:
+    from moto.elbv2.exceptions import ELBClientError
+    from moto.elbv2.models import ELBv2Backend
+
+    original = ELBv2Backend.register_targets
+
+    def register_targets(self: Any, target_group_arn: str, instances: list[Any]) -> None:
+        group = self.target_groups.get(target_group_arn)
+        if group is not None and group.target_type == "alb":
+            for target in instances:
+                balancer = self.load_balancers.get(str(target.get("Id")))
+                if (balancer is None or balancer.type != "application"
+                        or balancer.vpc_id != group.vpc_id):
+                    raise ELBClientError(
+                        "InvalidTarget", f"The target {target.get('Id')} is not an Application "
+                        "Load Balancer in the target group's VPC")
+                port = int(target.get("Port") or group.port)
+                if not any(int(li.port) == port for li in balancer.listeners.values()):
+                    raise ELBClientError(
+                        "InvalidTarget", f"The Application Load Balancer {balancer.name} has no "
+                        f"listener on port {port}")
+            ids = {t["Id"] for t in instances} | set(group.targets)
+            if len(ids) > 1:
+                raise ELBClientError("TooManyTargets", "A target group of target type alb "
+                                     "holds a single Application Load Balancer")
+        original(self, target_group_arn, instances)
+
+    ELBv2Backend.register_targets = register_targets  # type: ignore[method-assign]
 
 
 _JWT_FORMATS = ("single-string", "string-array", "space-separated-values")

@@ -76,8 +76,15 @@ class AwsInspector:
     # ---- load balancers, listeners, rules ---------------------------------------------------
 
     async def load_balancers(self, *, region: str | None = None) -> list[Obj]:
-        resp = await self.call("elbv2", "DescribeLoadBalancers", region=region)
-        return list(resp["LoadBalancers"])
+        """Every page (moto, as AWS, answers at most a page of load balancers at a time)."""
+        found: list[Obj] = []
+        params: dict[str, Any] = {}
+        while True:
+            resp = await self.call("elbv2", "DescribeLoadBalancers", region=region, **params)
+            found.extend(resp["LoadBalancers"])
+            if not resp.get("NextMarker"):
+                return found
+            params = {"Marker": resp["NextMarker"]}
 
     async def load_balancer(self, name: str) -> Obj | None:
         return next((lb for lb in await self.load_balancers()

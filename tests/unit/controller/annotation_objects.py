@@ -127,7 +127,22 @@ SERVICE_PUBLIC_DUALSTACK: Final = {
     "aws-load-balancer-ipv6-addresses": "2600:1f13::5,2600:1f13:0:1::5",
     "aws-load-balancer-enable-prefix-for-ipv6-source-nat": "on",
     "aws-load-balancer-source-nat-ipv6-prefixes": "auto_assigned,2600:1f13:0:1:1::/80"}
-INGRESS_GROUP: Final = {"group.name": "shop"}
+# A named group with a frontend NLB (its keys are read only when the group enables it).
+FRONTEND_NLB: Final = {
+    "enable-frontend-nlb": "true", "frontend-nlb-scheme": "internet-facing",
+    "frontend-nlb-subnets": "subnet-3,subnet-4", "frontend-nlb-security-groups": "sg-2",
+    "frontend-nlb-listener-port-mapping": "8443=443",
+    "frontend-nlb-healthcheck-port": "traffic-port",
+    "frontend-nlb-healthcheck-protocol": "HTTPS", "frontend-nlb-healthcheck-path": "/hz",
+    "frontend-nlb-healthcheck-interval-seconds": "20",
+    "frontend-nlb-healthcheck-timeout-seconds": "6",
+    "frontend-nlb-healthcheck-healthy-threshold-count": "3",
+    "frontend-nlb-healthcheck-unhealthy-threshold-count": "3",
+    "frontend-nlb-healthcheck-success-codes": "200-299",
+    "frontend-nlb-attributes": "load_balancing.cross_zone.enabled=true",
+    "frontend-nlb-tags": "team=edge",
+}
+INGRESS_GROUP: Final = {"group.name": "shop", **FRONTEND_NLB}
 
 REQUEST: Final = Request("default", "shop")
 

@@ -16,6 +16,7 @@ from controller.model import (
     Listener,
     ListenerRule,
     LoadBalancer,
+    LoadBalancerTarget,
     NetworkingIngress,
     NetworkingPeer,
     NetworkingPort,
@@ -39,6 +40,7 @@ from controller.model import (
     service_load_balancer_name,
     service_security_group_name,
 )
+from controller.model.naming import frontend_nlb_target_group_name
 from controller.standins import AwsSeed
 
 CLUSTER = "test-cluster"
@@ -165,6 +167,33 @@ def guarded_stack(seed: AwsSeed, name: str = "web", *, kind: str = "alb",
             NetworkingIngress.model_validate({
                 "from": [NetworkingPeer(security_group=SharedBackendSecurityGroup())],
                 "ports": [NetworkingPort(port=8080)]})])))
+    return b.build()
+
+
+def fronted_stack(seed: AwsSeed, name: str = "edge", *, alb_port: int = 80) -> Stack:
+    """An ALB (HTTP on `alb_port`) with a frontend NLB: TCP 80 forwarding to an `alb` target
+    group whose target is the ALB on `alb_port` (what `enable-frontend-nlb` builds)."""
+    stack_id = f"default/{name}"
+    b = StackBuilder(stack_id, kind="ingress", context=context(seed))
+    alb_name = load_balancer_name(CLUSTER, "default", name, "internal")
+    tg = b.add_target_group("FrontendNlb-tg-TCP-80", TargetGroup(
+        name=frontend_nlb_target_group_name(CLUSTER, stack_id, 80, "traffic-port", "HTTP",
+                                            explicit=False),
+        protocol="TCP", port=80, target_type="alb",
+        health_check=HealthCheck(path="/", matcher=HealthCheckMatcher(http_code="200")),
+        load_balancer_target=LoadBalancerTarget(load_balancer="LoadBalancer", port=alb_port)))
+    alb = b.add_load_balancer("LoadBalancer", LoadBalancer(
+        name=alb_name, type="application", scheme="internal",
+        subnets=SubnetDiscovery(role="internal-elb")))
+    b.add_listener(str(alb_port), Listener(
+        load_balancer_arn=alb, port=alb_port, protocol="HTTP",
+        default_actions=[FixedResponseAction(status_code="404", content_type="text/plain")]))
+    nlb = b.add_load_balancer("FrontendNlb", LoadBalancer(
+        name=alb_name[:28] + "-nlb", type="network", scheme="internal",
+        subnets=SubnetDiscovery(role="internal-elb")))
+    b.add_listener("FrontendNlb-ls-TCP-80", Listener(
+        load_balancer_arn=nlb, port=80, protocol="TCP", default_actions=[
+            ForwardAction(target_groups=[WeightedTargetGroup(target_group_arn=tg)])]))
     return b.build()
 
 

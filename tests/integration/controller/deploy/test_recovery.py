@@ -13,6 +13,7 @@ from controller.standins import AWSFaultProxy, AwsSeed
 from tests.integration.controller.deploy.stacks import (
     alb_stack,
     assert_no_duplicates,
+    fronted_stack,
     inventory,
     nlb_stack,
 )
@@ -87,6 +88,71 @@ async def test_every_crash_point_converges_without_duplicates(
     assert_no_duplicates(inv)
     assert len(inv["lbs"]) == total + 1
     assert len(inv["tgs"]) == 2 * (total + 1)
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+async def test_a_frontend_nlb_converges_from_every_crash_point(
+        phase: str, aws_pool: AWSClientPool, deployer_settings: DeployerSettings,
+        aws_proxy: AWSFaultProxy, aws_seed: AwsSeed, elbv2: Any) -> None:
+    """Two load balancers in one stack, the ALB registered in the NLB's target group: no
+    crash leaves a duplicate or a missing registration, and the run after makes no change."""
+    probe = await StackDeployer(aws_pool, deployer_settings).deploy(fronted_stack(aws_seed,
+                                                                                  "probe"))
+    total = probe.mutating_calls
+    assert total >= 6
+    for k in range(total):
+        stack = fronted_stack(aws_seed, f"crash{k}")
+        crashing = StackDeployer(aws_pool, deployer_settings)
+        if phase == "before":
+            crashing.before_mutation = crash_before(k)
+        else:
+            crashing.after_mutation = crash_after(k)
+        with pytest.raises(Crash):
+            await crashing.deploy(stack)
+        retry = crashing if k % 2 == 0 else StackDeployer(aws_pool, deployer_settings)
+        retry.before_mutation = retry.after_mutation = None
+        done = await retry.deploy(stack)
+        assert done.load_balancer is not None
+        tg = done.target_groups["FrontendNlb-tg-TCP-80"]
+        targets = elbv2.describe_target_health(TargetGroupArn=tg)["TargetHealthDescriptions"]
+        assert [(t["Target"]["Id"], t["Target"]["Port"]) for t in targets] == [
+            (done.load_balancer.arn, 80)], f"crash point {k}"
+        aws_proxy.clear_log()
+        await StackDeployer(aws_pool, deployer_settings).deploy(stack)
+        assert _mutations(aws_proxy) == [], f"crash point {k}"
+    inv = inventory(elbv2)
+    assert_no_duplicates(inv)
+    assert len(inv["lbs"]) == 2 * (total + 1)
+
+
+async def test_a_frontend_nlb_follows_its_alb_port_and_goes_alone(
+        deployer: StackDeployer, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed,
+        elbv2: Any) -> None:
+    first = await deployer.deploy(fronted_stack(aws_seed))
+    assert set(first.load_balancers) == {"LoadBalancer", "FrontendNlb"}
+    assert first.load_balancer is not None
+    alb = first.load_balancer.arn
+    tg = first.target_groups["FrontendNlb-tg-TCP-80"]
+    # The ALB moves to port 8080: the registration follows (the old one removed first).
+    aws_proxy.clear_log()
+    moved = await deployer.deploy(fronted_stack(aws_seed, alb_port=8080))
+    assert moved.target_groups["FrontendNlb-tg-TCP-80"] == tg
+    targets = elbv2.describe_target_health(TargetGroupArn=tg)["TargetHealthDescriptions"]
+    assert [(t["Target"]["Id"], t["Target"]["Port"]) for t in targets] == [(alb, 8080)]
+    assert _mutations(aws_proxy).count("RegisterTargets") == 1
+    assert _mutations(aws_proxy).count("DeregisterTargets") == 1
+    # Without the NLB (the key turned off): the NLB and its target group go, the ALB stays.
+    plain = fronted_stack(aws_seed, alb_port=8080)
+    plain = plain.model_copy(update={
+        "load_balancers": {"LoadBalancer": plain.load_balancers["LoadBalancer"]},
+        "listeners": {"8080": plain.listeners["8080"]}, "target_groups": {}})
+    gone = await deployer.deploy(plain)
+    assert set(gone.load_balancers) == {"LoadBalancer"}
+    assert gone.load_balancer is not None
+    assert gone.load_balancer.arn == alb
+    assert [lb["LoadBalancerArn"] for lb in elbv2.describe_load_balancers()["LoadBalancers"]
+            ] == [alb]
+    assert elbv2.describe_target_groups()["TargetGroups"] == []
 
 
 def _rules_by_id(elbv2: Any, listener_arn: str) -> dict[str, dict[str, Any]]:

@@ -36,6 +36,8 @@ async def _warnings(c: Cluster, name: str) -> list[dict[str, Any]]:
       '{"userPoolARN": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_a1",'
       ' "userPoolClientID": "c", "userPoolDomain": "https://x.example.com"}'},
      None, "userPoolDomain: a URL"),
+    ({A + "enable-frontend-nlb": "true", A + "frontend-nlb-healthcheck-interval-seconds": "1"},
+     None, "frontend-nlb-healthcheck-interval-seconds"),
 ])
 async def test_what_aws_would_refuse_creates_nothing(
         cluster: Cluster, aws_proxy: AWSFaultProxy, annotations: dict[str, str],

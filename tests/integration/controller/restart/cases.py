@@ -238,6 +238,33 @@ JWT_ON = {**HTTPS, "jwt-validation": json.dumps(
     {"jwksEndpoint": "https://idp.example.com/jwks", "issuer": "https://idp.example.com"})}
 
 
+FRONTEND_NLB = {"enable-frontend-nlb": "true"}
+
+
+def frontend_nlb_cases() -> list[Case]:
+    """The frontend NLB turned on, and each of its keys changed with it on."""
+    def case(key: str, value: str, short: str) -> Case:
+        return ingress("frontend-nlb-" + key, value, FRONTEND_NLB, name="i-fnlb-" + short)
+
+    return [
+        ingress("enable-frontend-nlb", "true", name="i-fnlb-enable"),
+        case("scheme", "internet-facing", "scheme"),
+        case("subnets", "{public_subnets}", "subnets"),
+        case("security-groups", "{security_group}", "sgs"),
+        case("listener-port-mapping", "9000=80", "port-mapping"),
+        case("healthcheck-port", "8081", "hc-port"),
+        case("healthcheck-protocol", "HTTPS", "hc-protocol"),
+        case("healthcheck-path", "/hz", "hc-path"),
+        case("healthcheck-interval-seconds", "30", "hc-interval"),
+        case("healthcheck-timeout-seconds", "10", "hc-timeout"),
+        case("healthcheck-healthy-threshold-count", "5", "hc-healthy"),
+        case("healthcheck-unhealthy-threshold-count", "5", "hc-unhealthy"),
+        case("healthcheck-success-codes", "200-299", "hc-codes"),
+        case("attributes", "load_balancing.cross_zone.enabled=true", "attributes"),
+        case("tags", "team=x", "tags"),
+    ]
+
+
 def _group_order_case() -> Case:
     async def setup(world: World, n: str) -> None:
         for member, order in ((n, "1"), (f"{n}-b", "2")):
@@ -447,6 +474,7 @@ def ingress_cases() -> list[Case]:
         _legacy_class_case(),
         _service_side_case(),
         _service_tags_case(),
+        *frontend_nlb_cases(),
     ]
 
 

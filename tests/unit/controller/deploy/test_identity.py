@@ -93,3 +93,25 @@ def test_an_existing_scheme_is_kept_and_its_subnets_with_it() -> None:
                                 {"x": _tags("LoadBalancer")})
     assert (match.current, match.orphans) == (None, ["x"])
     assert follow_existing(explicit, None, vpc_id="vpc-1") is explicit
+
+
+def test_a_frontend_nlb_is_replaced_under_its_own_name() -> None:
+    """Upstream's frontend NLB name ignores its scheme: a scheme change replaces it under the
+    same name (the old one an orphan, deleted first); any other load balancer holding the
+    name is still refused."""
+    nlb = LoadBalancer(name="k8s-ns-web-nlb", type="network", scheme="internet-facing",
+                       replaced_under_same_name=True,
+                       subnets=SubnetDiscovery(role="elb"))
+    old = _lb("x", "k8s-ns-web-nlb", "internal")
+    match = match_load_balancer(TRACKING, "FrontendNlb", nlb, {"x": old},
+                                {"x": _tags("FrontendNlb")})
+    assert (match.current, match.orphans) == (None, ["x"])
+    with pytest.raises(DeployError, match="cannot be changed in place"):
+        match_load_balancer(TRACKING, "FrontendNlb", nlb, {"x": old},
+                            {"x": _tags("LoadBalancer")})
+    with pytest.raises(DeployError, match="cannot be changed in place"):
+        match_load_balancer(TRACKING, "FrontendNlb",
+                            nlb.model_copy(update={"replaced_under_same_name": False}),
+                            {"x": old}, {"x": _tags("FrontendNlb")})
+    with pytest.raises(OwnershipConflict, match="is taken"):
+        match_load_balancer(TRACKING, "FrontendNlb", nlb, {"x": old}, {"x": {}})

@@ -81,6 +81,8 @@ def established(ing: Obj) -> Obj:
     {A + "mutual-authentication": '[{"port": 443, "mode": "verify"}]'},
     {A + "mutual-authentication": "[]"},
     {A + "listener-attributes.HTTP-80": "no-equals-sign"},
+    {A + "enable-frontend-nlb": "true", A + "frontend-nlb-listener-port-mapping": "80=x"},
+    {A + "enable-frontend-nlb": "true", A + "frontend-nlb-attributes": "bogus=1"},
 ])
 def test_a_bad_annotation_is_denied_with_the_events_text(annotations: dict[str, str]) -> None:
     bad = ingress("web", annotations=annotations)
