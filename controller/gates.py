@@ -18,6 +18,7 @@ UPSTREAM_DEFAULTS: Final = {
     "ServiceTypeLoadBalancerOnly": False,
     "EnableTCPUDPListener": False,
     "EnableCertificateManagement": False,
+    "LBCapacityReservation": True,
 }
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from controller.annotations import AnnotationError, quote, split_list
+from controller.annotations import AnnotationError, parse_int, parse_string_map, quote, split_list
 
 # ELBv2 load balancer names: 1..32 of [A-Za-z0-9-], not starting or ending with "-", and not
 # starting with "internal-" (CreateLoadBalancer's Name).
@@ -31,6 +31,8 @@ ALB_HTTP_CODES: Final = (200, 499, "HTTP", "200-399 or 200,202")
 ALB_GRPC_CODES: Final = (0, 99, "gRPC", "0-99 or 12")
 NLB_HTTP_CODES: Final = (200, 599, "HTTP", "200-399 or 200,202")
 CodeRange = tuple[int, int, str, str]  # lowest, highest, kind, example
+# ModifyCapacityReservation's MinimumLoadBalancerCapacity.CapacityUnits: an int32.
+CAPACITY_UNITS_MAX: Final = 2**31 - 1
 
 
 def load_balancer_name(key: str, raw: str) -> str:
@@ -156,3 +158,20 @@ def _success_codes(key: str, raw: str, *, codes: CodeRange) -> str:
             raise AnnotationError(key, raw, f"is not a list of {kind} codes or ranges within "
                                             f"{low_limit}..{high_limit} (e.g. {example})")
     return raw
+
+
+def minimum_capacity(key: str, raw: str) -> int | None:
+    """`CapacityUnits=N` (the minimum-load-balancer-capacity annotations): the capacity units
+    to reserve, 0 to reset the reservation; an empty value asks for nothing (upstream). The one
+    key upstream takes; a negative count AWS would refuse is refused here."""
+    units: int | None = None
+    for name, value in parse_string_map(key, raw).items():
+        if name != "CapacityUnits":
+            raise AnnotationError(key, raw, f"has key {quote(name)}; the only key is "
+                                            "CapacityUnits")
+        try:
+            units = parse_int(key, value, minimum=0, maximum=CAPACITY_UNITS_MAX)
+        except AnnotationError as exc:
+            raise AnnotationError(key, raw, f"has CapacityUnits {quote(value)}, which "
+                                            f"{exc.reason}") from None
+    return units

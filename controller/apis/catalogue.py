@@ -151,7 +151,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
              placeholder="<protocol>-<port>"),
     _ingress("multi-cluster-target-group", "multi-cluster target groups", acted=True,
              backend="acted"),
-    _ingress("minimum-load-balancer-capacity", "capacity reservations", acted=False),
+    _ingress("minimum-load-balancer-capacity", "capacity reservations", acted=True),
     _ingress("ipam-ipv4-pool-id", "IPAM IPv4 pools", acted=False),
     _ingress("enable-frontend-nlb", _FRONTEND_NLB, acted=False),
     *(_ingress("frontend-nlb-" + s, _FRONTEND_NLB, acted=False) for s in (
@@ -231,7 +231,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _service("aws-load-balancer-source-nat-ipv6-prefixes", "IPv6 source NAT prefixes",
              acted=False),
     _service("aws-load-balancer-minimum-load-balancer-capacity", "capacity reservations",
-             acted=False),
+             acted=True),
     _service("aws-load-balancer-enable-icmp-for-path-mtu-discovery", "ICMP for path MTU "
              "discovery", acted=True),
     _service("aws-load-balancer-enable-tcp-udp-listener", "the TCP_UDP listener switch",

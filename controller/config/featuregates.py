@@ -27,7 +27,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("NLBSecurityGroup", True, None, "security groups on NLBs"),
     ("ALBSingleSubnet", False, False, "ALBs in a single subnet"),
     ("SubnetDiscoveryByReachability", True, False, "subnet discovery by route reachability"),
-    ("LBCapacityReservation", True, False, "load balancer capacity reservations"),
+    ("LBCapacityReservation", True, None, "load balancer capacity reservations"),
     ("NLBGatewayAPI", True, False, "Gateway API for NLBs"),
     ("ALBGatewayAPI", True, False, "Gateway API for ALBs"),
     ("GlobalAcceleratorController", False, False, "the Global Accelerator controller"),

@@ -1,6 +1,7 @@
 """The stack deployer: make AWS equal the model, in the order (imported certificates,) target
 groups → load balancer → listeners → rules → the load balancer's addons (WAFv2, WAF Classic,
-Shield), then delete what the model no longer has (in reverse). A deleted load balancer takes its
+Shield) → its capacity reservation once it is active, then delete what the model no longer
+has (in reverse). A deleted load balancer takes its
 web ACL associations with it (AWS drops them); nothing else is called for them."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from controller.aws import (
     SnapshotReader,
     SnapshotStale,
 )
+from controller.deploy.capacity import converge_capacity
 from controller.deploy.certificates import StackCertificates
 from controller.deploy.concurrency import run_all
 from controller.deploy.deployrun import DeployRun
@@ -267,6 +269,7 @@ class StackDeployer:
 
         # Converge the load balancer, its listeners and rules.
         lb_status: LoadBalancerStatus | None = None
+        capacity_pending = False
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
         lb_model = stack.load_balancers.get(lb_id) if lb_id is not None else None
@@ -293,6 +296,10 @@ class StackDeployer:
             await converge_wafv2(run, lb_arn, lb_model.wafv2)
             await converge_waf_regional(run, lb_arn, lb_model.waf_regional)
             await converge_shield(run, lb_arn, lb_model.shield)
+            # The capacity reservation once the load balancer is active (upstream's
+            # PostSynthesize): still provisioning, the caller comes back later.
+            capacity_pending = await converge_capacity(run, lb_arn, lb_model.capacity_units,
+                                                       lb_status.state)
 
         # Delete what the model no longer has, now that nothing of the stack forwards to it:
         # load balancers first, then target groups no binding points at any more.
@@ -318,7 +325,7 @@ class StackDeployer:
             target_groups={rid: run.status[(TARGET_GROUP, rid, "targetGroupARN")]
                            for rid in stack.target_groups},
             listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
-            retained_target_groups=tuple(retained),
+            retained_target_groups=tuple(retained), capacity_pending=capacity_pending,
             calls=calls.counts.calls, mutating_calls=calls.counts.mutating)
 
     async def _observe_target_groups(self, run: DeployRun, owned: StackArns, lb_arn: str | None

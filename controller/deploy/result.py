@@ -39,5 +39,8 @@ class DeployResult:
     # Target groups the model no longer has, kept because a binding still points at them
     # (`deploy(retain=...)`): the caller deletes those bindings and deploys again.
     retained_target_groups: tuple[str, ...] = ()
+    # The load balancer is still provisioning, so its capacity reservation is not set yet: the
+    # caller comes back after --lb-stabilization-monitor-interval (capacity.py).
+    capacity_pending: bool = False
     calls: int = 0
     mutating_calls: int = 0

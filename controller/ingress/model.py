@@ -27,9 +27,16 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from controller import gates
-from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
-from controller.annotations import AnnotationError, annotations_of
+from controller import gates, validators
+from controller.annotationreview import (
+    UNKNOWN,
+    UNSUPPORTED,
+    Finding,
+    UnsupportedAnnotation,
+    check,
+)
+from controller.annotations import AnnotationError, annotations_of, quote
+from controller.apis import INGRESS_ANNOTATION_PREFIX
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
@@ -217,6 +224,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     for said in dict.fromkeys(line for m in group.members if m.info and m.info.params
                               for line in m.info.params.not_acted_on()):
         warnings.append(said)
+    capacity_units = _capacity_units(parsed, gates.enabled(settings.gates,
+                                                           "LBCapacityReservation"),
+                                     findings, warnings)
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
@@ -249,7 +259,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
             security_groups=groups.security_groups, attributes=dict(lb.attributes),
             tags=dict(lb.tags), wafv2=addons.wafv2, waf_regional=addons.waf_regional,
-            shield=addons.shield))
+            shield=addons.shield, capacity_units=capacity_units))
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
 
@@ -334,6 +344,51 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                       frozenset(backends.secrets | imported.secrets),
                       findings, tuple(warnings), http_unauthenticated,
                       {k: tuple(v) for k, v in sorted(backends.missing.items())})
+
+
+CAPACITY_KEY: Final = INGRESS_ANNOTATION_PREFIX + "minimum-load-balancer-capacity"
+_CAPACITY_GATE_OFF: Final = "is not acted on (--feature-gates LBCapacityReservation=false)"
+
+
+def _capacity_units(parsed: Sequence[tuple[Member, IngressAnnotations]], enabled: bool,
+                    findings: dict[str, tuple[Finding, ...]], warnings: list[str]
+                    ) -> int | None:
+    """The group's capacity reservation (upstream's rule): the first member's
+    IngressClassParams `minimumLoadBalancerCapacity` wins; else the members' annotation,
+    which must agree. None: nobody asks (what AWS has stays). With the LBCapacityReservation
+    gate off neither is read, as upstream, and each is reported instead."""
+    params = parsed[0][0].info.params if parsed and parsed[0][0].info else None
+    from_params = params.minimum_load_balancer_capacity if params is not None else None
+    if not enabled:
+        if from_params is not None and params is not None:
+            warnings.append(f"IngressClassParams {params.name}: spec.minimumLoadBalancerCapacity "
+                            f"{_CAPACITY_GATE_OFF}; it is ignored")
+        for member, ann in parsed:
+            if ann.minimum_capacity is not None:
+                findings[member.key] += (Finding(
+                    CAPACITY_KEY, UNSUPPORTED,
+                    f"annotation {CAPACITY_KEY} {_CAPACITY_GATE_OFF}; it is ignored"),)
+        return None
+    if from_params is not None:
+        return from_params.capacity_units
+    chosen: int | None = None
+    owner = ""
+    for member, ann in parsed:
+        if ann.minimum_capacity is None:
+            continue
+        try:
+            units = validators.minimum_capacity(CAPACITY_KEY, ann.minimum_capacity)
+        except AnnotationError as exc:
+            raise BuildError(f"Ingress {member.key}: {exc}") from None
+        if units is None:
+            continue
+        if chosen is not None and units != chosen:
+            raise BuildError(
+                f"annotation {CAPACITY_KEY} conflicts within the group: {owner} has "
+                f"{quote(f'CapacityUnits={chosen}')}, {member.key} has "
+                f"{quote(f'CapacityUnits={units}')}")
+        chosen, owner = units, owner or member.key
+    return chosen
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches

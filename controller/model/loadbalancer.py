@@ -73,6 +73,11 @@ class SubnetSelector(Model):
 
 SubnetPlaceholder = SubnetDiscovery | SubnetSelector
 _ADDONS = ("wafv2", "waf_regional", "shield")
+# Settings nobody asked for are not written at all (None), so that a load balancer without them
+# keeps the canonical JSON, and the checkpoint, it had before they existed.
+_OMITTED_WHEN_UNSET = (*_ADDONS, "capacity_units")
+# ModifyCapacityReservation's CapacityUnits is an int32.
+MAX_CAPACITY_UNITS = 2**31 - 1
 
 
 class LoadBalancer(Tagged):
@@ -98,6 +103,10 @@ class LoadBalancer(Tagged):
     wafv2: WAFv2Association | None = None
     waf_regional: WAFRegionalAssociation | None = None
     shield: ShieldProtection | None = None
+    # The minimum capacity reserved (ModifyCapacityReservation), in capacity units: 0 resets
+    # the reservation; None: nobody asked, what AWS has is left alone (upstream: removing the
+    # annotation does not reset it).
+    capacity_units: int | None = Field(default=None, ge=0, le=MAX_CAPACITY_UNITS)
 
     @model_serializer(mode="wrap")
     def _without_absent_addons(self, handler: SerializerFunctionWrapHandler,
@@ -105,7 +114,7 @@ class LoadBalancer(Tagged):
         # An addon nobody asked for is not written at all, so a load balancer without addons
         # has the canonical JSON (and checkpoint) it had before addons existed.
         data: dict[str, object] = handler(self)
-        for name in _ADDONS:
+        for name in _OMITTED_WHEN_UNSET:
             if data.get(name, ...) is None:
                 del data[name]
         return data

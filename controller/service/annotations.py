@@ -76,6 +76,7 @@ DISABLE_NLB_SG: Final = "aws-load-balancer-disable-nlb-sg"
 ICMP_PATH_MTU: Final = "aws-load-balancer-enable-icmp-for-path-mtu-discovery"
 PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-private-link-traffic"
 ENABLE_TCP_UDP_LISTENER: Final = "aws-load-balancer-enable-tcp-udp-listener"
+MINIMUM_CAPACITY: Final = "aws-load-balancer-minimum-load-balancer-capacity"
 PROXY_PROTOCOL_PER_TARGET_GROUP: Final = "aws-load-balancer-proxy-protocol-per-target-group"
 # `aws-load-balancer-target-group-attributes.<port>`: one Service port's target group.
 PORT_TARGET_GROUP_ATTRIBUTES: Final = TARGET_GROUP_ATTRIBUTES + "."
@@ -163,6 +164,8 @@ class ServiceLBConfig(_Frozen):
     disable_security_groups: bool = False
     icmp_path_mtu: bool = False
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
+    # `CapacityUnits=N` (0 resets); None: not asked for, or the LBCapacityReservation gate off.
+    capacity_units: int | None = None
 
     def is_tls_port(self, *, port: int, name: str | None = None, protocol: str = "TCP") -> bool:
         """Whether a Service port gets a TLS listener. As upstream, `*` is an ordinary token
@@ -413,11 +416,14 @@ def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str,
 
 
 def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
-                         default_tags_low_priority: bool = False) -> ServiceLBConfig:
+                         default_tags_low_priority: bool = False,
+                         capacity_reservation: bool = True) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
     access and cannot be honoured, else the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
-    checks `qualifies` first; this only enforces what the annotations themselves require."""
+    checks `qualifies` first; this only enforces what the annotations themselves require.
+    `capacity_reservation`: the LBCapacityReservation gate; off, the capacity annotation is not
+    read at all (upstream)."""
     annotation_findings(service)  # fail closed first: nothing else matters then
     reader = AnnotationReader.of(service, PREFIX)
     spec = _mapping(service.get("spec"))
@@ -451,6 +457,8 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
         disable_security_groups=bool(reader.get_bool(DISABLE_NLB_SG)),
         icmp_path_mtu=reader.get_enum(ICMP_PATH_MTU, ON_OFF) == "on",
         inbound_rules_on_private_link=reader.get_enum(PRIVATE_LINK_INBOUND_RULES, ON_OFF),
+        capacity_units=(reader.get(MINIMUM_CAPACITY, validators.minimum_capacity)
+                        if capacity_reservation else None),
     )
 
 

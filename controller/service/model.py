@@ -139,7 +139,8 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
     (a model AWS would refuse): each a ValueError with one line of text."""
     config = parse_service_config(
         service, defaults=settings.defaults,
-        default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"))
+        default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"),
+        capacity_reservation=gates.enabled(settings.gates, "LBCapacityReservation"))
     if config.target_type == "ip" and not gates.enabled(settings.gates, "EnableIPTargetType"):
         raise InvalidService(f"service {stack_id(service)}: unsupported targetType: ip when "
                              "EnableIPTargetType is false")
@@ -219,7 +220,8 @@ class _Builder:
             security_groups=self.groups.security_groups,
             inbound_rules_on_private_link=(cfg.inbound_rules_on_private_link
                                            if self.groups.security_groups else None),
-            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags)))
+            attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags),
+            capacity_units=cfg.capacity_units))
         for port in ports:
             self._add_port(port, lb)
         return self.builder.build()

@@ -37,6 +37,7 @@ from controller.annotationreview import Finding, FindingLog, summarized
 from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
 from controller.bindings import BindingWriter, matches_model
+from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
 from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
@@ -94,7 +95,9 @@ class ServiceReconciler:
     def __init__(self, *, client: KubeClient, services: Store, bindings: Store,
                  deployer: StackDeployer, recorder: Recorder, settings: ModelSettings,
                  checkpoints: bool = True, lane: bool = True, clock: Clock | None = None,
-                 cleanup_poll: float = 5.0) -> None:
+                 cleanup_poll: float = 5.0,
+                 stabilization_interval: float = DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
+                 ) -> None:
         self._services = services
         self._bindings = bindings
         self._deployer = deployer
@@ -109,6 +112,8 @@ class ServiceReconciler:
                                    bindings=self._bindings_writer, clock=self._clock)
         # Safety net only: a binding's deletion event wakes the Service anyway.
         self._cleanup_poll = cleanup_poll
+        # A new load balancer still provisioning: its capacity reservation waits this long.
+        self._stabilization_interval = stabilization_interval
 
     # ---- priority (cache reads only) --------------------------------------------------------
 
@@ -198,6 +203,8 @@ class ServiceReconciler:
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc
+        if applied.capacity_pending:
+            return Result(requeue_after=self._stabilization_interval)
         if applied.unfinished:
             return Result(requeue_after=self._cleanup_poll)
         if applied.changed:

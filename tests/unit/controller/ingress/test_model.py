@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from controller.config.featuregates import GATES
 from controller.ingress.merge import BuildError
 from controller.ingress.model import (
     BuilderSettings,
@@ -27,6 +28,7 @@ from controller.model import (
 from controller.model.canonical import canonical_json, checkpoint_digest
 from controller.networking.settings import BackendSettings
 from controller.settings import ClusterScope, StackDefaults
+from runtime.objects import Obj, meta
 from runtime.reconcile import Request
 from tests.support.objects import (
     backend_service,
@@ -383,11 +385,85 @@ def test_params_fields_not_acted_on_are_said_not_dropped() -> None:
                ingress("a"), ingress("b", {A + "group.name": "g"}))
     built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
     assert built.warnings == (
-        "IngressClassParams p: spec.minimumLoadBalancerCapacity is not acted on (aiolbc does "
-        "not support load balancer capacity reservations); it is ignored",
         "IngressClassParams p: spec.ipamConfiguration is not acted on (aiolbc does not "
-        "support IPAM IPv4 pools); it is ignored")
-    assert built.stack.load_balancers  # the rest builds
+        "support IPAM IPv4 pools); it is ignored",)
+    (lb,) = built.stack.load_balancers.values()  # the rest builds
+    assert lb.capacity_units == 100
+
+
+CAPACITY = A + "minimum-load-balancer-capacity"
+
+
+def _capacity(*objs: Obj, settings: BuilderSettings = SETTINGS) -> int | None:
+    if not any(o.get("kind") == "IngressClass" for o in objs):
+        objs = (ingress_class("alb"), *objs)
+    c = caches(backend_service("web"), *objs)
+    built = build_group(loader(c).load(Request("", "g") if any(
+        A + "group.name" in (meta(o).get("annotations") or {}) for o in objs)
+        else Request("default", "a")), c, settings)
+    (lb,) = built.stack.load_balancers.values()
+    return lb.capacity_units
+
+
+def test_capacity_reservation_from_the_annotation() -> None:
+    assert _capacity(ingress("a")) is None  # nobody asks: AWS's reservation is left alone
+    assert _capacity(ingress("a", {CAPACITY: "CapacityUnits=1000"})) == 1000
+    assert _capacity(ingress("a", {CAPACITY: "CapacityUnits=0"})) == 0  # resets
+    assert _capacity(ingress("a", {CAPACITY: ""})) is None  # upstream: an empty map
+    g = {A + "group.name": "g"}
+    assert _capacity(ingress("a", {**g, CAPACITY: "CapacityUnits=200"}),
+                     ingress("b", g)) == 200
+    assert _capacity(ingress("a", {**g, CAPACITY: "CapacityUnits=200"}),
+                     ingress("b", {**g, CAPACITY: "CapacityUnits=200"})) == 200
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("CapacityUnits=-1", 'has CapacityUnits "-1", which is out of range: want 0..2147483647'),
+    ("CapacityUnits=lots", 'has CapacityUnits "lots", which is not an integer'),
+    ("Units=5", 'has key "Units"; the only key is CapacityUnits'),
+    ("CapacityUnits", 'has an item "CapacityUnits" that is not key=value'),
+])
+def test_capacity_reservation_refused(value: str, message: str) -> None:
+    with pytest.raises(BuildError) as info:
+        _capacity(ingress("a", {CAPACITY: value}))
+    assert str(info.value) == f'Ingress default/a: annotation {CAPACITY}: "{value}" {message}'
+
+
+def test_capacity_reservation_conflicts_within_a_group() -> None:
+    g = {A + "group.name": "g"}
+    with pytest.raises(BuildError, match=r'conflicts within the group: default/a has '
+                                         r'"CapacityUnits=200", default/b has '
+                                         r'"CapacityUnits=300"'):
+        _capacity(ingress("a", {**g, CAPACITY: "CapacityUnits=200"}),
+                  ingress("b", {**g, CAPACITY: "CapacityUnits=300"}))
+
+
+def test_capacity_reservation_params_win_over_the_annotation() -> None:
+    # Upstream: the class's capacityUnits, and the annotation is not even parsed.
+    assert _capacity(ingress_class("alb", params="p"),
+                     class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 0}}),
+                     ingress("a", {CAPACITY: "CapacityUnits=nonsense"})) == 0
+    c = caches(ingress_class("alb", params="p"), backend_service("web"), ingress("a"),
+               class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": -5}}))
+    with pytest.raises(BuildError, match=r"IngressClassParams p: "
+                                         r"spec\.minimumLoadBalancerCapacity\.capacityUnits"):
+        build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+
+
+def test_capacity_reservation_gate_off_reads_nothing_and_says_so() -> None:
+    off = dataclasses.replace(SETTINGS, gates=GATES.parse("LBCapacityReservation=false"))
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 7}}),
+               ingress("a", {CAPACITY: "CapacityUnits=nonsense"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, off)
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.capacity_units is None
+    assert built.warnings == (
+        "IngressClassParams p: spec.minimumLoadBalancerCapacity is not acted on "
+        "(--feature-gates LBCapacityReservation=false); it is ignored",)
+    assert [f.message for f in built.findings["default/a"]] == [
+        f"annotation {CAPACITY} is not acted on (--feature-gates "
+        "LBCapacityReservation=false); it is ignored"]
 
 
 def test_user_groups_and_backend_rules() -> None:
