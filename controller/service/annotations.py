@@ -164,8 +164,6 @@ class ServiceLBConfig(_Frozen):
     disable_security_groups: bool = False
     icmp_path_mtu: bool = False
     inbound_rules_on_private_link: Literal["on", "off"] | None = None
-    # `CapacityUnits=N` (0 resets); None: not asked for, or the LBCapacityReservation gate off.
-    capacity_units: int | None = None
 
     def is_tls_port(self, *, port: int, name: str | None = None, protocol: str = "TCP") -> bool:
         """Whether a Service port gets a TLS listener. As upstream, `*` is an ordinary token
@@ -415,15 +413,19 @@ def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str,
     return found
 
 
+def parse_capacity_units(service: Mapping[str, Any]) -> int | None:
+    """`CapacityUnits=N` (0 resets the reservation); None: not asked for. Read only with the
+    LBCapacityReservation gate on, as upstream."""
+    return AnnotationReader.of(service, PREFIX).get(MINIMUM_CAPACITY,
+                                                    validators.minimum_capacity)
+
+
 def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
-                         default_tags_low_priority: bool = False,
-                         capacity_reservation: bool = True) -> ServiceLBConfig:
+                         default_tags_low_priority: bool = False) -> ServiceLBConfig:
     """Parse a Service's NLB annotations. Raises `UnsupportedAnnotation` for a key that narrows
     access and cannot be honoured, else the first AnnotationError met, in the order of
     `ServiceLBConfig`'s fields (one message per Service, the same one each time). The caller
-    checks `qualifies` first; this only enforces what the annotations themselves require.
-    `capacity_reservation`: the LBCapacityReservation gate; off, the capacity annotation is not
-    read at all (upstream)."""
+    checks `qualifies` first; this only enforces what the annotations themselves require."""
     annotation_findings(service)  # fail closed first: nothing else matters then
     reader = AnnotationReader.of(service, PREFIX)
     spec = _mapping(service.get("spec"))
@@ -457,8 +459,6 @@ def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
         disable_security_groups=bool(reader.get_bool(DISABLE_NLB_SG)),
         icmp_path_mtu=reader.get_enum(ICMP_PATH_MTU, ON_OFF) == "on",
         inbound_rules_on_private_link=reader.get_enum(PRIVATE_LINK_INBOUND_RULES, ON_OFF),
-        capacity_units=(reader.get(MINIMUM_CAPACITY, validators.minimum_capacity)
-                        if capacity_reservation else None),
     )
 
 
@@ -546,6 +546,7 @@ __all__ = [
     "annotation_findings",
     "parse_listener_attributes",
     "parse_port_config",
+    "parse_capacity_units",
     "parse_service_config",
     "qualifies",
     "relevant_annotations",

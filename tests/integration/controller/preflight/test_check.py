@@ -156,7 +156,8 @@ async def test_the_demos_objects_are_a_go(kubeconfig: Path, tmp_path: Path) -> N
 async def test_a_cluster_as_upstream_leaves_it_names_everything(
         kubeconfig: Path, kube: KubeClient, server: EnvTestServer) -> None:
     await create(kube, INGRESSCLASSPARAMS, objects.class_params(
-        "shared", {"scheme": "internal", "minimumLoadBalancerCapacity": {"capacityUnits": 100}}))
+        "shared", {"scheme": "internal", "minimumLoadBalancerCapacity": {"capacityUnits": 100},
+                   "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-1"}}))
     await create(kube, INGRESSCLASSES, objects.ingress_class("alb", params="shared"))
     await create(kube, SERVICES, objects.backend_service("web"), "default")
     await create(kube, INGRESSES, objects.ingress(
@@ -190,7 +191,8 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     assert body["exitCode"] == 1
 
     params = done.of("IngressClassParams", "shared")
-    assert [f["subject"] for f in params] == ["spec.minimumLoadBalancerCapacity"]
+    # minimumLoadBalancerCapacity is acted on: only the field that is not is named.
+    assert [f["subject"] for f in params] == ["spec.ipamConfiguration"]
     shop = {f["category"]: f for f in done.of("Ingress", "default/shop")}
     assert "ipam-ipv4-pool-id" in shop["not-honoured"]["subject"]
     assert shop["adopted"]["message"].startswith("adopted (by upstream's tags)")
@@ -212,7 +214,9 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     # A gate aiolbc pins away from upstream's default: a change, said though nobody set it.
     assert flags["--feature-gates SubnetDiscoveryByReachability"]["category"] == "changes"
     # One that matters only for objects reported one by one: a note.
-    assert flags["--feature-gates LBCapacityReservation"]["category"] == "note"
+    assert flags["--feature-gates NLBGatewayAPI"]["category"] == "note"
+    # One aiolbc acts on in upstream's default state: nothing to say.
+    assert "--feature-gates LBCapacityReservation" not in flags
 
     for name in ("hostile", "broken"):
         assert [f["category"] for f in done.of("Ingress", f"default/{name}")] == [

@@ -61,7 +61,6 @@ def test_defaults_equal_upstream() -> None:
         "disable_security_groups": False,
         "icmp_path_mtu": False,
         "inbound_rules_on_private_link": None,
-        "capacity_units": None,
     }
 
 
