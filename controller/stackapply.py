@@ -96,6 +96,9 @@ class StackApplier:
                 writer.event(owner, "Warning", "BindingNameTaken",
                              f"TargetGroupBinding {name} exists and points at another target "
                              "group; not replaced")
+        for reason, message in result.warnings:
+            for owner in written:
+                writer.event(owner, "Warning", reason, message)
         unfinished = bool(result.retained_target_groups or applied.blocked
                           or result.capacity_pending)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""

@@ -31,6 +31,9 @@ ALB_HTTP_CODES: Final = (200, 499, "HTTP", "200-399 or 200,202")
 ALB_GRPC_CODES: Final = (0, 99, "gRPC", "0-99 or 12")
 NLB_HTTP_CODES: Final = (200, 599, "HTTP", "200-399 or 200,202")
 CodeRange = tuple[int, int, str, str]  # lowest, highest, kind, example
+# IpamPools.Ipv4IpamPoolId and CustomerOwnedIpv4Pool (CreateLoadBalancer).
+_IPAM_POOL: Final = re.compile(r"ipam-pool-[a-zA-Z0-9]{1,990}")
+_COIP_POOL: Final = re.compile(r"ipv4pool-coip-[a-zA-Z0-9]{1,242}")
 # ModifyCapacityReservation's MinimumLoadBalancerCapacity.CapacityUnits: an int32.
 CAPACITY_UNITS_MAX: Final = 2**31 - 1
 
@@ -175,3 +178,31 @@ def minimum_capacity(key: str, raw: str) -> int | None:
             raise AnnotationError(key, raw, f"has CapacityUnits {quote(value)}, which "
                                             f"{exc.reason}") from None
     return units
+
+
+def ipam_pool_problem(value: str) -> str | None:
+    if _IPAM_POOL.fullmatch(value) is None:
+        return "is not an IPAM pool ID (ipam-pool- and letters or digits)"
+    return None
+
+
+def ipam_pool(key: str, raw: str) -> str | None:
+    """An IPv4 IPAM pool ID (`ipam-ipv4-pool-id`); empty asks for none, as upstream reads it."""
+    if not raw:
+        return None
+    problem = ipam_pool_problem(raw)
+    if problem is not None:
+        raise AnnotationError(key, raw, problem)
+    return raw
+
+
+def customer_owned_pool(key: str, raw: str) -> str:
+    """A customer-owned IPv4 pool ID (`customer-owned-ipv4-pool`); empty is an error, as
+    upstream's."""
+    if not raw:
+        raise AnnotationError(key, raw, "is empty; name a customer-owned IPv4 pool or remove "
+                                        "the annotation")
+    if _COIP_POOL.fullmatch(raw) is None:
+        raise AnnotationError(key, raw, "is not a customer-owned IPv4 pool ID (ipv4pool-coip- "
+                                        "and letters or digits)")
+    return raw

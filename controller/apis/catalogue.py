@@ -104,7 +104,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("ip-address-type", "the IP address type", acted=True),
     _ingress("scheme", "the load balancer's scheme", acted=True, narrows=True),
     _ingress("subnets", "subnets", acted=True),
-    _ingress("customer-owned-ipv4-pool", "customer-owned IPv4 pools (Outposts)", acted=False),
+    _ingress("customer-owned-ipv4-pool", "customer-owned IPv4 pools (Outposts)", acted=True),
     _ingress("load-balancer-attributes", "load balancer attributes", acted=True),
     _ingress("wafv2-acl-arn", "WAFv2 web ACL association", acted=True, narrows=True),
     _ingress("wafv2-acl-name", "WAFv2 web ACL association", acted=True, narrows=True),
@@ -152,7 +152,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("multi-cluster-target-group", "multi-cluster target groups", acted=True,
              backend="acted"),
     _ingress("minimum-load-balancer-capacity", "capacity reservations", acted=True),
-    _ingress("ipam-ipv4-pool-id", "IPAM IPv4 pools", acted=False),
+    _ingress("ipam-ipv4-pool-id", "IPAM IPv4 pools", acted=True),
     _ingress("enable-frontend-nlb", _FRONTEND_NLB, acted=False),
     *(_ingress("frontend-nlb-" + s, _FRONTEND_NLB, acted=False) for s in (
         "scheme", "subnets", "security-groups", "listener-port-mapping", "eip-allocations",

@@ -326,6 +326,7 @@ class StackDeployer:
                            for rid in stack.target_groups},
             listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
             retained_target_groups=tuple(retained), capacity_pending=capacity_pending,
+            warnings=tuple(run.warnings),
             calls=calls.counts.calls, mutating_calls=calls.counts.mutating)
 
     async def _observe_target_groups(self, run: DeployRun, owned: StackArns, lb_arn: str | None

@@ -26,6 +26,8 @@ class DeployRun:
     rewrite_write_only: bool = True
     # (resource type, resource id, status field) → value, filled as resources converge.
     status: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    # (reason, message): what the deploy could not do and left as it is, for Warning Events.
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def calls(self) -> Caller:
@@ -38,6 +40,10 @@ class DeployRun:
     def must_write(self, actions: Sequence[Action]) -> bool:
         """True if `actions` hold write-only fields this run has to write anyway."""
         return self.rewrite_write_only and carries_write_only(actions)
+
+    def warn(self, reason: str, message: str) -> None:
+        if (reason, message) not in self.warnings:
+            self.warnings.append((reason, message))
 
     def resolve(self, ref: Ref) -> str:
         try:

@@ -42,5 +42,8 @@ class DeployResult:
     # The load balancer is still provisioning, so its capacity reservation is not set yet: the
     # caller comes back after --lb-stabilization-monitor-interval (capacity.py).
     capacity_pending: bool = False
+    # (reason, message) of what was left as it is (a setting AWS cannot change in place): the
+    # caller turns each into a Warning Event on the stack's owners.
+    warnings: tuple[tuple[str, str], ...] = ()
     calls: int = 0
     mutating_calls: int = 0

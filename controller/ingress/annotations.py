@@ -91,6 +91,9 @@ class IngressAnnotations:
     # minimum-load-balancer-capacity as written: read for the group under the
     # LBCapacityReservation gate (`validators.minimum_capacity`), as upstream parses it only then.
     minimum_capacity: str | None = None
+    # ipam-ipv4-pool-id (None: not set or empty) and customer-owned-ipv4-pool.
+    ipam_pool: str | None = None
+    customer_owned_pool: str | None = None
     # One line per JSON value with fields upstream's decoder ignores (so do we): a Warning.
     ignored_fields: tuple[tuple[str, str], ...] = ()  # (key, message)
 
@@ -186,6 +189,9 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         transforms=transforms,
         use_regex_path_match=bool(reader.get_bool("use-regex-path-match")),
         minimum_capacity=reader.get_str("minimum-load-balancer-capacity"),
+        ipam_pool=reader.get("ipam-ipv4-pool-id", validators.ipam_pool),
+        customer_owned_pool=reader.get("customer-owned-ipv4-pool",
+                                       validators.customer_owned_pool),
         ignored_fields=tuple(ignored),
     )
 

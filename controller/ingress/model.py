@@ -227,6 +227,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     capacity_units = _capacity_units(parsed, gates.enabled(settings.gates,
                                                            "LBCapacityReservation"),
                                      findings, warnings)
+    ipam_pool = _ipam_pool(parsed)
+    customer_owned_pool = _customer_owned_pool(parsed)
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
@@ -259,7 +261,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
             security_groups=groups.security_groups, attributes=dict(lb.attributes),
             tags=dict(lb.tags), wafv2=addons.wafv2, waf_regional=addons.waf_regional,
-            shield=addons.shield, capacity_units=capacity_units))
+            shield=addons.shield, capacity_units=capacity_units, ipv4_ipam_pool=ipam_pool,
+            customer_owned_ipv4_pool=customer_owned_pool))
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
 
@@ -388,6 +391,38 @@ def _capacity_units(parsed: Sequence[tuple[Member, IngressAnnotations]], enabled
                 f"{quote(f'CapacityUnits={chosen}')}, {member.key} has "
                 f"{quote(f'CapacityUnits={units}')}")
         chosen, owner = units, owner or member.key
+    return chosen
+
+
+def _ipam_pool(parsed: Sequence[tuple[Member, IngressAnnotations]]) -> str | None:
+    """The group's IPv4 IPAM pool (upstream's rule): the first member's IngressClassParams
+    `ipamConfiguration.ipv4IPAMPoolId` wins; else the members' `ipam-ipv4-pool-id`, which must
+    agree. None: no pool (one the ALB has is removed)."""
+    params = parsed[0][0].info.params if parsed and parsed[0][0].info else None
+    if params is not None and params.ipam_configuration is not None \
+            and params.ipam_configuration.ipv4_ipam_pool_id:
+        return params.ipam_configuration.ipv4_ipam_pool_id
+    return _agreed(parsed, "ipam_pool", "ipam-ipv4-pool-id")
+
+
+def _customer_owned_pool(parsed: Sequence[tuple[Member, IngressAnnotations]]) -> str | None:
+    """`customer-owned-ipv4-pool`, set once or the same on every member (upstream)."""
+    return _agreed(parsed, "customer_owned_pool", "customer-owned-ipv4-pool")
+
+
+def _agreed(parsed: Sequence[tuple[Member, IngressAnnotations]], attr: str,
+            suffix: str) -> str | None:
+    chosen: str | None = None
+    owner = ""
+    for member, ann in parsed:
+        value = getattr(ann, attr)
+        if value is None:
+            continue
+        if chosen is not None and value != chosen:
+            raise BuildError(f"annotation {INGRESS_ANNOTATION_PREFIX}{suffix} conflicts within "
+                             f"the group: {owner} has {quote(chosen)}, {member.key} has "
+                             f"{quote(value)}")
+        chosen, owner = value, owner or member.key
     return chosen
 
 

@@ -75,7 +75,9 @@ SubnetPlaceholder = SubnetDiscovery | SubnetSelector
 _ADDONS = ("wafv2", "waf_regional", "shield")
 # Settings nobody asked for are not written at all (None), so that a load balancer without them
 # keeps the canonical JSON, and the checkpoint, it had before they existed.
-_OMITTED_WHEN_UNSET = (*_ADDONS, "capacity_units")
+_OMITTED_WHEN_UNSET = (*_ADDONS, "capacity_units", "ipv4_ipam_pool", "customer_owned_ipv4_pool")
+_ALB_ONLY = (("ipv4_ipam_pool", "IPAM pools"),
+             ("customer_owned_ipv4_pool", "customer-owned IPv4 pools"))
 # ModifyCapacityReservation's CapacityUnits is an int32.
 MAX_CAPACITY_UNITS = 2**31 - 1
 
@@ -107,6 +109,12 @@ class LoadBalancer(Tagged):
     # the reservation; None: nobody asked, what AWS has is left alone (upstream: removing the
     # annotation does not reset it).
     capacity_units: int | None = Field(default=None, ge=0, le=MAX_CAPACITY_UNITS)
+    # ALB only. The IPv4 IPAM pool public addresses come from first (None: none; one the load
+    # balancer has is removed, as upstream does when the annotation goes).
+    ipv4_ipam_pool: str | None = None
+    # ALB on Outposts only: the customer-owned IPv4 pool, given at creation; AWS cannot change
+    # it afterwards (the deployer says so and leaves it).
+    customer_owned_ipv4_pool: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_addons(self, handler: SerializerFunctionWrapHandler,
@@ -124,6 +132,9 @@ class LoadBalancer(Tagged):
         if self.type != "application" and any(getattr(self, a) is not None for a in _ADDONS):
             raise ValueError("WAF and Shield associations are application load balancer "
                              "settings")
+        for name, what in _ALB_ONLY:
+            if self.type != "application" and getattr(self, name) is not None:
+                raise ValueError(f"{what} are an application load balancer setting")
         return self
 
     @field_validator("name")

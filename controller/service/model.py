@@ -76,9 +76,9 @@ from controller.service.annotations import (
     PROXY_PROTOCOL_PER_TARGET_GROUP,
     SOURCE_RANGES,
     ServiceLBConfig,
+    parse_capacity_units,
     parse_listener_attributes,
     parse_port_config,
-    parse_capacity_units,
     parse_service_config,
     qualifies,
 )

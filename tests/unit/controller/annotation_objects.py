@@ -66,6 +66,8 @@ INGRESS: Final = {
     "shield-advanced-protection": "true",
     "use-regex-path-match": "false",
     "minimum-load-balancer-capacity": "CapacityUnits=100",
+    "ipam-ipv4-pool-id": "ipam-pool-0a1b2c",
+    "customer-owned-ipv4-pool": "ipv4pool-coip-0a1b2c",
     "transforms.web": json.dumps([{"type": "url-rewrite", "urlRewriteConfig": {
         "rewrites": [{"regex": "^/api/(.+)$", "replace": "/$1"}]}}]),
     "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [

@@ -161,7 +161,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     await create(kube, INGRESSCLASSES, objects.ingress_class("alb", params="shared"))
     await create(kube, SERVICES, objects.backend_service("web"), "default")
     await create(kube, INGRESSES, objects.ingress(
-        "shop", {"ipam-ipv4-pool-id": "ipam-pool-1"},
+        "shop", {"dry-run-plan": "{}"},
         finalizers=["ingress.k8s.aws/resources"]), "default")
     await create(kube, SERVICES, {**objects.nlb_service(
         "api", {"aws-load-balancer-healthcheck-interval": "ten"})}, "default")
@@ -191,10 +191,10 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     assert body["exitCode"] == 1
 
     params = done.of("IngressClassParams", "shared")
-    # minimumLoadBalancerCapacity is acted on: only the field that is not is named.
-    assert [f["subject"] for f in params] == ["spec.ipamConfiguration"]
+    # minimumLoadBalancerCapacity and ipamConfiguration are acted on: nothing to say.
+    assert params == []
     shop = {f["category"]: f for f in done.of("Ingress", "default/shop")}
-    assert "ipam-ipv4-pool-id" in shop["not-honoured"]["subject"]
+    assert "dry-run-plan" in shop["not-honoured"]["subject"]
     assert shop["adopted"]["message"].startswith("adopted (by upstream's tags)")
     api = done.of("Service", "default/api")
     assert [f["category"] for f in api] == ["not-honoured"]

@@ -189,16 +189,31 @@ def _observed(case: Case, observe: Observe) -> Case:
     return Case(case.name, case.covers, case.setup, case.change, observe, case.ready)
 
 
+async def _lb_arn(world: World, kind: str, name: str) -> str | None:
+    lbs = [lb["LoadBalancerArn"] for lb in await world.aws.load_balancers()]
+    tags = await world.aws.tags(lbs) if lbs else {}
+    found = [a for a, t in tags.items() if t.get(f"{kind}.k8s.aws/stack") == f"default/{name}"]
+    return str(found[0]) if found else None
+
+
+async def ipam_pool_of(world: World, name: str) -> Any:
+    """The case's ALB's IPAM pools (DescribeLoadBalancers)."""
+    arn = await _lb_arn(world, "ingress", name)
+    if arn is None:
+        return None
+    [lb] = (await world.aws.elbv2("DescribeLoadBalancers", LoadBalancerArns=[arn]))[
+        "LoadBalancers"]
+    return lb.get("IpamPools")
+
+
 def capacity_of(kind: str) -> Observe:
     """The case's load balancer's capacity reservation (DescribeCapacityReservation): no stack
     snapshot shows it."""
     async def observe(world: World, name: str) -> Any:
-        lbs = [lb["LoadBalancerArn"] for lb in await world.aws.load_balancers()]
-        tags = await world.aws.tags(lbs) if lbs else {}
-        found = [a for a, t in tags.items() if t.get(f"{kind}.k8s.aws/stack") == f"default/{name}"]
-        if not found:
+        arn = await _lb_arn(world, kind, name)
+        if arn is None:
             return None
-        answer = await world.aws.elbv2("DescribeCapacityReservation", LoadBalancerArn=found[0])
+        answer = await world.aws.elbv2("DescribeCapacityReservation", LoadBalancerArn=arn)
         return answer.get("MinimumLoadBalancerCapacity")
     return observe
 
@@ -386,6 +401,10 @@ def ingress_cases() -> list[Case]:
         ingress("minimum-load-balancer-capacity", "CapacityUnits=300",
                 {"minimum-load-balancer-capacity": "CapacityUnits=200"},
                 observe=capacity_of("ingress")),
+        params("ipamConfiguration", {"ipv4IPAMPoolId": "ipam-pool-0b2"},
+               {"ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-0a1"}}, observe=ipam_pool_of),
+        ingress("ipam-ipv4-pool-id", "ipam-pool-0b2", {"ipam-ipv4-pool-id": "ipam-pool-0a1"},
+                observe=ipam_pool_of),
         ingress("scheme", "internet-facing"),
         ingress("ip-address-type", "dualstack"),
         ingress("subnets", "{public_subnets}"),
@@ -782,8 +801,9 @@ NOT_DEPLOYED: dict[str, str] = {
     SVC + "aws-load-balancer-name": _NAME_ONLY_AT_CREATION,
     ALB + "load-balancer-name": _NAME_ONLY_AT_CREATION,
     "params:loadBalancerName": _NAME_ONLY_AT_CREATION,
-    # Kept by the CRD and reported (a Warning on every Ingress of the class), not acted on yet.
-    "params:ipamConfiguration": "not acted on: a Warning, nothing reaches AWS",
+    ALB + "customer-owned-ipv4-pool": "given at creation only: AWS cannot change it in place, "
+                                      "so a change is a Warning Event and the load balancer "
+                                      "keeps its pool (the Ingress tests)",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -378,17 +379,73 @@ def test_params_legacy_prefix_lists_spelling_is_read_as_upstream_reads_it() -> N
         build_group(loader(both).load(Request("default", "a")), both, SETTINGS)
 
 
-def test_params_fields_not_acted_on_are_said_not_dropped() -> None:
+def test_params_capacity_and_ipam_are_acted_on() -> None:
     c = caches(ingress_class("alb", params="p"), backend_service("web"),
                class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 100},
                                   "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-1"}}),
                ingress("a"), ingress("b", {A + "group.name": "g"}))
     built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
-    assert built.warnings == (
-        "IngressClassParams p: spec.ipamConfiguration is not acted on (aiolbc does not "
-        "support IPAM IPv4 pools); it is ignored",)
-    (lb,) = built.stack.load_balancers.values()  # the rest builds
-    assert lb.capacity_units == 100
+    assert built.warnings == ()
+    (lb,) = built.stack.load_balancers.values()
+    assert (lb.capacity_units, lb.ipv4_ipam_pool) == (100, "ipam-pool-1")
+
+
+IPAM = A + "ipam-ipv4-pool-id"
+COIP = A + "customer-owned-ipv4-pool"
+
+
+ONE = Request("default", "a")
+
+
+def _lb(*objs: Obj, request: Request = ONE) -> Any:
+    if not any(o.get("kind") == "IngressClass" for o in objs):
+        objs = (ingress_class("alb"), *objs)
+    c = caches(backend_service("web"), *objs)
+    (lb,) = build_group(loader(c).load(request), c, SETTINGS).stack.load_balancers.values()
+    return lb
+
+
+def test_ipam_pool_from_the_annotation_or_the_class() -> None:
+    assert _lb(ingress("a")).ipv4_ipam_pool is None
+    assert _lb(ingress("a", {IPAM: ""})).ipv4_ipam_pool is None  # upstream: empty is unset
+    assert _lb(ingress("a", {IPAM: "ipam-pool-0a1"})).ipv4_ipam_pool == "ipam-pool-0a1"
+    assert _lb(ingress_class("alb", params="p"),
+               class_params("p", {"ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-0c3"}}),
+               ingress("a", {IPAM: "ipam-pool-0a1"})).ipv4_ipam_pool == "ipam-pool-0c3"
+    # The pool stays out of the canonical JSON (and the checkpoint) when not asked for.
+    assert "ipv4_ipam_pool" not in _lb(ingress("a")).model_dump()
+    g = {A + "group.name": "g"}
+    with pytest.raises(BuildError, match=r'ipam-ipv4-pool-id conflicts within the group: '
+                                         r'default/a has "ipam-pool-1", default/b has '
+                                         r'"ipam-pool-2"'):
+        _lb(ingress("a", {**g, IPAM: "ipam-pool-1"}), ingress("b", {**g, IPAM: "ipam-pool-2"}),
+            request=Request("", "g"))
+
+
+def test_customer_owned_pool() -> None:
+    assert _lb(ingress("a", {COIP: "ipv4pool-coip-0a1"})).customer_owned_ipv4_pool == (
+        "ipv4pool-coip-0a1")
+    assert _lb(ingress("a")).customer_owned_ipv4_pool is None
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    (IPAM, "pool-1", '"pool-1" is not an IPAM pool ID (ipam-pool- and letters or digits)'),
+    (COIP, "", '"" is empty; name a customer-owned IPv4 pool or remove the annotation'),
+    (COIP, "coip-1", '"coip-1" is not a customer-owned IPv4 pool ID (ipv4pool-coip- and '
+                     'letters or digits)'),
+])
+def test_pools_refused(key: str, value: str, message: str) -> None:
+    with pytest.raises(BuildError) as info:
+        _lb(ingress("a", {key: value}))
+    assert str(info.value) == f"Ingress default/a: annotation {key}: {message}"
+
+
+def test_class_ipam_pool_refused() -> None:
+    with pytest.raises(BuildError, match=r"IngressClassParams p: "
+                                         r"spec\.ipamConfiguration\.ipv4IPAMPoolId: "
+                                         r'"pool" is not an IPAM pool ID'):
+        _lb(ingress_class("alb", params="p"),
+            class_params("p", {"ipamConfiguration": {"ipv4IPAMPoolId": "pool"}}), ingress("a"))
 
 
 CAPACITY = A + "minimum-load-balancer-capacity"
