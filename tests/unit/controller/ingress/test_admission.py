@@ -258,3 +258,21 @@ def test_a_new_or_changed_group_name_is_denied_only_when_disabled() -> None:
     edited = ingress("web", annotations={**GROUP, A + "scheme": "internal"})
     assert admit(edited, member, c, SETTINGS, disable_group_name_annotation=True) == []
     assert admit(ingress("web"), None, c, SETTINGS, disable_group_name_annotation=True) == []
+
+
+def test_capacity_and_pool_values_are_denied_with_the_reconcilers_message() -> None:
+    c = caches(ingress_class(), backend_service("web"))
+    for key, value, reason in (
+            ("minimum-load-balancer-capacity", "CapacityUnits=-1",
+             'has CapacityUnits "-1", which is out of range: want 0..2147483647'),
+            ("ipam-ipv4-pool-id", "pool-1",
+             "is not an IPAM pool ID (ipam-pool- and letters or digits)"),
+            ("customer-owned-ipv4-pool", "",
+             "is empty; name a customer-owned IPv4 pool or remove the annotation")):
+        ing = ingress("web", annotations={A + key: value})
+        said = f'Ingress default/web: annotation {A}{key}: "{value}" {reason}'
+        assert denial(ing, c) == said
+        with pytest.raises(InvalidInput) as info:
+            build_group(loader(caches(ingress_class(), backend_service("web"), ing)).load(
+                Request("default", "web")), c, SETTINGS)
+        assert str(info.value) == said
