@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 from controller import validators
-from controller.annotationreview import Finding, check, review, summarized
+from controller.annotationreview import UNSUPPORTED, Finding, check, review, summarized
 from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
@@ -235,10 +235,18 @@ def admission_warnings(service: Mapping[str, Any], *, load_balancer_class: str) 
     return [f.message for f in summarized(review(annotations_of(service), where="service"))]
 
 
-def annotation_findings(service: Mapping[str, Any]) -> tuple[Finding, ...]:
+def annotation_findings(service: Mapping[str, Any], *,
+                        capacity_reservation: bool = True) -> tuple[Finding, ...]:
     """What the Service's owner is told about keys aiolbc does not act on (Warnings); raises
-    `UnsupportedAnnotation` for one that narrows access and cannot be honoured."""
-    return check(annotations_of(service), where="service")
+    `UnsupportedAnnotation` for one that narrows access and cannot be honoured.
+    `capacity_reservation`: the LBCapacityReservation gate; off, the capacity key is one more
+    finding (it is not read, as upstream)."""
+    findings = check(annotations_of(service), where="service")
+    key = PREFIX + MINIMUM_CAPACITY
+    if not capacity_reservation and key in annotations_of(service):
+        findings += (Finding(key, UNSUPPORTED, f"annotation {key} is not acted on "
+                             "(--feature-gates LBCapacityReservation=false); it is ignored"),)
+    return findings
 
 
 

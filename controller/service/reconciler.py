@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from controller import checkpoint
+from controller import checkpoint, gates
 from controller.annotationreview import Finding, FindingLog, summarized
 from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
@@ -155,7 +155,7 @@ class ServiceReconciler:
             return await self._cleanup(svc)
         try:  # 3. build
             stack = build_stack(svc, settings=self._settings)
-            findings = annotation_findings(svc)
+            findings = self._findings(svc)
         except InvalidInput as exc:
             await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
@@ -165,6 +165,10 @@ class ServiceReconciler:
                 and value == checkpoint.stored(svc) and self._converged_in_cache(svc, stack)):
             return Result()
         return await self._deploy(svc, stack, value, ready_message(findings))
+
+    def _findings(self, svc: Obj) -> tuple[Finding, ...]:
+        return annotation_findings(svc, capacity_reservation=gates.enabled(
+            self._settings.gates, "LBCapacityReservation"))
 
     def _tell(self, svc: Obj, findings: Sequence[Finding]) -> None:
         """One Warning per finding the Service has not been told about: not by this process,
@@ -184,7 +188,7 @@ class ServiceReconciler:
         if (not has_finalizer(svc, SERVICE_FINALIZER) or hostname_of(svc) is None
                 or not is_ready(svc)
                 or cond.get("observedGeneration") != meta(svc).get("generation")
-                or cond.get("message") != ready_message(annotation_findings(svc))):
+                or cond.get("message") != ready_message(self._findings(svc))):
             return False
         return matches_model(self._managed_bindings(svc).values(),
                              stack.target_group_bindings.values())

@@ -82,3 +82,6 @@ async def test_the_gate_off_reads_nothing(cluster: Cluster, aws_proxy: AWSFaultP
     await deployed(c)
     assert await reserved(c, lb) is None
     assert not [r for r in aws_proxy.log if "Capacity" in r.operation]
+    warnings = [e["message"] for e in await c.events("web") if e["type"] == "Warning"]
+    assert warnings == [f"annotation {KEY} is not acted on (--feature-gates "
+                        "LBCapacityReservation=false); it is ignored"]
