@@ -151,14 +151,16 @@ def service_settings(config: ControllerConfig, *, region: str) -> service.Settin
     return service.Settings(
         cluster=cluster_scope(config, region=region), config=config.service,
         defaults=config.defaults, backend_sg=config.networking,
-        lanes=config.checkpoints.lanes(), gates=config.gates)
+        lanes=config.checkpoints.lanes(), gates=config.gates,
+        stabilization_interval=config.stabilization.interval)
 
 
 def ingress_settings(config: ControllerConfig, *, region: str) -> ingress.Settings:
     return ingress.Settings(
         cluster=cluster_scope(config, region=region), config=config.ingress,
         defaults=config.defaults, backend_sg=config.networking,
-        lanes=config.checkpoints.lanes(), gates=config.gates)
+        lanes=config.checkpoints.lanes(), gates=config.gates,
+        stabilization_interval=config.stabilization.interval)
 
 
 def targetgroupbinding_settings(config: ControllerConfig, *,

@@ -17,6 +17,9 @@ DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION: Final = True
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 3
 DEFAULT_SYNC_PERIOD: Final = 10 * 3600.0
 DEFAULT_MAX_BACKOFF: Final = 1000.0  # 16m40s: a failed reconcile's longest wait
+# A new load balancer still provisioning: looked at again after this long before its capacity
+# reservation is set (upstream's --lb-stabilization-monitor-interval).
+DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL: Final = 120.0
 DEFAULT_TGB_REQUEUE_DURATION: Final = 15.0  # readiness gates: target health read again
 DEFAULT_AWS_MAX_RETRIES: Final = 10
 DEFAULT_WEBHOOK_BIND_PORT: Final = 9443

@@ -26,6 +26,7 @@ UPSTREAM_DEFAULTS: Final = {
     "NLBHealthCheckAdvancedConfig": True,
     "SubnetDiscoveryByReachability": True,
     "IngressPlanAnnotation": False,
+    "LBCapacityReservation": True,
 }
 
 

@@ -1,7 +1,8 @@
 """The settings pieces several controllers share, nested whole in each kind's settings instead of
 repeated field by field: which cluster, region and VPC the controller acts for
-(`ClusterScope`), and what a stack takes when its annotations leave a value out (`StackDefaults`,
-which declares its flags: one default, one parser, one help each)."""
+(`ClusterScope`), what a stack takes when its annotations leave a value out (`StackDefaults`,
+which declares its flags: one default, one parser, one help each), and how a new load balancer
+is waited for (`StabilizationMonitor`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controller import flagrules
-from controller.defaults import DEFAULT_SSL_POLICY
+from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL, DEFAULT_SSL_POLICY
 from controller.model.loadbalancer import Scheme
 from controller.model.targetgroup import TargetType
 from runtime import flags, flagvalues
@@ -26,6 +27,20 @@ class ClusterScope:
     name: str
     region: str = ""
     vpc_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StabilizationMonitor:
+    """How the Ingress and Service controllers wait for a new load balancer to leave
+    `provisioning` before they set its capacity reservation: they come back after the interval
+    (never part of a stack: it says when, not what)."""
+
+    interval: float = flag(
+        "--lb-stabilization-monitor-interval",
+        default=DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL, parse=flagvalues.parse_duration,
+        check=flagvalues.greater_than(0),
+        help="how often a load balancer still provisioning is looked at again before its "
+        "capacity reservation is set")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

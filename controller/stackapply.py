@@ -13,7 +13,8 @@ The order is what keeps crashes and restarts honest:
   target group ARN, and only then are the ones the stack no longer wants deleted (the
   listeners point elsewhere by now; their target groups go on a later pass);
 - status, then the checkpoint, which is not written while old bindings or their target groups
-  remain (`Applied.unfinished`: the caller comes back shortly and deploys again).
+  remain, nor while a capacity reservation waits for its load balancer to be active
+  (`Applied.unfinished`: the caller comes back and deploys again).
 The checkpoint is written whether or not checkpoints are acted on (`--enable-checkpoints`), so
 the stored value always tells the truth about what was deployed.
 """
@@ -45,10 +46,17 @@ class Applied:
     owners: tuple[Obj, ...]  # as last written
     result: DeployResult
     binding_writes: int
-    # Old bindings or their target groups remain: no checkpoint yet, come back shortly.
+    # Old bindings or their target groups remain, or the capacity reservation waits for the load
+    # balancer to be active: no checkpoint yet, come back (after `retry_after`).
     unfinished: bool
     # Anything was written, in AWS or in Kubernetes.
     changed: bool
+
+    @property
+    def capacity_pending(self) -> bool:
+        """The load balancer is still provisioning: come back after the stabilization monitor's
+        interval rather than the cleanup poll."""
+        return self.result.capacity_pending
 
     @property
     def hostname(self) -> str:
@@ -94,7 +102,8 @@ class StackApplier:
         for reason, message in result.warnings:
             for owner in written:
                 writer.event(owner, "Warning", reason, message)
-        unfinished = bool(result.retained_target_groups or applied.blocked)
+        unfinished = bool(result.retained_target_groups or applied.blocked
+                          or result.capacity_pending)
         hostname = result.load_balancer.dns_name if result.load_balancer else ""
         # A stack's other load balancer (an Ingress group's frontend NLB), for `frontend_status`.
         frontend = next((st.dns_name for st in result.load_balancers.values()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
 from controller.deploy import DeployerSettings
 from controller.gates import enabled as gate_enabled
 from controller.networking.settings import BackendSettings
@@ -24,6 +25,9 @@ class StackSettings:
     gates: FeatureGates = field(default_factory=FeatureGates)
     in_use_backoff: float = 0.2  # a target group still in use: first retry after this
     security_group_backoff: float = 1.0  # a group still in use: first retry after this
+    # --lb-stabilization-monitor-interval: a load balancer still provisioning is looked at
+    # again after this long, before its capacity reservation is set.
+    stabilization_interval: float = DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
 
     @property
     def deployer(self) -> DeployerSettings:

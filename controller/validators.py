@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from controller.annotations import AnnotationError, quote, split_list
+from controller.annotations import AnnotationError, parse_int, parse_string_map, quote, split_list
 
 # ELBv2 load balancer names: 1..32 of [A-Za-z0-9-], not starting or ending with "-", and not
 # starting with "internal-" (CreateLoadBalancer's Name).
@@ -31,6 +31,11 @@ ALB_HTTP_CODES: Final = (200, 499, "HTTP", "200-399 or 200,202")
 ALB_GRPC_CODES: Final = (0, 99, "gRPC", "0-99 or 12")
 NLB_HTTP_CODES: Final = (200, 599, "HTTP", "200-399 or 200,202")
 CodeRange = tuple[int, int, str, str]  # lowest, highest, kind, example
+# IpamPools.Ipv4IpamPoolId and CustomerOwnedIpv4Pool (CreateLoadBalancer).
+_IPAM_POOL: Final = re.compile(r"ipam-pool-[a-zA-Z0-9]{1,990}")
+_COIP_POOL: Final = re.compile(r"ipv4pool-coip-[a-zA-Z0-9]{1,242}")
+# ModifyCapacityReservation's MinimumLoadBalancerCapacity.CapacityUnits: an int32.
+CAPACITY_UNITS_MAX: Final = 2**31 - 1
 
 
 def load_balancer_name(key: str, raw: str) -> str:
@@ -155,4 +160,49 @@ def _success_codes(key: str, raw: str, *, codes: CodeRange) -> str:
         if not low_limit <= low <= high <= high_limit:
             raise AnnotationError(key, raw, f"is not a list of {kind} codes or ranges within "
                                             f"{low_limit}..{high_limit} (e.g. {example})")
+    return raw
+
+
+def minimum_capacity(key: str, raw: str) -> int | None:
+    """`CapacityUnits=N` (the minimum-load-balancer-capacity annotations): the capacity units
+    to reserve, 0 to reset the reservation; an empty value asks for nothing (upstream). The one
+    key upstream takes; a negative count AWS would refuse is refused here."""
+    units: int | None = None
+    for name, value in parse_string_map(key, raw).items():
+        if name != "CapacityUnits":
+            raise AnnotationError(key, raw, f"has key {quote(name)}; the only key is "
+                                            "CapacityUnits")
+        try:
+            units = parse_int(key, value, minimum=0, maximum=CAPACITY_UNITS_MAX)
+        except AnnotationError as exc:
+            raise AnnotationError(key, raw, f"has CapacityUnits {quote(value)}, which "
+                                            f"{exc.reason}") from None
+    return units
+
+
+def ipam_pool_problem(value: str) -> str | None:
+    if _IPAM_POOL.fullmatch(value) is None:
+        return "is not an IPAM pool ID (ipam-pool- and letters or digits)"
+    return None
+
+
+def ipam_pool(key: str, raw: str) -> str | None:
+    """An IPv4 IPAM pool ID (`ipam-ipv4-pool-id`); empty asks for none, as upstream reads it."""
+    if not raw:
+        return None
+    problem = ipam_pool_problem(raw)
+    if problem is not None:
+        raise AnnotationError(key, raw, problem)
+    return raw
+
+
+def customer_owned_pool(key: str, raw: str) -> str:
+    """A customer-owned IPv4 pool ID (`customer-owned-ipv4-pool`); empty is an error, as
+    upstream's."""
+    if not raw:
+        raise AnnotationError(key, raw, "is empty; name a customer-owned IPv4 pool or remove "
+                                        "the annotation")
+    if _COIP_POOL.fullmatch(raw) is None:
+        raise AnnotationError(key, raw, "is not a customer-owned IPv4 pool ID (ipv4pool-coip- "
+                                        "and letters or digits)")
     return raw

@@ -104,7 +104,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _ingress("ip-address-type", "the IP address type", acted=True),
     _ingress("scheme", "the load balancer's scheme", acted=True, narrows=True),
     _ingress("subnets", "subnets", acted=True),
-    _ingress("customer-owned-ipv4-pool", "customer-owned IPv4 pools (Outposts)", acted=False),
+    _ingress("customer-owned-ipv4-pool", "customer-owned IPv4 pools (Outposts)", acted=True),
     _ingress("load-balancer-attributes", "load balancer attributes", acted=True),
     _ingress("wafv2-acl-arn", "WAFv2 web ACL association", acted=True, narrows=True),
     _ingress("wafv2-acl-name", "WAFv2 web ACL association", acted=True, narrows=True),
@@ -151,8 +151,8 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
              placeholder="<protocol>-<port>"),
     _ingress("multi-cluster-target-group", "multi-cluster target groups", acted=True,
              backend="acted"),
-    _ingress("minimum-load-balancer-capacity", "capacity reservations", acted=False),
-    _ingress("ipam-ipv4-pool-id", "IPAM IPv4 pools", acted=False),
+    _ingress("minimum-load-balancer-capacity", "capacity reservations", acted=True),
+    _ingress("ipam-ipv4-pool-id", "IPAM IPv4 pools", acted=True),
     _ingress("enable-frontend-nlb", _FRONTEND_NLB, acted=True),
     *(_ingress("frontend-nlb-" + s, _FRONTEND_NLB, acted=True) for s in (
         "scheme", "subnets", "security-groups", "listener-port-mapping",
@@ -233,7 +233,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _service("aws-load-balancer-source-nat-ipv6-prefixes", "IPv6 source NAT prefixes",
              acted=True),
     _service("aws-load-balancer-minimum-load-balancer-capacity", "capacity reservations",
-             acted=False),
+             acted=True),
     _service("aws-load-balancer-enable-icmp-for-path-mtu-discovery", "ICMP for path MTU "
              "discovery", acted=True),
     _service("aws-load-balancer-enable-tcp-udp-listener", "the TCP_UDP listener switch",

@@ -21,7 +21,7 @@ from controller.config.unbuilt import UnbuiltConfig
 from controller.ingress.settings import IngressConfig
 from controller.networking.settings import BackendSettings
 from controller.service.settings import ServiceConfig
-from controller.settings import StackDefaults
+from controller.settings import StabilizationMonitor, StackDefaults
 from controller.targetgroupbinding.settings import TargetGroupBindingConfig
 from controller.webhooks.settings import WebhookConfig
 from runtime import flags
@@ -45,13 +45,15 @@ class ControllerConfig:
     # TargetGroupBinding controller).
     defaults: StackDefaults = section(StackDefaults, title="stack defaults")
     networking: BackendSettings = section(BackendSettings, title="security groups")
+    stabilization: StabilizationMonitor = section(StabilizationMonitor,
+                                                  title="load balancer stabilization")
     ingress: IngressConfig = section(IngressConfig, title="Ingress")
     service: ServiceConfig = section(ServiceConfig, title="Service")
     targetgroupbinding: TargetGroupBindingConfig = section(TargetGroupBindingConfig,
                                                            title="TargetGroupBinding")
     unbuilt: UnbuiltConfig = section(
         UnbuiltConfig, title="capabilities not built yet (Gateway API, Global Accelerator, "
-        "QUIC, capacity reservations)")
+        "QUIC)")
     gates: FeatureGates = flag(
         "--feature-gates", default=GATES, parse=GATES.parse, show=FeatureGates.text,
         metavar="NAME=BOOL,...",

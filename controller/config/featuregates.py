@@ -29,7 +29,7 @@ _DECLARED: tuple[tuple[str, bool, bool | None, str], ...] = (
     ("NLBSecurityGroup", True, None, "security groups on NLBs"),
     ("ALBSingleSubnet", False, None, "ALBs in a single subnet"),
     ("SubnetDiscoveryByReachability", True, None, "subnet discovery by route reachability"),
-    ("LBCapacityReservation", True, False, "load balancer capacity reservations"),
+    ("LBCapacityReservation", True, None, "load balancer capacity reservations"),
     ("NLBGatewayAPI", True, False, "Gateway API for NLBs"),
     ("ALBGatewayAPI", True, False, "Gateway API for ALBs"),
     ("GlobalAcceleratorController", False, False, "the Global Accelerator controller"),

@@ -1,5 +1,5 @@
 """Upstream's flags of capabilities aiolbc does not build yet (the Gateway API, Global
-Accelerator, QUIC server IDs, capacity reservations), declared with upstream's names, defaults
+Accelerator, QUIC server IDs), declared with upstream's names, defaults
 and rules so that upstream's command lines start. Each capability is behind a feature gate
 pinned off (`featuregates.py`), so no value of these flags can change what the controller does
 yet; a value upstream would refuse is refused here too."""
@@ -16,7 +16,6 @@ from runtime.flags import flag
 
 # Upstream's defaults (`pkg/config/controller_config.go`, `pkg/inject/quic`).
 DEFAULT_GLOBAL_ACCELERATOR_MAX_CONCURRENT_RECONCILES = 1
-DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL = 120.0
 DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME = "AWS_LBC_QUIC_SERVER_ID"
 
 # What a container's environment variable may be named (Kubernetes' C identifier rule, which
@@ -55,12 +54,6 @@ class UnbuiltConfig:
         "--globalaccelerator-max-exponential-backoff-delay", default=DEFAULT_MAX_BACKOFF,
         parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
         help="the longest wait before a failed GlobalAccelerator is retried" + _NOT_BUILT)
-    lb_stabilization_monitor_interval: float = flag(
-        "--lb-stabilization-monitor-interval",
-        default=DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL, parse=flagvalues.parse_duration,
-        check=flagvalues.greater_than(0),
-        help="how often a load balancer still provisioning is looked at again before its "
-        "capacity reservation is set" + _NOT_BUILT)
     quic_environment_variable_name: str = flag(
         "--quic-environment-variable-name", default=DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME,
         parse=str, check=_env_name,

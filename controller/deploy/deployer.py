@@ -1,6 +1,7 @@
 """The stack deployer: make AWS equal the model, in the order (imported certificates,) target
 groups → load balancer → listeners → rules → the load balancer's addons (WAFv2, WAF Classic,
-Shield), then delete what the model no longer has (in reverse). A deleted load balancer takes its
+Shield) → its capacity reservation once it is active, then delete what the model no longer
+has (in reverse). A deleted load balancer takes its
 web ACL associations with it (AWS drops them); nothing else is called for them."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from controller.aws import (
     SnapshotReader,
     SnapshotStale,
 )
+from controller.deploy.capacity import converge_capacity
 from controller.deploy.certificates import StackCertificates
 from controller.deploy.concurrency import run_all
 from controller.deploy.deployrun import DeployRun
@@ -287,6 +289,7 @@ class StackDeployer:
         # Converge each load balancer, its listeners and rules: an application load balancer
         # first, since a frontend NLB's target groups register it (on a port it listens on).
         statuses: dict[str, LoadBalancerStatus] = {}
+        capacity_pending = False
         listener_arns: dict[str, str] = {}
         rule_arns: dict[str, str] = {}
         for lb_id in sorted(stack.load_balancers,
@@ -319,6 +322,11 @@ class StackDeployer:
             await converge_wafv2(run, lb_arn, lb_model.wafv2)
             await converge_waf_regional(run, lb_arn, lb_model.waf_regional)
             await converge_shield(run, lb_arn, lb_model.shield)
+            # The capacity reservation once the load balancer is active (upstream's
+            # PostSynthesize): still provisioning, the caller comes back later.
+            if await converge_capacity(run, lb_arn, lb_model.capacity_units,
+                                       statuses[lb_id].state):
+                capacity_pending = True
         # A frontend NLB's target groups: the stack's ALB, now that it listens.
         await converge_load_balancer_targets(run, lb_arns)
 
@@ -349,7 +357,7 @@ class StackDeployer:
             target_groups={rid: run.status[(TARGET_GROUP, rid, "targetGroupARN")]
                            for rid in stack.target_groups},
             listeners=listener_arns, rules=rule_arns, target_group_bindings=bindings,
-            retained_target_groups=tuple(retained),
+            retained_target_groups=tuple(retained), capacity_pending=capacity_pending,
             calls=calls.counts.calls, mutating_calls=calls.counts.mutating,
             warnings=tuple(run.warnings))
 

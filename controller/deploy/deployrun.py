@@ -30,9 +30,6 @@ class DeployRun:
     # for the owners' Warning Events.
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
-    def warn(self, reason: str, message: str) -> None:
-        self.warnings.append((reason, message))
-
     @property
     def calls(self) -> Caller:
         return self.reader.caller
@@ -44,6 +41,10 @@ class DeployRun:
     def must_write(self, actions: Sequence[Action]) -> bool:
         """True if `actions` hold write-only fields this run has to write anyway."""
         return self.rewrite_write_only and carries_write_only(actions)
+
+    def warn(self, reason: str, message: str) -> None:
+        if (reason, message) not in self.warnings:
+            self.warnings.append((reason, message))
 
     def resolve(self, ref: Ref) -> str:
         try:

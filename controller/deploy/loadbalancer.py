@@ -1,5 +1,12 @@
 """Load balancer convergence: create (never twice), subnets and their static addresses (see
-`subnetmappings.py`), security groups, IP address type, attributes, tags."""
+`subnetmappings.py`), security groups, IP address type, attributes, tags, the IPv4 IPAM pool;
+the customer-owned IPv4 pool at creation only.
+
+IPAM pools as upstream: one the model no longer has is removed first (before an IP address type
+change), a new or changed one set last. A customer-owned pool that differs from the load
+balancer's cannot be changed in place: upstream only logs it; here the deploy leaves it and
+says so (`DeployRun.warn`, a Warning Event on the owners), since the load balancer must be
+recreated (delete and recreate the Ingress) to change it."""
 
 from __future__ import annotations
 
@@ -39,6 +46,15 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
         if current.get(key) != want:
             raise DeployError(f"load balancer {lb.name}: {key} is {current.get(key)} in AWS but "
                               f"{want} in the model, and cannot be changed in place")
+    have_pool = (current.get("IpamPools") or {}).get("Ipv4IpamPoolId")
+    if have_pool and lb.ipv4_ipam_pool is None:
+        await run.calls.call("ModifyIpPools", LoadBalancerArn=arn, RemoveIpamPools=["ipv4"])
+    if (current.get("CustomerOwnedIpv4Pool") or None) != lb.customer_owned_ipv4_pool:
+        run.warn("CustomerOwnedIPv4PoolImmutable",
+                 f"load balancer {lb.name} has customer-owned IPv4 pool "
+                 f"{current.get('CustomerOwnedIpv4Pool') or 'none'} and the model asks for "
+                 f"{lb.customer_owned_ipv4_pool or 'none'}; AWS cannot change it in place, so "
+                 "it is left as it is: delete and recreate the Ingress to change it")
     have_sgs = set(current.get("SecurityGroups") or [])
     wanted_sgs = [str(g) for g in lb.security_groups]  # IDs by now (resolved by the deployer)
     private_link = lb.inbound_rules_on_private_link
@@ -78,6 +94,9 @@ async def converge_load_balancer(run: DeployRun, resource_id: str, lb: LoadBalan
             await run.calls.call(
                 "ModifyLoadBalancerAttributes", LoadBalancerArn=arn,
                 Attributes=[{"Key": k, "Value": v} for k, v in sorted(changed.items())])
+    if lb.ipv4_ipam_pool is not None and have_pool != lb.ipv4_ipam_pool:
+        await run.calls.call("ModifyIpPools", LoadBalancerArn=arn,
+                             IpamPools={"Ipv4IpamPoolId": lb.ipv4_ipam_pool})
     run.set_status(LOAD_BALANCER, resource_id, "loadBalancerARN", arn)
     run.set_status(LOAD_BALANCER, resource_id, "dnsName", current.get("DNSName", ""))
     run.set_status(LOAD_BALANCER, resource_id, "canonicalHostedZoneID",
@@ -130,6 +149,10 @@ async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,
         params["EnablePrefixForIpv6SourceNat"] = lb.enable_prefix_for_ipv6_source_nat
     if lb.security_groups:
         params["SecurityGroups"] = [str(g) for g in lb.security_groups]
+    if lb.ipv4_ipam_pool is not None:
+        params["IpamPools"] = {"Ipv4IpamPoolId": lb.ipv4_ipam_pool}
+    if lb.customer_owned_ipv4_pool is not None:
+        params["CustomerOwnedIpv4Pool"] = lb.customer_owned_ipv4_pool
     resp = await run.calls.call("CreateLoadBalancer", **params)
     created: dict[str, Any] = resp["LoadBalancers"][0]
     return created, tags

@@ -40,9 +40,13 @@ class DeployResult:
     # Target groups the model no longer has, kept because a binding still points at them
     # (`deploy(retain=...)`): the caller deletes those bindings and deploys again.
     retained_target_groups: tuple[str, ...] = ()
+    # The load balancer is still provisioning, so its capacity reservation is not set yet: the
+    # caller comes back after --lb-stabilization-monitor-interval (capacity.py).
+    capacity_pending: bool = False
+    # (reason, message) of what was left as it is (a setting AWS cannot change in place): the
+    # caller turns each into a Warning Event on the stack's owners.
+    warnings: tuple[tuple[str, str], ...] = ()
     calls: int = 0
     mutating_calls: int = 0
-    # (reason, message): what AWS keeps although the stack asks otherwise (Warning Events).
-    warnings: tuple[tuple[str, str], ...] = ()
     # Every load balancer of the stack by resource id (the frontend NLB's too).
     load_balancers: dict[str, LoadBalancerStatus] = field(default_factory=dict)

@@ -88,6 +88,12 @@ class IngressAnnotations:
     transforms: Mapping[str, tuple[TransformSpec, ...]] = field(default_factory=dict)
     # ImplementationSpecific paths are regular expressions (upstream's default: wildcards).
     use_regex_path_match: bool = False
+    # minimum-load-balancer-capacity as written: read for the group under the
+    # LBCapacityReservation gate (`validators.minimum_capacity`), as upstream parses it only then.
+    minimum_capacity: str | None = None
+    # ipam-ipv4-pool-id (None: not set or empty) and customer-owned-ipv4-pool.
+    ipam_pool: str | None = None
+    customer_owned_pool: str | None = None
     # One line per JSON value with fields upstream's decoder ignores (so do we): a Warning.
     ignored_fields: tuple[tuple[str, str], ...] = ()  # (key, message)
 
@@ -182,6 +188,10 @@ def parse_ingress(ing: Mapping[str, Any]) -> IngressAnnotations:
         listener_attributes=listener_attributes,
         transforms=transforms,
         use_regex_path_match=bool(reader.get_bool("use-regex-path-match")),
+        minimum_capacity=reader.get_str("minimum-load-balancer-capacity"),
+        ipam_pool=reader.get("ipam-ipv4-pool-id", validators.ipam_pool),
+        customer_owned_pool=reader.get("customer-owned-ipv4-pool",
+                                       validators.customer_owned_pool),
         ignored_fields=tuple(ignored),
     )
 

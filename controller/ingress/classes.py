@@ -35,6 +35,7 @@ from controller.apis import (
 from controller.errors import InvalidInput, MissingReference
 from controller.ingress.caches import Caches
 from controller.model.addons import wafv2_arn_problem, wafv2_name_problem
+from controller.model.loadbalancer import MAX_CAPACITY_UNITS
 from runtime.objects import Obj, annotations_of, dig, labels_of, meta
 
 
@@ -72,8 +73,17 @@ class _Listener(_Spec):
     listener_attributes: tuple[_KeyValue, ...] = Field(default=(), alias="listenerAttributes")
 
 
+class _Capacity(_Spec):
+    # ModifyCapacityReservation's CapacityUnits (an int32); 0 resets the reservation.
+    capacity_units: int = Field(alias="capacityUnits", ge=0, le=MAX_CAPACITY_UNITS)
+
+
+class _Ipam(_Spec):
+    ipv4_ipam_pool_id: str | None = Field(default=None, alias="ipv4IPAMPoolId")
+
+
 # Upstream's spec fields ClassParams keeps only to report them (not acted on yet).
-NOT_ACTED_ON_FIELDS: Final = frozenset({"minimumLoadBalancerCapacity", "ipamConfiguration"})
+NOT_ACTED_ON_FIELDS: Final[frozenset[str]] = frozenset()
 
 
 class ClassParams(_Spec):
@@ -100,11 +110,11 @@ class ClassParams(_Spec):
     target_type: Literal["instance", "ip"] | None = Field(default=None, alias="targetType")
     ssl_redirect_port: str | None = Field(default=None, alias="sslRedirectPort")
     listeners: tuple[_Listener, ...] = ()
-    # Upstream's fields aiolbc does not act on yet: kept so that they are reported (a Warning
-    # on each Ingress of the class), never dropped without a word.
-    minimum_load_balancer_capacity: Any = Field(default=None,
-                                                alias="minimumLoadBalancerCapacity")
-    ipam_configuration: Any = Field(default=None, alias="ipamConfiguration")
+    # The capacity reservation of the class's load balancers, over the Ingresses' annotation.
+    minimum_load_balancer_capacity: _Capacity | None = Field(
+        default=None, alias="minimumLoadBalancerCapacity")
+    # The IPv4 IPAM pool of the class's load balancers, over the Ingresses' annotation.
+    ipam_configuration: _Ipam | None = Field(default=None, alias="ipamConfiguration")
 
     @property
     def prefix_lists(self) -> tuple[str, ...] | None:
@@ -114,11 +124,7 @@ class ClassParams(_Spec):
 
     def not_acted_on(self) -> list[str]:
         """One line per set field aiolbc does not act on."""
-        found = [(f, what) for f, what, value in (
-            ("minimumLoadBalancerCapacity", "load balancer capacity reservations",
-             self.minimum_load_balancer_capacity),
-            ("ipamConfiguration", "IPAM IPv4 pools", self.ipam_configuration))
-            if value is not None]
+        found: list[tuple[str, str]] = []  # every upstream field is acted on today
         return [f"IngressClassParams {self.name}: spec.{f} is not acted on (aiolbc does not "
                 f"support {what}); it is ignored" for f, what in found]
 
@@ -183,6 +189,9 @@ def parse_params(obj: Obj) -> ClassParams:
         checks.append(("prefixListsIDs" if params.prefix_lists_ids is not None
                        else "PrefixListsIDs", ",".join(params.prefix_lists),
                        validators.prefix_lists))
+    pool = params.ipam_configuration.ipv4_ipam_pool_id if params.ipam_configuration else None
+    if pool:
+        checks.append(("ipamConfiguration.ipv4IPAMPoolId", pool, validators.ipam_pool))
     if params.subnets is not None and params.subnets.ids:
         checks.append(("subnets.ids", ",".join(params.subnets.ids), validators.subnets))
     if params.ssl_redirect_port:

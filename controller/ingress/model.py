@@ -27,9 +27,16 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from controller import gates
-from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
-from controller.annotations import AnnotationError, annotations_of, note_read
+from controller import gates, validators
+from controller.annotationreview import (
+    UNKNOWN,
+    UNSUPPORTED,
+    Finding,
+    UnsupportedAnnotation,
+    check,
+)
+from controller.annotations import AnnotationError, annotations_of, note_read, quote
+from controller.apis import INGRESS_ANNOTATION_PREFIX
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
@@ -232,6 +239,11 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     for said in dict.fromkeys(line for m in group.members if m.info and m.info.params
                               for line in m.info.params.not_acted_on()):
         warnings.append(said)
+    capacity_units = _capacity_units(parsed, gates.enabled(settings.gates,
+                                                           "LBCapacityReservation"),
+                                     findings, warnings)
+    ipam_pool = _ipam_pool(parsed)
+    customer_owned_pool = _customer_owned_pool(parsed)
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
                         stack_id=group.stack_id, labels=stack_labels(request),
@@ -266,7 +278,8 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 role="elb" if lb.scheme == "internet-facing" else "internal-elb"),
             security_groups=groups.security_groups, attributes=dict(lb.attributes),
             tags=dict(lb.tags), wafv2=addons.wafv2, waf_regional=addons.waf_regional,
-            shield=addons.shield)
+            shield=addons.shield, capacity_units=capacity_units, ipv4_ipam_pool=ipam_pool,
+            customer_owned_ipv4_pool=customer_owned_pool)
         lb_ref = builder.add_load_balancer(LOAD_BALANCER_ID, alb)
     except ValueError as exc:
         raise BuildError(f"group {request.key}: {_message(exc)}") from None
@@ -368,6 +381,83 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                       findings, tuple(warnings), http_unauthenticated,
                       {k: tuple(v) for k, v in sorted(backends.missing.items())},
                       frontend_unused)
+
+
+CAPACITY_KEY: Final = INGRESS_ANNOTATION_PREFIX + "minimum-load-balancer-capacity"
+_CAPACITY_GATE_OFF: Final = "is not acted on (--feature-gates LBCapacityReservation=false)"
+
+
+def _capacity_units(parsed: Sequence[tuple[Member, IngressAnnotations]], enabled: bool,
+                    findings: dict[str, tuple[Finding, ...]], warnings: list[str]
+                    ) -> int | None:
+    """The group's capacity reservation (upstream's rule): the first member's
+    IngressClassParams `minimumLoadBalancerCapacity` wins; else the members' annotation,
+    which must agree. None: nobody asks (what AWS has stays). With the LBCapacityReservation
+    gate off neither is read, as upstream, and each is reported instead."""
+    params = parsed[0][0].info.params if parsed and parsed[0][0].info else None
+    from_params = params.minimum_load_balancer_capacity if params is not None else None
+    if not enabled:
+        if from_params is not None and params is not None:
+            warnings.append(f"IngressClassParams {params.name}: spec.minimumLoadBalancerCapacity "
+                            f"{_CAPACITY_GATE_OFF}; it is ignored")
+        for member, ann in parsed:
+            if ann.minimum_capacity is not None:
+                findings[member.key] += (Finding(
+                    CAPACITY_KEY, UNSUPPORTED,
+                    f"annotation {CAPACITY_KEY} {_CAPACITY_GATE_OFF}; it is ignored"),)
+        return None
+    if from_params is not None:
+        return from_params.capacity_units
+    chosen: int | None = None
+    owner = ""
+    for member, ann in parsed:
+        if ann.minimum_capacity is None:
+            continue
+        try:
+            units = validators.minimum_capacity(CAPACITY_KEY, ann.minimum_capacity)
+        except AnnotationError as exc:
+            raise BuildError(f"Ingress {member.key}: {exc}") from None
+        if units is None:
+            continue
+        if chosen is not None and units != chosen:
+            raise BuildError(
+                f"annotation {CAPACITY_KEY} conflicts within the group: {owner} has "
+                f"{quote(f'CapacityUnits={chosen}')}, {member.key} has "
+                f"{quote(f'CapacityUnits={units}')}")
+        chosen, owner = units, owner or member.key
+    return chosen
+
+
+def _ipam_pool(parsed: Sequence[tuple[Member, IngressAnnotations]]) -> str | None:
+    """The group's IPv4 IPAM pool (upstream's rule): the first member's IngressClassParams
+    `ipamConfiguration.ipv4IPAMPoolId` wins; else the members' `ipam-ipv4-pool-id`, which must
+    agree. None: no pool (one the ALB has is removed)."""
+    params = parsed[0][0].info.params if parsed and parsed[0][0].info else None
+    if params is not None and params.ipam_configuration is not None \
+            and params.ipam_configuration.ipv4_ipam_pool_id:
+        return params.ipam_configuration.ipv4_ipam_pool_id
+    return _agreed(parsed, "ipam_pool", "ipam-ipv4-pool-id")
+
+
+def _customer_owned_pool(parsed: Sequence[tuple[Member, IngressAnnotations]]) -> str | None:
+    """`customer-owned-ipv4-pool`, set once or the same on every member (upstream)."""
+    return _agreed(parsed, "customer_owned_pool", "customer-owned-ipv4-pool")
+
+
+def _agreed(parsed: Sequence[tuple[Member, IngressAnnotations]], attr: str,
+            suffix: str) -> str | None:
+    chosen: str | None = None
+    owner = ""
+    for member, ann in parsed:
+        value = getattr(ann, attr)
+        if value is None:
+            continue
+        if chosen is not None and value != chosen:
+            raise BuildError(f"annotation {INGRESS_ANNOTATION_PREFIX}{suffix} conflicts within "
+                             f"the group: {owner} has {quote(chosen)}, {member.key} has "
+                             f"{quote(value)}")
+        chosen, owner = value, owner or member.key
+    return chosen
 
 
 def _backend_findings(member: Member, backends: Backends, caches: Caches

@@ -44,6 +44,7 @@ from controller.annotationreview import FindingLog, summarized
 from controller.apis import GROUP_MEMBERS_ANNOTATION
 from controller.aws import AWSError
 from controller.bindings import BindingWriter
+from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
 from controller.deploy import DeployError, StackDeployer
 from controller.ingress.caches import Caches
 from controller.ingress.groups import Group, GroupLoader, finalizer_of
@@ -81,6 +82,7 @@ class IngressReconciler:
                  loader: GroupLoader, qualifier: Qualifier, deployer: StackDeployer,
                  vpc_id: str, recorder: Recorder, clock: Clock | None = None,
                  checkpoints: bool = True, cleanup_poll: float = 1.0,
+                 stabilization_interval: float = DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL,
                  secrets: ReferencedSecrets | None = None,
                  vanished: VanishedMembers | None = None, plan: bool = False) -> None:
         self._caches = caches
@@ -95,6 +97,7 @@ class IngressReconciler:
         self._checkpoints = checkpoints
         self._plan = plan  # the IngressPlanAnnotation gate (plan.py)
         self._cleanup_poll = cleanup_poll
+        self._stabilization_interval = stabilization_interval
         self._told = FindingLog()
         self._writer = ObjectWriter(client, INGRESSES, recorder, self._clock)
         self._bindings_writer = BindingWriter(client)
@@ -209,6 +212,8 @@ class IngressReconciler:
         log.info("group reconciled", group=group.request.key, calls=applied.result.calls,
                  mutating_calls=applied.result.mutating_calls,
                  binding_writes=applied.binding_writes)
+        if applied.capacity_pending:
+            return Result(requeue_after=self._stabilization_interval)
         return Result(requeue_after=self._cleanup_poll) if applied.unfinished else Result()
 
     async def _write_plan(self, members: list[Obj], built: BuiltGroup) -> list[Obj]:

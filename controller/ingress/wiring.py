@@ -137,6 +137,7 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
         qualifier=qualifier, deployer=deployer, vpc_id=settings.cluster.vpc_id,
         recorder=counting_recorder(manager.recorder, manager.registry), clock=manager.clock,
         checkpoints=settings.lanes.checkpoints, cleanup_poll=settings.cleanup_poll,
+        stabilization_interval=settings.stabilization_interval,
         secrets=secrets, vanished=vanished, plan=settings.plan_annotation)
     priority = GroupPriority(loader=loader, qualifier=qualifier, bindings=bindings.store,
                              enabled=settings.lanes.prioritised)

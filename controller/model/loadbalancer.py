@@ -79,6 +79,14 @@ _SUBNET_SETTINGS = ("subnet_order", "eip_allocations", "private_ipv4_addresses",
                     "ipv6_addresses", "enable_prefix_for_ipv6_source_nat",
                     "source_nat_ipv6_prefixes", "subnet_mappings")
 SOURCE_NAT_AUTO_ASSIGNED = "auto_assigned"
+# Settings nobody asked for are not written at all (None), so that a load balancer without them
+# keeps the canonical JSON, and the checkpoint, it had before they existed.
+_OMITTED_WHEN_UNSET = (*_ADDONS, *_SUBNET_SETTINGS, "capacity_units", "ipv4_ipam_pool",
+                       "customer_owned_ipv4_pool")
+_ALB_ONLY = (("ipv4_ipam_pool", "IPAM pools"),
+             ("customer_owned_ipv4_pool", "customer-owned IPv4 pools"))
+# ModifyCapacityReservation's CapacityUnits is an int32.
+MAX_CAPACITY_UNITS = 2**31 - 1
 
 
 class SubnetMapping(Model):
@@ -135,6 +143,16 @@ class LoadBalancer(Tagged):
     wafv2: WAFv2Association | None = None
     waf_regional: WAFRegionalAssociation | None = None
     shield: ShieldProtection | None = None
+    # The minimum capacity reserved (ModifyCapacityReservation), in capacity units: 0 resets
+    # the reservation; None: nobody asked, what AWS has is left alone (upstream: removing the
+    # annotation does not reset it).
+    capacity_units: int | None = Field(default=None, ge=0, le=MAX_CAPACITY_UNITS)
+    # ALB only. The IPv4 IPAM pool public addresses come from first (None: none; one the load
+    # balancer has is removed, as upstream does when the annotation goes).
+    ipv4_ipam_pool: str | None = None
+    # ALB on Outposts only: the customer-owned IPv4 pool, given at creation; AWS cannot change
+    # it afterwards (the deployer says so and leaves it).
+    customer_owned_ipv4_pool: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_addons(self, handler: SerializerFunctionWrapHandler,
@@ -142,7 +160,7 @@ class LoadBalancer(Tagged):
         # An addon nobody asked for is not written at all, so a load balancer without addons
         # has the canonical JSON (and checkpoint) it had before addons existed.
         data: dict[str, object] = handler(self)
-        for name in (*_ADDONS, *_SUBNET_SETTINGS):
+        for name in _OMITTED_WHEN_UNSET:
             if data.get(name, ...) is None:
                 del data[name]
         return data
@@ -152,6 +170,9 @@ class LoadBalancer(Tagged):
         if self.type != "application" and any(getattr(self, a) is not None for a in _ADDONS):
             raise ValueError("WAF and Shield associations are application load balancer "
                              "settings")
+        for name, what in _ALB_ONLY:
+            if self.type != "application" and getattr(self, name) is not None:
+                raise ValueError(f"{what} are an application load balancer setting")
         return self
 
     @model_validator(mode="after")

@@ -29,8 +29,6 @@ PLACEHOLDER_CLUSTER: Final = "cluster"
 # those objects ask for is their own line): a note here, not a change of what is served.
 _PER_OBJECT: Final[Mapping[str, str]] = {
     "ALBGatewayAPI": "Gateways", "NLBGatewayAPI": "Gateways", "GatewayListenerSet": "Gateways",
-    "LBCapacityReservation": "the capacity reservations Ingresses, Services and "
-                             "IngressClassParams ask for",
 }
 
 

@@ -82,6 +82,7 @@ DISABLE_NLB_SG: Final = "aws-load-balancer-disable-nlb-sg"
 ICMP_PATH_MTU: Final = "aws-load-balancer-enable-icmp-for-path-mtu-discovery"
 PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-private-link-traffic"
 ENABLE_TCP_UDP_LISTENER: Final = "aws-load-balancer-enable-tcp-udp-listener"
+MINIMUM_CAPACITY: Final = "aws-load-balancer-minimum-load-balancer-capacity"
 PROXY_PROTOCOL_PER_TARGET_GROUP: Final = "aws-load-balancer-proxy-protocol-per-target-group"
 # `aws-load-balancer-target-group-attributes.<port>`: one Service port's target group.
 PORT_TARGET_GROUP_ATTRIBUTES: Final = TARGET_GROUP_ATTRIBUTES + "."
@@ -260,13 +261,22 @@ def admission_warnings(service: Mapping[str, Any], *, load_balancer_class: str,
 
 
 def annotation_findings(service: Mapping[str, Any], *,
-                        advanced_health_check: bool = True) -> tuple[Finding, ...]:
+                        advanced_health_check: bool = True,
+                        capacity_reservation: bool = True) -> tuple[Finding, ...]:
     """What the Service's owner is told about keys aiolbc does not act on (Warnings); raises
     `UnsupportedAnnotation` for one that narrows access and cannot be honoured.
     `advanced_health_check` off (NLBHealthCheckAdvancedConfig): the health check timeout and
-    success codes are not read, which their keys are told."""
-    found = check(annotations_of(service), where="service")
-    return found if advanced_health_check else (*found, *_gated_findings(service))
+    success codes are not read, which their keys are told. `capacity_reservation`: the
+    LBCapacityReservation gate; off, the capacity key is one more finding (it is not read, as
+    upstream)."""
+    findings = check(annotations_of(service), where="service")
+    if not advanced_health_check:
+        findings = (*findings, *_gated_findings(service))
+    key = PREFIX + MINIMUM_CAPACITY
+    if not capacity_reservation and key in annotations_of(service):
+        findings += (Finding(key, UNSUPPORTED, f"annotation {key} is not acted on "
+                             "(--feature-gates LBCapacityReservation=false); it is ignored"),)
+    return findings
 
 
 def _gated_findings(service: Mapping[str, Any]) -> tuple[Finding, ...]:
@@ -528,6 +538,13 @@ def parse_listener_attributes(service: Mapping[str, Any]) -> dict[str, dict[str,
     return found
 
 
+def parse_capacity_units(service: Mapping[str, Any]) -> int | None:
+    """`CapacityUnits=N` (0 resets the reservation); None: not asked for. Read only with the
+    LBCapacityReservation gate on, as upstream."""
+    return AnnotationReader.of(service, PREFIX).get(MINIMUM_CAPACITY,
+                                                    validators.minimum_capacity)
+
+
 def parse_service_config(service: Mapping[str, Any], *, defaults: StackDefaults,
                          default_tags_low_priority: bool = False,
                          advanced_health_check: bool = True) -> ServiceLBConfig:
@@ -654,6 +671,7 @@ __all__ = [
     "ServicePortConfig",
     "admission_warnings",
     "annotation_findings",
+    "parse_capacity_units",
     "parse_listener_attributes",
     "parse_port_config",
     "parse_service_config",

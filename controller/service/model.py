@@ -81,6 +81,7 @@ from controller.service.annotations import (
     SOURCE_NAT_PREFIXES,
     SOURCE_RANGES,
     ServiceLBConfig,
+    parse_capacity_units,
     parse_listener_attributes,
     parse_port_config,
     parse_service_config,
@@ -152,11 +153,14 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
         service, defaults=settings.defaults,
         default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"),
         advanced_health_check=settings.advanced_health_check)
+    # The LBCapacityReservation gate off: the key is not even read (upstream).
+    capacity_units = (parse_capacity_units(service)
+                      if gates.enabled(settings.gates, "LBCapacityReservation") else None)
     if config.target_type == "ip" and not gates.enabled(settings.gates, "EnableIPTargetType"):
         raise InvalidService(f"service {stack_id(service)}: unsupported targetType: ip when "
                              "EnableIPTargetType is false")
     try:
-        stack = _Builder(service, config, settings).build()
+        stack = _Builder(service, config, settings, capacity_units=capacity_units).build()
     except ValidationError as exc:
         # A resource refused on construction (e.g. more tags than AWS allows).
         raise InvalidStack(f"service {stack_id(service)}: "
@@ -201,13 +205,14 @@ def checkpoint_of(service: Mapping[str, Any], *, settings: ModelSettings) -> str
 
 class _Builder:
     def __init__(self, service: Mapping[str, Any], config: ServiceLBConfig,
-                 settings: ModelSettings) -> None:
+                 settings: ModelSettings, *, capacity_units: int | None = None) -> None:
         meta = service.get("metadata") or {}
         self.namespace = str(meta.get("namespace") or "")
         self.name = str(meta.get("name") or "")
         self.uid = str(meta.get("uid") or "")
         self.spec: Mapping[str, Any] = service.get("spec") or {}
         self.config = config
+        self.capacity_units = capacity_units
         self.listener_attributes = parse_listener_attributes(service)
         self.port_config = parse_port_config(service)
         self.settings = settings
@@ -232,7 +237,7 @@ class _Builder:
             inbound_rules_on_private_link=(cfg.inbound_rules_on_private_link
                                            if self.groups.security_groups else None),
             attributes=dict(cfg.load_balancer_attributes), tags=dict(cfg.tags),
-            **self._static_addresses()))
+            capacity_units=self.capacity_units, **self._static_addresses()))
         for port in ports:
             self._add_port(port, lb)
         return self.builder.build()

@@ -32,11 +32,12 @@ from collections.abc import Sequence
 
 import structlog
 
-from controller import checkpoint
+from controller import checkpoint, gates
 from controller.annotationreview import Finding, FindingLog, summarized
 from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
 from controller.bindings import BindingWriter, matches_model
+from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
 from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
@@ -94,7 +95,9 @@ class ServiceReconciler:
     def __init__(self, *, client: KubeClient, services: Store, bindings: Store,
                  deployer: StackDeployer, recorder: Recorder, settings: ModelSettings,
                  checkpoints: bool = True, lane: bool = True, clock: Clock | None = None,
-                 cleanup_poll: float = 5.0) -> None:
+                 cleanup_poll: float = 5.0,
+                 stabilization_interval: float = DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
+                 ) -> None:
         self._services = services
         self._bindings = bindings
         self._deployer = deployer
@@ -109,6 +112,8 @@ class ServiceReconciler:
                                    bindings=self._bindings_writer, clock=self._clock)
         # Safety net only: a binding's deletion event wakes the Service anyway.
         self._cleanup_poll = cleanup_poll
+        # A new load balancer still provisioning: its capacity reservation waits this long.
+        self._stabilization_interval = stabilization_interval
 
     # ---- priority (cache reads only) --------------------------------------------------------
 
@@ -150,8 +155,7 @@ class ServiceReconciler:
             return await self._cleanup(svc)
         try:  # 3. build
             stack = build_stack(svc, settings=self._settings)
-            findings = annotation_findings(
-                svc, advanced_health_check=self._settings.advanced_health_check)
+            findings = self._findings(svc)
         except InvalidInput as exc:
             await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
@@ -161,6 +165,11 @@ class ServiceReconciler:
                 and value == checkpoint.stored(svc) and self._converged_in_cache(svc, stack)):
             return Result()
         return await self._deploy(svc, stack, value, ready_message(findings))
+
+    def _findings(self, svc: Obj) -> tuple[Finding, ...]:
+        return annotation_findings(
+            svc, advanced_health_check=self._settings.advanced_health_check,
+            capacity_reservation=gates.enabled(self._settings.gates, "LBCapacityReservation"))
 
     def _tell(self, svc: Obj, findings: Sequence[Finding]) -> None:
         """One Warning per finding the Service has not been told about: not by this process,
@@ -180,8 +189,7 @@ class ServiceReconciler:
         if (not has_finalizer(svc, SERVICE_FINALIZER) or hostname_of(svc) is None
                 or not is_ready(svc)
                 or cond.get("observedGeneration") != meta(svc).get("generation")
-                or cond.get("message") != ready_message(annotation_findings(
-                    svc, advanced_health_check=self._settings.advanced_health_check))):
+                or cond.get("message") != ready_message(self._findings(svc))):
             return False
         return matches_model(self._managed_bindings(svc).values(),
                              stack.target_group_bindings.values())
@@ -200,6 +208,8 @@ class ServiceReconciler:
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
             raise ReconcileError(str(exc)) from exc
+        if applied.capacity_pending:
+            return Result(requeue_after=self._stabilization_interval)
         if applied.unfinished:
             return Result(requeue_after=self._cleanup_poll)
         if applied.changed:

@@ -56,7 +56,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         deployer=deployer,
         recorder=counting_recorder(manager.recorder, manager.registry), settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
-        cleanup_poll=settings.cleanup_poll)
+        cleanup_poll=settings.cleanup_poll,
+        stabilization_interval=settings.stabilization_interval)
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

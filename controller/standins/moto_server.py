@@ -56,10 +56,12 @@ class MotoStandIn:
     def start(self) -> MotoStandIn:
         if self._server is not None:
             return self
-        from controller.standins import moto_fidelity, moto_routing
+        from controller.standins import moto_capacity, moto_fidelity, moto_pools, moto_routing
 
         moto_fidelity.apply()
         moto_routing.apply()
+        moto_capacity.apply()
+        moto_pools.apply()
         # moto's EC2 backend loads Amazon's public AMI catalogue each time it is created, that
         # is after every reset: most of a reset's cost. Nothing here looks an AMI up (instances
         # are made with an image ID of our own), so the catalogue is left out unless asked for.

@@ -65,6 +65,9 @@ INGRESS: Final = {
     "wafv2-acl-name": "shop", "waf-acl-id": "0a1b2c3d", "web-acl-id": "0a1b2c3d",
     "shield-advanced-protection": "true",
     "use-regex-path-match": "false",
+    "minimum-load-balancer-capacity": "CapacityUnits=100",
+    "ipam-ipv4-pool-id": "ipam-pool-0a1b2c",
+    "customer-owned-ipv4-pool": "ipv4pool-coip-0a1b2c",
     "transforms.web": json.dumps([{"type": "url-rewrite", "urlRewriteConfig": {
         "rewrites": [{"regex": "^/api/(.+)$", "replace": "/$1"}]}}]),
     "actions.web": json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
@@ -109,6 +112,7 @@ SERVICE: Final = {
     "aws-load-balancer-disable-nlb-sg": "false",
     "aws-load-balancer-enable-icmp-for-path-mtu-discovery": "on",
     "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": "off",
+    "aws-load-balancer-minimum-load-balancer-capacity": "CapacityUnits=3000",
     "aws-load-balancer-enable-tcp-udp-listener": "true",
     "aws-load-balancer-proxy-protocol-per-target-group": "443",
     "aws-load-balancer-target-group-attributes.443": "deregistration_delay.timeout_seconds=60",

@@ -162,11 +162,11 @@ def test_a_narrowing_key_not_acted_on_would_refuse() -> None:
 
 
 def test_a_key_not_acted_on_is_a_warning_naming_it() -> None:
-    [finding] = review({A + "ipam-ipv4-pool-id": "ipam-pool-0123"}, where="ingress")
+    [finding] = review({A + "frontend-nlb-eip-allocations": "eipalloc-1"}, where="ingress")
     assert finding == Finding(
-        A + "ipam-ipv4-pool-id", UNSUPPORTED,
-        "annotation alb.ingress.kubernetes.io/ipam-ipv4-pool-id is not acted on "
-        "(aiolbc does not support IPAM IPv4 pools); it is ignored")
+        A + "frontend-nlb-eip-allocations", UNSUPPORTED,
+        "annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations is not acted on "
+        "(aiolbc does not support static EIP addresses for a frontend NLB); it is ignored")
     # The dry-run plan is the controller's own output (IngressPlanAnnotation): nothing to tell.
     assert not review({A + "dry-run-plan": "{}"}, where="ingress")
 

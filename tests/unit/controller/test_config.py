@@ -361,7 +361,7 @@ def test_upstreams_other_flags_have_upstreams_defaults() -> None:
             unbuilt.nlb_gateway_max_concurrent_reconciles,
             unbuilt.globalaccelerator_max_concurrent_reconciles) == (3, 3, 3, 1)
     assert unbuilt.globalaccelerator_max_exponential_backoff_delay == 1000.0
-    assert unbuilt.lb_stabilization_monitor_interval == 120.0
+    assert cfg.stabilization.interval == 120.0
     assert unbuilt.quic_environment_variable_name == "AWS_LBC_QUIC_SERVER_ID"
     given = parse_config([
         "--cluster-name", "c", "--disable-ingress-class-annotation",
@@ -374,7 +374,7 @@ def test_upstreams_other_flags_have_upstreams_defaults() -> None:
     assert given.ingress.required_secrets_label == "a.io/b=c"
     assert given.targetgroupbinding.max_targets_per_target_group == 500
     assert given.unbuilt.globalaccelerator_max_concurrent_reconciles == 2
-    assert given.unbuilt.lb_stabilization_monitor_interval == 60.0
+    assert given.stabilization.interval == 60.0
     assert given.unbuilt.quic_environment_variable_name == "SID"
 
 

@@ -61,8 +61,13 @@ OPT_IN = {"sts:AssumeRole"}
 # elasticloadbalancing:SetWebAcl on it.
 _COGNITO = {"cognito-idp:DescribeUserPoolClient"}
 _SET_WEB_ACL = {"elasticloadbalancing:SetWebAcl"}
+# A load balancer given an IPAM pool or a customer-owned IPv4 pool (CreateLoadBalancer,
+# ModifyIpPools) has the pool looked up with the caller's EC2 permissions (upstream's policy
+# grants these three).
+_POOLS = {"ec2:DescribeIpamPools", "ec2:DescribeCoipPools", "ec2:GetCoipPoolUsage"}
 IMPLIED_BY = {
-    "elasticloadbalancing:CreateLoadBalancer": {"iam:CreateServiceLinkedRole"},
+    "elasticloadbalancing:CreateLoadBalancer": {"iam:CreateServiceLinkedRole", *_POOLS},
+    "elasticloadbalancing:ModifyIpPools": {"ec2:DescribeIpamPools"},
     "elasticloadbalancing:CreateListener": _COGNITO,
     "elasticloadbalancing:ModifyListener": _COGNITO,
     "elasticloadbalancing:CreateRule": _COGNITO,

@@ -157,11 +157,12 @@ async def test_the_demos_objects_are_a_go(kubeconfig: Path, tmp_path: Path) -> N
 async def test_a_cluster_as_upstream_leaves_it_names_everything(
         kubeconfig: Path, kube: KubeClient, server: EnvTestServer) -> None:
     await create(kube, INGRESSCLASSPARAMS, objects.class_params(
-        "shared", {"scheme": "internal", "minimumLoadBalancerCapacity": {"capacityUnits": 100}}))
+        "shared", {"scheme": "internal", "minimumLoadBalancerCapacity": {"capacityUnits": 100},
+                   "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-1"}}))
     await create(kube, INGRESSCLASSES, objects.ingress_class("alb", params="shared"))
     await create(kube, SERVICES, objects.backend_service("web"), "default")
     await create(kube, INGRESSES, objects.ingress(
-        "shop", {"ipam-ipv4-pool-id": "ipam-pool-1"},
+        "shop", {"dry-run-plan": "{}"},
         finalizers=["ingress.k8s.aws/resources"]), "default")
     await create(kube, SERVICES, {**objects.nlb_service(
         "api", {"aws-load-balancer-healthcheck-interval": "ten"})}, "default")
@@ -193,9 +194,10 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     assert body["exitCode"] == 1
 
     params = done.of("IngressClassParams", "shared")
-    assert [f["subject"] for f in params] == ["spec.minimumLoadBalancerCapacity"]
+    # minimumLoadBalancerCapacity and ipamConfiguration are acted on: nothing to say.
+    assert params == []
     shop = {f["category"]: f for f in done.of("Ingress", "default/shop")}
-    assert "ipam-ipv4-pool-id" in shop["not-honoured"]["subject"]
+    assert "dry-run-plan" in shop["not-honoured"]["subject"]
     assert shop["adopted"]["message"].startswith("adopted (by upstream's tags)")
     api = done.of("Service", "default/api")
     assert [f["category"] for f in api] == ["not-honoured"]
@@ -216,7 +218,9 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     # A gate aiolbc acts on, in upstream's default state unless given: nothing to say.
     assert "--feature-gates SubnetDiscoveryByReachability" not in flags
     # One that matters only for objects reported one by one: a note.
-    assert flags["--feature-gates LBCapacityReservation"]["category"] == "note"
+    assert flags["--feature-gates NLBGatewayAPI"]["category"] == "note"
+    # One aiolbc acts on in upstream's default state: nothing to say.
+    assert "--feature-gates LBCapacityReservation" not in flags
 
     for name in ("hostile", "broken"):
         assert [f["category"] for f in done.of("Ingress", f"default/{name}")] == [

@@ -117,6 +117,10 @@ def service_cases() -> list[Case]:
     logs = {"aws-load-balancer-access-log-s3-bucket-name": "logs"}
     logs_on = {**logs, "aws-load-balancer-access-log-enabled": "true"}
     return [
+        _observed(service("aws-load-balancer-minimum-load-balancer-capacity", "CapacityUnits=3000",
+                          {"aws-load-balancer-minimum-load-balancer-capacity":
+                           "CapacityUnits=2000"}, name="s-minimum-capacity"),
+                  capacity_of("service")),
         service("aws-load-balancer-type", "nlb-ip", target_type="instance"),
         service("aws-load-balancer-nlb-target-type", "instance", name="s-target-type"),
         service("aws-load-balancer-scheme", "internet-facing"),
@@ -200,6 +204,35 @@ def service_cases() -> list[Case]:
 
 def _observed(case: Case, observe: Observe) -> Case:
     return Case(case.name, case.covers, case.setup, case.change, observe, case.ready)
+
+
+async def _lb_arn(world: World, kind: str, name: str) -> str | None:
+    lbs = [lb["LoadBalancerArn"] for lb in await world.aws.load_balancers()]
+    tags = await world.aws.tags(lbs) if lbs else {}
+    found = [a for a, t in tags.items() if t.get(f"{kind}.k8s.aws/stack") == f"default/{name}"]
+    return str(found[0]) if found else None
+
+
+async def ipam_pool_of(world: World, name: str) -> Any:
+    """The case's ALB's IPAM pools (DescribeLoadBalancers)."""
+    arn = await _lb_arn(world, "ingress", name)
+    if arn is None:
+        return None
+    [lb] = (await world.aws.elbv2("DescribeLoadBalancers", LoadBalancerArns=[arn]))[
+        "LoadBalancers"]
+    return lb.get("IpamPools")
+
+
+def capacity_of(kind: str) -> Observe:
+    """The case's load balancer's capacity reservation (DescribeCapacityReservation): no stack
+    snapshot shows it."""
+    async def observe(world: World, name: str) -> Any:
+        arn = await _lb_arn(world, kind, name)
+        if arn is None:
+            return None
+        answer = await world.aws.elbv2("DescribeCapacityReservation", LoadBalancerArn=arn)
+        return answer.get("MinimumLoadBalancerCapacity")
+    return observe
 
 
 # ---- Ingresses (ALB) ------------------------------------------------------------------------
@@ -409,6 +442,11 @@ def _service_tags_case() -> Case:
 
 def ingress_cases() -> list[Case]:
     return [
+        ingress("minimum-load-balancer-capacity", "CapacityUnits=300",
+                {"minimum-load-balancer-capacity": "CapacityUnits=200"},
+                observe=capacity_of("ingress")),
+        ingress("ipam-ipv4-pool-id", "ipam-pool-0b2", {"ipam-ipv4-pool-id": "ipam-pool-0a1"},
+                observe=ipam_pool_of),
         ingress("scheme", "internet-facing"),
         ingress("ip-address-type", "dualstack"),
         ingress("subnets", "{public_subnets}"),
@@ -512,6 +550,11 @@ def _namespace_selector_case() -> Case:
 
 def params_cases() -> list[Case]:
     return [
+        params("minimumLoadBalancerCapacity", {"capacityUnits": 300},
+               {"minimumLoadBalancerCapacity": {"capacityUnits": 200}},
+               observe=capacity_of("ingress")),
+        params("ipamConfiguration", {"ipv4IPAMPoolId": "ipam-pool-0b2"},
+               {"ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-0a1"}}, observe=ipam_pool_of),
         _namespace_selector_case(),
         params("group", {"name": "p-group-enforced"},
                observe=stacks("default/{name}", "p-group-enforced")),
@@ -809,9 +852,9 @@ NOT_DEPLOYED: dict[str, str] = {
     SVC + "aws-load-balancer-name": _NAME_ONLY_AT_CREATION,
     ALB + "load-balancer-name": _NAME_ONLY_AT_CREATION,
     "params:loadBalancerName": _NAME_ONLY_AT_CREATION,
-    # Kept by the CRD and reported (a Warning on every Ingress of the class), not acted on yet.
-    "params:minimumLoadBalancerCapacity": "not acted on: a Warning, nothing reaches AWS",
-    "params:ipamConfiguration": "not acted on: a Warning, nothing reaches AWS",
+    ALB + "customer-owned-ipv4-pool": "given at creation only: AWS cannot change it in place, "
+                                      "so a change is a Warning Event and the load balancer "
+                                      "keeps its pool (the Ingress tests)",
     # The controller's own output (IngressPlanAnnotation), never read by the model.
     ALB + "dry-run-plan": "an output: the group's model written with the IngressPlanAnnotation "
                           "gate; nothing of it reaches AWS or the checkpoint",
@@ -885,5 +928,7 @@ NON_MODEL_FLAGS: dict[str, str] = {
         "--nlb-gateway-max-concurrent-reconciles",
         "--globalaccelerator-max-concurrent-reconciles",
         "--globalaccelerator-max-exponential-backoff-delay",
-        "--lb-stabilization-monitor-interval", "--quic-environment-variable-name")},
+        "--quic-environment-variable-name")},
+    "--lb-stabilization-monitor-interval": "when a load balancer still provisioning is looked "
+                                           "at again, not what is deployed",
 }

@@ -30,6 +30,9 @@ INVALID = {
     "bad-name": ({"aws-load-balancer-name": "x" * 40},
                  f'annotation {P}aws-load-balancer-name: "{"x" * 40}" is longer than 32 '
                  "characters"),
+    "bad-capacity": ({"aws-load-balancer-minimum-load-balancer-capacity": "LCU=5"},
+                     f"annotation {P}aws-load-balancer-minimum-load-balancer-capacity: "
+                     '"LCU=5" has key "LCU"; the only key is CapacityUnits'),
 }
 
 

@@ -26,7 +26,7 @@ UPSTREAM = {
     "EnableCertificateManagement": False, "IngressPlanAnnotation": False,
 }
 # What aiolbc does today where that is not upstream's default (the parity reference, e2).
-DIFFERENT = {"LBCapacityReservation": False, "NLBGatewayAPI": False,
+DIFFERENT = {"NLBGatewayAPI": False,
              "ALBGatewayAPI": False, "GatewayListenerSet": False}
 
 
@@ -38,6 +38,13 @@ def test_each_gate_is_acted_on_or_pinned_to_what_aiolbc_does() -> None:
     states = parse_config(["--cluster-name", "c"]).gates.states
     assert dict(states) == {**UPSTREAM, **DIFFERENT}
     assert all(gate.acted_on or gate.pinned == states[gate.name] for gate in GATES.declared)
+
+
+@pytest.mark.parametrize("state", [True, False])
+def test_the_capacity_reservation_gate_is_acted_on_in_both_states(state: bool) -> None:
+    cfg = parse_config(["--cluster-name", "c", "--feature-gates",
+                        f"LBCapacityReservation={str(state).lower()}"])
+    assert cfg.gates.enabled("LBCapacityReservation") is state
 
 
 def test_asking_for_what_aiolbc_does_is_accepted() -> None:
@@ -53,8 +60,6 @@ def test_asking_for_what_aiolbc_does_is_accepted() -> None:
     ("EnableRGTAPI=maybe", "--feature-gates: feature gate EnableRGTAPI: expected true or false, "
                            "got 'maybe'"),
     ("EnableRGTAPI", "--feature-gates: expected Name=true|false, got 'EnableRGTAPI'"),
-    ("LBCapacityReservation=true", "--feature-gates: feature gate LBCapacityReservation: not "
-                                   "supported yet; aiolbc behaves as LBCapacityReservation=false"),
     ("NLBGatewayAPI=true", "--feature-gates: feature gate NLBGatewayAPI: not supported yet; "
                            "aiolbc behaves as NLBGatewayAPI=false"),
 ])

@@ -102,11 +102,12 @@ def test_group_names_follow_the_reconcilers_rule(name: str) -> None:
 
 
 def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
-    own = ("annotation alb.ingress.kubernetes.io/ipam-ipv4-pool-id is not acted on "
-           "(aiolbc does not support IPAM IPv4 pools); it is ignored")
+    own = ("annotation alb.ingress.kubernetes.io/dry-run-plan is not acted on (upstream's "
+           "controller writes it (IngressPlanAnnotation gate); aiolbc neither reads nor "
+           "writes it); it is ignored")
     backend = ("backend Service default/web: annotation alb.ingress.kubernetes.io/scheme is "
                "read on the Ingress, not on a backend Service; it is ignored here")
-    ing = ingress("web", annotations={A + "ipam-ipv4-pool-id": "ipam-pool-0123"})
+    ing = ingress("web", annotations={A + "dry-run-plan": "{}"})
     c = caches(ingress_class(), backend_service("web", {"scheme": "internal"}))
     assert admit(ing, None, c, SETTINGS) == [own, backend]
     built = build_group(loader(caches(ingress_class(), backend_service(
@@ -116,7 +117,7 @@ def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
     assert admit(ing, None, caches(ingress_class()), SETTINGS) == [
         "Ingress default/web: backend Service default/web not found", own]
     # Not ours: not a word.
-    other = ingress("web", annotations={A + "ipam-ipv4-pool-id": "ipam-pool-0123"},
+    other = ingress("web", annotations={A + "dry-run-plan": "{}"},
                     class_name="nginx")
     assert admit(other, None, c, SETTINGS) == []
 
@@ -310,3 +311,21 @@ def test_weighted_forwards_are_denied_only_with_the_gate_off(weighted: bool) -> 
     with pytest.raises(InvalidInput) as built:
         build_group(loader(c).load(loader(c).groups_of(split)[0]), c, settings)
     assert str(built.value) == str(info.value)
+
+
+def test_capacity_and_pool_values_are_denied_with_the_reconcilers_message() -> None:
+    c = caches(ingress_class(), backend_service("web"))
+    for key, value, reason in (
+            ("minimum-load-balancer-capacity", "CapacityUnits=-1",
+             'has CapacityUnits "-1", which is out of range: want 0..2147483647'),
+            ("ipam-ipv4-pool-id", "pool-1",
+             "is not an IPAM pool ID (ipam-pool- and letters or digits)"),
+            ("customer-owned-ipv4-pool", "",
+             "is empty; name a customer-owned IPv4 pool or remove the annotation")):
+        ing = ingress("web", annotations={A + key: value})
+        said = f'Ingress default/web: annotation {A}{key}: "{value}" {reason}'
+        assert denial(ing, c) == said
+        with pytest.raises(InvalidInput) as info:
+            build_group(loader(caches(ingress_class(), backend_service("web"), ing)).load(
+                Request("default", "web")), c, SETTINGS)
+        assert str(info.value) == said

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
+from controller.config.featuregates import GATES
 from controller.ingress.merge import BuildError, GroupQuotaExceeded
 from controller.ingress.model import (
     BuilderSettings,
@@ -30,6 +32,7 @@ from controller.model import (
 from controller.model.canonical import canonical_json, checkpoint_digest
 from controller.networking.settings import BackendSettings
 from controller.settings import ClusterScope, StackDefaults
+from runtime.objects import Obj, meta
 from runtime.reconcile import Request
 from tests.support.objects import (
     backend_service,
@@ -399,18 +402,148 @@ def test_params_legacy_prefix_lists_spelling_is_read_as_upstream_reads_it() -> N
         build_group(loader(both).load(Request("default", "a")), both, SETTINGS)
 
 
-def test_params_fields_not_acted_on_are_said_not_dropped() -> None:
+def test_params_capacity_and_ipam_are_acted_on() -> None:
     c = caches(ingress_class("alb", params="p"), backend_service("web"),
                class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 100},
                                   "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-1"}}),
                ingress("a"), ingress("b", {A + "group.name": "g"}))
     built = build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+    assert built.warnings == ()
+    (lb,) = built.stack.load_balancers.values()
+    assert (lb.capacity_units, lb.ipv4_ipam_pool) == (100, "ipam-pool-1")
+
+
+IPAM = A + "ipam-ipv4-pool-id"
+COIP = A + "customer-owned-ipv4-pool"
+
+
+ONE = Request("default", "a")
+
+
+def _lb(*objs: Obj, request: Request = ONE) -> Any:
+    if not any(o.get("kind") == "IngressClass" for o in objs):
+        objs = (ingress_class("alb"), *objs)
+    c = caches(backend_service("web"), *objs)
+    (lb,) = build_group(loader(c).load(request), c, SETTINGS).stack.load_balancers.values()
+    return lb
+
+
+def test_ipam_pool_from_the_annotation_or_the_class() -> None:
+    assert _lb(ingress("a")).ipv4_ipam_pool is None
+    assert _lb(ingress("a", {IPAM: ""})).ipv4_ipam_pool is None  # upstream: empty is unset
+    assert _lb(ingress("a", {IPAM: "ipam-pool-0a1"})).ipv4_ipam_pool == "ipam-pool-0a1"
+    assert _lb(ingress_class("alb", params="p"),
+               class_params("p", {"ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-0c3"}}),
+               ingress("a", {IPAM: "ipam-pool-0a1"})).ipv4_ipam_pool == "ipam-pool-0c3"
+    # The pool stays out of the canonical JSON (and the checkpoint) when not asked for.
+    assert "ipv4_ipam_pool" not in _lb(ingress("a")).model_dump()
+    g = {A + "group.name": "g"}
+    with pytest.raises(BuildError, match=r'ipam-ipv4-pool-id conflicts within the group: '
+                                         r'default/a has "ipam-pool-1", default/b has '
+                                         r'"ipam-pool-2"'):
+        _lb(ingress("a", {**g, IPAM: "ipam-pool-1"}), ingress("b", {**g, IPAM: "ipam-pool-2"}),
+            request=Request("", "g"))
+
+
+def test_customer_owned_pool() -> None:
+    assert _lb(ingress("a", {COIP: "ipv4pool-coip-0a1"})).customer_owned_ipv4_pool == (
+        "ipv4pool-coip-0a1")
+    assert _lb(ingress("a")).customer_owned_ipv4_pool is None
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    (IPAM, "pool-1", '"pool-1" is not an IPAM pool ID (ipam-pool- and letters or digits)'),
+    (COIP, "", '"" is empty; name a customer-owned IPv4 pool or remove the annotation'),
+    (COIP, "coip-1", '"coip-1" is not a customer-owned IPv4 pool ID (ipv4pool-coip- and '
+                     'letters or digits)'),
+])
+def test_pools_refused(key: str, value: str, message: str) -> None:
+    with pytest.raises(BuildError) as info:
+        _lb(ingress("a", {key: value}))
+    assert str(info.value) == f"Ingress default/a: annotation {key}: {message}"
+
+
+def test_class_ipam_pool_refused() -> None:
+    with pytest.raises(BuildError, match=r"IngressClassParams p: "
+                                         r"spec\.ipamConfiguration\.ipv4IPAMPoolId: "
+                                         r'"pool" is not an IPAM pool ID'):
+        _lb(ingress_class("alb", params="p"),
+            class_params("p", {"ipamConfiguration": {"ipv4IPAMPoolId": "pool"}}), ingress("a"))
+
+
+CAPACITY = A + "minimum-load-balancer-capacity"
+
+
+def _capacity(*objs: Obj, settings: BuilderSettings = SETTINGS) -> int | None:
+    if not any(o.get("kind") == "IngressClass" for o in objs):
+        objs = (ingress_class("alb"), *objs)
+    c = caches(backend_service("web"), *objs)
+    built = build_group(loader(c).load(Request("", "g") if any(
+        A + "group.name" in (meta(o).get("annotations") or {}) for o in objs)
+        else Request("default", "a")), c, settings)
+    (lb,) = built.stack.load_balancers.values()
+    return lb.capacity_units
+
+
+def test_capacity_reservation_from_the_annotation() -> None:
+    assert _capacity(ingress("a")) is None  # nobody asks: AWS's reservation is left alone
+    assert _capacity(ingress("a", {CAPACITY: "CapacityUnits=1000"})) == 1000
+    assert _capacity(ingress("a", {CAPACITY: "CapacityUnits=0"})) == 0  # resets
+    assert _capacity(ingress("a", {CAPACITY: ""})) is None  # upstream: an empty map
+    g = {A + "group.name": "g"}
+    assert _capacity(ingress("a", {**g, CAPACITY: "CapacityUnits=200"}),
+                     ingress("b", g)) == 200
+    assert _capacity(ingress("a", {**g, CAPACITY: "CapacityUnits=200"}),
+                     ingress("b", {**g, CAPACITY: "CapacityUnits=200"})) == 200
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("CapacityUnits=-1", 'has CapacityUnits "-1", which is out of range: want 0..2147483647'),
+    ("CapacityUnits=lots", 'has CapacityUnits "lots", which is not an integer'),
+    ("Units=5", 'has key "Units"; the only key is CapacityUnits'),
+    ("CapacityUnits", 'has an item "CapacityUnits" that is not key=value'),
+])
+def test_capacity_reservation_refused(value: str, message: str) -> None:
+    with pytest.raises(BuildError) as info:
+        _capacity(ingress("a", {CAPACITY: value}))
+    assert str(info.value) == f'Ingress default/a: annotation {CAPACITY}: "{value}" {message}'
+
+
+def test_capacity_reservation_conflicts_within_a_group() -> None:
+    g = {A + "group.name": "g"}
+    with pytest.raises(BuildError, match=r'conflicts within the group: default/a has '
+                                         r'"CapacityUnits=200", default/b has '
+                                         r'"CapacityUnits=300"'):
+        _capacity(ingress("a", {**g, CAPACITY: "CapacityUnits=200"}),
+                  ingress("b", {**g, CAPACITY: "CapacityUnits=300"}))
+
+
+def test_capacity_reservation_params_win_over_the_annotation() -> None:
+    # Upstream: the class's capacityUnits, and the annotation is not even parsed.
+    assert _capacity(ingress_class("alb", params="p"),
+                     class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 0}}),
+                     ingress("a", {CAPACITY: "CapacityUnits=nonsense"})) == 0
+    c = caches(ingress_class("alb", params="p"), backend_service("web"), ingress("a"),
+               class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": -5}}))
+    with pytest.raises(BuildError, match=r"IngressClassParams p: "
+                                         r"spec\.minimumLoadBalancerCapacity\.capacityUnits"):
+        build_group(loader(c).load(Request("default", "a")), c, SETTINGS)
+
+
+def test_capacity_reservation_gate_off_reads_nothing_and_says_so() -> None:
+    off = dataclasses.replace(SETTINGS, gates=GATES.parse("LBCapacityReservation=false"))
+    c = caches(ingress_class("alb", params="p"), backend_service("web"),
+               class_params("p", {"minimumLoadBalancerCapacity": {"capacityUnits": 7}}),
+               ingress("a", {CAPACITY: "CapacityUnits=nonsense"}))
+    built = build_group(loader(c).load(Request("default", "a")), c, off)
+    (lb,) = built.stack.load_balancers.values()
+    assert lb.capacity_units is None
     assert built.warnings == (
-        "IngressClassParams p: spec.minimumLoadBalancerCapacity is not acted on (aiolbc does "
-        "not support load balancer capacity reservations); it is ignored",
-        "IngressClassParams p: spec.ipamConfiguration is not acted on (aiolbc does not "
-        "support IPAM IPv4 pools); it is ignored")
-    assert built.stack.load_balancers  # the rest builds
+        "IngressClassParams p: spec.minimumLoadBalancerCapacity is not acted on "
+        "(--feature-gates LBCapacityReservation=false); it is ignored",)
+    assert [f.message for f in built.findings["default/a"]] == [
+        f"annotation {CAPACITY} is not acted on (--feature-gates "
+        "LBCapacityReservation=false); it is ignored"]
 
 
 def test_user_groups_and_backend_rules() -> None:

@@ -81,11 +81,12 @@ def test_params_applied_through_the_legacy_class_annotation_are_a_change() -> No
 
 
 def test_class_params_fields_not_read_are_named() -> None:
-    params = class_params("p", {"scheme": "internal", "ipamConfiguration": {"ipv4IPAMPoolId": "x"},
+    params = class_params("p", {"scheme": "internal", "futureField": {"x": "y"},
+                                "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-0a1"},
                                 "PrefixListsIDs": ["pl-1"]})
     found = [f for f in _scan(params=(params,)) if f.kind == "IngressClassParams"]
     # Upstream's legacy PrefixListsIDs is read (as prefixListsIDs when that is not set).
-    assert [f.subject for f in found] == ["spec.ipamConfiguration"]
+    assert [f.subject for f in found] == ["spec.futureField"]
     refused = class_params("q", {"scheme": "sideways"})
     [line] = [f for f in _scan(params=(refused,)) if f.kind == "IngressClassParams"]
     assert line.category == "not-honoured"

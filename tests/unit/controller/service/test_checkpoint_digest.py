@@ -76,6 +76,7 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-disable-nlb-sg": ({}, "false", "true"),
     "aws-load-balancer-enable-icmp-for-path-mtu-discovery": ({}, "off", "on"),
     "aws-load-balancer-inbound-sg-rules-on-private-link-traffic": ({}, "on", "off"),
+    "aws-load-balancer-minimum-load-balancer-capacity": ({}, None, "CapacityUnits=3000"),
     "aws-load-balancer-listener-attributes.TCP-80": ({}, "tcp.idle_timeout.seconds=60",
                                                      "tcp.idle_timeout.seconds=120"),
     "aws-load-balancer-proxy-protocol-per-target-group": ({}, None, "80"),
