@@ -94,10 +94,9 @@ async def test_a_misspelt_narrowing_key_is_refused_before_any_aws_call(
 
     # A key aiolbc does not act on: admitted with a warning kubectl prints, the same Warning
     # Event, and the load balancer built without it.
-    said = ("annotation alb.ingress.kubernetes.io/dry-run-plan is not acted on (upstream's "
-            "controller writes it (IngressPlanAnnotation gate); aiolbc neither reads nor "
-            "writes it); it is ignored")
-    plain = objects.ingress("plain", {"dry-run-plan": "{}"},
+    said = ("annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations is not acted on "
+            "(aiolbc does not support static EIP addresses for a frontend NLB); it is ignored")
+    plain = objects.ingress("plain", {"frontend-nlb-eip-allocations": "eipalloc-1"},
                             paths=[objects.ingress_path("/", "web")])
     result = await apply(hooks, plain)
     assert result.returncode == 0, result.stderr

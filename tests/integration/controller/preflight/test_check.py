@@ -162,7 +162,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     await create(kube, INGRESSCLASSES, objects.ingress_class("alb", params="shared"))
     await create(kube, SERVICES, objects.backend_service("web"), "default")
     await create(kube, INGRESSES, objects.ingress(
-        "shop", {"dry-run-plan": "{}"},
+        "shop", {"frontend-nlb-eip-allocations": "eipalloc-1"},
         finalizers=["ingress.k8s.aws/resources"]), "default")
     await create(kube, SERVICES, {**objects.nlb_service(
         "api", {"aws-load-balancer-healthcheck-interval": "ten"})}, "default")
@@ -197,7 +197,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     # minimumLoadBalancerCapacity and ipamConfiguration are acted on: nothing to say.
     assert params == []
     shop = {f["category"]: f for f in done.of("Ingress", "default/shop")}
-    assert "dry-run-plan" in shop["not-honoured"]["subject"]
+    assert "frontend-nlb-eip-allocations" in shop["not-honoured"]["subject"]
     assert shop["adopted"]["message"].startswith("adopted (by upstream's tags)")
     api = done.of("Service", "default/api")
     assert [f["category"] for f in api] == ["not-honoured"]
