@@ -238,7 +238,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
              acted=True),
     _service("aws-load-balancer-disable-nlb-sg", "security groups", acted=True),
     _service("aws-load-balancer-quic-enabled-ports", "QUIC listeners", acted=False),
-    _service("actions.*", "weighted default actions", acted=False,
+    _service("actions.*", "weighted default actions", acted=True,
              placeholder="<protocol>-<port>"),
     _service("aws-load-balancer-target-group-attributes.*", "per-port target group attributes",
              acted=True, placeholder="<port>"),

@@ -46,6 +46,7 @@ from controller.model import (
     Stack,
     StackBuilder,
     StackContext,
+    Stickiness,
     SubnetDiscovery,
     TargetGroup,
     TargetGroupBindingResource,
@@ -68,6 +69,7 @@ from controller.networking.frontend import (
     unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
+from controller.service.actions import ACTIONS, ListenerAction, parse_listener_actions
 from controller.service.annotations import (
     ENABLE_TCP_UDP_LISTENER,
     LISTENER_ATTRIBUTES,
@@ -197,6 +199,7 @@ class _Builder:
         self.spec: Mapping[str, Any] = service.get("spec") or {}
         self.config = config
         self.listener_attributes = parse_listener_attributes(service)
+        self.listener_actions = parse_listener_actions(service)
         self.port_config = parse_port_config(service)
         self.settings = settings
         self.stack_id = f"{self.namespace}/{self.name}"
@@ -206,6 +209,7 @@ class _Builder:
         ports = self._ports()
         self._check_port_keys(ports)
         self._check_listener_attributes(ports)
+        self._check_listener_actions(ports)
         cfg = self.config
         self.groups = self._security_groups()
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
@@ -372,6 +376,48 @@ class _Builder:
                 f"service {self.stack_id}: annotation {PREFIX}{LISTENER_ATTRIBUTES}{name} "
                 f"names no listener of it (its listeners: {', '.join(sorted(names))})")
 
+    def _check_listener_actions(self, ports: list[_Port]) -> None:
+        # Upstream reads the key naming each listener and skips any other without a word.
+        names = {f"{self._listener_protocol(p)}-{p.port}" for p in ports}
+        for name in sorted(set(self.listener_actions) - names):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name} names no "
+                f"listener of it (its listeners: {', '.join(sorted(names))})")
+        for name, action in sorted(self.listener_actions.items()):
+            where = f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name}"
+            for tuple_ in action.forward.target_groups:
+                if tuple_.service_name is not None:
+                    raise InvalidService(
+                        f"{where} forwards to Service {tuple_.service_name[:63]!r} by "
+                        "serviceName, which aiolbc does not support yet; name that target "
+                        "group by targetGroupARN")
+            if action.stickiness and name.startswith("TLS-"):
+                # AWS refuses it (CreateListener); said here before anything is created.
+                raise InvalidService(f"{where}: target group stickiness is not supported on "
+                                     "TLS listeners")
+
+    def _default_actions(self, name: str, tg_ref: Ref) -> list[ForwardAction]:
+        """The listener's forward: to its own target group, or weighted as
+        `actions.<PROTOCOL>-<port>` says (upstream's buildListenerDefaultActionsViaAnnotation:
+        the Service's own group with `baseServiceWeight`, then the others by ARN)."""
+        action: ListenerAction | None = self.listener_actions.get(name)
+        if action is None:
+            return [ForwardAction(target_groups=[WeightedTargetGroup(target_group_arn=tg_ref)])]
+        forward = action.forward
+        groups = [WeightedTargetGroup(target_group_arn=tg_ref,
+                                      weight=1 if forward.base_service_weight is None
+                                      else forward.base_service_weight)]
+        groups.extend(WeightedTargetGroup(target_group_arn=str(t.target_group_arn),
+                                          weight=1 if t.weight is None else t.weight)
+                      for t in forward.target_groups)
+        sticky = action.stickiness
+        try:
+            return [ForwardAction(target_groups=groups, stickiness=None if sticky is None
+                                  else Stickiness(enabled=sticky))]
+        except ValidationError as exc:
+            raise InvalidService(f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name}: "
+                                 f"{describe_validation_error(exc)}") from None
+
     def _alpn_policy(self) -> AlpnPolicy | None:
         # With EnhancedDefaultBehavior a TLS listener without the annotation gets "None", so
         # removing it takes the policy off the listener (upstream's isRemoveALPN).
@@ -409,8 +455,7 @@ class _Builder:
             alpn_policy=self._alpn_policy() if tls else None,
             attributes=dict(self.listener_attributes.get(f"{listener_protocol}-{port.port}")
                             or {}),
-            default_actions=[ForwardAction(target_groups=[
-                WeightedTargetGroup(target_group_arn=tg_ref)])],
+            default_actions=self._default_actions(f"{listener_protocol}-{port.port}", tg_ref),
             tags=dict(cfg.tags)))
         self.builder.add(resource_id, TargetGroupBindingResource(
             name=tg.name, namespace=self.namespace, target_group_arn=tg_ref,

@@ -21,6 +21,11 @@ from controller.service.watches import (
     service_view,
     services_we_build,
 )
+from controller.targetgroupaccess import (
+    TARGET_GROUP_INDEX,
+    TargetGroupLookup,
+    binding_target_group_index,
+)
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
 from runtime.manager import Manager
@@ -51,12 +56,14 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     return ServiceReconciler(
         client=manager.client, services=services.store, bindings=bindings.store,
         deployer=deployer,
         recorder=counting_recorder(manager.recorder, manager.registry), settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
-        cleanup_poll=settings.cleanup_poll)
+        cleanup_poll=settings.cleanup_poll,
+        target_groups=TargetGroupLookup(pool, clock=manager.clock))
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,

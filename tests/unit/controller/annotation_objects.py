@@ -96,6 +96,9 @@ SERVICE: Final = {
     "aws-load-balancer-proxy-protocol": "*",
     "aws-load-balancer-multi-cluster-target-group": "true",
     "aws-load-balancer-listener-attributes.TLS-443": "tcp.idle_timeout.seconds=60",
+    "actions.TLS-443": '{"type": "forward", "forwardConfig": {"baseServiceWeight": 1, '
+                       '"targetGroups": [{"targetGroupARN": "arn:aws:elasticloadbalancing:'
+                       'us-west-2:123456789012:targetgroup/b/1e7d7b29959735a4", "weight": 1}]}}',
     "aws-load-balancer-access-log-enabled": "true",
     "aws-load-balancer-access-log-s3-bucket-name": "logs",
     "aws-load-balancer-access-log-s3-bucket-prefix": "web",

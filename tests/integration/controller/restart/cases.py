@@ -178,7 +178,23 @@ def service_cases() -> list[Case]:
         _observed(service("aws-load-balancer-enable-tcp-udp-listener", "false",
                           {"aws-load-balancer-enable-tcp-udp-listener": "true"},
                           ports=TCP_AND_UDP, name="s-tcp-udp"), warnings),
+        _weighted_action_case(),
     ]
+
+
+def _weighted_action_case() -> Case:
+    """`actions.TCP-80`: the listener's forward weighted to a target group by ARN."""
+    async def setup(world: World, n: str) -> None:
+        await world.target_group(f"{n}-b", protocol="TCP", port=8080)
+        await world.nlb_service(n, {})
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(SERVICES, n, {SVC + "actions.TCP-80": json.dumps({
+            "type": "forward", "forwardConfig": {"baseServiceWeight": 10, "targetGroups": [
+                {"targetGroupARN": world.values(n)["tg_b"], "weight": 20}]}})})
+
+    return Case("s-weighted-action", (SVC + "actions.*",), setup, change, own_stack(),
+                checkpointed(SERVICES))
 
 
 def _observed(case: Case, observe: Observe) -> Case:

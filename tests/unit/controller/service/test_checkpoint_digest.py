@@ -79,6 +79,9 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-listener-attributes.TCP-80": ({}, "tcp.idle_timeout.seconds=60",
                                                      "tcp.idle_timeout.seconds=120"),
     "aws-load-balancer-proxy-protocol-per-target-group": ({}, None, "80"),
+    "actions.TCP-80": ({}, None, '{"type": "forward", "forwardConfig": {"targetGroups": [{'
+                       '"targetGroupARN": "arn:aws:elasticloadbalancing:us-west-2:123456789012'
+                       ':targetgroup/b/1e7d7b29959735a4"}]}}'),
     "aws-load-balancer-target-group-attributes.80": (
         {}, "deregistration_delay.timeout_seconds=10", "deregistration_delay.timeout_seconds=20"),
 }
