@@ -237,7 +237,7 @@ SERVICE_KEYS: Final[tuple[AnnotationKey, ...]] = (
     _service("aws-load-balancer-enable-tcp-udp-listener", "the TCP_UDP listener switch",
              acted=True),
     _service("aws-load-balancer-disable-nlb-sg", "security groups", acted=True),
-    _service("aws-load-balancer-quic-enabled-ports", "QUIC listeners", acted=False),
+    _service("aws-load-balancer-quic-enabled-ports", "QUIC listeners", acted=True),
     _service("actions.*", "weighted default actions", acted=True,
              placeholder="<protocol>-<port>"),
     _service("aws-load-balancer-target-group-attributes.*", "per-port target group attributes",

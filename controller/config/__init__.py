@@ -51,7 +51,7 @@ class ControllerConfig:
                                                            title="TargetGroupBinding")
     unbuilt: UnbuiltConfig = section(
         UnbuiltConfig, title="capabilities not built yet (Gateway API, Global Accelerator, "
-        "QUIC, capacity reservations)")
+        "capacity reservations)")
     gates: FeatureGates = flag(
         "--feature-gates", default=GATES, parse=GATES.parse, show=FeatureGates.text,
         metavar="NAME=BOOL,...",

@@ -15,7 +15,8 @@ from controller.model.limits import (
 from controller.model.loadbalancer import check_elb_name
 from controller.model.securitygroup import TargetGroupBindingNetworking
 
-TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
+TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP", "QUIC",
+                              "TCP_QUIC"]
 ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
 TargetType = Literal["instance", "ip"]
 TargetIpAddressType = Literal["ipv4", "ipv6"]

@@ -76,6 +76,7 @@ from controller.service.annotations import (
     PORT_TARGET_GROUP_ATTRIBUTES,
     PREFIX,
     PROXY_PROTOCOL_PER_TARGET_GROUP,
+    QUIC_ENABLED_PORTS,
     SOURCE_RANGES,
     ServiceLBConfig,
     parse_listener_attributes,
@@ -348,17 +349,37 @@ class _Builder:
         if tls and port.protocol == "TCP_UDP":
             raise InvalidService(f"service {self.stack_id} port {port.port}: a TLS listener "
                                  "cannot also carry UDP")
-        if tls:
-            return "TLS"
-        if port.protocol == "UDP":
-            return "UDP"
-        return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
+        protocol: ListenerProtocol = "TLS" if tls else (
+            "UDP" if port.protocol == "UDP" else
+            "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP")
+        if not self.port_config.is_quic_port(port=port.port,
+                                             name=name if isinstance(name, str) else None):
+            return protocol
+        # Upstream's upgrade (buildListenerSpec): UDP to QUIC, TCP_UDP to TCP_QUIC, else refused.
+        if protocol not in ("UDP", "TCP_UDP"):
+            raise InvalidService(
+                f"service {self.stack_id} port {port.port}: annotation {PREFIX}"
+                f"{QUIC_ENABLED_PORTS} names it, but QUIC upgrades UDP and TCP_UDP listeners "
+                f"only, not {protocol}")
+        if self.config.target_type != "ip":
+            # AWS registers a QUIC target only with its server ID, which only a pod carries.
+            raise InvalidService(
+                f"service {self.stack_id} port {port.port}: QUIC needs ip targets (each "
+                "target is registered with its pod's QUIC server ID), not instance")
+        return "QUIC" if protocol == "UDP" else "TCP_QUIC"
 
     def _check_port_keys(self, ports: list[_Port]) -> None:
         # Upstream reads these for the Service's ports only and skips any other port without a
         # word; here a port the Service lacks is one message, as for the listener attributes.
         numbers = {p.port for p in ports}
         listed = ", ".join(str(n) for n in sorted(numbers))
+        names = {str(p.get("name")) for p in self.spec.get("ports") or []
+                 if isinstance(p, Mapping) and p.get("name")}
+        for item in self.port_config.quic_ports:
+            if item not in names and item not in {str(n) for n in numbers}:
+                raise InvalidService(
+                    f"service {self.stack_id}: annotation {PREFIX}{QUIC_ENABLED_PORTS} names "
+                    f"port {item[:63]!r}, which is not one of its ports ({listed})")
         for number in sorted(set(self.port_config.port_attributes) - numbers):
             raise InvalidService(
                 f"service {self.stack_id}: annotation {PREFIX}{PORT_TARGET_GROUP_ATTRIBUTES}"

@@ -8,10 +8,10 @@ from controller import informers, ingress, service
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
-from controller.targetgroupbinding import BindingAdmission
+from controller.targetgroupbinding import BindingAdmission, ServerIdGenerator, WorkerIds
 from controller.webhooks.handlers import (
-    FAILURE_POLICY,
     MUTATE_POD,
+    MUTATE_POD_SERVER_ID,
     MUTATE_SERVICE,
     MUTATE_TARGETGROUPBINDING,
     VALIDATE_INGRESS,
@@ -20,10 +20,12 @@ from controller.webhooks.handlers import (
     IngressClassParamsValidator,
     IngressValidator,
     PodReadinessGateMutator,
+    PodServerIdMutator,
     ServiceMutator,
     SkippedReads,
     TargetGroupBindingMutator,
     TargetGroupBindingValidator,
+    failure_policy,
 )
 from controller.webhooks.settings import Settings
 from runtime.manager import Manager
@@ -75,8 +77,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
                 defaults=settings.ingress.defaults, backend_sg=settings.ingress.backend_sg,
                 gates=settings.gates)),
     }
+    generator = ServerIdGenerator(WorkerIds(manager.client).take, clock=manager.clock)
+    handlers[MUTATE_POD_SERVER_ID] = PodServerIdMutator(settings.quic_env, generator.generate)
     for path, handler in handlers.items():
-        server.register(path, handler, failure_policy=FAILURE_POLICY)
+        server.register(path, handler, failure_policy=failure_policy(path))
     manager.add_webhook_server(server)
     return server
 

@@ -14,12 +14,14 @@ from controller.ingress.model import BuiltGroup, build_group
 from runtime.objects import Obj
 from runtime.reconcile import Request
 from tests.support.objects import (
+    WEB_PORTS,
     backend_service,
     class_params,
     ingress,
     ingress_class,
     ingress_path,
     secret,
+    service_port,
     web_service,
 )
 from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
@@ -113,6 +115,7 @@ SERVICE: Final = {
     "aws-load-balancer-enable-tcp-udp-listener": "true",
     "aws-load-balancer-proxy-protocol-per-target-group": "443",
     "aws-load-balancer-target-group-attributes.443": "deregistration_delay.timeout_seconds=60",
+    "aws-load-balancer-quic-enabled-ports": "dns",
 }
 # Read only when the scheme annotation is absent (upstream ignores it then); and the group
 # name takes the Ingress out of its implicit group.
@@ -149,4 +152,6 @@ def namespace_only_params() -> Obj:
 
 
 def nlb(annotations: Mapping[str, str]) -> dict[str, Any]:
-    return web_service(annotations, load_balancer_class=None)
+    # A UDP port too: the QUIC key upgrades it (no other port can be QUIC).
+    return web_service(annotations, load_balancer_class=None,
+                       ports=[*WEB_PORTS, service_port(53, 5353, "dns", protocol="UDP")])

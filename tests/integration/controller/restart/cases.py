@@ -179,6 +179,10 @@ def service_cases() -> list[Case]:
                           {"aws-load-balancer-enable-tcp-udp-listener": "true"},
                           ports=TCP_AND_UDP, name="s-tcp-udp"), warnings),
         _weighted_action_case(),
+        # UDP 443 becomes a QUIC listener and target group (its targets need server IDs).
+        service("aws-load-balancer-quic-enabled-ports", "quic", ports=[
+            {"name": "quic", "port": 443, "targetPort": 8443, "protocol": "UDP"}],
+            name="s-quic"),
     ]
 
 
@@ -847,5 +851,8 @@ NON_MODEL_FLAGS: dict[str, str] = {
         "--nlb-gateway-max-concurrent-reconciles",
         "--globalaccelerator-max-concurrent-reconciles",
         "--globalaccelerator-max-exponential-backoff-delay",
-        "--lb-stabilization-monitor-interval", "--quic-environment-variable-name")},
+        "--lb-stabilization-monitor-interval")},
+    "--quic-environment-variable-name": "which variable a QUIC pod's server ID is injected "
+                                        "into and read from: targets' server IDs, not the "
+                                        "load balancer stack",
 }
