@@ -124,7 +124,7 @@ class ServiceReconciler:
         deleted by hand while the controller was down (one without its finalizer yet leaves no
         deletion event to replay), the finalizer, address or ready condition gone. A LOW
         verification would repair those too, but only at the lane's pace."""
-        stack = checkpoint_input(obj, settings=self._settings)
+        stack = checkpoint_input(obj, settings=self._settings, services=self._services.get)
         if stack is None or not self._converged_in_cache(obj, stack):
             return None
         return checkpoint.compute(stack, version=MODEL_VERSION)
@@ -155,7 +155,7 @@ class ServiceReconciler:
                 return Result()
             return await self._cleanup(svc)
         try:  # 3. build
-            stack = build_stack(svc, settings=self._settings)
+            stack = build_stack(svc, settings=self._settings, services=self._services.get)
             findings = annotation_findings(svc)
             await self._check_forwards(svc)
         except InvalidInput as exc:

@@ -14,11 +14,15 @@ from controller.reconcilers import controller_options
 from controller.service.reconciler import ServiceReconciler
 from controller.service.settings import Settings
 from controller.service.watches import (
+    BACKEND_SERVICE_INDEX,
     SERVICE_STACK_INDEX,
+    backend_service_index,
+    backend_view,
     binding_view,
     service_for_binding,
     service_stack_index,
     service_view,
+    services_for_backend,
     services_we_build,
 )
 from controller.targetgroupaccess import (
@@ -46,6 +50,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     controller of this process shares it; `snapshot`: the process's region snapshot,
     likewise."""
     services = informers.informer(manager, SERVICES)
+    services.add_indexer(BACKEND_SERVICE_INDEX, backend_service_index)
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster.name,
@@ -85,6 +90,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             # would skip.
             .watches(manager.informer(TARGETGROUPBINDINGS), service_for_binding,
                      predicates=[ViewChanged(binding_view)])
+            # A weighted action's backend Service (any type) wakes the Services naming it.
+            .watches(informers.informer(manager, SERVICES),
+                     services_for_backend(informers.informer(manager, SERVICES).store),
+                     predicates=[ViewChanged(backend_view)])
             .with_options(controller_options(settings.lanes, settings.config.workers,
                                              gate=pool.verification_budget))
             .complete(reconciler))

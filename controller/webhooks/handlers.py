@@ -39,6 +39,7 @@ from runtime.clock import Clock, RealClock
 from runtime.failures import describe
 from runtime.informer import SharedInformer
 from runtime.objects import Obj, dig, key_of
+from runtime.store import Store
 from runtime.webhook import (
     AdmissionRequest,
     AdmissionResponse,
@@ -269,6 +270,7 @@ class ServiceMutator:
     load_balancer_class: str
     enabled: bool = True  # --enable-service-mutator-webhook
     model: service.ModelSettings | None = None  # the Service controller's model settings
+    services: Store | None = None  # the Service cache: weighted actions' backend Services
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         svc = _object(request)
@@ -283,7 +285,9 @@ class ServiceMutator:
                 mutated = {**svc, "spec": {**svc["spec"], "loadBalancerClass": wanted}}
         warnings = service.admission_warnings(mutated,
                                               load_balancer_class=self.load_balancer_class)
-        refusal = (service.admission_refusal(mutated, settings=self.model)
+        refusal = (service.admission_refusal(
+            mutated, settings=self.model,
+            services=self.services.get if self.services is not None else None)
                    if self.model is not None else None)
         return patched(svc, mutated, warnings=[*warnings, *([refusal] if refusal else [])])
 

@@ -75,7 +75,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
                 cluster=settings.ingress.cluster,
                 load_balancer_class=settings.service.load_balancer_class,
                 defaults=settings.ingress.defaults, backend_sg=settings.ingress.backend_sg,
-                gates=settings.gates)),
+                gates=settings.gates), services=services.store),
     }
     generator = ServerIdGenerator(WorkerIds(manager.client).take, clock=manager.clock)
     handlers[MUTATE_POD_SERVER_ID] = PodServerIdMutator(settings.quic_env, generator.generate)

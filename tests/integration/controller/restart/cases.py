@@ -27,7 +27,7 @@ from controller.apis import (
 from controller.apis.catalogue import Kind, entry_for
 from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
 from tests.integration.controller.restart.world import ALB, SVC, World
-from tests.support.objects import endpoint_ip, ingress_path
+from tests.support.objects import backend_service, endpoint_ip, ingress_path
 
 Step = Callable[[World, str], Awaitable[None]]
 Observe = Callable[[World, str], Awaitable[Any]]
@@ -179,6 +179,7 @@ def service_cases() -> list[Case]:
                           {"aws-load-balancer-enable-tcp-udp-listener": "true"},
                           ports=TCP_AND_UDP, name="s-tcp-udp"), warnings),
         _weighted_action_case(),
+        _weighted_backend_case(),
         # UDP 443 becomes a QUIC listener and target group (its targets need server IDs).
         service("aws-load-balancer-quic-enabled-ports", "quic", ports=[
             {"name": "quic", "port": 443, "targetPort": 8443, "protocol": "UDP"}],
@@ -198,6 +199,22 @@ def _weighted_action_case() -> Case:
                 {"targetGroupARN": world.values(n)["tg_b"], "weight": 20}]}})})
 
     return Case("s-weighted-action", (SVC + "actions.*",), setup, change, own_stack(),
+                checkpointed(SERVICES))
+
+
+def _weighted_backend_case() -> Case:
+    """A backend Service a weighted action names by serviceName changes its target port."""
+    async def setup(world: World, n: str) -> None:
+        await world.create(SERVICES, backend_service(f"{n}-b", port=81, target_port=9090))
+        await world.nlb_service(n, {"actions.TCP-80": json.dumps({
+            "type": "forward", "forwardConfig": {"baseServiceWeight": 10, "targetGroups": [
+                {"serviceName": f"{n}-b", "servicePort": 81, "weight": 20}]}})})
+
+    async def change(world: World, n: str) -> None:
+        await world.patch(SERVICES, f"{n}-b", {"spec": {"ports": [
+            {"name": "http", "port": 81, "targetPort": 9191, "protocol": "TCP"}]}})
+
+    return Case("s-weighted-backend", (SVC + "actions.*",), setup, change, own_stack(),
                 checkpointed(SERVICES))
 
 

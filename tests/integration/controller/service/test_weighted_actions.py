@@ -12,6 +12,7 @@ from controller.annotations import quote
 from controller.service.status import CONDITION_TYPE
 from controller.standins import AWSFaultProxy
 from runtime.resources import SERVICES
+from tests.support import objects
 from tests.support.cluster import Cluster
 from tests.support.objects import condition
 from tests.support.waiting import eventually
@@ -108,3 +109,41 @@ async def test_forward_to_another_clusters_target_group_is_refused(
 
     await eventually(lambda: _reported(c, message))
     assert not aws_proxy.records(operation="CreateLoadBalancer")
+
+
+async def test_a_backend_service_by_name_gets_its_target_group_and_targets(
+        cluster: Cluster, aws_proxy: AWSFaultProxy) -> None:
+    c = cluster
+    raw = json.dumps({"type": "forward", "forwardConfig": {"baseServiceWeight": 10,
+                                                           "targetGroups": [
+        {"serviceName": "canary", "servicePort": 81, "weight": 30}]}})
+    await c.nlb_service("web", {KEY: raw})
+    await c.start()
+    message = (f"service default/web: annotation {P}{KEY} forwards to Service default/canary, "
+               "which does not exist")
+    await eventually(lambda: _reported(c, message))
+    assert not aws_proxy.records(operation="CreateLoadBalancer")
+    # The backend appears: the Service is woken, and its listener forwards to both.
+    await c.create(SERVICES, objects.backend_service("canary", port=81, target_port=9090))
+    await c.endpoints("canary", ["10.0.2.40"], ports=(("http", 9090),))
+
+    async def weights() -> list[int] | None:
+        found = await _default_forward(c)
+        return sorted(found["groups"].values()) if found is not None else None
+
+    async def both() -> bool:
+        return await weights() == [10, 30]
+
+    await eventually(both)
+    bindings = {b["spec"]["serviceRef"]["name"]: b for b in await c.bindings("web")}
+    assert set(bindings) == {"web", "canary"}
+    canary_arn = bindings["canary"]["spec"]["targetGroupARN"]
+
+    async def registered() -> bool:
+        return await c.aws.registered(canary_arn) == {("10.0.2.40", 9090)}
+
+    await eventually(registered)
+    await c.delete(SERVICES, "web")
+    await eventually(lambda: c.gone(SERVICES, "web"))
+    # Both target groups were the stack's: deleted with it.
+    assert not await c.aws.target_groups()

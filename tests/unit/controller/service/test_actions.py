@@ -11,7 +11,7 @@ import pytest
 from controller.annotations import AnnotationError
 from controller.model import ForwardAction, Ref
 from controller.service.actions import parse_listener_actions
-from controller.service.model import InvalidService, ModelSettings, build_stack
+from controller.service.model import InvalidService, MissingService, ModelSettings, build_stack
 from controller.settings import ClusterScope
 from tests.support.objects import nlb_service
 
@@ -85,10 +85,44 @@ def test_weighted_forward_with_stickiness() -> None:
     assert action.stickiness.enabled
 
 
-def test_a_key_naming_no_listener_and_service_name_tuples_are_refused() -> None:
+def test_a_key_naming_no_listener_is_refused() -> None:
     with pytest.raises(InvalidService, match=r"actions\.UDP-80 names no listener of it"):
         build_stack(_svc({"type": "forward", "forwardConfig": {"targetGroups": []}},
                          key="actions.UDP-80"), settings=SETTINGS)
-    with pytest.raises(InvalidService, match="by serviceName, which aiolbc does not support"):
-        build_stack(_svc({"type": "forward", "forwardConfig": {"targetGroups": [
-            {"serviceName": "canary", "servicePort": 80}]}}), settings=SETTINGS)
+
+
+def test_a_backend_service_gets_its_own_target_group_and_binding() -> None:
+    canary = nlb_service("canary", ports=[{"name": "alt", "port": 81, "targetPort": 9090}],
+                         uid="u-canary")
+    canary["metadata"]["namespace"] = "default"
+    services = {"default/canary": canary}
+    svc = _svc({"type": "forward", "forwardConfig": {"baseServiceWeight": 10, "targetGroups": [
+        {"serviceName": "canary", "servicePort": "alt", "weight": 30}]}})
+    stack = build_stack(svc, settings=SETTINGS, services=services.get)
+    assert len(stack.target_groups) == 2
+    [backend] = [tg for rid, tg in stack.target_groups.items() if "canary" in rid]
+    assert backend.port == 9090
+    assert backend.protocol == "TCP"
+    bindings = {b.service_ref.name: b for b in stack.target_group_bindings.values()}
+    assert bindings["canary"].service_ref.port == 81
+    assert bindings["canary"].labels == bindings["web"].labels  # the base Service's stack
+    (action,) = stack.listeners["80"].default_actions
+    assert isinstance(action, ForwardAction)
+    assert sorted(w.weight for w in action.target_groups) == [10, 30]
+    # Another base Service forwarding to the same backend gets a target group of its own.
+    other = _svc({"type": "forward", "forwardConfig": {"targetGroups": [
+        {"serviceName": "canary", "servicePort": 81}]}})
+    other["metadata"]["uid"] = "u-other"
+    again = build_stack(other, settings=SETTINGS, services=services.get)
+    assert {tg.name for tg in again.target_groups.values()}.isdisjoint(
+        {tg.name for tg in stack.target_groups.values()})
+
+
+def test_a_missing_backend_or_port_is_one_message() -> None:
+    svc = _svc({"type": "forward", "forwardConfig": {"targetGroups": [
+        {"serviceName": "canary", "servicePort": 80}]}})
+    with pytest.raises(MissingService, match="Service default/canary, which does not exist"):
+        build_stack(svc, settings=SETTINGS)
+    canary = nlb_service("canary", ports=[{"name": "alt", "port": 81}])
+    with pytest.raises(InvalidService, match="port 80 of Service default/canary, which it does"):
+        build_stack(svc, settings=SETTINGS, services={"default/canary": canary}.get)
