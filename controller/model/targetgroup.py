@@ -60,6 +60,9 @@ class TargetGroup(Tagged):
     ip_address_type: TargetIpAddressType = "ipv4"
     health_check: HealthCheck = Field(default_factory=HealthCheck)
     attributes: dict[str, str] = Field(default_factory=dict)
+    # The ALB Target Optimizer's agent port (`target-control-port.<svc>.<port>`); fixed once
+    # the target group exists, so a change replaces it (its name hashes it).
+    target_control_port: int | None = Field(default=None, ge=1, le=65535)
 
     @field_validator("name")
     @classmethod

@@ -56,10 +56,16 @@ class MotoStandIn:
     def start(self) -> MotoStandIn:
         if self._server is not None:
             return self
-        from controller.standins import moto_fidelity, moto_quic, moto_routing
+        from controller.standins import (
+            moto_fidelity,
+            moto_quic,
+            moto_routing,
+            moto_targetcontrol,
+        )
 
         moto_fidelity.apply()
         moto_quic.apply()
+        moto_targetcontrol.apply()
         moto_routing.apply()
         # moto's EC2 backend loads Amazon's public AMI catalogue each time it is created, that
         # is after every reset: most of a reset's cost. Nothing here looks an AMI up (instances

@@ -50,6 +50,7 @@ TARGET_GROUP: Final = {
     "auth-scope": "openid email",
     "auth-session-cookie": "session", "auth-session-timeout": "3600",
     "auth-on-unauthenticated-request": "deny",
+    "target-control-port.web.80": "9000",
 }
 INGRESS: Final = {
     **TARGET_GROUP,

@@ -258,6 +258,15 @@ JWT_ON = {**HTTPS, "jwt-validation": json.dumps(
     {"jwksEndpoint": "https://idp.example.com/jwks", "issuer": "https://idp.example.com"})}
 
 
+def _target_control_port_case() -> Case:
+    """`target-control-port.<service>.<port>` set while down: the target group is replaced."""
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + f"target-control-port.{n}-be.80": "9000"})
+
+    return Case("i-target-control-port", (ALB + "target-control-port.*",),
+                _ingress_setup({}), change, own_stack(), checkpointed(INGRESSES))
+
+
 def _group_order_case() -> Case:
     async def setup(world: World, n: str) -> None:
         for member, order in ((n, "1"), (f"{n}-b", "2")):
@@ -436,6 +445,7 @@ def ingress_cases() -> list[Case]:
         _group_name_case(),
         _group_order_case(),
         ingress("target-type", "instance"),
+        _target_control_port_case(),
         ingress("backend-protocol", "HTTPS"),
         ingress("backend-protocol-version", "HTTP2", name="i-protocol-version"),
         ingress("target-group-attributes", "deregistration_delay.timeout_seconds=30",

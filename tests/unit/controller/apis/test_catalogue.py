@@ -63,7 +63,7 @@ def test_families_and_exact_keys_are_told_apart() -> None:
 def test_the_parsers_key_sets_are_views_of_the_catalogue() -> None:
     assert ingress_annotations.INGRESS_ANNOTATION_KEYS is INGRESS_ANNOTATION_KEYS
     assert service_annotations.SERVICE_ANNOTATION_KEYS is SERVICE_ANNOTATION_KEYS
-    assert len(INGRESS_ANNOTATION_KEYS) == 51
+    assert len(INGRESS_ANNOTATION_KEYS) == 52
     assert len(SERVICE_ANNOTATION_KEYS) == 43
     assert A + "actions.*" in INGRESS_ANNOTATION_KEYS
     assert A + "wafv2-acl-arn" in INGRESS_ANNOTATION_KEYS
