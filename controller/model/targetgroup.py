@@ -61,8 +61,10 @@ class TargetGroup(Tagged):
     health_check: HealthCheck = Field(default_factory=HealthCheck)
     attributes: dict[str, str] = Field(default_factory=dict)
     # The ALB Target Optimizer's agent port (`target-control-port.<svc>.<port>`); fixed once
-    # the target group exists, so a change replaces it (its name hashes it).
-    target_control_port: int | None = Field(default=None, ge=1, le=65535)
+    # the target group exists, so a change replaces it (its name hashes it). Left out of the
+    # canonical JSON while unset, so every stored checkpoint stays as it was.
+    target_control_port: int | None = Field(default=None, ge=1, le=65535,
+                                            exclude_if=lambda value: value is None)
 
     @field_validator("name")
     @classmethod

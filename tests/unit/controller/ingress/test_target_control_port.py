@@ -9,6 +9,7 @@ import pytest
 
 from controller.config import ConfigError, parse_config
 from controller.ingress.merge import BuildError
+from controller.model import TargetGroup
 from tests.unit.controller.annotation_objects import build, ingress_world
 
 KEY = "target-control-port.web.80"
@@ -52,3 +53,11 @@ def test_the_agent_gate_is_off_by_default_and_refused_on() -> None:
         "ALBTargetControlAgent")
     with pytest.raises(ConfigError, match="ALBTargetControlAgent: not supported yet"):
         parse_config(["--cluster-name", "c", "--feature-gates", "ALBTargetControlAgent=true"])
+
+
+def test_a_target_group_without_the_port_keeps_its_canonical_json() -> None:
+    # Every stored checkpoint of a stack without the key stays valid after an upgrade.
+    plain = TargetGroup(name="a", protocol="HTTP", port=80, target_type="ip")
+    assert "target_control_port" not in plain.model_dump(mode="json")
+    with_port = plain.model_copy(update={"target_control_port": 9000})
+    assert with_port.model_dump(mode="json")["target_control_port"] == 9000
