@@ -294,6 +294,12 @@ def _note_found(source: Mapping[str, Any], key: str) -> None:
         found.setdefault(id(source), set()).add(key)
 
 
+def note_found(source: Mapping[str, Any], key: str) -> None:
+    """Record that `key` (a family's `...*` key) was found in the annotation map `source`,
+    for a key read without an `AnnotationReader`."""
+    _note_found(source, key)
+
+
 def note_read(key: str) -> None:
     """Record a key read without an `AnnotationReader` (a prefix family such as
     `actions.*`, or a key another module reads directly)."""

@@ -47,6 +47,16 @@ TARGET_HEALTH_CONDITION_PREFIX: Final = "target-health.elbv2.k8s.aws/"
 # The AWS ALB Ingress controller's (v1) prefix: removed when new gates are injected.
 LEGACY_TARGET_HEALTH_CONDITION_PREFIX: Final = "target-health.alb.ingress.k8s.aws/"
 
+# QUIC server IDs (upstream's names): a pod annotated with the containers that serve QUIC gets
+# a server ID in each of them (an environment variable, `--quic-environment-variable-name`)
+# from the pod webhook in namespaces labelled `<inject label>: enabled`; its targets in QUIC
+# target groups are registered with it.
+QUIC_ENABLED_CONTAINERS_ANNOTATION: Final = (
+    "service.beta.kubernetes.io/aws-load-balancer-quic-enabled-containers")
+QUIC_SERVER_ID_INJECT_LABEL: Final = "elbv2.k8s.aws/quic-server-id-inject"
+DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME: Final = "AWS_LBC_QUIC_SERVER_ID"
+QUIC_PROTOCOLS: Final = frozenset({"QUIC", "TCP_QUIC"})
+
 
 def target_health_condition(binding_name: str) -> str:
     """The pod condition (and readiness gate) type of one TargetGroupBinding."""

@@ -52,8 +52,7 @@ class ControllerConfig:
     targetgroupbinding: TargetGroupBindingConfig = section(TargetGroupBindingConfig,
                                                            title="TargetGroupBinding")
     unbuilt: UnbuiltConfig = section(
-        UnbuiltConfig, title="capabilities not built yet (Gateway API, Global Accelerator, "
-        "QUIC)")
+        UnbuiltConfig, title="capabilities not built yet (Gateway API, Global Accelerator)")
     gates: FeatureGates = flag(
         "--feature-gates", default=GATES, parse=GATES.parse, show=FeatureGates.text,
         metavar="NAME=BOOL,...",

@@ -1,12 +1,11 @@
 """Upstream's flags of capabilities aiolbc does not build yet (the Gateway API, Global
-Accelerator, QUIC server IDs), declared with upstream's names, defaults
+Accelerator), declared with upstream's names, defaults
 and rules so that upstream's command lines start. Each capability is behind a feature gate
 pinned off (`featuregates.py`), so no value of these flags can change what the controller does
 yet; a value upstream would refuse is refused here too."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from controller.defaults import DEFAULT_MAX_BACKOFF, DEFAULT_MAX_CONCURRENT_RECONCILES
@@ -14,21 +13,10 @@ from controller.reconcilers import MAX_CONCURRENT_RECONCILES
 from runtime import flagvalues
 from runtime.flags import flag
 
-# Upstream's defaults (`pkg/config/controller_config.go`, `pkg/inject/quic`).
+# Upstream's defaults (`pkg/config/controller_config.go`).
 DEFAULT_GLOBAL_ACCELERATOR_MAX_CONCURRENT_RECONCILES = 1
-DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME = "AWS_LBC_QUIC_SERVER_ID"
 
-# What a container's environment variable may be named (Kubernetes' C identifier rule, which
-# `kubectl` and the API server check for env[].name).
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NOT_BUILT = " (not built yet: its feature gate is pinned off)"
-
-
-def _env_name(name: str) -> str | None:
-    if not _ENV_NAME.fullmatch(name):
-        return f"{name!r} is not an environment variable name (letters, digits and '_', " \
-               "not starting with a digit)"
-    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,10 +42,6 @@ class UnbuiltConfig:
         "--globalaccelerator-max-exponential-backoff-delay", default=DEFAULT_MAX_BACKOFF,
         parse=flagvalues.parse_duration, check=flagvalues.greater_than(0),
         help="the longest wait before a failed GlobalAccelerator is retried" + _NOT_BUILT)
-    quic_environment_variable_name: str = flag(
-        "--quic-environment-variable-name", default=DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME,
-        parse=str, check=_env_name,
-        help="the environment variable a pod's QUIC server ID is injected into" + _NOT_BUILT)
 
 
 __all__ = ["UnbuiltConfig"]

@@ -169,11 +169,14 @@ def follow_existing(model: LoadBalancer, current: Mapping[str, Any] | None, *,
 def compatible_target_group(model: TargetGroup, desc: Mapping[str, Any], *,
                             advanced_health_check: bool = True) -> bool:
     """Upstream's replacement rule (isSDKTargetGroupRequiresReplacement): target type,
-    protocol and protocol version. The port is only where targets registered without one
-    go (every registration names a port), so a changed port keeps the target group. With
-    `advanced_health_check` off (the NLBHealthCheckAdvancedConfig gate), an L4 target group's
-    health check protocol, matcher, interval and timeout count too."""
+    protocol, protocol version and the target control port. The port is only where targets
+    registered without one go (every registration names a port), so a changed port keeps the
+    target group. With `advanced_health_check` off (the NLBHealthCheckAdvancedConfig gate), an
+    L4 target group's health check protocol, matcher, interval and timeout count too."""
     if desc.get("TargetType") != model.target_type or desc.get("Protocol") != model.protocol:
+        return False
+    # Upstream's isSDKTargetGroupTargetControlPortDrifted: no operation changes it.
+    if desc.get("TargetControlPort") != model.target_control_port:
         return False
     if model.protocol in ("HTTP", "HTTPS"):
         want = model.protocol_version or DEFAULT_PROTOCOL_VERSION

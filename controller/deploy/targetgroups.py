@@ -54,6 +54,8 @@ async def _create(run: DeployRun, resource_id: str, tg: TargetGroup, health: dic
     }
     if tg.protocol_version is not None:
         params["ProtocolVersion"] = tg.protocol_version
+    if tg.target_control_port is not None:
+        params["TargetControlPort"] = tg.target_control_port
     try:
         resp = await run.calls.call("CreateTargetGroup", **params)
         created: dict[str, Any] = resp["TargetGroups"][0]

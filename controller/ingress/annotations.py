@@ -17,7 +17,10 @@ from controller.annotations import (
     TRAFFIC_PORT,
     AnnotationError,
     AnnotationReader,
+    annotations_of,
+    note_found,
     note_read,
+    parse_int,
     parse_json,
     parse_string_map,
     quote,
@@ -276,6 +279,25 @@ def parse_target_group(ing: Mapping[str, Any], service: Mapping[str, Any] | None
         # The backend Service's own `tags` (upstream reads them for its target groups).
         tags=AnnotationReader.of(service, PREFIX).get_string_map("tags") or {},
     )
+
+
+def parse_target_control_port(ing: Mapping[str, Any], service: Mapping[str, Any] | None, *,
+                              service_name: str, port: int | str) -> int | None:
+    """`target-control-port.<service>.<port>` (the backend's port as the Ingress names it), the
+    ALB Target Optimizer's agent port: the Service's key, else the Ingress's (upstream merges
+    them so); None when neither sets it."""
+    family = PREFIX + "target-control-port.*"
+    note_read(family)
+    key = f"{PREFIX}target-control-port.{service_name}.{port}"
+    for source in (annotations_of(service), annotations_of(ing)):
+        raw = source.get(key)
+        if raw is None:
+            continue
+        note_found(source, family)
+        if not isinstance(raw, str):
+            raise AnnotationError(key, None, f"is not a string (got {type(raw).__name__})")
+        return parse_int(key, raw, minimum=1, maximum=65535)
+    return None
 
 
 # ---- authentication (Service first, then Ingress) -------------------------------------------

@@ -18,6 +18,7 @@ from controller.ingress.annotations import (
     AuthSettings,
     TargetGroupSettings,
     parse_auth,
+    parse_target_control_port,
     parse_target_group,
 )
 from controller.ingress.authschemas import JwtValidationConfig
@@ -137,6 +138,15 @@ class Backends:
                 params_target_type=params.target_type if params is not None else None)
         except AnnotationError as exc:
             raise BuildError(f"Ingress {namespace}/{ing_name}: {exc}") from None
+        try:
+            control_port = parse_target_control_port(ing, svc, service_name=service_name,
+                                                     port=port)
+        except AnnotationError as exc:
+            raise BuildError(f"Ingress {namespace}/{ing_name}: {exc}") from None
+        if control_port is not None and settings.target_type == "instance":
+            # Upstream's words: the agent runs beside the pod, so it needs ip targets.
+            raise BuildError(f"{where}: target control port is not supported for instance "
+                             "target target group")
         if settings.target_type == "ip" and not self.ip_targets:
             raise BuildError(f"Ingress {namespace}/{ing_name}: unsupported targetType: ip when "
                              "EnableIPTargetType is false")
@@ -157,7 +167,8 @@ class Backends:
             ingress_name=ing_name, service_namespace=namespace, service_name=service_name,
             service_uid=str(meta(svc).get("uid") or ""), service_port=port,
             target_port=tg_port, target_type=settings.target_type,
-            protocol=settings.protocol, protocol_version=settings.protocol_version)
+            protocol=settings.protocol, protocol_version=settings.protocol_version,
+            target_control_port=control_port)
         for tag in sorted(set(settings.tags) & self.external_managed_tags):
             raise BuildError(f"Ingress {namespace}/{ing_name}: backend Service "
                              f"{namespace}/{service_name}: tag {tag!r} is managed outside the "
@@ -169,13 +180,16 @@ class Backends:
                 name=name, protocol=settings.protocol,
                 protocol_version=settings.protocol_version, port=tg_port,
                 target_type=settings.target_type, health_check=_health_check(settings),
-                attributes=dict(settings.attributes), tags=tags)
+                attributes=dict(settings.attributes), tags=tags,
+                target_control_port=control_port)
         except ValueError as exc:
             raise BuildError(f"{where}: {_first_line(exc)}") from None
         ref = self.builder.add_target_group(rid, tg)
         ports = [NetworkingPort(port=traffic_port)]
         if isinstance(settings.hc_port, int) and settings.hc_port != traffic_port:
             ports.append(NetworkingPort(port=settings.hc_port))
+        if control_port is not None:  # the load balancer reaches the agent there too
+            ports.append(NetworkingPort(port=control_port))
         self.builder.add(rid, TargetGroupBindingResource(
             name=name, namespace=namespace, target_group_arn=ref,
             target_type=settings.target_type,

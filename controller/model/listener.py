@@ -23,7 +23,7 @@ from controller.model.ruleconditions import (
 )
 from controller.model.transforms import RuleTransform
 
-ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
+ListenerProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP", "QUIC", "TCP_QUIC"]
 AlpnPolicy = Literal["HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred", "None"]
 MutualAuthenticationMode = Literal["off", "passthrough", "verify"]
 

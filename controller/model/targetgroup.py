@@ -15,7 +15,8 @@ from controller.model.limits import (
 from controller.model.loadbalancer import check_elb_name
 from controller.model.securitygroup import TargetGroupBindingNetworking
 
-TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP"]
+TargetGroupProtocol = Literal["HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP", "QUIC",
+                              "TCP_QUIC"]
 ProtocolVersion = Literal["HTTP1", "HTTP2", "GRPC"]
 TargetType = Literal["instance", "ip"]
 TargetIpAddressType = Literal["ipv4", "ipv6"]
@@ -81,6 +82,11 @@ class TargetGroup(Tagged):
         if self.target_type == "alb" and self.protocol not in ("TCP", "TLS"):
             raise ValueError(f"target group {self.name}: an alb target group's protocol is TCP")
         return self
+    # The ALB Target Optimizer's agent port (`target-control-port.<svc>.<port>`); fixed once
+    # the target group exists, so a change replaces it (its name hashes it). Left out of the
+    # canonical JSON while unset, so every stored checkpoint stays as it was.
+    target_control_port: int | None = Field(default=None, ge=1, le=65535,
+                                            exclude_if=lambda value: value is None)
 
     @field_validator("name")
     @classmethod

@@ -209,11 +209,15 @@ def _params(obj: Obj) -> list[Finding]:
 # ---- Services -----------------------------------------------------------------------------
 
 def services(objects: Sequence[Obj], scope: Scope) -> Iterator[Finding]:
+    # Weighted actions name backend Services by name: those listed are the cluster's.
+    by_key = {f"{(o.get('metadata') or {}).get('namespace')}/"
+              f"{(o.get('metadata') or {}).get('name')}": o for o in objects}
     for svc in objects:
-        yield from _guarded("Service", svc, partial(_service, svc, scope.service))
+        yield from _guarded("Service", svc, partial(_service, svc, scope.service, by_key.get))
 
 
-def _service(svc: Obj, settings: ModelSettings) -> list[Finding]:
+def _service(svc: Obj, settings: ModelSettings,
+             lookup: Callable[[str], Obj | None] | None = None) -> list[Finding]:
     if served_by_upstream_only(svc, load_balancer_class=settings.load_balancer_class,
                                load_balancer_only=settings.load_balancer_only):
         return [_line("Service", svc, "changes",
@@ -223,7 +227,7 @@ def _service(svc: Obj, settings: ModelSettings) -> list[Finding]:
                      load_balancer_only=settings.load_balancer_only):
         return []
     try:
-        build_stack(svc, settings=settings)
+        build_stack(svc, settings=settings, services=lookup)
     except (InvalidInput, ValueError) as exc:
         return [_line("Service", svc, "not-honoured", f"not served: {exc}")]
     lines = [_line("Service", svc, "not-honoured", f.message, f.key)

@@ -84,6 +84,7 @@ PRIVATE_LINK_INBOUND_RULES: Final = "aws-load-balancer-inbound-sg-rules-on-priva
 ENABLE_TCP_UDP_LISTENER: Final = "aws-load-balancer-enable-tcp-udp-listener"
 MINIMUM_CAPACITY: Final = "aws-load-balancer-minimum-load-balancer-capacity"
 PROXY_PROTOCOL_PER_TARGET_GROUP: Final = "aws-load-balancer-proxy-protocol-per-target-group"
+QUIC_ENABLED_PORTS: Final = "aws-load-balancer-quic-enabled-ports"
 # `aws-load-balancer-target-group-attributes.<port>`: one Service port's target group.
 PORT_TARGET_GROUP_ATTRIBUTES: Final = TARGET_GROUP_ATTRIBUTES + "."
 
@@ -604,6 +605,11 @@ class ServicePortConfig(_Frozen):
     port_attributes: dict[int, dict[str, str]] = {}
     proxy_protocol_ports: tuple[int, ...] | None = None
     proxy_protocol_all: bool = False
+    # Service port names or numbers whose UDP listener becomes QUIC and TCP_UDP one TCP_QUIC.
+    quic_ports: tuple[str, ...] = ()
+
+    def is_quic_port(self, *, port: int, name: str | None) -> bool:
+        return str(port) in self.quic_ports or (name is not None and name in self.quic_ports)
 
     def target_group_attributes(self, port: int) -> dict[str, str]:
         attributes = {ATTR_PROXY_PROTOCOL_V2: "false", **self.base_attributes}
@@ -659,6 +665,7 @@ def parse_port_config(service: Mapping[str, Any]) -> ServicePortConfig:
         port_attributes=_port_target_group_attributes(service),
         proxy_protocol_ports=reader.get(PROXY_PROTOCOL_PER_TARGET_GROUP, _proxy_protocol_ports),
         proxy_protocol_all=reader.get_enum(PROXY_PROTOCOL, ("*",)) is not None,
+        quic_ports=reader.get_string_list(QUIC_ENABLED_PORTS) or (),
     )
 
 

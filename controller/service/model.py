@@ -19,7 +19,7 @@ shared backend group; the bindings ask their targets' groups to admit the backen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -30,7 +30,7 @@ from controller.annotationreview import UnsupportedAnnotation
 from controller.annotations import TRAFFIC_PORT, AnnotationError, TrafficPort
 from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
-from controller.errors import InvalidInput
+from controller.errors import InvalidInput, MissingReference
 from controller.model import (
     ForwardAction,
     HealthCheck,
@@ -44,6 +44,7 @@ from controller.model import (
     Stack,
     StackBuilder,
     StackContext,
+    Stickiness,
     SubnetDiscovery,
     TargetGroup,
     TargetGroupBindingResource,
@@ -68,6 +69,12 @@ from controller.networking.frontend import (
     unreachable_cidrs,
 )
 from controller.networking.settings import BackendSettings
+from controller.service.actions import (
+    ACTIONS,
+    ListenerAction,
+    TargetGroupTuple,
+    parse_listener_actions,
+)
 from controller.service.annotations import (
     EIP_ALLOCATIONS,
     ENABLE_SOURCE_NAT_PREFIX,
@@ -78,6 +85,7 @@ from controller.service.annotations import (
     PREFIX,
     PRIVATE_IPV4_ADDRESSES,
     PROXY_PROTOCOL_PER_TARGET_GROUP,
+    QUIC_ENABLED_PORTS,
     SOURCE_NAT_PREFIXES,
     SOURCE_RANGES,
     ServiceLBConfig,
@@ -103,6 +111,17 @@ class InvalidService(InvalidInput):
     """A Service spec the builder cannot turn into an NLB; the message is shown as is."""
 
     condition_reason = "InvalidService"
+
+
+class MissingService(MissingReference):
+    """A weighted action's backend Service does not exist (yet): reported until it appears,
+    which wakes the Service (watches.py)."""
+
+    condition_reason = "BackendNotFound"
+
+
+# A Service of the cache by "namespace/name".
+ServiceLookup = Callable[[str], Mapping[str, Any] | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,9 +165,12 @@ def stack_id(service: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack:
+def build_stack(service: Mapping[str, Any], *, settings: ModelSettings,
+                services: ServiceLookup | None = None) -> Stack:
     """Raises `AnnotationError` (bad annotation), `InvalidService` (bad spec) or `InvalidStack`
-    (a model AWS would refuse): each a ValueError with one line of text."""
+    (a model AWS would refuse): each a ValueError with one line of text. `services`: the
+    Services of the cache by `namespace/name`, for the backends a weighted action names by
+    `serviceName` (none: every such backend is missing)."""
     config = parse_service_config(
         service, defaults=settings.defaults,
         default_tags_low_priority=gates.enabled(settings.gates, "EnableDefaultTagsLowPriority"),
@@ -160,7 +182,8 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
         raise InvalidService(f"service {stack_id(service)}: unsupported targetType: ip when "
                              "EnableIPTargetType is false")
     try:
-        stack = _Builder(service, config, settings, capacity_units=capacity_units).build()
+        stack = _Builder(service, config, settings, services,
+                         capacity_units=capacity_units).build()
     except ValidationError as exc:
         # A resource refused on construction (e.g. more tags than AWS allows).
         raise InvalidStack(f"service {stack_id(service)}: "
@@ -169,7 +192,8 @@ def build_stack(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack
     return stack
 
 
-def admission_refusal(service: Mapping[str, Any], *, settings: ModelSettings) -> str | None:
+def admission_refusal(service: Mapping[str, Any], *, settings: ModelSettings,
+                      services: ServiceLookup | None = None) -> str | None:
     """What the reconciler would refuse a Service we serve with (its Warning Event's text), for
     the Service webhook to say at `kubectl apply`; None when it builds or is not ours. A key
     that narrows access is left to `admission_warnings`, which already says it."""
@@ -177,7 +201,7 @@ def admission_refusal(service: Mapping[str, Any], *, settings: ModelSettings) ->
                      load_balancer_only=settings.load_balancer_only):
         return None
     try:
-        build_stack(service, settings=settings)
+        build_stack(service, settings=settings, services=services)
     except UnsupportedAnnotation:
         return None
     except InvalidInput as exc:
@@ -185,7 +209,8 @@ def admission_refusal(service: Mapping[str, Any], *, settings: ModelSettings) ->
     return None
 
 
-def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> Stack | None:
+def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings,
+                     services: ServiceLookup | None = None) -> Stack | None:
     """The stack a checkpoint is computed from, or None when the Service is not ours to build
     (not qualifying, or being deleted): nothing to compare then."""
     if (service.get("metadata") or {}).get("deletionTimestamp"):
@@ -193,19 +218,21 @@ def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings) -> 
     if not qualifies(service, load_balancer_class=settings.load_balancer_class,
                      load_balancer_only=settings.load_balancer_only):
         return None
-    return build_stack(service, settings=settings)
+    return build_stack(service, settings=settings, services=services)
 
 
-def checkpoint_of(service: Mapping[str, Any], *, settings: ModelSettings) -> str | None:
+def checkpoint_of(service: Mapping[str, Any], *, settings: ModelSettings,
+                  services: ServiceLookup | None = None) -> str | None:
     """The Service's checkpoint as computed from cached objects, None when there is none to
     compare. Raises like `build_stack` on bad input."""
-    stack = checkpoint_input(service, settings=settings)
+    stack = checkpoint_input(service, settings=settings, services=services)
     return checkpoint.compute(stack, version=MODEL_VERSION) if stack is not None else None
 
 
 class _Builder:
     def __init__(self, service: Mapping[str, Any], config: ServiceLBConfig,
-                 settings: ModelSettings, *, capacity_units: int | None = None) -> None:
+                 settings: ModelSettings, services: ServiceLookup | None = None, *,
+                 capacity_units: int | None = None) -> None:
         meta = service.get("metadata") or {}
         self.namespace = str(meta.get("namespace") or "")
         self.name = str(meta.get("name") or "")
@@ -214,6 +241,9 @@ class _Builder:
         self.config = config
         self.capacity_units = capacity_units
         self.listener_attributes = parse_listener_attributes(service)
+        self.listener_actions = parse_listener_actions(service)
+        self.services = services
+        self.backend_groups: dict[str, Ref] = {}
         self.port_config = parse_port_config(service)
         self.settings = settings
         self.stack_id = f"{self.namespace}/{self.name}"
@@ -223,6 +253,7 @@ class _Builder:
         ports = self._ports()
         self._check_port_keys(ports)
         self._check_listener_attributes(ports)
+        self._check_listener_actions(ports)
         cfg = self.config
         self.groups = self._security_groups()
         lb = self.builder.add_load_balancer(LOAD_BALANCER_ID, LoadBalancer(
@@ -414,17 +445,37 @@ class _Builder:
         if tls and port.protocol == "TCP_UDP":
             raise InvalidService(f"service {self.stack_id} port {port.port}: a TLS listener "
                                  "cannot also carry UDP")
-        if tls:
-            return "TLS"
-        if port.protocol == "UDP":
-            return "UDP"
-        return "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP"
+        protocol: ListenerProtocol = "TLS" if tls else (
+            "UDP" if port.protocol == "UDP" else
+            "TCP_UDP" if port.protocol == "TCP_UDP" else "TCP")
+        if not self.port_config.is_quic_port(port=port.port,
+                                             name=name if isinstance(name, str) else None):
+            return protocol
+        # Upstream's upgrade (buildListenerSpec): UDP to QUIC, TCP_UDP to TCP_QUIC, else refused.
+        if protocol not in ("UDP", "TCP_UDP"):
+            raise InvalidService(
+                f"service {self.stack_id} port {port.port}: annotation {PREFIX}"
+                f"{QUIC_ENABLED_PORTS} names it, but QUIC upgrades UDP and TCP_UDP listeners "
+                f"only, not {protocol}")
+        if self.config.target_type != "ip":
+            # AWS registers a QUIC target only with its server ID, which only a pod carries.
+            raise InvalidService(
+                f"service {self.stack_id} port {port.port}: QUIC needs ip targets (each "
+                "target is registered with its pod's QUIC server ID), not instance")
+        return "QUIC" if protocol == "UDP" else "TCP_QUIC"
 
     def _check_port_keys(self, ports: list[_Port]) -> None:
         # Upstream reads these for the Service's ports only and skips any other port without a
         # word; here a port the Service lacks is one message, as for the listener attributes.
         numbers = {p.port for p in ports}
         listed = ", ".join(str(n) for n in sorted(numbers))
+        names = {str(p.get("name")) for p in self.spec.get("ports") or []
+                 if isinstance(p, Mapping) and p.get("name")}
+        for item in self.port_config.quic_ports:
+            if item not in names and item not in {str(n) for n in numbers}:
+                raise InvalidService(
+                    f"service {self.stack_id}: annotation {PREFIX}{QUIC_ENABLED_PORTS} names "
+                    f"port {item[:63]!r}, which is not one of its ports ({listed})")
         for number in sorted(set(self.port_config.port_attributes) - numbers):
             raise InvalidService(
                 f"service {self.stack_id}: annotation {PREFIX}{PORT_TARGET_GROUP_ATTRIBUTES}"
@@ -441,6 +492,47 @@ class _Builder:
             raise InvalidService(
                 f"service {self.stack_id}: annotation {PREFIX}{LISTENER_ATTRIBUTES}{name} "
                 f"names no listener of it (its listeners: {', '.join(sorted(names))})")
+
+    def _check_listener_actions(self, ports: list[_Port]) -> None:
+        # Upstream reads the key naming each listener and skips any other without a word.
+        names = {f"{self._listener_protocol(p)}-{p.port}" for p in ports}
+        for name in sorted(set(self.listener_actions) - names):
+            raise InvalidService(
+                f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name} names no "
+                f"listener of it (its listeners: {', '.join(sorted(names))})")
+        for name, action in sorted(self.listener_actions.items()):
+            where = f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name}"
+            if action.stickiness and name.startswith("TLS-"):
+                # AWS refuses it (CreateListener); said here before anything is created.
+                raise InvalidService(f"{where}: target group stickiness is not supported on "
+                                     "TLS listeners")
+
+    def _default_actions(self, name: str, tg_ref: Ref,
+                         listener_protocol: ListenerProtocol) -> list[ForwardAction]:
+        """The listener's forward: to its own target group, or weighted as
+        `actions.<PROTOCOL>-<port>` says (upstream's buildListenerDefaultActionsViaAnnotation:
+        the Service's own group with `baseServiceWeight`, then the others, by ARN or as
+        another Service's target group)."""
+        action: ListenerAction | None = self.listener_actions.get(name)
+        if action is None:
+            return [ForwardAction(target_groups=[WeightedTargetGroup(target_group_arn=tg_ref)])]
+        forward = action.forward
+        groups = [WeightedTargetGroup(target_group_arn=tg_ref,
+                                      weight=1 if forward.base_service_weight is None
+                                      else forward.base_service_weight)]
+        where = f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name}"
+        for t in forward.target_groups:
+            target: Ref | str = (str(t.target_group_arn) if t.service_name is None else
+                                 self._backend_target_group(t, listener_protocol, where))
+            groups.append(WeightedTargetGroup(target_group_arn=target,
+                                              weight=1 if t.weight is None else t.weight))
+        sticky = action.stickiness
+        try:
+            return [ForwardAction(target_groups=groups, stickiness=None if sticky is None
+                                  else Stickiness(enabled=sticky))]
+        except ValidationError as exc:
+            raise InvalidService(f"service {self.stack_id}: annotation {PREFIX}{ACTIONS}{name}: "
+                                 f"{describe_validation_error(exc)}") from None
 
     def _alpn_policy(self) -> AlpnPolicy | None:
         # With EnhancedDefaultBehavior a TLS listener without the annotation gets "None", so
@@ -479,15 +571,75 @@ class _Builder:
             alpn_policy=self._alpn_policy() if tls else None,
             attributes=dict(self.listener_attributes.get(f"{listener_protocol}-{port.port}")
                             or {}),
-            default_actions=[ForwardAction(target_groups=[
-                WeightedTargetGroup(target_group_arn=tg_ref)])],
+            default_actions=self._default_actions(f"{listener_protocol}-{port.port}", tg_ref,
+                                                  listener_protocol),
             tags=dict(cfg.tags)))
+        self._add_binding(resource_id, tg, tg_ref, service=self.name, port=port,
+                          tg_port=tg_port)
+
+    def _backend_target_group(self, tuple_: TargetGroupTuple,
+                              listener_protocol: ListenerProtocol, where: str) -> Ref:
+        """A backend Service's target group and binding (upstream's buildTargetGroupTuples):
+        built with this Service's annotations (the backend's own are not read), its target
+        type and health check; TCP behind a TLS listener with `decrypt`, else the listener's
+        protocol; named with both Services' UIDs. One per backend port, whichever listeners
+        forward to it."""
+        key = f"{self.namespace}/{tuple_.service_name}"
+        backend = self.services(key) if self.services is not None else None
+        if backend is None:
+            raise MissingService(f"{where} forwards to Service {key}, which does not exist")
+        spec = backend.get("spec") or {}
+        wanted = tuple_.service_port
+        port = next((p for p in spec.get("ports") or [] if isinstance(p, Mapping)
+                     and type(p.get("port")) is int
+                     and (p.get("port") == wanted or (isinstance(wanted, str) and wanted
+                                                      in (p.get("name"), str(p.get("port")))))),
+                    None)
+        if port is None:
+            raise InvalidService(f"{where} forwards to port {wanted!r} of Service {key}, "
+                                 "which it does not have")
+        resource_id = f"{key}:{port['port']}"
+        found = self.backend_groups.get(resource_id)
+        if found is not None:
+            return found
+        tg_protocol: TargetGroupProtocol = (
+            "TCP" if listener_protocol == "TLS" and tuple_.decrypt else listener_protocol)
+        meta = backend.get("metadata") or {}
+        name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+        cfg = self.config
+        tg_port = self._target_port(port)
+        ip_type = self._target_ip_address_type()
+        tg = TargetGroup(
+            name=service_target_group_name(
+                self.settings.cluster.name, namespace=self.namespace, name=name, uid=uid,
+                target_port=tg_port, service_port=int(port["port"]),
+                target_type=cfg.target_type, protocol=tg_protocol,
+                health_check_protocol=cfg.health_check.protocol,
+                health_check_interval=cfg.health_check.interval_seconds, base_uid=self.uid),
+            protocol=tg_protocol, port=tg_port, target_type=cfg.target_type,
+            ip_address_type=ip_type, health_check=self._health_check(),
+            attributes=self.port_config.target_group_attributes(int(port["port"])),
+            tags=dict(cfg.tags))
+        ref = self.builder.add_target_group(resource_id, tg)
+        self.backend_groups[resource_id] = ref
+        carried = ("UDP" if tg_protocol in ("UDP", "QUIC") else
+                   "TCP_UDP" if tg_protocol in ("TCP_UDP", "TCP_QUIC") else "TCP")
+        self._add_binding(resource_id, tg, ref, service=name,
+                          port=_Port(int(port["port"]), carried, port), tg_port=tg_port)
+        return ref
+
+    def _add_binding(self, resource_id: str, tg: TargetGroup, ref: Ref, *, service: str,
+                     port: _Port, tg_port: int) -> None:
+        cfg = self.config
         self.builder.add(resource_id, TargetGroupBindingResource(
-            name=tg.name, namespace=self.namespace, target_group_arn=tg_ref,
-            target_type=target_type, service_ref=ServiceReference(name=self.name, port=port.port),
-            ip_address_type=ip_type, multi_cluster_target_group=cfg.multi_cluster_target_group,
+            name=tg.name, namespace=self.namespace, target_group_arn=ref,
+            target_type=cfg.target_type, service_ref=ServiceReference(name=service,
+                                                                      port=port.port),
+            ip_address_type=tg.ip_address_type,
+            multi_cluster_target_group=cfg.multi_cluster_target_group,
             node_selector=(dict(cfg.target_node_labels)
-                           if target_type == "instance" and cfg.target_node_labels else None),
+                           if cfg.target_type == "instance" and cfg.target_node_labels
+                           else None),
             networking=binding_networking(
                 self.groups.target_source, self._networking_ports(port, self._traffic_port(
                     port.spec, tg_port)),
@@ -563,7 +715,9 @@ __all__ = [
     "LOAD_BALANCER_ID",
     "MODEL_VERSION",
     "InvalidService",
+    "MissingService",
     "ModelSettings",
+    "ServiceLookup",
     "admission_refusal",
     "build_stack",
     "checkpoint_input",

@@ -8,7 +8,10 @@ One reconcile, in the steps every controller takes:
    finalizer and the checkpoint (one PATCH). Except a Service upstream serves and this
    controller does not (another type than LoadBalancer asking for an NLB by annotation): left
    alone with a Warning, its load balancer untouched;
-3. build (pure stage): Service + annotations + settings → Stack. Bad input (`InvalidInput`,
+3. build (pure stage): Service + annotations + settings → Stack; then every target group a
+   listener forwards to by ARN (`actions.<PROTOCOL>-<port>`) is checked as the Ingress's are
+   (`controller.targetgroupaccess`: same VPC, not another cluster's or namespace's, not filled
+   by another namespace's binding). Bad input (`InvalidInput`,
    a key that narrows access and cannot be honoured included) → Warning Event
    `FailedBuildModel`, condition False, terminal error: no AWS call, not retried until the
    Service changes. Keys under our prefixes that are not acted on get a Warning each
@@ -32,7 +35,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from controller import checkpoint, gates
+from controller import checkpoint, gates, targetgroupaccess
 from controller.annotationreview import Finding, FindingLog, summarized
 from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
@@ -42,6 +45,7 @@ from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter, Recorder
+from controller.service.actions import other_target_group_arns, parse_listener_actions
 from controller.service.annotations import (
     annotation_findings,
     qualifies,
@@ -96,8 +100,8 @@ class ServiceReconciler:
                  deployer: StackDeployer, recorder: Recorder, settings: ModelSettings,
                  checkpoints: bool = True, lane: bool = True, clock: Clock | None = None,
                  cleanup_poll: float = 5.0,
-                 stabilization_interval: float = DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
-                 ) -> None:
+                 stabilization_interval: float = DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL,
+                 target_groups: targetgroupaccess.TargetGroupLookup | None = None) -> None:
         self._services = services
         self._bindings = bindings
         self._deployer = deployer
@@ -110,6 +114,7 @@ class ServiceReconciler:
         self._bindings_writer = BindingWriter(client)
         self._apply = StackApplier(deployer=deployer, writer=self._writer,
                                    bindings=self._bindings_writer, clock=self._clock)
+        self._target_groups = target_groups
         # Safety net only: a binding's deletion event wakes the Service anyway.
         self._cleanup_poll = cleanup_poll
         # A new load balancer still provisioning: its capacity reservation waits this long.
@@ -123,7 +128,7 @@ class ServiceReconciler:
         deleted by hand while the controller was down (one without its finalizer yet leaves no
         deletion event to replay), the finalizer, address or ready condition gone. A LOW
         verification would repair those too, but only at the lane's pace."""
-        stack = checkpoint_input(obj, settings=self._settings)
+        stack = checkpoint_input(obj, settings=self._settings, services=self._services.get)
         if stack is None or not self._converged_in_cache(obj, stack):
             return None
         return checkpoint.compute(stack, version=MODEL_VERSION)
@@ -154,8 +159,9 @@ class ServiceReconciler:
                 return Result()
             return await self._cleanup(svc)
         try:  # 3. build
-            stack = build_stack(svc, settings=self._settings)
+            stack = build_stack(svc, settings=self._settings, services=self._services.get)
             findings = self._findings(svc)
+            await self._check_forwards(svc)
         except InvalidInput as exc:
             await self._fail(svc, "FailedBuildModel", exc.condition_reason, str(exc))
             raise TerminalError(str(exc)) from None
@@ -170,6 +176,26 @@ class ServiceReconciler:
         return annotation_findings(
             svc, advanced_health_check=self._settings.advanced_health_check,
             capacity_reservation=gates.enabled(self._settings.gates, "LBCapacityReservation"))
+
+    async def _check_forwards(self, svc: Obj) -> None:
+        """Raises a `NotOwned` (or `TargetGroupMissing`) for a target group the Service's
+        listeners may not forward to; the facts are cached (`TargetGroupLookup`), so this
+        costs a lookup per target group every few minutes, and nothing without such keys."""
+        arns = other_target_group_arns(parse_listener_actions(svc))
+        if not arns or self._target_groups is None:
+            return
+        namespace = str(meta(svc).get("namespace") or "")
+        for arn in arns:
+            try:
+                facts = await self._target_groups.facts(arn)
+                targetgroupaccess.check_target_group(
+                    facts, namespace=namespace, vpc_id=self._settings.cluster.vpc_id,
+                    cluster_name=self._settings.cluster.name)
+                targetgroupaccess.check_forward(facts, namespace=namespace,
+                                                bindings=targetgroupaccess.bindings_of(
+                                                    self._bindings.by_index, facts))
+            except InvalidInput as exc:
+                raise type(exc)(f"service {stack_id(svc)}: forward to {arn}: {exc}") from None
 
     def _tell(self, svc: Obj, findings: Sequence[Finding]) -> None:
         """One Warning per finding the Service has not been told about: not by this process,

@@ -14,12 +14,21 @@ from controller.reconcilers import controller_options
 from controller.service.reconciler import ServiceReconciler
 from controller.service.settings import Settings
 from controller.service.watches import (
+    BACKEND_SERVICE_INDEX,
     SERVICE_STACK_INDEX,
+    backend_service_index,
+    backend_view,
     binding_view,
     service_for_binding,
     service_stack_index,
     service_view,
+    services_for_backend,
     services_we_build,
+)
+from controller.targetgroupaccess import (
+    TARGET_GROUP_INDEX,
+    TargetGroupLookup,
+    binding_target_group_index,
 )
 from runtime.builder import ControllerBuilder
 from runtime.controller import Controller
@@ -41,6 +50,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     controller of this process shares it; `snapshot`: the process's region snapshot,
     likewise."""
     services = informers.informer(manager, SERVICES)
+    services.add_indexer(BACKEND_SERVICE_INDEX, backend_service_index)
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster.name,
@@ -51,13 +61,15 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
+    bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
     return ServiceReconciler(
         client=manager.client, services=services.store, bindings=bindings.store,
         deployer=deployer,
         recorder=counting_recorder(manager.recorder, manager.registry), settings=settings.model,
         checkpoints=settings.lanes.checkpoints, lane=settings.lanes.lane, clock=manager.clock,
         cleanup_poll=settings.cleanup_poll,
-        stabilization_interval=settings.stabilization_interval)
+        stabilization_interval=settings.stabilization_interval,
+        target_groups=TargetGroupLookup(pool, clock=manager.clock))
 
 
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
@@ -79,6 +91,10 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             # would skip.
             .watches(manager.informer(TARGETGROUPBINDINGS), service_for_binding,
                      predicates=[ViewChanged(binding_view)])
+            # A weighted action's backend Service (any type) wakes the Services naming it.
+            .watches(informers.informer(manager, SERVICES),
+                     services_for_backend(informers.informer(manager, SERVICES).store),
+                     predicates=[ViewChanged(backend_view)])
             .with_options(controller_options(settings.lanes, settings.config.workers,
                                              gate=pool.verification_budget))
             .complete(talking(manager.registry, manager.clock, CONTROLLER_NAME, reconciler)))

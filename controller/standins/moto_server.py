@@ -56,9 +56,18 @@ class MotoStandIn:
     def start(self) -> MotoStandIn:
         if self._server is not None:
             return self
-        from controller.standins import moto_capacity, moto_fidelity, moto_pools, moto_routing
+        from controller.standins import (
+            moto_capacity,
+            moto_fidelity,
+            moto_pools,
+            moto_quic,
+            moto_routing,
+            moto_targetcontrol,
+        )
 
         moto_fidelity.apply()
+        moto_quic.apply()
+        moto_targetcontrol.apply()
         moto_routing.apply()
         moto_capacity.apply()
         moto_pools.apply()

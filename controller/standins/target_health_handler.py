@@ -107,8 +107,13 @@ class TargetHealthHandler:
                       for d in at_moto["TargetHealthDescriptions"]]
         requested = _specs(form) or None
         descriptions = self.model.describe(facts, registered, requested)
+        # QUIC targets' server IDs (moto_quic) are moto's to keep: answered as moto has them.
+        server_ids = {(d["Target"]["Id"], d["Target"].get("Port")): d["Target"]["QuicServerId"]
+                      for d in at_moto["TargetHealthDescriptions"]
+                      if d["Target"].get("QuicServerId")}
         result = ("<TargetHealthDescriptions>"
-                  + "".join(_description_xml(d) for d in descriptions)
+                  + "".join(_description_xml(d, server_ids.get((d.id, d.port)))
+                            for d in descriptions)
                   + "</TargetHealthDescriptions>")
         content_type, body = query_response(aws.service, aws.operation, result)
         return Answer(200, content_type, body, "ok")
@@ -215,11 +220,12 @@ def _element(name: str, value: object | None) -> str:
     return "" if value is None else f"<{name}>{escape(str(value))}</{name}>"
 
 
-def _description_xml(description: TargetDescription) -> str:
+def _description_xml(description: TargetDescription, server_id: str | None = None) -> str:
     health = description.health
     return ("<member><Target>" + _element("Id", description.id)
             + _element("Port", description.port)
-            + _element("AvailabilityZone", description.zone) + "</Target>"
+            + _element("AvailabilityZone", description.zone)
+            + _element("QuicServerId", server_id) + "</Target>"
             + _element("HealthCheckPort", description.health_check_port)
             + "<TargetHealth>" + _element("State", health.state)
             + _element("Reason", health.reason) + _element("Description", health.description)

@@ -4,6 +4,7 @@ what admission shares with the reconciler (defaults and checks, readiness-gate i
 from controller.targetgroupbinding.admission import BindingAdmission
 from controller.targetgroupbinding.checks import Scope
 from controller.targetgroupbinding.injection import gates_for, with_gates
+from controller.targetgroupbinding.quic import ServerIdGenerator, WorkerIds, with_server_ids
 from controller.targetgroupbinding.settings import Settings, TargetGroupBindingConfig
 from controller.targetgroupbinding.wiring import (
     CONTROLLER_NAME,
@@ -12,6 +13,18 @@ from controller.targetgroupbinding.wiring import (
     setup,
 )
 
-__all__ = ["CONTROLLER_NAME", "BindingAdmission", "Scope", "Settings",
-           "TargetGroupBindingConfig", "build_reconciler", "gates_for", "pods_informer", "setup",
-           "with_gates"]
+__all__ = [
+    "CONTROLLER_NAME",
+    "BindingAdmission",
+    "Scope",
+    "ServerIdGenerator",
+    "Settings",
+    "TargetGroupBindingConfig",
+    "WorkerIds",
+    "build_reconciler",
+    "gates_for",
+    "pods_informer",
+    "setup",
+    "with_gates",
+    "with_server_ids",
+]

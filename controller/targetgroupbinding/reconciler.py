@@ -46,6 +46,9 @@ from prometheus_client import Gauge, Histogram
 from controller import checkpoint as stack_checkpoint
 from controller import targetgroupaccess
 from controller.apis import (
+    DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME,
+    QUIC_ENABLED_CONTAINERS_ANNOTATION,
+    QUIC_PROTOCOLS,
     REGISTERED_TARGET_GROUP_ANNOTATION,
     TARGETGROUPBINDING_FINALIZER,
     TARGETGROUPBINDINGS,
@@ -75,7 +78,8 @@ from controller.targetgroupbinding.multicluster import (
     deregistrable,
 )
 from controller.targetgroupbinding.networking import BindingNetworking, pod_address
-from controller.targetgroupbinding.pods import GATE_INDEX, pending_endpoints
+from controller.targetgroupbinding.pods import GATE_INDEX, pending_endpoints, pod_endpoints
+from controller.targetgroupbinding.quic import server_id_for
 from controller.targetgroupbinding.readiness import ReadinessGates
 from controller.targetgroupbinding.slicecache import (
     SlicesNotCached,
@@ -139,7 +143,8 @@ class TargetGroupBindingReconciler:
                  endpoints_fail_open: bool = True,
                  target_group_info: Gauge | None = None,
                  readiness_gate_ready: Histogram | None = None,
-                 crd: CRDGuard | None = None) -> None:
+                 crd: CRDGuard | None = None,
+                 quic_env: str = DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME) -> None:
         self._client = client
         # None: every deletion deregisters (no CRD watch; unit tests).
         self._crd = crd
@@ -154,6 +159,7 @@ class TargetGroupBindingReconciler:
         self._writer = ObjectWriter(client, TARGETGROUPBINDINGS, recorder, self._clock)
         # Pod readiness gates (ip targets); without a pod cache, pods only count once ready.
         self._pods = pods
+        self._quic_env = quic_env  # --quic-environment-variable-name
         self._gates = (ReadinessGates(client, pods, self._clock,
                                       ready_seconds=readiness_gate_ready)
                        if pods is not None else None)
@@ -256,7 +262,13 @@ class TargetGroupBindingReconciler:
                                         bindings=self._bindings)
             target_type = check_target_type(spec, tg)
             check_role_target_type(spec, target_type)
+            if tg.protocol in QUIC_PROTOCOLS and target_type != "ip":
+                raise InvalidSpec(f"target group {tg.arn} is {tg.protocol}: its targets are "
+                                  "registered with their pods' QUIC server IDs, so it needs "
+                                  f"targetType ip, not {target_type}")
             endpoints = await self._fetched_endpoints(tgb, spec, target_type, family)
+            server_ids = (await self._quic_server_ids(tgb, spec, family)
+                          if tg.protocol in QUIC_PROTOCOLS else None)
             await self._check_networking(tgb, spec, tg, target_type, endpoints)
         except InvalidInput as exc:
             await self._invalid(tgb, exc)
@@ -290,7 +302,7 @@ class TargetGroupBindingReconciler:
             annotations={REGISTERED_TARGET_GROUP_ANNOTATION: tg.arn}))
         try:  # 6. deploy
             await self._reconcile_networking(tgb, spec, target_type, endpoints)
-            changed = await self._sync_targets(tgb, spec, tg, endpoints)
+            changed = await self._sync_targets(tgb, spec, tg, endpoints, server_ids)
         except TargetGroupNotFound as exc:
             # Deleted behind our back since it was resolved: as if the spec named a missing
             # one (a managed binding gets a new ARN when its Service's stack is deployed).
@@ -442,14 +454,53 @@ class TargetGroupBindingReconciler:
     def _services_in_use(self) -> set[str]:
         return set(self._bindings.list_index_values(SERVICE_INDEX))
 
+    async def _quic_server_ids(self, tgb: Obj, spec: TargetGroupBindingSpec,
+                               family: str) -> dict[Target, str]:
+        """Each pod endpoint's QUIC server ID, from the pod cache (quic.py); an endpoint
+        whose pod has none is left out."""
+        svc_key = f"{namespace_of(tgb)}/{spec.service_ref.name}"
+        port = find_service_port(self._services.get(svc_key), spec.service_ref.port,
+                                 service_key=svc_key)
+        slices = self._slices.by_index(SLICE_SERVICE_INDEX, svc_key)
+        if any(is_index_entry(s) for s in slices):
+            slices = await fetch_slices(self._client, svc_key)
+        found: dict[Target, str] = {}
+        for target, endpoint, pod_key in pod_endpoints(port, slices, ip_address_type=family):
+            pod = self._pods.get(pod_key) if self._pods is not None else None
+            if pod is None or (endpoint.uid and dig(pod, "metadata", "uid") != endpoint.uid):
+                continue
+            server_id = server_id_for(pod, target.port, self._quic_env)
+            if server_id is not None:
+                found[target] = server_id
+        return found
+
     async def _sync_targets(self, tgb: Obj, spec: TargetGroupBindingSpec, tg: TargetGroupInfo,
-                            endpoints: EndpointSet) -> bool:
+                            endpoints: EndpointSet,
+                            server_ids: dict[Target, str] | None = None) -> bool:
         ns, name = str(meta(tgb)["namespace"]), str(meta(tgb)["name"])
         desired = endpoints.targets
         groups = self._groups(spec)
         current = await groups.current_targets(tg.arn)
-        to_register = sorted(desired - current)
-        extra = current - desired
+        changed_ids: set[Target] = set()
+        if server_ids is not None:
+            # A QUIC target is registered with its server ID or not at all (upstream drops it
+            # with a log line; here the binding is told).
+            missing = sorted(t for t in desired if t not in server_ids)
+            if missing:
+                self._writer.event(
+                    tgb, "Warning", "QUICServerIDMissing",
+                    f"{len(missing)} target(s) of {tg.protocol} target group {tg.name or tg.arn}"
+                    f" have no QUIC server ID and are not registered (first: "
+                    f"{missing[0].identifier}); their pods need the annotation "
+                    f"{QUIC_ENABLED_CONTAINERS_ANNOTATION} naming a container with "
+                    f"{self._quic_env}, injected by the pod webhook")
+            desired = frozenset(t for t in desired if t in server_ids)
+            # A new pod on a former pod's address carries another ID: registered anew.
+            registered_ids = groups.server_ids(tg.arn)
+            changed_ids = {t for t in desired & current
+                           if registered_ids.get(t) != server_ids[t]}
+        to_register = sorted((desired - current) | changed_ids)
+        extra = (current - desired) | changed_ids
         # A multi-cluster binding always goes by its tracking record; one that was switched
         # off keeps going by it while the ConfigMap exists: without it, the targets other
         # clusters registered could not be told from ours.
@@ -501,7 +552,7 @@ class TargetGroupBindingReconciler:
             await self._tracker.write(ns, name, (t.identifier for t in desired),
                                       owner=owner_reference(tgb, TARGETGROUPBINDINGS))
         if to_register:
-            await groups.register(tg.arn, to_register)
+            await groups.register(tg.arn, to_register, server_ids)
         if to_register or to_deregister:
             log.info("targets changed", binding=f"{ns}/{name}", registered=len(to_register),
                      deregistered=len(to_deregister), target_group=tg.arn)

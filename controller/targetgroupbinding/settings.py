@@ -5,9 +5,11 @@ where `spec.networking` rules are kept)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from controller import flagrules
+from controller.apis import DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME
 from controller.defaults import (
     DEFAULT_MAX_BACKOFF,
     DEFAULT_MAX_CONCURRENT_RECONCILES,
@@ -20,6 +22,17 @@ from controller.settings import ClusterScope
 from runtime import flagvalues
 from runtime.featuregates import FeatureGates
 from runtime.flags import flag
+
+# What a container's environment variable may be named (Kubernetes' C identifier rule, which
+# `kubectl` and the API server check for env[].name).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(name: str) -> str | None:
+    if not _ENV_NAME.fullmatch(name):
+        return f"{name!r} is not an environment variable name (letters, digits and '_', " \
+               "not starting with a digit)"
+    return None
 
 
 def _namespaces(names: frozenset[str]) -> str | None:
@@ -67,6 +80,13 @@ class TargetGroupBindingConfig:
         check=lambda on: None if on else "false is not supported: aiolbc reads ip targets from "
         "EndpointSlices only",
         help="read ip targets from EndpointSlices (the only source aiolbc reads)")
+
+    # Read by the pod webhook too, which injects the IDs (app.py hands it this section's value).
+    quic_environment_variable_name: str = flag(
+        "--quic-environment-variable-name", default=DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME,
+        parse=str, check=_env_name,
+        help="the environment variable a pod's QUIC server ID is injected into and read from "
+        "(targets of QUIC and TCP_QUIC target groups are registered with it)")
 
     @property
     def workers(self) -> Workers:

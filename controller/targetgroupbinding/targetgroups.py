@@ -102,6 +102,8 @@ class _Health:
     fetched_at: float
     volatile: bool
     states: dict[Target, TargetState] = field(default_factory=dict)
+    # A QUIC target group's targets' server IDs, as registered.
+    server_ids: dict[Target, str] = field(default_factory=dict)
 
 
 class TargetGroups:
@@ -337,6 +339,7 @@ class TargetGroups:
         known = {t: t for t in cached.targets} if cached is not None else {}
         targets: set[Target] = set()
         states: dict[Target, TargetState] = {}
+        server_ids: dict[Target, str] = {}
         volatile = False
         for desc in resp.get("TargetHealthDescriptions") or []:
             target = desc.get("Target") or {}
@@ -350,10 +353,17 @@ class TargetGroups:
             key = Target(str(target["Id"]), int(target.get("Port") or 0))
             key = known.get(key, key)
             targets.add(key)
+            if target.get("QuicServerId"):
+                server_ids[key] = str(target["QuicServerId"])
             states[key] = self._state(state, health.get("Reason") or "",
                                       health.get("Description") or "")
-        self._health[arn] = _Health(targets, now, volatile, states)
+        self._health[arn] = _Health(targets, now, volatile, states, server_ids)
         return set(targets)
+
+    def server_ids(self, arn: str) -> dict[Target, str]:
+        """The QUIC server IDs of the targets `current_targets` read (and registered since)."""
+        cached = self._health.get(arn)
+        return dict(cached.server_ids) if cached is not None else {}
 
     def _state(self, state: str, reason: str, description: str) -> TargetState:
         """The one TargetState object for this health (AWS reports a handful of them)."""
@@ -371,18 +381,24 @@ class TargetGroups:
         cached = self._health.get(arn)
         return dict(cached.states) if cached is not None else {}
 
-    async def register(self, arn: str, targets: Sequence[Target]) -> None:
+    async def register(self, arn: str, targets: Sequence[Target],
+                       server_ids: Mapping[Target, str] | None = None) -> None:
         """TargetGroupNotFound when the target group went behind our back (the cached health
-        and facts said otherwise)."""
+        and facts said otherwise). `server_ids`: a QUIC target group's targets' IDs."""
+        ids = server_ids or {}
         for chunk in _chunks(targets):
             try:
-                await self._calls.call("RegisterTargets", TargetGroupArn=arn,
-                                       Targets=[{"Id": t.id, "Port": t.port} for t in chunk])
+                await self._calls.call("RegisterTargets", TargetGroupArn=arn, Targets=[
+                    {"Id": t.id, "Port": t.port,
+                     **({"QuicServerId": ids[t]} if t in ids else {})} for t in chunk])
             except AWSError as exc:
                 if exc.code == "TargetGroupNotFound":
                     raise self._gone(arn) from None
                 raise
             self._adjust(arn, add=chunk)
+            cached = self._health.get(arn)
+            if cached is not None:
+                cached.server_ids.update((t, ids[t]) for t in chunk if t in ids)
 
     async def deregister(self, arn: str, targets: Sequence[Target]) -> None:
         """TargetGroupNotFound as `register`."""
@@ -412,6 +428,7 @@ class TargetGroups:
             cached.states.setdefault(target, REGISTERING)
         for target in remove:
             cached.states.pop(target, None)
+            cached.server_ids.pop(target, None)
         # Fresh registrations start out `initial` at AWS; look again next time.
         cached.volatile = cached.volatile or bool(add)
 

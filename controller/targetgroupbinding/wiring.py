@@ -8,7 +8,7 @@ import dataclasses
 import math
 
 from controller import gates, informers
-from controller.apis import TARGETGROUPBINDINGS
+from controller.apis import DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, RegionSnapshot, metrics_for
 from controller.lbcmetrics import counting_recorder, lbc_metrics_for, talking
 from controller.reconcilers import controller_options
@@ -19,10 +19,10 @@ from controller.targetgroupbinding.multicluster import TargetTracker
 from controller.targetgroupbinding.networking import BindingNetworking
 from controller.targetgroupbinding.pods import (
     GATE_INDEX,
+    PodTrimmer,
     bindings_of_pod,
     gate_index,
     pod_view,
-    slim_pod,
 )
 from controller.targetgroupbinding.reconciler import TargetGroupBindingReconciler
 from controller.targetgroupbinding.settings import Settings
@@ -64,10 +64,11 @@ def hot_loop_options(requeue_duration: float) -> HotLoopOptions:
     return dataclasses.replace(defaults, limit=max(defaults.limit or 0, own))
 
 
-def pods_informer(manager: Manager) -> SharedInformer:
-    """The shared pod cache, cut down to what readiness gates need (pods.py), indexed by the
-    bindings their gates name."""
-    pods = informers.informer(manager, PODS, transform=slim_pod)
+def pods_informer(manager: Manager, *,
+                  quic_env: str = DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME) -> SharedInformer:
+    """The shared pod cache, cut down to what readiness gates and QUIC server IDs need
+    (pods.py), indexed by the bindings their gates name."""
+    pods = informers.informer(manager, PODS, transform=PodTrimmer(quic_env))
     pods.add_indexer(GATE_INDEX, gate_index)
     return pods
 
@@ -97,6 +98,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     """The reconciler on the manager's shared informers (and their indexes), without a
     controller: `setup` runs it on a queue; benchmarks call it directly. `snapshot`: the
     process's region snapshot, which paced verifications read target groups from."""
+    quic_env = settings.config.quic_environment_variable_name
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_INDEX, binding_service_index)
     bindings.add_indexer(TARGET_TYPE_INDEX, binding_target_type_index)
@@ -127,7 +129,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         recorder=counting_recorder(manager.recorder, manager.registry),
         scope=Scope(cluster_name=settings.cluster.name, vpc_id=settings.cluster.vpc_id),
         clock=manager.clock, checkpoints=settings.lanes.checkpoints,
-        pods=pods_informer(manager).store,
+        pods=pods_informer(manager, quic_env=quic_env).store, quic_env=quic_env,
         requeue_duration=settings.config.requeue_duration,
         networking=networking, targets_trusted_for=settings.targets_trusted_for,
         max_targets_per_target_group=settings.config.max_targets_per_target_group,
@@ -140,6 +142,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
 def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
           snapshot: RegionSnapshot | None = None) -> Controller:
     reconciler = build_reconciler(manager, pool=pool, settings=settings, snapshot=snapshot)
+    quic_env = settings.config.quic_environment_variable_name
     bindings = manager.informer(TARGETGROUPBINDINGS)
     return (ControllerBuilder(manager, CONTROLLER_NAME)
             .for_(bindings, priority=reconciler.priority,
@@ -147,10 +150,12 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             .watches(informers.informer(manager, SERVICES), bindings_of_service(bindings.store),
                      predicates=[ViewChanged(service_view)])
             .watches(manager.informer(ENDPOINTSLICES), bindings_of_slice(bindings.store),
-                     predicates=[SliceChanged(bindings.store, pods_informer(manager).store)])
+                     predicates=[SliceChanged(bindings.store, pods_informer(
+                         manager, quic_env=quic_env).store)])
             .watches(informers.informer(manager, NODES), bindings_of_node(bindings.store),
                      predicates=[ViewChanged(node_view)])
-            .watches(pods_informer(manager), bindings_of_pod, predicates=[ViewChanged(pod_view)])
+            .watches(pods_informer(manager, quic_env=quic_env), bindings_of_pod,
+                     predicates=[ViewChanged(pod_view)])
             .with_options(dataclasses.replace(controller_options(
                 settings.lanes, settings.config.workers, gate=pool.verification_budget),
                 hot_loop=hot_loop_options(settings.config.requeue_duration)))

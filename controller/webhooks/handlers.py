@@ -18,7 +18,7 @@ bound the wait)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -30,11 +30,17 @@ from controller.errors import InvalidInput
 from controller.ingress.exclusions import GroupNamespaces
 from controller.lbcmetrics import ERROR_CATEGORY_ANNOTATION
 from controller.model.addons import web_acl_not_found
-from controller.targetgroupbinding import BindingAdmission, gates_for, with_gates
+from controller.targetgroupbinding import (
+    BindingAdmission,
+    gates_for,
+    with_gates,
+    with_server_ids,
+)
 from runtime.clock import Clock, RealClock
 from runtime.failures import describe
 from runtime.informer import SharedInformer
 from runtime.objects import Obj, dig, key_of
+from runtime.store import Store
 from runtime.webhook import (
     AdmissionRequest,
     AdmissionResponse,
@@ -48,6 +54,7 @@ log = structlog.get_logger("webhooks")
 
 # Upstream's paths, so that either controller's webhook configurations reach the other's server.
 MUTATE_POD: Final = "/mutate-v1-pod"
+MUTATE_POD_SERVER_ID: Final = "/mutate-v1-pod-server-id"
 MUTATE_SERVICE: Final = "/mutate-v1-service"
 MUTATE_TARGETGROUPBINDING: Final = "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
 VALIDATE_TARGETGROUPBINDING: Final = "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
@@ -56,6 +63,16 @@ VALIDATE_INGRESSCLASSPARAMS: Final = "/validate-elbv2-k8s-aws-v1beta1-ingresscla
 # The failurePolicy of every webhook in manifests/webhook/ (a test keeps them equal): how the
 # server answers for a handler that fails or runs out of time.
 FAILURE_POLICY: Final[FailurePolicy] = "Ignore"
+# Except the QUIC server IDs' (upstream's Fail): a pod admitted without its ID can never get one
+# (a container's environment is fixed), so its targets would never be registered; better the
+# pod waits for the controller than serves nothing.
+FAILURE_POLICIES: Final[Mapping[str, FailurePolicy]] = {MUTATE_POD_SERVER_ID: "Fail"}
+
+
+def failure_policy(path: str) -> FailurePolicy:
+    """The failurePolicy of the webhook on `path` (the shipped configurations')."""
+    return FAILURE_POLICIES.get(path, FAILURE_POLICY)
+
 # Lines a minute about reads skipped for one reason, at most: a flood of reviews while AWS
 # fails must not become a flood of log lines.
 _SKIPPED_LOG_INTERVAL: Final = 60.0
@@ -122,6 +139,22 @@ class PodReadinessGateMutator:
         gates = gates_for(pod, namespace, bindings=self.bindings.store,
                           services=self.services.store)
         return patched(pod, with_gates(pod, gates))
+
+
+@dataclass(frozen=True, slots=True)
+class PodServerIdMutator:
+    """`quicid.elbv2.k8s.aws`: QUIC server IDs for the containers a new pod's
+    `aws-load-balancer-quic-enabled-containers` annotation names, in opted-in namespaces
+    (`controller.targetgroupbinding.quic`)."""
+
+    env_name: str  # --quic-environment-variable-name
+    generate: Callable[[], Awaitable[str]]
+
+    async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
+        if request.operation != "CREATE":
+            return allowed()
+        pod = _object(request)
+        return patched(pod, await with_server_ids(pod, self.env_name, self.generate))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +274,7 @@ class ServiceMutator:
     load_balancer_class: str
     enabled: bool = True  # --enable-service-mutator-webhook
     model: service.ModelSettings | None = None  # the Service controller's model settings
+    services: Store | None = None  # the Service cache: weighted actions' backend Services
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         svc = _object(request)
@@ -256,13 +290,30 @@ class ServiceMutator:
         warnings = service.admission_warnings(
             mutated, load_balancer_class=self.load_balancer_class,
             advanced_health_check=self.model is None or self.model.advanced_health_check)
-        refusal = (service.admission_refusal(mutated, settings=self.model)
+        refusal = (service.admission_refusal(
+            mutated, settings=self.model,
+            services=self.services.get if self.services is not None else None)
                    if self.model is not None else None)
         return patched(svc, mutated, warnings=[*warnings, *([refusal] if refusal else [])])
 
 
-__all__ = ["FAILURE_POLICY", "MUTATE_POD", "MUTATE_SERVICE", "MUTATE_TARGETGROUPBINDING",
-           "VALIDATE_INGRESS", "VALIDATE_INGRESSCLASSPARAMS", "VALIDATE_TARGETGROUPBINDING",
-           "IngressClassParamsValidator", "IngressValidator", "PodReadinessGateMutator",
-           "ServiceMutator", "SkippedReads", "TargetGroupBindingMutator",
-           "TargetGroupBindingValidator"]
+__all__ = [
+    "FAILURE_POLICIES",
+    "FAILURE_POLICY",
+    "MUTATE_POD",
+    "MUTATE_POD_SERVER_ID",
+    "MUTATE_SERVICE",
+    "MUTATE_TARGETGROUPBINDING",
+    "VALIDATE_INGRESS",
+    "VALIDATE_INGRESSCLASSPARAMS",
+    "VALIDATE_TARGETGROUPBINDING",
+    "IngressClassParamsValidator",
+    "IngressValidator",
+    "PodReadinessGateMutator",
+    "PodServerIdMutator",
+    "ServiceMutator",
+    "SkippedReads",
+    "TargetGroupBindingMutator",
+    "TargetGroupBindingValidator",
+    "failure_policy",
+]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from controller import flagrules, ingress
+from controller.apis import DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME
 from controller.defaults import (
     DEFAULT_WEBHOOK_BIND_PORT,
     DEFAULT_WEBHOOK_CERT_DIR,
@@ -114,6 +115,9 @@ class Settings:
     config: WebhookConfig = field(default_factory=WebhookConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)  # the mutator's class
     gates: FeatureGates = field(default_factory=FeatureGates)
+    # --quic-environment-variable-name (the TargetGroupBinding controller's flag, which reads
+    # the IDs the pod webhook injects).
+    quic_env: str = DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME
 
 
 __all__ = ["Settings", "WebhookConfig"]

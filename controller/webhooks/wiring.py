@@ -9,10 +9,10 @@ from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
 from controller.lbcmetrics import lbc_metrics_for
 from controller.targetgroupaccess import TARGET_GROUP_INDEX, binding_target_group_index
-from controller.targetgroupbinding import BindingAdmission
+from controller.targetgroupbinding import BindingAdmission, ServerIdGenerator, WorkerIds
 from controller.webhooks.handlers import (
-    FAILURE_POLICY,
     MUTATE_POD,
+    MUTATE_POD_SERVER_ID,
     MUTATE_SERVICE,
     MUTATE_TARGETGROUPBINDING,
     VALIDATE_INGRESS,
@@ -21,10 +21,12 @@ from controller.webhooks.handlers import (
     IngressClassParamsValidator,
     IngressValidator,
     PodReadinessGateMutator,
+    PodServerIdMutator,
     ServiceMutator,
     SkippedReads,
     TargetGroupBindingMutator,
     TargetGroupBindingValidator,
+    failure_policy,
 )
 from controller.webhooks.settings import Settings
 from runtime.manager import Manager
@@ -74,12 +76,14 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
                 cluster=settings.ingress.cluster,
                 load_balancer_class=settings.service.load_balancer_class,
                 defaults=settings.ingress.defaults, backend_sg=settings.ingress.backend_sg,
-                gates=settings.gates)),
+                gates=settings.gates), services=services.store),
     }
+    generator = ServerIdGenerator(WorkerIds(manager.client).take, clock=manager.clock)
+    handlers[MUTATE_POD_SERVER_ID] = PodServerIdMutator(settings.quic_env, generator.generate)
     metrics = lbc_metrics_for(manager.registry)
     for path, handler in handlers.items():
         server.register(path, metrics.counting_failures(path, handler),
-                        failure_policy=FAILURE_POLICY)
+                        failure_policy=failure_policy(path))
     manager.add_webhook_server(server)
     return server
 

@@ -14,12 +14,14 @@ from controller.ingress.model import BuiltGroup, build_group
 from runtime.objects import Obj
 from runtime.reconcile import Request
 from tests.support.objects import (
+    WEB_PORTS,
     backend_service,
     class_params,
     ingress,
     ingress_class,
     ingress_path,
     secret,
+    service_port,
     web_service,
 )
 from tests.unit.controller.ingress.caches import SETTINGS, caches, loader
@@ -48,6 +50,7 @@ TARGET_GROUP: Final = {
     "auth-scope": "openid email",
     "auth-session-cookie": "session", "auth-session-timeout": "3600",
     "auth-on-unauthenticated-request": "deny",
+    "target-control-port.web.80": "9000",
 }
 INGRESS: Final = {
     **TARGET_GROUP,
@@ -101,6 +104,9 @@ SERVICE: Final = {
     "aws-load-balancer-proxy-protocol": "*",
     "aws-load-balancer-multi-cluster-target-group": "true",
     "aws-load-balancer-listener-attributes.TLS-443": "tcp.idle_timeout.seconds=60",
+    "actions.TLS-443": '{"type": "forward", "forwardConfig": {"baseServiceWeight": 1, '
+                       '"targetGroups": [{"targetGroupARN": "arn:aws:elasticloadbalancing:'
+                       'us-west-2:123456789012:targetgroup/b/1e7d7b29959735a4", "weight": 1}]}}',
     "aws-load-balancer-access-log-enabled": "true",
     "aws-load-balancer-access-log-s3-bucket-name": "logs",
     "aws-load-balancer-access-log-s3-bucket-prefix": "web",
@@ -117,6 +123,7 @@ SERVICE: Final = {
     "aws-load-balancer-proxy-protocol-per-target-group": "443",
     "aws-load-balancer-target-group-attributes.443": "deregistration_delay.timeout_seconds=60",
     "aws-load-balancer-private-ipv4-addresses": "10.0.1.5,10.0.2.5",
+    "aws-load-balancer-quic-enabled-ports": "dns",
 }
 # Read only when the scheme annotation is absent (upstream ignores it then); and the group
 # name takes the Ingress out of its implicit group.
@@ -176,4 +183,6 @@ def namespace_only_params() -> Obj:
 
 
 def nlb(annotations: Mapping[str, str]) -> dict[str, Any]:
-    return web_service(annotations, load_balancer_class=None)
+    # A UDP port too: the QUIC key upgrades it (no other port can be QUIC).
+    return web_service(annotations, load_balancer_class=None,
+                       ports=[*WEB_PORTS, service_port(53, 5353, "dns", protocol="UDP")])

@@ -69,7 +69,8 @@ def test_a_backend_service_is_read_for_exactly_its_acted_on_keys() -> None:
     with found_in() as found:
         build(c)
     assert found[id(svc["metadata"]["annotations"])] == INGRESS_BACKEND_KEYS
-    assert {INGRESS_PREFIX + k for k in TARGET_GROUP} == INGRESS_BACKEND_KEYS
+    assert {INGRESS_PREFIX + k.replace(".web.80", ".*") for k in TARGET_GROUP
+            } == INGRESS_BACKEND_KEYS
 
 
 def test_an_nlb_service_reads_exactly_the_acted_on_keys() -> None:
@@ -84,7 +85,8 @@ def test_an_nlb_service_reads_exactly_the_acted_on_keys() -> None:
 
 def test_the_rich_objects_carry_every_acted_on_key() -> None:
     """The objects above are what makes the tests above mean anything."""
-    assert {INGRESS_PREFIX + k.replace(".web", ".*").replace(".HTTPS-443", ".*")
+    assert {INGRESS_PREFIX + k.replace(".web.80", ".*").replace(".web", ".*")
+            .replace(".HTTPS-443", ".*")
             for k in {**INGRESS, **INGRESS_GROUP, **INGRESS_JWT}} == INGRESS_ANNOTATION_KEYS
     assert {SERVICE_PREFIX + k.replace(".TLS-443", ".*").replace(".443", ".*")
             for k in {**SERVICE, **SERVICE_INTERNAL, **SERVICE_PUBLIC_DUALSTACK}

@@ -228,17 +228,15 @@ def test_on_a_backend_service() -> None:
     assert scheme.message == ("annotation alb.ingress.kubernetes.io/scheme is read on the "
                               "Ingress, not on a backend Service; it is ignored here")
     assert not review({A + "wafv2-acl-arn": "arn"}, where="backend")[0].refused
-    # Upstream reads it there; aiolbc does not.
-    [agent] = review({A + "target-control-port.web.80": "9000"}, where="backend")
-    assert "is not acted on" in agent.message
-    # Upstream reads tags and target node labels there; so does aiolbc.
-    assert review({A + "tags": "a=b", A + "target-node-labels": "a=b"}, where="backend") == ()
+    # Upstream reads tags, target node labels and the target control port there; so does
+    # aiolbc.
+    assert review({A + "tags": "a=b", A + "target-node-labels": "a=b",
+                   A + "target-control-port.web.80": "9000"}, where="backend") == ()
     # Reported on the Ingress that uses the Service, named.
-    c, _ = ingress_world({}, {"target-control-port.web.80": "9000"})
+    c, _ = ingress_world({}, {"scheme": "internal"})
     assert [f.message for f in build(c).findings["default/shop"]] == [
-        "backend Service default/web: annotation alb.ingress.kubernetes.io/target-control-port"
-        ".web.80 is not acted on (aiolbc does not support the ALB Target Control Agent); it is "
-        "ignored"]
+        "backend Service default/web: annotation alb.ingress.kubernetes.io/scheme is read on "
+        "the Ingress, not on a backend Service; it is ignored here"]
     c, _ = ingress_world({}, {"auth-typ": "oidc"})
     with pytest.raises(BuildError, match=r"^Ingress default/shop: backend Service default/web: "
                                          r"annotation alb\.ingress\.kubernetes\.io/auth-typ"):

@@ -362,7 +362,7 @@ def test_upstreams_other_flags_have_upstreams_defaults() -> None:
             unbuilt.globalaccelerator_max_concurrent_reconciles) == (3, 3, 3, 1)
     assert unbuilt.globalaccelerator_max_exponential_backoff_delay == 1000.0
     assert cfg.stabilization.interval == 120.0
-    assert unbuilt.quic_environment_variable_name == "AWS_LBC_QUIC_SERVER_ID"
+    assert cfg.targetgroupbinding.quic_environment_variable_name == "AWS_LBC_QUIC_SERVER_ID"
     given = parse_config([
         "--cluster-name", "c", "--disable-ingress-class-annotation",
         "--disable-ingress-group-name-annotation=true", "--required-secrets-label", "a.io/b=c",
@@ -375,7 +375,7 @@ def test_upstreams_other_flags_have_upstreams_defaults() -> None:
     assert given.targetgroupbinding.max_targets_per_target_group == 500
     assert given.unbuilt.globalaccelerator_max_concurrent_reconciles == 2
     assert given.stabilization.interval == 60.0
-    assert given.unbuilt.quic_environment_variable_name == "SID"
+    assert given.targetgroupbinding.quic_environment_variable_name == "SID"
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -21,7 +21,11 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller.apis import READINESS_GATE_INJECT_LABEL, READINESS_GATE_INJECT_VALUE
+from controller.apis import (
+    QUIC_SERVER_ID_INJECT_LABEL,
+    READINESS_GATE_INJECT_LABEL,
+    READINESS_GATE_INJECT_VALUE,
+)
 from controller.app import setup_controllers
 from controller.aws import AWSClientPool, AWSSettings
 from controller.config import ControllerConfig, parse_config
@@ -383,7 +387,8 @@ def test_webhooks_reach_the_server_every_replica_runs(built: list[Doc]) -> None:
     assert named[port["targetPort"]] == WEBHOOK_PORT
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         assert _one(built, kind)["metadata"]["name"] == config.webhooks.configuration_name
-    served = {handlers.MUTATE_POD, handlers.MUTATE_TARGETGROUPBINDING,
+    served = {handlers.MUTATE_POD, handlers.MUTATE_POD_SERVER_ID,
+              handlers.MUTATE_TARGETGROUPBINDING,
               handlers.VALIDATE_TARGETGROUPBINDING, handlers.VALIDATE_INGRESS,
               handlers.VALIDATE_INGRESSCLASSPARAMS, handlers.MUTATE_SERVICE}
     for _, hook in _hooks(built):
@@ -397,21 +402,27 @@ def test_webhooks_reach_the_server_every_replica_runs(built: list[Doc]) -> None:
 
 def test_every_webhook_fails_open_and_the_pod_webhook_is_scoped(built: list[Doc]) -> None:
     hooks = {hook["name"]: hook for _, hook in _hooks(built)}
-    assert set(hooks) == {"mpod.elbv2.k8s.aws", "mtargetgroupbinding.elbv2.k8s.aws",
+    assert set(hooks) == {"mpod.elbv2.k8s.aws", "quicid.elbv2.k8s.aws",
+                          "mtargetgroupbinding.elbv2.k8s.aws",
                           "vtargetgroupbinding.elbv2.k8s.aws", "vingress.elbv2.k8s.aws",
                           "vingressclassparams.elbv2.k8s.aws", "mservice.elbv2.k8s.aws"}
-    assert {h["failurePolicy"] for h in hooks.values()} == {"Ignore"}
+    # The QUIC server IDs' webhook fails closed, as upstream's (a pod admitted without its ID
+    # could never be registered); every other one fails open.
+    assert {n: h["failurePolicy"] for n, h in hooks.items() if h["failurePolicy"] != "Ignore"
+            } == {"quicid.elbv2.k8s.aws": "Fail"}
     assert all(h["timeoutSeconds"] <= 10 for h in hooks.values())
-    pod = hooks["mpod.elbv2.k8s.aws"]
-    assert pod["namespaceSelector"]["matchExpressions"] == [{
-        "key": READINESS_GATE_INJECT_LABEL, "operator": "In",
-        "values": [READINESS_GATE_INJECT_VALUE]}]
-    # Never the controller's own pods.
     labels = _one(built, "Deployment")["spec"]["template"]["metadata"]["labels"]
-    [excluded] = pod["objectSelector"]["matchExpressions"]
-    assert excluded["operator"] == "NotIn"
-    assert labels[excluded["key"]] in excluded["values"]
-    assert [r["operations"] for r in pod["rules"]] == [["CREATE"]]
+    for name, label, value in (
+            ("mpod.elbv2.k8s.aws", READINESS_GATE_INJECT_LABEL, READINESS_GATE_INJECT_VALUE),
+            ("quicid.elbv2.k8s.aws", QUIC_SERVER_ID_INJECT_LABEL, "enabled")):
+        pod = hooks[name]
+        assert pod["namespaceSelector"]["matchExpressions"] == [{
+            "key": label, "operator": "In", "values": [value]}]
+        # Never the controller's own pods.
+        [excluded] = pod["objectSelector"]["matchExpressions"]
+        assert excluded["operator"] == "NotIn"
+        assert labels[excluded["key"]] in excluded["values"]
+        assert [r["operations"] for r in pod["rules"]] == [["CREATE"]]
     # The Service mutator ships on as upstream's (the controller is told so), never for the
     # controller's own Services.
     service = hooks["mservice.elbv2.k8s.aws"]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.apis import QUIC_ENABLED_CONTAINERS_ANNOTATION
 from controller.apis.catalogue import SERVICE_REVIEWED_PREFIXES, entry_for, reviewed
 from controller.main import build_parser
 from tests.support.paths import REPO
@@ -112,7 +113,11 @@ def run_flags() -> frozenset[str]:
 
 
 def annotation_known(key: str) -> bool:
-    """In the catalogue; a family's member (`actions.web`, `actions.<name>`) included."""
+    """In the catalogue; a family's member (`actions.web`, `actions.<name>`) included; or
+    upstream's one pod annotation under the Service prefix, which the catalogue of Service and
+    Ingress keys does not list."""
+    if key == QUIC_ENABLED_CONTAINERS_ANNOTATION:
+        return True
     return entry_for(key, "ingress" if key.startswith(INGRESS_PREFIX) else "service") is not None
 
 

@@ -27,7 +27,7 @@ from controller.apis import (
 from controller.apis.catalogue import Kind, entry_for
 from runtime.resources import CONFIGMAPS, EVENTS, INGRESSES, SERVICES
 from tests.integration.controller.restart.world import ALB, SVC, World
-from tests.support.objects import endpoint_ip, ingress_path
+from tests.support.objects import backend_service, endpoint_ip, ingress_path
 
 Step = Callable[[World, str], Awaitable[None]]
 Observe = Callable[[World, str], Awaitable[Any]]
@@ -199,7 +199,44 @@ def service_cases() -> list[Case]:
         _observed(service("aws-load-balancer-enable-tcp-udp-listener", "false",
                           {"aws-load-balancer-enable-tcp-udp-listener": "true"},
                           ports=TCP_AND_UDP, name="s-tcp-udp"), warnings),
+        _weighted_action_case(),
+        _weighted_backend_case(),
+        # UDP 443 becomes a QUIC listener and target group (its targets need server IDs).
+        service("aws-load-balancer-quic-enabled-ports", "quic", ports=[
+            {"name": "quic", "port": 443, "targetPort": 8443, "protocol": "UDP"}],
+            name="s-quic"),
     ]
+
+
+def _weighted_action_case() -> Case:
+    """`actions.TCP-80`: the listener's forward weighted to a target group by ARN."""
+    async def setup(world: World, n: str) -> None:
+        await world.target_group(f"{n}-b", protocol="TCP", port=8080)
+        await world.nlb_service(n, {})
+
+    async def change(world: World, n: str) -> None:
+        await world.annotate(SERVICES, n, {SVC + "actions.TCP-80": json.dumps({
+            "type": "forward", "forwardConfig": {"baseServiceWeight": 10, "targetGroups": [
+                {"targetGroupARN": world.values(n)["tg_b"], "weight": 20}]}})})
+
+    return Case("s-weighted-action", (SVC + "actions.*",), setup, change, own_stack(),
+                checkpointed(SERVICES))
+
+
+def _weighted_backend_case() -> Case:
+    """A backend Service a weighted action names by serviceName changes its target port."""
+    async def setup(world: World, n: str) -> None:
+        await world.create(SERVICES, backend_service(f"{n}-b", port=81, target_port=9090))
+        await world.nlb_service(n, {"actions.TCP-80": json.dumps({
+            "type": "forward", "forwardConfig": {"baseServiceWeight": 10, "targetGroups": [
+                {"serviceName": f"{n}-b", "servicePort": 81, "weight": 20}]}})})
+
+    async def change(world: World, n: str) -> None:
+        await world.patch(SERVICES, f"{n}-b", {"spec": {"ports": [
+            {"name": "http", "port": 81, "targetPort": 9191, "protocol": "TCP"}]}})
+
+    return Case("s-weighted-backend", (SVC + "actions.*",), setup, change, own_stack(),
+                checkpointed(SERVICES))
 
 
 def _observed(case: Case, observe: Observe) -> Case:
@@ -296,6 +333,15 @@ def frontend_nlb_cases() -> list[Case]:
         case("attributes", "load_balancing.cross_zone.enabled=true", "attributes"),
         case("tags", "team=x", "tags"),
     ]
+
+
+def _target_control_port_case() -> Case:
+    """`target-control-port.<service>.<port>` set while down: the target group is replaced."""
+    async def change(world: World, n: str) -> None:
+        await world.annotate(INGRESSES, n, {ALB + f"target-control-port.{n}-be.80": "9000"})
+
+    return Case("i-target-control-port", (ALB + "target-control-port.*",),
+                _ingress_setup({}), change, own_stack(), checkpointed(INGRESSES))
 
 
 def _group_order_case() -> Case:
@@ -481,6 +527,7 @@ def ingress_cases() -> list[Case]:
         _group_name_case(),
         _group_order_case(),
         ingress("target-type", "instance"),
+        _target_control_port_case(),
         ingress("backend-protocol", "HTTPS"),
         ingress("backend-protocol-version", "HTTP2", name="i-protocol-version"),
         ingress("target-group-attributes", "deregistration_delay.timeout_seconds=30",
@@ -928,7 +975,10 @@ NON_MODEL_FLAGS: dict[str, str] = {
         "--nlb-gateway-max-concurrent-reconciles",
         "--globalaccelerator-max-concurrent-reconciles",
         "--globalaccelerator-max-exponential-backoff-delay",
-        "--quic-environment-variable-name")},
+    )},
     "--lb-stabilization-monitor-interval": "when a load balancer still provisioning is looked "
                                            "at again, not what is deployed",
+    "--quic-environment-variable-name": "which variable a QUIC pod's server ID is injected "
+                                        "into and read from: targets' server IDs, not the "
+                                        "load balancer stack",
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from controller.annotations import quote
 from controller.service.status import CONDITION_TYPE
 from runtime.objects import Obj
 from runtime.resources import SERVICES
@@ -67,6 +68,26 @@ async def test_static_addresses_upstream_refuses_are_told_at_apply(
 
     async def refused() -> bool:
         cond = condition(await cluster.get(SERVICES, "eips"), CONDITION_TYPE)
+        return cond is not None and cond["message"] == said
+
+    await eventually(refused, message="the reconciler did not say the same")
+
+
+async def test_a_bad_weighted_action_is_told_at_apply_as_the_reconciler_says(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    raw = json.dumps({"type": "forward", "forwardConfig": {"targetGroups": [
+        {"serviceName": "canary", "servicePort": 80}, {"serviceName": "b", "servicePort": 80}]}})
+    said = (f"annotation {P}actions.TCP-80: {quote(raw)} is invalid (forwardConfig: weight "
+            "must be set when routing to multiple target groups)")
+    await cluster.start(on_setup=lambda m: hooks.setup(m, service_mutator=True))
+    await hooks.install(configs=_with_service_hook(configurations()))
+    svc = objects.nlb_service("web", {"actions.TCP-80": raw}, namespace="default")
+    result = await hooks.kubectl("apply", "-f", "-", input=json.dumps(svc), check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"Warning: {said}" in result.stderr
+
+    async def refused() -> bool:
+        cond = condition(await cluster.get(SERVICES, "web"), CONDITION_TYPE)
         return cond is not None and cond["message"] == said
 
     await eventually(refused, message="the reconciler did not say the same")

@@ -80,6 +80,9 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
     "aws-load-balancer-listener-attributes.TCP-80": ({}, "tcp.idle_timeout.seconds=60",
                                                      "tcp.idle_timeout.seconds=120"),
     "aws-load-balancer-proxy-protocol-per-target-group": ({}, None, "80"),
+    "actions.TCP-80": ({}, None, '{"type": "forward", "forwardConfig": {"targetGroups": [{'
+                       '"targetGroupARN": "arn:aws:elasticloadbalancing:us-west-2:123456789012'
+                       ':targetgroup/b/1e7d7b29959735a4"}]}}'),
     "aws-load-balancer-target-group-attributes.80": (
         {}, "deregistration_delay.timeout_seconds=10", "deregistration_delay.timeout_seconds=20"),
     "aws-load-balancer-eip-allocations": (
@@ -99,6 +102,9 @@ CHANGES: dict[str, tuple[dict[str, str], str | None, str | None]] = {
 # Keys that never change a stack that builds both ways, only whether it builds at all:
 # key → (Service ports, the value that builds, the value the Service is refused with).
 REFUSES: dict[str, tuple[list[dict[str, Any]], str, str]] = {
+    # A TCP port cannot be QUIC (what QUIC changes: test_quic_ports_change_the_checkpoint).
+    "aws-load-balancer-quic-enabled-ports": ([service_port(80, 80, "http", node_port=30080)],
+                                             "", "http"),
     "aws-load-balancer-enable-tcp-udp-listener": (
         [service_port(53, 53, "dns", node_port=30053, protocol="UDP"),
          service_port(53, 53, "dns-tcp", node_port=30054)], "true", "false"),
@@ -128,6 +134,16 @@ def test_changes_with_every_annotation_we_read(key: str) -> None:
     second = web_service({**context, **({key: b} if b is not None else {})}, **spec)
     assert cp(first) is not None
     assert cp(first) != cp(second)
+
+
+def test_quic_ports_change_the_checkpoint() -> None:
+    ports = [service_port(443, 8443, "quic", protocol="UDP")]
+    ip = {"aws-load-balancer-nlb-target-type": "ip"}
+    udp = cp(web_service(ip, ports=ports))
+    quic = cp(web_service({**ip, "aws-load-balancer-quic-enabled-ports": "quic"}, ports=ports))
+    assert udp is not None
+    assert quic is not None
+    assert udp != quic
 
 
 def _port(**changes: Any) -> dict[str, Any]:

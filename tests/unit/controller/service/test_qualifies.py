@@ -119,8 +119,10 @@ def test_annotation_key_set_covers_the_core_set() -> None:
         "aws-load-balancer-multi-cluster-target-group",
     }
     assert {"service.beta.kubernetes.io/" + s for s in expected} <= SERVICE_ANNOTATION_KEYS
-    # Upstream's one key outside the aws-load-balancer- family (SvcLBSuffixSourceRanges).
-    outside = {"service.beta.kubernetes.io/load-balancer-source-ranges"}
+    # Upstream's keys outside the aws-load-balancer- family (SvcLBSuffixSourceRanges, and the
+    # listeners' default actions).
+    outside = {"service.beta.kubernetes.io/load-balancer-source-ranges",
+               "service.beta.kubernetes.io/actions.*"}
     assert outside <= SERVICE_ANNOTATION_KEYS
     assert all(k.startswith("service.beta.kubernetes.io/aws-load-balancer-")
                for k in SERVICE_ANNOTATION_KEYS - outside)
