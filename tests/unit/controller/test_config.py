@@ -138,6 +138,11 @@ def test_values_are_parsed() -> None:
         (["--cluster-name", "prod eu"], "--cluster-name: 'prod eu' may contain only"),
         (["--watch-namespace", "Team"], "--watch-namespace: 'Team' is not a lowercase RFC 1123"),
         (["--watch-namespace", "a" * 64], "--watch-namespace: 'aaa"),
+        (["--watch-namespace", "shop,Team"], "--watch-namespace: 'Team' is not a lowercase"),
+        (["--namespace-selector", "team=a b"], "--namespace-selector: 'team=a b' is not a "
+         "label selector"),
+        (["--namespace-selector", "team in (a"], "--namespace-selector: 'team in (a' is not"),
+        (["--namespace-selector", "Team/x=y"], "--namespace-selector: 'Team/x=y' is not"),
         (["--leader-election-namespace", "kube_system"], "--leader-election-namespace: "),
         (["--leader-election-id", "Leader"], "--leader-election-id: 'Leader' is not"),
         (["--ingress-class", "alb_"], "--ingress-class: 'alb_' is not a lowercase RFC 1123"),
@@ -222,6 +227,8 @@ def test_the_verification_budget_reaches_the_aws_pool_settings() -> None:
     ["--ingress-class", ""], ["--ingress-class", "internal.alb"],
     ["--load-balancer-class", "nlb"], ["--load-balancer-class", "example.com/internal-vip"],
     ["--watch-namespace", ""], ["--watch-namespace", "team-a"],
+    ["--watch-namespace", "team-a,team-b"], ["--namespace-selector", ""],
+    ["--namespace-selector", "team=shop,env!=test,tier in (a, b),!legacy,stage"],
     # Timings that only matter with leader election may be anything without it.
     ["--enable-leader-election=false", "--leader-election-renew-deadline", "1h"],
     ["--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",

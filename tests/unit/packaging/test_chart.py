@@ -199,7 +199,8 @@ RICH: dict[str, Any] = {
     "serviceTargetENISGTags": "team=platform",
     "logLevel": "debug",
     "syncPeriod": "5h",
-    "watchNamespace": "shop",
+    "watchNamespace": ["shop", "blog"],
+    "namespaceSelector": "team=web",
     "ingressMaxConcurrentReconciles": 4,
     "serviceMaxConcurrentReconciles": 4,
     "targetgroupbindingMaxConcurrentReconciles": 6,
@@ -256,7 +257,8 @@ def test_rich_values_become_the_flags_aiolbc_run_accepts() -> None:
         "--aws-max-retries=5", "--default-target-type=ip",
         "--default-tags=env=prod,team=platform", "--external-managed-tags=cost-center,owner",
         "--enable-pod-readiness-gate-inject=false", "--backend-security-group=sg-0123456789abcdef0",
-        "--log-level=debug", "--sync-period=5h", "--watch-namespace=shop",
+        "--log-level=debug", "--sync-period=5h", "--watch-namespace=shop,blog",
+        "--namespace-selector=team=web",
         "--targetgroupbinding-max-concurrent-reconciles=6",
         "--feature-gates=EnableRGTAPI=false,SubnetsClusterTagCheck=true",
         "--enable-checkpoints=true",
@@ -281,7 +283,7 @@ def test_rich_values_become_the_flags_aiolbc_run_accepts() -> None:
 def test_every_controller_flag_value_reaches_the_args() -> None:
     # Each value the chart maps to a flag, set alone, adds exactly that flag.
     base = args_of(render())
-    for key in ("awsMaxRetries", "logLevel", "syncPeriod", "watchNamespace",
+    for key in ("awsMaxRetries", "logLevel", "syncPeriod", "watchNamespace", "namespaceSelector",
                 "ingressMaxConcurrentReconciles", "serviceMaxConcurrentReconciles",
                 "targetgroupbindingMaxExponentialBackoffDelay",
                 "targetgroupbindingRequeueDuration", "defaultSSLPolicy",
@@ -291,6 +293,14 @@ def test_every_controller_flag_value_reaches_the_args() -> None:
         added = [a for a in args if a not in base]
         assert len(added) == 1, (key, added)
         parse_config(args[1:])
+
+
+@pytest.mark.parametrize("value", ["shop", "shop,blog", ["shop"], ["shop", "blog"]])
+def test_watch_namespace_is_upstreams_string_or_a_list(value: str | list[str]) -> None:
+    args = args_of(render({"watchNamespace": value}))
+    joined = value if isinstance(value, str) else ",".join(value)
+    assert f"--watch-namespace={joined}" in args
+    assert parse_config(args[1:]).runtime.watch_namespace == frozenset(joined.split(","))
 
 
 # Upstream's chart values of the flags added after the chart, and aiolbc's Secret settings.

@@ -772,6 +772,8 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--kubeconfig": "which API server the controller talks to",
     "--watch-namespace": "which objects are seen at all; objects outside it keep their "
                          "resources, untouched",
+    "--namespace-selector": "which objects are seen at all; objects of a namespace that "
+                            "stops matching keep their resources, untouched",
     "--ingress-group-namespaces": "which Ingresses are members of a group: what is deployed "
                                   "follows from the members (a change of policy is a change "
                                   "of membership, the o-group-leave case), and every policy "
