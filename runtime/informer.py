@@ -551,6 +551,13 @@ class SharedInformer:
     def cached(self, key: str) -> Obj | None:
         return self.store.get(key)
 
+    def serves(self, namespace: str) -> bool:
+        """Objects of `namespace` are watched now: False outside the informer's namespace,
+        and for a namespace let go, whose objects the cache keeps but nobody should act on."""
+        if self.namespaces is not None:
+            return self.namespaces.serves(namespace)
+        return self.namespace is None or self.namespace == namespace
+
     def on_event(self, event_type: str, obj: Obj) -> None:
         store = self.store
         if event_type == "DELETED":

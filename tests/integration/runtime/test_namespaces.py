@@ -65,6 +65,8 @@ async def test_listed_namespaces_are_watched_one_by_one_into_one_cache(
     factory.start()
     assert await factory.wait_for_sync(timeout=5)
     assert set(informer.store.keys()) == {"a/cm", "b/cm"}
+    assert informer.serves("a")
+    assert not informer.serves("c")
     assert view.initial_adds == 2
     paths = {r.path for r in envtest.request_log if r.verb in ("list", "watch")}
     # Only the two namespaces are read: a Role in each is all the access it needs.
@@ -104,6 +106,8 @@ async def test_a_selected_namespace_is_picked_up_and_let_go_without_a_restart(
     # Let go: the watch stops, the cache keeps what it saw, no handler hears a delete.
     await client.patch(NAMESPACES, "other", {"metadata": {"labels": {"team": "gone"}}})
     await until(lambda: not reflector.serves("other"))
+    assert not informer.serves("other")
+    assert informer.serves("shop")
     await client.create(CONFIGMAPS, configmap("unseen", "other"))
     await client.delete(CONFIGMAPS, "late", "other")
     await client.create(CONFIGMAPS, configmap("seen", "shop"))
