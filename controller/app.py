@@ -15,7 +15,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
 from controller import gates, informers, ingress, service, targetgroupbinding, webhooks
-from controller.apis import TARGETGROUPBINDINGS
+from controller.apis import TARGETGROUPBINDINGS, controller_selector
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
 from controller.aws.discovery import (
     DiscoveryError,
@@ -35,7 +35,7 @@ from runtime.httpserver import BindError
 from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
-from runtime.resources import INGRESSES, SERVICES
+from runtime.resources import INGRESSES, SERVICES, Resource
 from runtime.servingcerts import CertificateError
 
 log = structlog.get_logger("aiolbc")
@@ -133,14 +133,22 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None,
         event_component="aws-load-balancer-controller",
         watch_namespaces=runtime.watch_namespace,
         namespace_selector=runtime.selector,
+        informer_selectors=informer_selectors(config),
         informer_settings=InformerSettings(resync_period=runtime.sync_period),
         heap=heap,
     )
 
 
+def informer_selectors(config: ControllerConfig) -> dict[Resource, str]:
+    """Of several controllers of a cluster, each serves the TargetGroupBindings labelled with
+    its `--controller-id` (the default one: those labelled with none)."""
+    return {TARGETGROUPBINDINGS: controller_selector(config.cluster.controller_id)}
+
+
 def cluster_scope(config: ControllerConfig, *, region: str) -> ClusterScope:
     """`region`: as resolved from the flag or the environment."""
-    return ClusterScope(name=config.cluster.name, region=region, vpc_id=config.aws.vpc_id or "")
+    return ClusterScope(name=config.cluster.name, region=region, vpc_id=config.aws.vpc_id or "",
+                        controller_id=config.cluster.controller_id)
 
 
 def service_settings(config: ControllerConfig, *, region: str) -> service.Settings:
@@ -209,6 +217,7 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     # One backend security group for both kinds of load balancer: each controller's stacks
     # keep it while they use it.
     backend = BackendSecurityGroup(cluster=config.cluster.name, tags=config.defaults.tags,
+                                   controller_id=config.cluster.controller_id,
                                    clock=manager.clock)
     # One region listing for every controller's verifications after a restart: the deployers'
     # and the bindings' target group lookups read the same load balancers, target groups and tags.

@@ -39,8 +39,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -91,6 +91,9 @@ class ManagerOptions:
     # matches (None: any); runtime/namespaces.py.
     watch_namespaces: frozenset[str] = frozenset()
     namespace_selector: Selector | None = None
+    # A label selector every informer of a resource is scoped by (controller-runtime's
+    # cache ByObject label): objects of that kind without the labels are not this process's.
+    informer_selectors: Mapping[Resource, str] = field(default_factory=dict)
     informer_settings: InformerSettings | None = None
     # The garbage collector tuned for long-lived caches (runtime/heap.py). Process-wide: set by
     # a process's entry point, never by a test's Manager.
@@ -174,6 +177,9 @@ class Manager:
                 (namespace,) = names
             elif selector is not None or names:
                 namespaces = self.served_namespaces()
+        scoped = self.options.informer_selectors.get(resource)
+        if scoped:
+            label_selector = f"{scoped},{label_selector}" if label_selector else scoped
         return self.informers.informer(resource, namespace=namespace, namespaces=namespaces,
                                        label_selector=label_selector,
                                        field_selector=field_selector, transform=transform,

@@ -6,6 +6,7 @@ from controller.apis.names import (
     CHECKPOINT_ANNOTATION,
     CHECKPOINT_ANNOTATIONS,
     CHECKPOINT_TIMESTAMP_ANNOTATION,
+    CONTROLLER_LABEL,
     DEFAULT_CLASS_ANNOTATION,
     GROUP_MEMBERS_ANNOTATION,
     INGRESS_ANNOTATION_PREFIX,
@@ -26,6 +27,8 @@ from controller.apis.names import (
     TARGET_HEALTH_CONDITION_PREFIX,
     TARGETGROUPBINDING_FINALIZER,
     USE_ANNOTATION,
+    controller_labels,
+    controller_selector,
     target_health_condition,
 )
 from controller.apis.resources import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
@@ -36,6 +39,7 @@ __all__ = [
     "CHECKPOINT_ANNOTATION",
     "CHECKPOINT_ANNOTATIONS",
     "CHECKPOINT_TIMESTAMP_ANNOTATION",
+    "CONTROLLER_LABEL",
     "DEFAULT_CLASS_ANNOTATION",
     "GROUP_MEMBERS_ANNOTATION",
     "INGRESSCLASSPARAMS",
@@ -60,5 +64,7 @@ __all__ = [
     "USE_ANNOTATION",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "controller_labels",
+    "controller_selector",
     "target_health_condition",
 ]

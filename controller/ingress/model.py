@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from controller import gates
 from controller.annotationreview import UNKNOWN, Finding, UnsupportedAnnotation, check
 from controller.annotations import AnnotationError, annotations_of
+from controller.apis import controller_labels
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
@@ -219,7 +220,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
         warnings.append(said)
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
-                        stack_id=group.stack_id, labels=stack_labels(request),
+                        stack_id=group.stack_id,
+                        labels={**stack_labels(request),
+                                **controller_labels(settings.cluster.controller_id)},
                         default_target_type=settings.defaults.target_type,
                         default_tags=settings.defaults.tags,
                         external_managed_tags=settings.defaults.external_managed_tags,

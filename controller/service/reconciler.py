@@ -45,6 +45,7 @@ from controller.service.annotations import (
     annotation_findings,
     qualifies,
     served_by_upstream_only,
+    served_elsewhere,
 )
 from controller.service.model import (
     MODEL_VERSION,
@@ -139,12 +140,18 @@ class ServiceReconciler:
             return Result()
         if is_deleting(svc) or not qualifies(  # 2. qualify
                 svc, load_balancer_class=self._settings.load_balancer_class,
-                load_balancer_only=self._settings.load_balancer_only):
+                load_balancer_only=self._settings.load_balancer_only,
+                by_annotation=self._settings.by_annotation):
             if not has_finalizer(svc, SERVICE_FINALIZER):
+                return Result()
+            if served_elsewhere(  # another controller's, deleted or not
+                    svc, load_balancer_class=self._settings.load_balancer_class,
+                    by_annotation=self._settings.by_annotation):
                 return Result()
             if not is_deleting(svc) and served_by_upstream_only(
                     svc, load_balancer_class=self._settings.load_balancer_class,
-                    load_balancer_only=self._settings.load_balancer_only):
+                    load_balancer_only=self._settings.load_balancer_only,
+                    by_annotation=self._settings.by_annotation):
                 self._leave_alone(svc)
                 return Result()
             return await self._cleanup(svc)

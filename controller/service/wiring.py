@@ -44,6 +44,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster.name,
+                                           controller_id=settings.cluster.controller_id,
                                            tags=settings.defaults.tags, clock=manager.clock,
                                            delete_backoff=settings.security_group_backoff)
         deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend,
@@ -70,7 +71,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             .for_(informers.informer(manager, SERVICES), priority=reconciler.priority,
                   predicates=[services_we_build(
                       settings.config.load_balancer_class,
-                      load_balancer_only=settings.model.load_balancer_only),
+                      load_balancer_only=settings.model.load_balancer_only,
+                      by_annotation=settings.model.by_annotation),
                       ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they

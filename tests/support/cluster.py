@@ -154,7 +154,8 @@ class Cluster:
         # the flags serve.
         options = ManagerOptions(metrics_bind_address=config.metrics.bind_addr,
                                  watch_namespaces=config.runtime.watch_namespace,
-                                 namespace_selector=config.runtime.selector)
+                                 namespace_selector=config.runtime.selector,
+                                 informer_selectors=app.informer_selectors(config))
         return await self._launch(setup, client=client, options=options)
 
     async def _launch(self, setup: Callable[[Manager], None], *,
