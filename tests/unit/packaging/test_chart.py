@@ -201,6 +201,7 @@ RICH: dict[str, Any] = {
     "syncPeriod": "5h",
     "watchNamespace": ["shop", "blog"],
     "namespaceSelector": "team=web",
+    "controllerId": "internal",
     "ingressMaxConcurrentReconciles": 4,
     "serviceMaxConcurrentReconciles": 4,
     "targetgroupbindingMaxConcurrentReconciles": 6,
@@ -258,7 +259,7 @@ def test_rich_values_become_the_flags_aiolbc_run_accepts() -> None:
         "--default-tags=env=prod,team=platform", "--external-managed-tags=cost-center,owner",
         "--enable-pod-readiness-gate-inject=false", "--backend-security-group=sg-0123456789abcdef0",
         "--log-level=debug", "--sync-period=5h", "--watch-namespace=shop,blog",
-        "--namespace-selector=team=web",
+        "--namespace-selector=team=web", "--controller-id=internal",
         "--targetgroupbinding-max-concurrent-reconciles=6",
         "--feature-gates=EnableRGTAPI=false,SubnetsClusterTagCheck=true",
         "--enable-checkpoints=true",
@@ -284,6 +285,7 @@ def test_every_controller_flag_value_reaches_the_args() -> None:
     # Each value the chart maps to a flag, set alone, adds exactly that flag.
     base = args_of(render())
     for key in ("awsMaxRetries", "logLevel", "syncPeriod", "watchNamespace", "namespaceSelector",
+                "controllerId",
                 "ingressMaxConcurrentReconciles", "serviceMaxConcurrentReconciles",
                 "targetgroupbindingMaxExponentialBackoffDelay",
                 "targetgroupbindingRequeueDuration", "defaultSSLPolicy",
@@ -479,6 +481,10 @@ def test_ingress_class_resources() -> None:
     assert _one(docs, "IngressClassParams", "alb")["spec"] == {"scheme": "internal"}
     assert not [d for d in render({"createIngressClassResource": False})
                 if d["kind"] in ("IngressClass", "IngressClassParams")]
+    # A second controller of the cluster serves its own class.
+    other = _one(render({"controllerId": "internal", "ingressClass": "internal"}),
+                 "IngressClass", "internal")
+    assert other["spec"]["controller"] == "ingress.k8s.aws/alb-internal"
 
 
 def test_another_release_namespace_moves_every_reference() -> None:
