@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controller.service import SERVICE_ANNOTATION_KEYS, qualifies, relevant_annotations
-from controller.service.annotations import served_by_upstream_only
+from controller.service.annotations import served_by_upstream_only, served_elsewhere
 from tests.support.objects import NLB_CLASS, web_service
 
 
@@ -143,3 +143,21 @@ def test_services_upstream_serves_and_we_do_not(type_: str, annotations: dict[st
     assert served_by_upstream_only(svc, load_balancer_class=NLB_CLASS) is upstream_only
     if upstream_only:
         assert not ok(svc)
+
+
+def test_of_several_controllers_one_with_an_id_serves_its_class_alone() -> None:
+    by_annotation = web_service({"aws-load-balancer-type": "external",
+                                 "aws-load-balancer-nlb-target-type": "ip"},
+                                load_balancer_class=None)
+    internal = web_service(load_balancer_class="example.com/internal")
+    assert qualifies(by_annotation, load_balancer_class=NLB_CLASS)
+    assert not qualifies(by_annotation, load_balancer_class="example.com/internal",
+                         by_annotation=False)
+    assert qualifies(internal, load_balancer_class="example.com/internal", by_annotation=False)
+    # Another controller's Service is left to it, finalizer or not.
+    assert served_elsewhere(internal, load_balancer_class=NLB_CLASS)
+    assert not served_elsewhere(by_annotation, load_balancer_class=NLB_CLASS)
+    assert served_elsewhere(by_annotation, load_balancer_class="example.com/internal",
+                            by_annotation=False)
+    assert not served_elsewhere(internal, load_balancer_class="example.com/internal",
+                                by_annotation=False)
