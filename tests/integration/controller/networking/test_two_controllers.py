@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from controller.apis import ALB_CONTROLLER, CONTROLLER_LABEL
+from controller.aws import tag_dict
 from controller.networking.ruleowners import description
 from controller.standins import AWSFaultProxy, AwsSeed
 from runtime.resources import INGRESSES, SERVICES, Resource
@@ -74,8 +75,14 @@ async def test_two_controllers_converge_side_by_side_without_touching_a_rule_aga
     assert description(cluster, "internal") in descriptions
     assert description(cluster) == (f"elbv2.k8s.aws/cluster={cluster},"
                                     "elbv2.k8s.aws/targetGroupBinding=shared")
-    sources = {r[3] for r in rules}
-    assert len({s for s in sources if s.startswith("sg-")}) >= 2  # a backend group each
+    # A backend group each, the default one's as before (no controller tag), each the source
+    # of its own controller's rules.
+    backends = {tag_dict(g.get("Tags")).get(CONTROLLER_LABEL, ""): g["GroupId"]
+                for g in await default.aws.backend_security_groups(cluster)}
+    assert set(backends) == {"", "internal"}
+    assert {(r[3], r[4]) for r in rules if r[3].startswith("sg-")} == {
+        (backends[""], description(cluster)),
+        (backends["internal"], description(cluster, "internal"))}
 
     # Converged: restarts (each first pass converges every group holding its rules) and full
     # resyncs make no rule call at all.
