@@ -24,6 +24,7 @@ from controller.aws.discovery import (
     region_from_metadata,
 )
 from controller.config import ConfigError, ControllerConfig
+from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.lbcmetrics import lbc_metrics_for
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.settings import NetworkingSettings
@@ -43,6 +44,16 @@ log = structlog.get_logger("aiolbc")
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 # Upstream's lease lives here when the controller runs outside a pod.
 _FALLBACK_LEADER_NAMESPACE = "kube-system"
+
+
+def leader_election_id(config: ControllerConfig) -> str:
+    """`--leader-election-id`; left at its default by a controller with a `--controller-id`,
+    the default with the id appended: two controllers of a cluster sharing one Lease would
+    leave one of them waiting for good."""
+    lease, controller_id = config.runtime.leader_election_id, config.cluster.controller_id
+    if controller_id and lease == DEFAULT_LEADER_ELECTION_ID:
+        return f"{lease}-{controller_id}"
+    return lease
 
 
 def leader_election_namespace(config: ControllerConfig) -> str:
@@ -121,7 +132,7 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None,
     return ManagerOptions(
         identity=identity,
         leader_election=runtime.leader_election,
-        leader_election_id=runtime.leader_election_id,
+        leader_election_id=leader_election_id(config),
         leader_election_namespace=leader_election_namespace(config),
         lease_duration=runtime.lease_duration,
         renew_deadline=runtime.renew_deadline,

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import app, main
+from controller.apis import TARGETGROUPBINDINGS
 from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
 from controller.config import ConfigError, ControllerConfig, parse_config
@@ -272,6 +273,26 @@ def test_the_new_flags_reach_the_manager_options() -> None:
         "--cluster-name", "c", "--metrics-secure", "--metrics-bind-addr", ":8443"]))
     assert (options.metrics_secure, options.metrics_bind_address) == (True, ":8443")
     assert options.metrics_cert_dir is None
+
+
+def test_namespaces_and_the_controller_id_reach_the_manager_options() -> None:
+    options = manager_options(parse_config([
+        "--cluster-name", "c", "--watch-namespace", "shop,blog",
+        "--namespace-selector", "team=web", "--controller-id", "internal"]))
+    assert options.watch_namespaces == frozenset({"shop", "blog"})
+    assert options.namespace_selector is not None
+    assert options.namespace_selector.matches({"metadata": {"labels": {"team": "web"}}})
+    # A second controller's Lease is its own unless named.
+    assert options.leader_election_id == "aws-load-balancer-controller-leader-internal"
+    assert options.informer_selectors == {
+        TARGETGROUPBINDINGS: "elbv2.k8s.aws/controller=internal"}
+    named = manager_options(parse_config([
+        "--cluster-name", "c", "--controller-id", "internal", "--leader-election-id", "x"]))
+    assert named.leader_election_id == "x"
+    default = manager_options(parse_config(["--cluster-name", "c"]))
+    assert default.leader_election_id == "aws-load-balancer-controller-leader"
+    assert (default.watch_namespaces, default.namespace_selector) == (frozenset(), None)
+    assert default.informer_selectors == {TARGETGROUPBINDINGS: "!elbv2.k8s.aws/controller"}
 
 
 def test_the_ingress_group_namespace_policy_reaches_the_ingress_controller() -> None:
