@@ -35,7 +35,7 @@ from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.failures import FailureLog
 from runtime.labelselector import Selector
-from runtime.objects import Obj, namespace_of
+from runtime.objects import Obj, name_of, namespace_of
 from runtime.objects import key_of as object_key
 from runtime.reflector import Reflector, ReflectorSettings
 from runtime.resources import Resource
@@ -110,10 +110,9 @@ class Namespaces:
         for obj in self.informer.store.list():
             # A Namespace being deleted still matches: its objects' deletions, and the
             # finalizers they wait on, are this process's to finish.
-            if self.selector.matches(obj):
-                name = object_key(obj)
-                if not self.names or name in self.names:
-                    selected.add(name)
+            name = name_of(obj)
+            if name and self.selector.matches(obj) and (not self.names or name in self.names):
+                selected.add(name)
         return frozenset(selected)
 
     def _changed(self) -> None:
