@@ -1,16 +1,18 @@
 """With `--watch-namespace` listing its namespaces, the controller needs the shipped ClusterRole's
-namespaced grants only in those namespaces (docs/security-model.md): the ClusterRoleBinding
-replaced by a RoleBinding of the same ClusterRole in each served namespace, and the cluster-scoped
-kinds (Nodes, Namespaces, IngressClasses, IngressClassParams, the CRD) granted cluster-wide by a
-ClusterRole of their own. `aiolbc run`'s Manager as the ServiceAccount deploys and deletes an
-NLB in a served namespace with no request refused, and reads nothing in a namespace it does not
-serve."""
+namespaced grants only in those namespaces (docs/security-model.md), as the `namespaced`
+component of the installation (manifests/overlays/namespaced/) grants them: the
+ClusterRoleBinding dropped, a RoleBinding of the same ClusterRole in each served namespace, and
+the cluster-scoped kinds (Nodes, Namespaces, IngressClasses, IngressClassParams, the CRD)
+granted cluster-wide by a ClusterRole of their own. `aiolbc run`'s Manager as the
+ServiceAccount deploys and deletes an NLB in a served namespace with no request refused, and
+reads nothing in a namespace it does not serve."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
 from pathlib import Path
+
+import yaml
 
 from controller.aws import AWSClientPool
 from controller.standins import AWSFaultProxy, AwsSeed
@@ -27,57 +29,51 @@ from tests.integration.packaging.test_rbac import (
     running,
 )
 from tests.support.aws import AwsInspector
-from tests.support.rbac import KINDS, NAMESPACE, SERVICE_ACCOUNT, rbac_documents
+from tests.support.paths import MANIFESTS
+from tests.support.rbac import KINDS, NAMESPACE, rbac_documents
 from tests.support.waiting import eventually
 
 SERVED = (WORKLOADS, "blog")
 CLUSTER_SCOPED = {"nodes", "namespaces", "ingressclasses", "ingressclassparams",
                   "customresourcedefinitions"}
-_RBAC = "rbac.authorization.k8s.io"
+COMPONENT = MANIFESTS / "overlays" / "namespaced"
 
 
-def _split(role: Obj) -> tuple[Obj, Obj]:
-    """The ClusterRole's rules as (its namespaced grants, its cluster-scoped grants)."""
-    namespaced, cluster = copy.deepcopy(role), copy.deepcopy(role)
-    namespaced["rules"], cluster["rules"] = [], []
+def _cluster_scoped(role: Obj) -> list[Obj]:
+    """The ClusterRole's rules narrowed to the cluster-scoped kinds."""
+    rules = []
     for rule in role["rules"]:
-        for target, keep in ((namespaced, False), (cluster, True)):
-            resources = [r for r in rule["resources"]
-                         if (r.split("/")[0] in CLUSTER_SCOPED) is keep]
-            if resources:
-                target["rules"].append({**rule, "resources": resources})
-    cluster["metadata"] = {**role["metadata"], "name": "aiolbc-cluster-scoped"}
-    return namespaced, cluster
+        resources = [r for r in rule["resources"] if r.split("/")[0] in CLUSTER_SCOPED]
+        if resources:
+            rules.append({**rule, "resources": resources})
+    return rules
 
 
-SUBJECT = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
+def _component(name: str) -> Obj:
+    doc: Obj = yaml.safe_load((COMPONENT / name).read_text())
+    return doc
 
 
 def role_binding(namespace: str) -> Obj:
-    """The shipped ClusterRole, granted in `namespace` alone."""
-    return {"apiVersion": f"{_RBAC}/v1", "kind": "RoleBinding",
-            "metadata": {"name": "aiolbc", "namespace": namespace}, "subjects": SUBJECT,
-            "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": "aiolbc"}}
+    """The shipped example RoleBinding, for `namespace`."""
+    doc = _component("rolebinding.yaml")
+    doc["metadata"]["namespace"] = namespace
+    return doc
 
 
 def namespaced_documents() -> list[Obj]:
-    """The installation's RBAC with the ClusterRoleBinding of `aiolbc` replaced (the served
-    namespace `default`'s RoleBinding; each other served namespace needs its own)."""
-    docs: list[Obj] = []
-    for doc in rbac_documents():
-        if doc["kind"] == "ClusterRoleBinding" and doc["metadata"]["name"] == "aiolbc":
-            continue
-        if doc["kind"] == "ClusterRole" and doc["metadata"]["name"] == "aiolbc":
-            namespaced, cluster = _split(doc)
-            docs += [namespaced, cluster, {
-                "apiVersion": f"{_RBAC}/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": "aiolbc-cluster-scoped"}, "subjects": SUBJECT,
-                "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole",
-                            "name": "aiolbc-cluster-scoped"}}]
-            docs.append(role_binding(WORKLOADS))
-            continue
-        docs.append(doc)
-    return docs
+    """The installation's RBAC as the `namespaced` component leaves it, with the RoleBinding
+    of the served namespace `default` (each other served namespace needs its own)."""
+    docs = [d for d in rbac_documents()
+            if not (d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "aiolbc")]
+    return [*docs, _component("clusterrole.yaml"), _component("clusterrolebinding.yaml"),
+            role_binding(WORKLOADS)]
+
+
+def test_the_components_cluster_role_is_the_cluster_scoped_part_of_the_shipped_one() -> None:
+    shipped = next(d for d in rbac_documents()
+                   if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "aiolbc")
+    assert _component("clusterrole.yaml")["rules"] == _cluster_scoped(shipped)
 
 
 def _reads_elsewhere(log: list[RequestRecord]) -> list[str]:
