@@ -23,6 +23,7 @@ from helm_python.chart import Chart, lint
 from helm_python.errors import HelmValuesError
 
 from controller import flagrules
+from controller.app import leader_election_id
 from controller.config import ConfigError, parse_config
 from tests.support import chart
 from tests.support.chart import CHART, RELEASE
@@ -481,10 +482,15 @@ def test_ingress_class_resources() -> None:
     assert _one(docs, "IngressClassParams", "alb")["spec"] == {"scheme": "internal"}
     assert not [d for d in render({"createIngressClassResource": False})
                 if d["kind"] in ("IngressClass", "IngressClassParams")]
-    # A second controller of the cluster serves its own class.
-    other = _one(render({"controllerId": "internal", "ingressClass": "internal"}),
-                 "IngressClass", "internal")
+    # A second controller of the cluster serves its own class, and holds its own Lease.
+    docs = render({"controllerId": "internal", "ingressClass": "internal"})
+    other = _one(docs, "IngressClass", "internal")
     assert other["spec"]["controller"] == "ingress.k8s.aws/alb-internal"
+    role = next(d for d in docs if d["kind"] == "Role"
+                and d["metadata"]["name"].endswith("-leader-election"))
+    named = {n for rule in role["rules"] for n in rule.get("resourceNames", [])}
+    assert named == {leader_election_id(parse_config(args_of(docs)[1:]))}
+    assert named == {"aws-load-balancer-controller-leader-internal"}
 
 
 def test_another_release_namespace_moves_every_reference() -> None:
