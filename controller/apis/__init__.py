@@ -29,6 +29,7 @@ from controller.apis.names import (
     USE_ANNOTATION,
     controller_labels,
     controller_selector,
+    service_finalizer,
     target_health_condition,
 )
 from controller.apis.resources import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
@@ -66,5 +67,6 @@ __all__ = [
     "LabelSelectorRequirement",
     "controller_labels",
     "controller_selector",
+    "service_finalizer",
     "target_health_condition",
 ]

@@ -51,6 +51,13 @@ def controller_labels(controller_id: str) -> dict[str, str]:
     return {CONTROLLER_LABEL: controller_id} if controller_id else {}
 
 
+def service_finalizer(controller_id: str) -> str:
+    """The finalizer a controller puts on the Services it provisions for: upstream's for the
+    default controller, `<id>.service.k8s.aws/resources` for another, so that each cleans up
+    only what it made (a Service's class cannot change, but a controller's can)."""
+    return f"{controller_id}.{SERVICE_FINALIZER}" if controller_id else SERVICE_FINALIZER
+
+
 def controller_selector(controller_id: str) -> str:
     """The label selector of the TargetGroupBindings a controller serves."""
     return f"{CONTROLLER_LABEL}={controller_id}" if controller_id else f"!{CONTROLLER_LABEL}"

@@ -205,18 +205,6 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str,
     return lb_type == TYPE_EXTERNAL and annotations.get(PREFIX + TARGET_TYPE) in TARGET_TYPES
 
 
-def served_elsewhere(service: Mapping[str, Any], *, load_balancer_class: str,
-                     by_annotation: bool = True) -> bool:
-    """Whether `service` is another controller's of the cluster (several controllers, each
-    with its `--controller-id`): it names another class (`spec.loadBalancerClass` cannot
-    change, so it never was ours), or it names none and this controller serves its class
-    alone. Its load balancer is that controller's to keep or delete, finalizer or not."""
-    cls = _mapping(service.get("spec")).get("loadBalancerClass")
-    if cls is not None:
-        return bool(cls != load_balancer_class)
-    return not by_annotation
-
-
 def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str,
                             load_balancer_only: bool = True, by_annotation: bool = True) -> bool:
     """Whether upstream with its default gates would serve `service` and this controller does

@@ -32,6 +32,7 @@ from controller.apis import (
     SERVICE_STACK_NAME_LABEL,
     SERVICE_STACK_NAMESPACE_LABEL,
     controller_labels,
+    service_finalizer,
 )
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.errors import InvalidInput
@@ -113,6 +114,11 @@ class ModelSettings:
     quotas: Quotas = field(default_factory=Quotas)
     backend_sg: BackendSettings = field(default_factory=BackendSettings)
     gates: FeatureGates = field(default_factory=FeatureGates)
+
+    @property
+    def finalizer(self) -> str:
+        """This controller's finalizer on the Services it provisions for."""
+        return service_finalizer(self.cluster.controller_id)
 
     @property
     def by_annotation(self) -> bool:

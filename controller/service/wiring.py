@@ -49,7 +49,8 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
                                            delete_backoff=settings.security_group_backoff)
         deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend,
                                  snapshot=snapshot)
-    deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
+    finalizer = settings.model.finalizer
+    deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list(), finalizer))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
     return ServiceReconciler(
@@ -72,7 +73,8 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                   predicates=[services_we_build(
                       settings.config.load_balancer_class,
                       load_balancer_only=settings.model.load_balancer_only,
-                      by_annotation=settings.model.by_annotation),
+                      by_annotation=settings.model.by_annotation,
+                      finalizer=settings.model.finalizer),
                       ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
@@ -85,10 +87,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             .complete(reconciler))
 
 
-def _claimed_stacks(services: list[Obj]) -> list[StackKey]:
+def _claimed_stacks(services: list[Obj], finalizer: str = SERVICE_FINALIZER
+                    ) -> list[StackKey]:
     """Services carrying our finalizer: their stacks may still use the backend group."""
     return [("service", f"{namespace_of(s)}/{name_of(s)}") for s in services
-            if has_finalizer(s, SERVICE_FINALIZER)]
+            if has_finalizer(s, finalizer)]
 
 
 __all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]

@@ -65,6 +65,11 @@ async def test_two_controllers_converge_side_by_side_without_touching_a_rule_aga
 
     # Each controller's managed bindings carry its id, and its rules on the shared node group
     # name it; the default one's are described as before there were ids.
+    # Each cleans up only what carries its own finalizer.
+    finalizers = {name: (await default.get(SERVICES, name))["metadata"]["finalizers"]
+                  for name in ("web-a", "web-b")}
+    assert finalizers == {"web-a": ["service.k8s.aws/resources"],
+                          "web-b": ["internal.service.k8s.aws/resources"]}
     bindings = await default.bindings()
     assert {b["metadata"]["labels"].get(CONTROLLER_LABEL) for b in bindings} == {None,
                                                                                   "internal"}

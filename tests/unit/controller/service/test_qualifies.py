@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from controller.apis import SERVICE_FINALIZER, service_finalizer
 from controller.service import SERVICE_ANNOTATION_KEYS, qualifies, relevant_annotations
-from controller.service.annotations import served_by_upstream_only, served_elsewhere
+from controller.service.annotations import served_by_upstream_only
 from tests.support.objects import NLB_CLASS, web_service
 
 
@@ -154,10 +155,6 @@ def test_of_several_controllers_one_with_an_id_serves_its_class_alone() -> None:
     assert not qualifies(by_annotation, load_balancer_class="example.com/internal",
                          by_annotation=False)
     assert qualifies(internal, load_balancer_class="example.com/internal", by_annotation=False)
-    # Another controller's Service is left to it, finalizer or not.
-    assert served_elsewhere(internal, load_balancer_class=NLB_CLASS)
-    assert not served_elsewhere(by_annotation, load_balancer_class=NLB_CLASS)
-    assert served_elsewhere(by_annotation, load_balancer_class="example.com/internal",
-                            by_annotation=False)
-    assert not served_elsewhere(internal, load_balancer_class="example.com/internal",
-                                by_annotation=False)
+    # Each cleans up only what carries its own finalizer; the default one's is upstream's.
+    assert service_finalizer("") == SERVICE_FINALIZER == "service.k8s.aws/resources"
+    assert service_finalizer("internal") == "internal.service.k8s.aws/resources"
