@@ -15,7 +15,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
 from controller import gates, informers, ingress, service, targetgroupbinding, webhooks
-from controller.apis import TARGETGROUPBINDINGS
+from controller.apis import TARGETGROUPBINDINGS, controller_selector
 from controller.aws import AWSClientPool, AWSSettings, RegionSnapshot
 from controller.aws.assumerole import session_name
 from controller.aws.discovery import (
@@ -25,6 +25,7 @@ from controller.aws.discovery import (
     region_from_metadata,
 )
 from controller.config import ConfigError, ControllerConfig
+from controller.defaults import DEFAULT_LEADER_ELECTION_ID
 from controller.lbcmetrics import lbc_metrics_for
 from controller.networking.backend import BackendSecurityGroup
 from controller.networking.settings import NetworkingSettings
@@ -36,7 +37,7 @@ from runtime.httpserver import BindError
 from runtime.informer import InformerSettings
 from runtime.kubeconfig import KubeConfigError
 from runtime.manager import Manager, ManagerOptions
-from runtime.resources import INGRESSES, SERVICES
+from runtime.resources import INGRESSES, SERVICES, Resource
 from runtime.servingcerts import CertificateError
 
 log = structlog.get_logger("aiolbc")
@@ -44,6 +45,16 @@ log = structlog.get_logger("aiolbc")
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 # Upstream's lease lives here when the controller runs outside a pod.
 _FALLBACK_LEADER_NAMESPACE = "kube-system"
+
+
+def leader_election_id(config: ControllerConfig) -> str:
+    """`--leader-election-id`; left at its default by a controller with a `--controller-id`,
+    the default with the id appended: two controllers of a cluster sharing one Lease would
+    leave one of them waiting for good."""
+    lease, controller_id = config.runtime.leader_election_id, config.cluster.controller_id
+    if controller_id and lease == DEFAULT_LEADER_ELECTION_ID:
+        return f"{lease}-{controller_id}"
+    return lease
 
 
 def leader_election_namespace(config: ControllerConfig) -> str:
@@ -123,7 +134,7 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None,
     return ManagerOptions(
         identity=identity,
         leader_election=runtime.leader_election,
-        leader_election_id=runtime.leader_election_id,
+        leader_election_id=leader_election_id(config),
         leader_election_namespace=leader_election_namespace(config),
         lease_duration=runtime.lease_duration,
         renew_deadline=runtime.renew_deadline,
@@ -133,15 +144,24 @@ def manager_options(config: ControllerConfig, *, identity: str | None = None,
         metrics_cert_dir=served.cert_dir,
         health_probe_bind_address=served.health_probe_bind_addr,
         event_component="aws-load-balancer-controller",
-        watch_namespace=runtime.watch_namespace,
+        watch_namespaces=runtime.watch_namespace,
+        namespace_selector=runtime.selector,
+        informer_selectors=informer_selectors(config),
         informer_settings=InformerSettings(resync_period=runtime.sync_period),
         heap=heap,
     )
 
 
+def informer_selectors(config: ControllerConfig) -> dict[Resource, str]:
+    """Of several controllers of a cluster, each serves the TargetGroupBindings labelled with
+    its `--controller-id` (the default one: those labelled with none)."""
+    return {TARGETGROUPBINDINGS: controller_selector(config.cluster.controller_id)}
+
+
 def cluster_scope(config: ControllerConfig, *, region: str) -> ClusterScope:
     """`region`: as resolved from the flag or the environment."""
-    return ClusterScope(name=config.cluster.name, region=region, vpc_id=config.aws.vpc_id or "")
+    return ClusterScope(name=config.cluster.name, region=region, vpc_id=config.aws.vpc_id or "",
+                        controller_id=config.cluster.controller_id)
 
 
 def service_settings(config: ControllerConfig, *, region: str) -> service.Settings:
@@ -213,6 +233,7 @@ def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerC
     # One backend security group for both kinds of load balancer: each controller's stacks
     # keep it while they use it.
     backend = BackendSecurityGroup(cluster=config.cluster.name, tags=config.defaults.tags,
+                                   controller_id=config.cluster.controller_id,
                                    clock=manager.clock)
     # One region listing for every controller's verifications after a restart: the deployers'
     # and the bindings' target group lookups read the same load balancers, target groups and tags.

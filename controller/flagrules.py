@@ -166,6 +166,14 @@ def cluster_name_problem(name: str) -> str | None:
     return None
 
 
+def controller_id_problem(name: str) -> str | None:
+    """A controller's id: an RFC 1123 label, short enough that a rule description naming the
+    cluster and the controller stays within EC2's 255 characters."""
+    if not name:
+        return None
+    return dns_label_problem(name)
+
+
 def region_problem(region: str) -> str | None:
     if not _REGION.fullmatch(region):
         return f"{_quote(region)} is not an AWS region name (such as us-west-2)"

@@ -22,11 +22,14 @@ from runtime.flags import flag
 class ClusterScope:
     """`name`: the cluster the controller tags what it owns with. `region`: the region its AWS
     clients use, as resolved from the flag or the environment. `vpc_id`: the cluster's VPC
-    ("" when not given: controllers that need it refuse to start without it)."""
+    ("" when not given: controllers that need it refuse to start without it). `controller_id`:
+    which of several controllers of the cluster this is ("": the default one, whose rules and
+    groups are named as before there was a choice)."""
 
     name: str
     region: str = ""
     vpc_id: str = ""
+    controller_id: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
 from runtime.failures import FailureLog
+from runtime.namespaces import Namespaces, NamespacesReflector
 from runtime.objects import Obj, resource_version_of, strip_managed_fields
 from runtime.prioritydecisions import BUSY_SLICE
 from runtime.reflector import Reflector, ReflectorSettings
@@ -250,6 +251,7 @@ class SharedInformer:
     """
 
     def __init__(self, client: KubeClient, resource: Resource, *, namespace: str | None = None,
+                 namespaces: Namespaces | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  settings: InformerSettings | None = None,
                  transform: Transform | None = strip_managed_fields,
@@ -267,10 +269,22 @@ class SharedInformer:
         self._clock: Clock = clock or RealClock()
         self._rng = rng or random.Random()
         self.store = Store(failures=FailureLog(clock=self._clock))
-        self.reflector = Reflector(
-            client, resource, self, namespace=namespace, label_selector=label_selector,
-            field_selector=field_selector, settings=self.settings.reflector,
-            transform=transform, clock=self._clock, rng=self._rng)
+        self.namespaces = namespaces
+        # Several namespaces, or a selected set of them: one watch per namespace, one cache
+        # (runtime/namespaces.py says why).
+        self.reflector: Reflector | NamespacesReflector
+        if namespaces is not None:
+            if namespace is not None:
+                raise ValueError("an informer is scoped by one namespace or by a set of them")
+            self.reflector = NamespacesReflector(
+                client, resource, self, namespaces=namespaces, label_selector=label_selector,
+                field_selector=field_selector, settings=self.settings.reflector,
+                transform=transform, clock=self._clock, rng=self._rng)
+        else:
+            self.reflector = Reflector(
+                client, resource, self, namespace=namespace, label_selector=label_selector,
+                field_selector=field_selector, settings=self.settings.reflector,
+                transform=transform, clock=self._clock, rng=self._rng)
         self.name = self.reflector.name
         self._default_transform = transform
         self._start_after: list[SharedInformer] = []
@@ -390,6 +404,10 @@ class SharedInformer:
         """The initial list is in the store (handlers may not have heard of it yet)."""
         return self._populated
 
+    async def wait_populated(self) -> None:
+        """Until the initial list is in the store."""
+        await self._wait_populated()
+
     async def _wait_populated(self) -> None:
         while not self._populated:
             self._sync_changed.clear()
@@ -461,8 +479,12 @@ class SharedInformer:
                 self.resync()
 
     def resync(self) -> None:
-        """Replay the cache to every handler as updates with an unchanged resourceVersion."""
+        """Replay the cache to every handler as updates with an unchanged resourceVersion;
+        not the objects of a namespace let go (kept, not acted on)."""
         objects = self.store.list()
+        reflector = self.reflector
+        if isinstance(reflector, NamespacesReflector):
+            objects = [obj for obj in objects if reflector.serves_object(obj)]
         for registration in self._handlers:
             for obj in objects:
                 registration._push(("update", obj, obj))
@@ -505,8 +527,36 @@ class SharedInformer:
         for notification in notifications:
             self._notify(notification)
 
+    def on_replace_namespace(self, namespace: str, items: list[Obj], *, joined: bool) -> None:
+        """A list of one namespace of a populated cache (a relist, or the first list of a
+        namespace that joined the served set): differences only, as `on_replace`, within that
+        namespace. `joined`: adds are told as initial ones."""
+        store = self.store
+        previous = set(store.index_keys(NAMESPACE_INDEX, namespace))
+        notifications: list[Notification] = []
+        for obj in items:
+            old = store.upsert(obj)
+            previous.discard(key_of(obj))
+            if old is None:
+                notifications.append(("add", obj, joined))
+            elif _rv(old) != _rv(obj):
+                notifications.append(("update", old, obj))
+        for key in previous:
+            old = store.delete(key)
+            if old is not None:
+                notifications.append(("delete", DeletedFinalStateUnknown(key, old), None))
+        for notification in notifications:
+            self._notify(notification)
+
     def cached(self, key: str) -> Obj | None:
         return self.store.get(key)
+
+    def serves(self, namespace: str) -> bool:
+        """Objects of `namespace` are watched now: False outside the informer's namespace,
+        and for a namespace let go, whose objects the cache keeps but nobody should act on."""
+        if self.namespaces is not None:
+            return self.namespaces.serves(namespace)
+        return self.namespace is None or self.namespace == namespace
 
     def on_event(self, event_type: str, obj: Obj) -> None:
         store = self.store
@@ -534,6 +584,7 @@ class InformerScope:
     namespace: str | None
     label_selector: str | None
     field_selector: str | None
+    namespaces: Namespaces | None = None  # compared by identity: one set per manager
 
 
 class SharedInformerFactory:
@@ -553,6 +604,7 @@ class SharedInformerFactory:
         self._started = False
 
     def informer(self, resource: Resource, *, namespace: str | None = None,
+                 namespaces: Namespaces | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  transform: Transform | None = None,
                  start_after: Sequence[SharedInformer] = ()) -> SharedInformer:
@@ -564,15 +616,16 @@ class SharedInformerFactory:
         need; `SharedInformer.use_transform`: every caller of one scope that has an opinion
         must ask for the same function, since they all read the one cache it fills).
         `start_after`: informers whose initial list it waits for before listing
-        (`SharedInformer.add_start_after`)."""
-        if namespace is not None and not resource.namespaced:
+        (`SharedInformer.add_start_after`). `namespaces`: a set of namespaces, watched one
+        by one into one cache (runtime/namespaces.py)."""
+        if (namespace is not None or namespaces is not None) and not resource.namespaced:
             raise ValueError(f"{resource.kind} is cluster-scoped; it has no namespace scope")
         scope = InformerScope(resource, namespace or None, label_selector or None,
-                              field_selector or None)
+                              field_selector or None, namespaces)
         informer = self._informers.get(scope)
         if informer is None:
             informer = SharedInformer(
-                self._client, resource, namespace=scope.namespace,
+                self._client, resource, namespace=scope.namespace, namespaces=namespaces,
                 label_selector=scope.label_selector, field_selector=scope.field_selector,
                 settings=self._settings, transform=self._transform, clock=self._clock,
                 rng=self._rng, busy=self._busy)

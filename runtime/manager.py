@@ -39,8 +39,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -56,9 +56,11 @@ from runtime.heap import HeapSettings
 from runtime.httpserver import MetricsServer, ProbeServer
 from runtime.informer import InformerSettings, SharedInformer, SharedInformerFactory, Transform
 from runtime.informer_metrics import register_informer_metrics
+from runtime.labelselector import Selector
 from runtime.leaderelection import LeaderElectionLost, LeaderElector
+from runtime.namespaces import Namespaces
 from runtime.prioritydecisions import Foreground
-from runtime.resources import Resource
+from runtime.resources import NAMESPACES, Resource
 from runtime.servingcerts import load_server_context, self_signed_server_context
 
 if TYPE_CHECKING:
@@ -85,7 +87,13 @@ class ManagerOptions:
     graceful_shutdown_timeout: float = 30.0
     cache_sync_timeout: float = 120.0
     event_component: str = "aiolbc"
-    watch_namespace: str | None = None
+    # Namespaced informers watch these namespaces (empty: all) that `namespace_selector`
+    # matches (None: any); runtime/namespaces.py.
+    watch_namespaces: frozenset[str] = frozenset()
+    namespace_selector: Selector | None = None
+    # A label selector every informer of a resource is scoped by (controller-runtime's
+    # cache ByObject label): objects of that kind without the labels are not this process's.
+    informer_selectors: Mapping[Resource, str] = field(default_factory=dict)
     informer_settings: InformerSettings | None = None
     # The garbage collector tuned for long-lived caches (runtime/heap.py). Process-wide: set by
     # a process's entry point, never by a test's Manager.
@@ -121,6 +129,7 @@ class Manager:
                 retry_period=self.options.retry_period, clock=self.clock,
                 registry=self.registry)
         self._controllers: list[Controller] = []
+        self._namespaces: Namespaces | None = None
         self._runnables: list[LeaderRunnable] = []
         self._webhook_server: WebhookServer | None = None
         self._stopping: asyncio.Event | None = None
@@ -157,13 +166,34 @@ class Manager:
     def informer(self, resource: Resource, *, label_selector: str | None = None,
                  field_selector: str | None = None, transform: Transform | None = None,
                  start_after: Sequence[SharedInformer] = ()) -> SharedInformer:
-        """The shared informer for `resource`, scoped to `--watch-namespace` when it is
-        namespaced; `transform` and `start_after` as `SharedInformerFactory.informer`."""
-        namespace = self.options.watch_namespace if resource.namespaced else None
-        return self.informers.informer(resource, namespace=namespace,
+        """The shared informer for `resource`, scoped to the served namespaces when it is
+        namespaced (one namespace: its own scope; several, or a selector: one watch per
+        namespace into one cache); `transform` and `start_after` as
+        `SharedInformerFactory.informer`."""
+        namespace, namespaces = None, None
+        if resource.namespaced:
+            names, selector = self.options.watch_namespaces, self.options.namespace_selector
+            if selector is None and len(names) == 1:
+                (namespace,) = names
+            elif selector is not None or names:
+                namespaces = self.served_namespaces()
+        scoped = self.options.informer_selectors.get(resource)
+        if scoped:
+            label_selector = f"{scoped},{label_selector}" if label_selector else scoped
+        return self.informers.informer(resource, namespace=namespace, namespaces=namespaces,
                                        label_selector=label_selector,
                                        field_selector=field_selector, transform=transform,
                                        start_after=start_after)
+
+    def served_namespaces(self) -> Namespaces | None:
+        """The namespaces served, None for all (one per manager: informers share it)."""
+        names, selector = self.options.watch_namespaces, self.options.namespace_selector
+        if not names and selector is None:
+            return None
+        if self._namespaces is None:
+            source = self.informers.informer(NAMESPACES) if selector is not None else None
+            self._namespaces = Namespaces(names=names, selector=selector, namespaces=source)
+        return self._namespaces
 
     def add_controller(self, controller: Controller) -> None:
         self._controllers.append(controller)

@@ -6,6 +6,7 @@ from controller.apis.names import (
     CHECKPOINT_ANNOTATION,
     CHECKPOINT_ANNOTATIONS,
     CHECKPOINT_TIMESTAMP_ANNOTATION,
+    CONTROLLER_LABEL,
     DEFAULT_CLASS_ANNOTATION,
     DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME,
     GROUP_MEMBERS_ANNOTATION,
@@ -30,6 +31,9 @@ from controller.apis.names import (
     TARGET_HEALTH_CONDITION_PREFIX,
     TARGETGROUPBINDING_FINALIZER,
     USE_ANNOTATION,
+    controller_labels,
+    controller_selector,
+    service_finalizer,
     target_health_condition,
 )
 from controller.apis.resources import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
@@ -40,6 +44,7 @@ __all__ = [
     "CHECKPOINT_ANNOTATION",
     "CHECKPOINT_ANNOTATIONS",
     "CHECKPOINT_TIMESTAMP_ANNOTATION",
+    "CONTROLLER_LABEL",
     "DEFAULT_CLASS_ANNOTATION",
     "DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME",
     "GROUP_MEMBERS_ANNOTATION",
@@ -68,5 +73,8 @@ __all__ = [
     "USE_ANNOTATION",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "controller_labels",
+    "controller_selector",
+    "service_finalizer",
     "target_health_condition",
 ]

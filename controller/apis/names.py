@@ -41,6 +41,28 @@ INGRESS_STACK_NAMESPACE_LABEL: Final = "ingress.k8s.aws/stack-namespace"
 # Pod readiness gates (upstream's names): a namespace labelled `<inject label>: enabled` gets the
 # gate `target-health.elbv2.k8s.aws/<binding name>` on its new pods, for each binding whose
 # Service selects them; the TargetGroupBinding controller sets the pod condition of that type.
+# Which of several controllers of one cluster (`--controller-id`) a TargetGroupBinding belongs
+# to: absent for the default controller's (so nothing changes for bindings made before).
+CONTROLLER_LABEL: Final = "elbv2.k8s.aws/controller"
+
+
+def controller_labels(controller_id: str) -> dict[str, str]:
+    """The labels of a managed TargetGroupBinding that name its controller."""
+    return {CONTROLLER_LABEL: controller_id} if controller_id else {}
+
+
+def service_finalizer(controller_id: str) -> str:
+    """The finalizer a controller puts on the Services it provisions for: upstream's for the
+    default controller, `<id>.service.k8s.aws/resources` for another, so that each cleans up
+    only what it made (a Service's class cannot change, but a controller's can)."""
+    return f"{controller_id}.{SERVICE_FINALIZER}" if controller_id else SERVICE_FINALIZER
+
+
+def controller_selector(controller_id: str) -> str:
+    """The label selector of the TargetGroupBindings a controller serves."""
+    return f"{CONTROLLER_LABEL}={controller_id}" if controller_id else f"!{CONTROLLER_LABEL}"
+
+
 READINESS_GATE_INJECT_LABEL: Final = "elbv2.k8s.aws/pod-readiness-gate-inject"
 READINESS_GATE_INJECT_VALUE: Final = "enabled"
 TARGET_HEALTH_CONDITION_PREFIX: Final = "target-health.elbv2.k8s.aws/"

@@ -15,6 +15,13 @@ class ClusterConfig:
         "--cluster-name", parse=str,
         check=flagvalues.all_of(flagvalues.non_empty, flagrules.cluster_name_problem),
         help="name of the cluster; tags every AWS resource the controller owns")
+    controller_id: str = flag(
+        "--controller-id", default="", parse=str, check=flagrules.controller_id_problem,
+        help="which of several controllers of one cluster this is: named in the description "
+        "of the rules it adds to shared security groups, its backend security group, its "
+        "managed TargetGroupBindings and the IngressClass controller it serves "
+        "(ingress.k8s.aws/alb-<id>); each revokes only its own (default: the cluster's "
+        "default controller, whose rules name only the cluster, as before)")
 
 
 __all__ = ["ClusterConfig"]

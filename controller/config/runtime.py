@@ -9,7 +9,7 @@ from typing import Literal
 
 from controller import flagrules
 from controller.defaults import DEFAULT_LEADER_ELECTION_ID, DEFAULT_SYNC_PERIOD
-from runtime import flagvalues
+from runtime import flagvalues, labelselector
 from runtime.flags import flag
 from runtime.flagvalues import format_duration
 from runtime.leaselock import JITTER_FACTOR
@@ -18,6 +18,14 @@ from runtime.leaselock import JITTER_FACTOR
 # shipped liveness probe's window (10 s delay + 3 x 10 s), so the process says why it failed
 # before the kubelet kills it for not answering.
 DEFAULT_API_SERVER_STARTUP_TIMEOUT = 30.0
+
+
+def _namespaces(names: frozenset[str]) -> str | None:
+    for name in sorted(names):
+        problem = flagrules.dns_label_problem(name)
+        if problem:
+            return problem
+    return None
 
 
 def _readable_file(path: str) -> str | None:
@@ -41,9 +49,16 @@ class RuntimeConfig:
         "--api-server-startup-timeout", default=DEFAULT_API_SERVER_STARTUP_TIMEOUT,
         parse=flagvalues.parse_duration,
         help="how long start-up retries an unreachable API server before exiting (0: try once)")
-    watch_namespace: str | None = flag(
-        "--watch-namespace", default=None, parse=str, check=flagrules.dns_label_problem,
-        help="watch only this namespace (default: all)")
+    watch_namespace: frozenset[str] = flag(
+        "--watch-namespace", default=frozenset(), parse=flagvalues.parse_names,
+        check=_namespaces,
+        help="watch only these namespaces, comma-separated (default: all)")
+    namespace_selector: str | None = flag(
+        "--namespace-selector", default=None, parse=str, check=labelselector.problem,
+        metavar="SELECTOR",
+        help="watch only the namespaces whose labels match this label selector (e.g. "
+        "'team=shop,env!=test'), followed as namespaces are labelled; with "
+        "--watch-namespace, the listed ones that match (default: all)")
     sync_period: float = flag(
         "--sync-period", default=DEFAULT_SYNC_PERIOD, parse=flagvalues.parse_duration,
         check=flagvalues.greater_than(0),
@@ -71,6 +86,13 @@ class RuntimeConfig:
     retry_period: float = flag(
         "--leader-election-retry-period", default=2.0, parse=flagvalues.parse_duration,
         check=flagvalues.greater_than(0), help="how often the Lease is tried")
+
+    @property
+    def selector(self) -> labelselector.Selector | None:
+        """`--namespace-selector` parsed (its check passed)."""
+        if self.namespace_selector is None:
+            return None
+        return labelselector.parse(self.namespace_selector)
 
     def check(self) -> str | None:
         """client-go's NewLeaderElector rules: the lease outlives the renew deadline, and the

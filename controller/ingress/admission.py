@@ -38,7 +38,13 @@ from controller.errors import InvalidInput, MissingReference
 from controller.ingress.addons import NONE, WAFV2_NAME
 from controller.ingress.annotations import IngressAnnotations
 from controller.ingress.caches import Caches
-from controller.ingress.classes import ClassError, annotation_matches, classify, parse_params
+from controller.ingress.classes import (
+    ClassError,
+    annotation_matches,
+    classify,
+    parse_params,
+    served_controller,
+)
 from controller.ingress.exclusions import GroupNamespaces, Settled, settle
 from controller.ingress.groups import (
     GROUP_NAME_KEY,
@@ -103,6 +109,10 @@ def check_annotation_usage(ing: Obj, old: Obj | None, *, ingress_class: str,
             "(--disable-ingress-group-name-annotation): use IngressClassParams' group.name")
 
 
+def _controller(settings: BuilderSettings) -> str:
+    return served_controller(settings.cluster.controller_id)
+
+
 def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, *,
           policy: GroupNamespaces = "params", disable_class_annotation: bool = False,
           disable_group_name_annotation: bool = False) -> list[str]:
@@ -111,7 +121,8 @@ def admit(ing: Obj, old: Obj | None, caches: Caches, settings: BuilderSettings, 
     if is_deleting(ing):
         return []
     if ((disable_class_annotation or disable_group_name_annotation)
-            and membership(ing, caches, ingress_class=settings.ingress_class) is not None):
+            and membership(ing, caches, ingress_class=settings.ingress_class,
+                                   controller=_controller(settings)) is not None):
         check_annotation_usage(ing, old, ingress_class=settings.ingress_class,
                                disable_class_annotation=disable_class_annotation,
                                disable_group_name_annotation=disable_group_name_annotation)
@@ -127,12 +138,14 @@ def _admit(ing: Obj, caches: Caches, settings: BuilderSettings, policy: GroupNam
     """`admit`'s decision; `told` gets what the Ingress is told about its keys."""
     key = key_of(ing)
     try:
-        info = classify(ing, caches, ingress_class=settings.ingress_class)
+        info = classify(ing, caches, ingress_class=settings.ingress_class,
+                        controller=_controller(settings))
     except MissingReference as exc:
         return [f"Ingress {key}: {exc}"]
     except ClassError:
         info = None  # left out of its group for it: `settle` says so below
-    member = membership(ing, caches, ingress_class=settings.ingress_class)
+    member = membership(ing, caches, ingress_class=settings.ingress_class,
+                                   controller=_controller(settings))
     if member is None:
         return []
     # Its own keys, until its build (which adds its backend Services') says more.
@@ -155,7 +168,8 @@ def _admit(ing: Obj, caches: Caches, settings: BuilderSettings, policy: GroupNam
             return [str(exc)]
         except InvalidInput:
             pass  # whether it counts is the settled group's to say
-    current = GroupLoader(caches, ingress_class=settings.ingress_class).load(member.group)
+    current = GroupLoader(caches, ingress_class=settings.ingress_class,
+                          controller=_controller(settings)).load(member.group)
     written = Group(member.group,
                     _sorted([*(m for m in current.members if m.key != key), this]),
                     current.leaving, current.strays,
@@ -190,7 +204,8 @@ def web_acl_names(ing: Obj, caches: Caches, settings: BuilderSettings) -> tuple[
     annotation; `none` and empty name none), for the webhook to look up as the resolve stage
     will: a name that does not resolve is denied with the reconcile's words. Never raises."""
     try:
-        info = classify(ing, caches, ingress_class=settings.ingress_class)
+        info = classify(ing, caches, ingress_class=settings.ingress_class,
+                        controller=_controller(settings))
     except InvalidInput:
         return ()
     params = info.params if info is not None else None

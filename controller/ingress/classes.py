@@ -7,7 +7,9 @@ Upstream's rules (`pkg/ingress/group_loader.go`, `class_loader.go`):
    through `spec.ingressClassName`: the annotation is no way around an administrator's
    namespaceSelector or enforced group.
 2. Else `spec.ingressClassName` names an IngressClass whose `spec.controller` must be
-   `ingress.k8s.aws/alb`; a class that does not exist (yet) means "not ours".
+   `ingress.k8s.aws/alb` (a controller with `--controller-id <id>`: `ingress.k8s.aws/alb-<id>`,
+   so that several controllers of one cluster each serve their own classes, and the default
+   one never another's); a class that does not exist (yet) means "not ours".
 3. Else the IngressClass annotated `ingressclass.kubernetes.io/is-default-class: "true"`
    applies, if there is one with our controller.
 4. Else (no class at all) the Ingress is ours only when `--ingress-class` is empty.
@@ -238,13 +240,35 @@ def _default_class(classes: Sequence[Obj]) -> Obj | None:
     return defaults[0] if defaults else None
 
 
-def _is_ours(ingress_class: Obj) -> bool:
-    return bool(dig(ingress_class, "spec", "controller") == ALB_CONTROLLER)
+def served_controller(controller_id: str) -> str:
+    """The IngressClass `spec.controller` of the classes a controller serves."""
+    return f"{ALB_CONTROLLER}-{controller_id}" if controller_id else ALB_CONTROLLER
 
 
-def classify(ing: Obj, caches: Caches, *, ingress_class: str) -> IngressClassInfo | None:
+def served_elsewhere(ing: Obj, caches: Caches, *, controller: str = ALB_CONTROLLER) -> bool:
+    """Whether the Ingress's class (its `spec.ingressClassName`, else its legacy annotation)
+    is an IngressClass of another of the cluster's ALB controllers (`--controller-id`): what
+    was made for it is that controller's to keep or delete, finalizer or not."""
+    name = dig(ing, "spec", "ingressClassName")
+    if not isinstance(name, str) or not name:
+        name = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
+    if not isinstance(name, str) or not name:
+        return False
+    cls = caches.classes.get(name)
+    other = dig(cls, "spec", "controller") if cls is not None else None
+    return (isinstance(other, str) and other != controller
+            and (other == ALB_CONTROLLER or other.startswith(f"{ALB_CONTROLLER}-")))
+
+
+def classify(ing: Obj, caches: Caches, *, ingress_class: str,
+             controller: str = ALB_CONTROLLER) -> IngressClassInfo | None:
     """None when another controller (or nobody) owns the Ingress; raises ClassError when it is
-    ours but its class parameters cannot be used."""
+    ours but its class parameters cannot be used. `controller`: the `spec.controller` of the
+    classes served (`served_controller`)."""
+
+    def _is_ours(cls: Obj) -> bool:
+        return bool(dig(cls, "spec", "controller") == controller)
+
     note_read(LEGACY_CLASS_ANNOTATION)
     legacy = annotations_of(ing).get(LEGACY_CLASS_ANNOTATION)
     if isinstance(legacy, str):

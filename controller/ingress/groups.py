@@ -16,17 +16,24 @@ from dataclasses import dataclass, field
 
 from controller.annotations import AnnotationError, AnnotationReader
 from controller.apis import (
-    INGRESS_ANNOTATION_PREFIX as PREFIX,
-)
-from controller.apis import (
+    ALB_CONTROLLER,
     INGRESS_FINALIZER,
     INGRESS_GROUP_FINALIZER_PREFIX,
     INGRESS_STACK_LABEL,
     INGRESS_STACK_NAME_LABEL,
     INGRESS_STACK_NAMESPACE_LABEL,
 )
+from controller.apis import (
+    INGRESS_ANNOTATION_PREFIX as PREFIX,
+)
 from controller.ingress.caches import Caches
-from controller.ingress.classes import ClassError, IngressClassInfo, class_name_of, classify
+from controller.ingress.classes import (
+    ClassError,
+    IngressClassInfo,
+    class_name_of,
+    classify,
+    served_elsewhere,
+)
 from runtime.objects import Obj, as_dict, dig, finalizers, key_of, meta
 from runtime.reconcile import Request
 
@@ -137,12 +144,13 @@ class Membership:
     via_params: bool = False
 
 
-def membership(ing: Obj, caches: Caches, *, ingress_class: str) -> Membership | None:
+def membership(ing: Obj, caches: Caches, *, ingress_class: str,
+               controller: str = ALB_CONTROLLER) -> Membership | None:
     """None when the Ingress is not ours or is being deleted."""
     if meta(ing).get("deletionTimestamp"):
         return None
     try:
-        info = classify(ing, caches, ingress_class=ingress_class)
+        info = classify(ing, caches, ingress_class=ingress_class, controller=controller)
     except ClassError as exc:
         return Membership(_annotated_group(ing), None, str(exc))
     if info is None:
@@ -174,11 +182,14 @@ def index_keys(ing: Obj) -> list[str]:
     return list(keys)
 
 
-def group_keys(ing: Obj, caches: Caches, *, ingress_class: str) -> list[str]:
+def group_keys(ing: Obj, caches: Caches, *, ingress_class: str,
+               controller: str = ALB_CONTROLLER) -> list[str]:
     """The current group (live lookup) and every former one (by finalizer)."""
     keys: dict[str, None] = {}
     try:
-        member = membership(ing, caches, ingress_class=ingress_class)
+        member = membership(ing, caches, ingress_class=ingress_class, controller=controller)
+        if member is None and served_elsewhere(ing, caches, controller=controller):
+            return []  # its groups, current and former, are another controller's
     except Exception:  # an index function must never raise into the informer
         member = None
     if member is not None:
@@ -241,14 +252,17 @@ class Group:
 
 
 class GroupLoader:
-    def __init__(self, caches: Caches, *, ingress_class: str) -> None:
+    def __init__(self, caches: Caches, *, ingress_class: str,
+                 controller: str = ALB_CONTROLLER) -> None:
         self.caches = caches
         self.ingress_class = ingress_class
+        self.controller = controller
 
     def groups_of(self, ing: Obj) -> list[Request]:
         """Every group an Ingress event may concern: the one it belongs to now and the ones
         whose finalizer it still carries."""
-        keys = group_keys(ing, self.caches, ingress_class=self.ingress_class)
+        keys = group_keys(ing, self.caches, ingress_class=self.ingress_class,
+                          controller=self.controller)
         return [request_of_key(k) for k in keys]
 
     def _candidates(self, request: Request) -> Iterable[Obj]:
@@ -280,7 +294,8 @@ class GroupLoader:
         errors: list[tuple[Obj, str]] = []
         finalizer = finalizer_of(request)
         for ing in self._candidates(request):
-            member = membership(ing, self.caches, ingress_class=self.ingress_class)
+            member = membership(ing, self.caches, ingress_class=self.ingress_class,
+                                controller=self.controller)
             if member is not None and member.group == request:
                 if member.error is not None:
                     errors.append((ing, member.error))
@@ -290,6 +305,9 @@ class GroupLoader:
                     errors.append((ing, str(exc)))
                     order = 0
                 members.append(Member(ing, member.info, order, member.via_params))
+            elif member is None and served_elsewhere(ing, self.caches,
+                                                     controller=self.controller):
+                continue  # another controller's: neither a member nor leaving
             elif deployed_with(ing, request):
                 leaving.append(ing)
             elif finalizer in finalizers(ing):

@@ -36,7 +36,7 @@ from controller.annotationreview import (
     check,
 )
 from controller.annotations import AnnotationError, annotations_of, note_read, quote
-from controller.apis import INGRESS_ANNOTATION_PREFIX
+from controller.apis import INGRESS_ANNOTATION_PREFIX, controller_labels
 from controller.defaults import (
     DEFAULT_INGRESS_CLASS,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
@@ -246,7 +246,9 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
     customer_owned_pool = _customer_owned_pool(parsed)
     groups = _security_groups(group, lb, ports, builder, settings, warnings)
     backends = Backends(builder=builder, caches=caches, cluster_name=settings.cluster.name,
-                        stack_id=group.stack_id, labels=stack_labels(request),
+                        stack_id=group.stack_id,
+                        labels={**stack_labels(request),
+                                **controller_labels(settings.cluster.controller_id)},
                         default_target_type=settings.defaults.target_type,
                         default_tags=settings.defaults.tags,
                         external_managed_tags=settings.defaults.external_managed_tags,

@@ -15,6 +15,7 @@ from controller.aws import AWSClientPool, RegionSnapshot
 from controller.deploy import StackDeployer
 from controller.ingress.admission import PresumedSecrets
 from controller.ingress.caches import Caches
+from controller.ingress.classes import served_controller
 from controller.ingress.groups import (
     CLASS_INDEX,
     GROUP_INDEX,
@@ -105,7 +106,8 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
                     classes=informers.informer(manager, INGRESSCLASSES).store,
                     params=informers.informer(manager, INGRESSCLASSPARAMS).store,
                     namespaces=informers.informer(manager, NAMESPACES).store)
-    loader = GroupLoader(caches, ingress_class=settings.config.ingress_class)
+    loader = GroupLoader(caches, ingress_class=settings.config.ingress_class,
+                         controller=served_controller(settings.cluster.controller_id))
     ingresses.add_indexer(GROUP_INDEX, index_keys)
     ingresses.add_indexer(CLASS_INDEX, class_keys)
     ingresses.add_indexer(SERVICE_INDEX, ingress_service_index)
@@ -123,6 +125,7 @@ def build(manager: Manager, *, pool: AWSClientPool, settings: Settings,
 
     if backend is None:
         backend = BackendSecurityGroup(cluster=settings.cluster.name,
+                                       controller_id=settings.cluster.controller_id,
                                        tags=settings.defaults.tags, clock=manager.clock,
                                        delete_backoff=settings.security_group_backoff)
     backend.add_claimants(lambda: _claimed_stacks(ingresses.store.list()))

@@ -5,6 +5,12 @@ One group per cluster and VPC, named `k8s-traffic-<cluster>-<hash>`, tagged
 `--default-tags`). Every load balancer with a managed frontend group carries it, and the targets'
 groups admit it, so one rule per target group covers every load balancer of the cluster.
 
+A controller with `--controller-id` has a group of its own, named after the cluster and its id
+and tagged `elbv2.k8s.aws/controller: <id>` too: its load balancers, and the rules admitting
+them, are then its own, and releasing it never waits for another controller's load balancers.
+The default controller's group carries no controller tag (upstream's has none), and a group
+tagged for a controller is never taken as the default's.
+
 Found by its name and tags (upstream's group has both), else by its tags alone (upstream looks
 it up by its tags only), created when missing, its tags kept. Released when no stack uses it:
 each deploy says whether its stack uses it, and stacks whose objects carry a finalizer but were
@@ -19,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from controller.apis import CONTROLLER_LABEL
 from controller.aws import AWSError, Caller
 from controller.model import backend_security_group_name
 from controller.networking.calls import GroupInUse, delete_group
@@ -26,6 +33,7 @@ from runtime.clock import Clock, RealClock
 from runtime.prioritylock import InheritingLock
 
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+CONTROLLER_TAG = CONTROLLER_LABEL
 RESOURCE_TAG = "elbv2.k8s.aws/resource"
 RESOURCE_VALUE = "backend-sg"
 DESCRIPTION = "[k8s] Shared Backend SecurityGroup for LoadBalancer"
@@ -40,9 +48,10 @@ class BackendGroupError(Exception):
 
 class BackendSecurityGroup:
     def __init__(self, *, cluster: str, tags: Mapping[str, str] | None = None,
-                 delete_retries: int = 3, delete_backoff: float = 1.0,
+                 controller_id: str = "", delete_retries: int = 3, delete_backoff: float = 1.0,
                  clock: Clock | None = None) -> None:
         self._cluster = cluster
+        self._controller_id = controller_id
         self._tags = dict(tags or {})
         self._delete_retries = delete_retries
         self._delete_backoff = delete_backoff
@@ -59,10 +68,20 @@ class BackendSecurityGroup:
 
     @property
     def name(self) -> str:
+        if self._controller_id:
+            return backend_security_group_name(f"{self._cluster}-{self._controller_id}")
         return backend_security_group_name(self._cluster)
 
     def desired_tags(self) -> dict[str, str]:
-        return {**self._tags, CLUSTER_TAG: self._cluster, RESOURCE_TAG: RESOURCE_VALUE}
+        tags = {**self._tags, CLUSTER_TAG: self._cluster, RESOURCE_TAG: RESOURCE_VALUE}
+        if self._controller_id:
+            tags[CONTROLLER_TAG] = self._controller_id
+        return tags
+
+    def _mine(self, tags: Mapping[str, str]) -> bool:
+        return (tags.get(CLUSTER_TAG) == self._cluster
+                and tags.get(RESOURCE_TAG) == RESOURCE_VALUE
+                and tags.get(CONTROLLER_TAG, "") == self._controller_id)
 
     def add_claimants(self, claimants: Claimants) -> None:
         """Stacks whose objects carry this controller's finalizer (read from a cache)."""
@@ -103,15 +122,17 @@ class BackendSecurityGroup:
         resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
             {"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "group-name", "Values": [self.name]}])
         for group in resp.get("SecurityGroups") or []:
-            tags = {t["Key"]: t.get("Value", "") for t in group.get("Tags") or []}
-            if tags.get(CLUSTER_TAG) == self._cluster and tags.get(RESOURCE_TAG) == RESOURCE_VALUE:
+            if self._mine({t["Key"]: t.get("Value", "") for t in group.get("Tags") or []}):
                 return dict(group)
         resp = await calls.call("DescribeSecurityGroups", service="ec2", Filters=[
             {"Name": "vpc-id", "Values": [vpc_id]},
             {"Name": f"tag:{CLUSTER_TAG}", "Values": [self._cluster]},
             {"Name": f"tag:{RESOURCE_TAG}", "Values": [RESOURCE_VALUE]}])
-        groups = sorted(resp.get("SecurityGroups") or [], key=lambda g: str(g["GroupId"]))
-        return groups[0] if groups else None
+        groups = sorted((g for g in resp.get("SecurityGroups") or []
+                         if self._mine({t["Key"]: t.get("Value", "")
+                                        for t in g.get("Tags") or []})),
+                        key=lambda g: str(g["GroupId"]))
+        return dict(groups[0]) if groups else None
 
     async def _create(self, calls: Caller, vpc_id: str) -> str:
         tags = [{"Key": k, "Value": v} for k, v in sorted(self.desired_tags().items())]

@@ -64,6 +64,8 @@ class NetworkingPolicy:
 
     cluster: str
     vpc_id: str
+    # Which of the cluster's controllers keeps the rules ("": the default one).
+    controller_id: str = ""
     unrestricted_namespaces: frozenset[str] = frozenset()
     backend_group_id: str = ""
     every_port: bool = False

@@ -15,6 +15,12 @@
   another). Such a rule is adopted where wanted (its description rewritten in place, never
   revoked and granted again, which would drop traffic in between) and revoked where not.
   Any other legacy rule is left alone: another cluster's upstream controller may need it.
+- Another controller's of this cluster (`--controller-id`): the cluster's labels and
+  `elbv2.k8s.aws/controller=<id>`. A controller with an id owns exactly the rules naming it; the
+  default controller (no id) owns the cluster's rules naming no controller, so its
+  descriptions are those written before controllers had ids, and no rule is rewritten on
+  upgrade. Only the default controller adopts upstream's rules: a controller with an id never
+  takes over, nor revokes, a rule it did not write.
 - Anyone else's: never touched.
 """
 
@@ -23,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from controller import apis
 from controller.aws import tag_dict
 from controller.deploy.tags import CLUSTER_TAG
 from controller.networking.enis import CLUSTER_TAG_PREFIX
@@ -33,18 +40,27 @@ from controller.networking.policy import NetworkingPolicy
 LABEL_KEY: Final = "elbv2.k8s.aws/targetGroupBinding"
 LABEL_VALUE: Final = "shared"
 CLUSTER_LABEL: Final = "elbv2.k8s.aws/cluster"
+CONTROLLER_LABEL: Final = apis.CONTROLLER_LABEL
 LEGACY_DESCRIPTION: Final = description_for({LABEL_KEY: LABEL_VALUE})
 
 Owned = Callable[[Permission], bool]
 
 
-def description(cluster: str) -> str:
-    """The description of this cluster's rules."""
-    return description_for({LABEL_KEY: LABEL_VALUE, CLUSTER_LABEL: cluster})
+def _labels(cluster: str, controller_id: str) -> dict[str, str]:
+    labels = {LABEL_KEY: LABEL_VALUE, CLUSTER_LABEL: cluster}
+    if controller_id:
+        labels[CONTROLLER_LABEL] = controller_id
+    return labels
 
 
-def is_ours(rule: Permission, cluster: str) -> bool:
-    return rule.has_labels({LABEL_KEY: LABEL_VALUE, CLUSTER_LABEL: cluster})
+def description(cluster: str, controller_id: str = "") -> str:
+    """The description of the rules of this cluster's controller `controller_id`."""
+    return description_for(_labels(cluster, controller_id))
+
+
+def is_ours(rule: Permission, cluster: str, controller_id: str = "") -> bool:
+    return (rule.has_labels(_labels(cluster, controller_id))
+            and rule.labels.get(CONTROLLER_LABEL, "") == controller_id)
 
 
 def is_legacy(rule: Permission) -> bool:
@@ -65,15 +81,16 @@ class RuleOwners:
     def __init__(self, policy: NetworkingPolicy, facts: GroupFactsCache) -> None:
         self._policy = policy
         self._facts = facts
-        self.description = description(policy.cluster)
+        self.description = description(policy.cluster, policy.controller_id)
 
     def ours(self, rule: Permission) -> bool:
-        return is_ours(rule, self._policy.cluster)
+        return is_ours(rule, self._policy.cluster, self._policy.controller_id)
 
     def adoptable(self, group: Mapping[str, Any], rule: Permission) -> bool:
         """A legacy rule on `group` (a DescribeSecurityGroups item) that can be this
-        cluster's."""
-        if not is_legacy(rule):
+        cluster's, for the cluster's default controller (one with an id adopts nothing: the
+        upstream rule may be another controller's need)."""
+        if self._policy.controller_id or not is_legacy(rule):
             return False
         if rule.source_kind == "group" and (
                 self._policy.is_cluster_group(self._facts.get(rule.source))
@@ -97,6 +114,6 @@ def legacy_sources(groups: Iterable[Mapping[str, Any]]) -> set[str]:
             if r.source_kind == "group" and is_legacy(r)}
 
 
-__all__ = ["CLUSTER_LABEL", "LABEL_KEY", "LABEL_VALUE", "LEGACY_DESCRIPTION", "Owned",
-           "RuleOwners", "description", "is_legacy", "is_ours", "legacy_sources",
-           "only_this_cluster"]
+__all__ = ["CLUSTER_LABEL", "CONTROLLER_LABEL", "LABEL_KEY", "LABEL_VALUE",
+           "LEGACY_DESCRIPTION", "Owned", "RuleOwners", "description", "is_legacy",
+           "is_ours", "legacy_sources", "only_this_cluster"]

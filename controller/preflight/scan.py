@@ -130,15 +130,19 @@ async def scan(client: KubeClient, *, deployment: str | None,
                              f"{dep['metadata'].get('name')}", "not-honoured", "",
                              f"refused together: {problem}; the scan uses aiolbc's defaults"))
     scope = scope_of(config)
-    ns = config.runtime.watch_namespace or None
-    ingresses = await reader.list(INGRESSES, ns)
-    services = await reader.list(SERVICES, ns)
+    # Upstream's --watch-namespace names one namespace (list that one); several: every
+    # namespace's objects are listed and those of others dropped.
+    watched = config.runtime.watch_namespace
+    ns = next(iter(watched)) if len(watched) == 1 else None
+    ingresses = _within(watched, await reader.list(INGRESSES, ns))
+    services = _within(watched, await reader.list(SERVICES, ns))
     classes = await reader.list(INGRESSCLASSES)
     params = await reader.list(INGRESSCLASSPARAMS, optional=True)
     namespaces = await reader.list(NAMESPACES)
-    bindings = await reader.list(TARGETGROUPBINDINGS, ns, optional=True)
+    bindings = _within(watched, await reader.list(TARGETGROUPBINDINGS, ns, optional=True))
     gateway_classes = await reader.list(GATEWAYCLASSES, optional=True)
-    gateways = await reader.list(GATEWAYS, ns, optional=True) if gateway_classes else []
+    gateways = (_within(watched, await reader.list(GATEWAYS, ns, optional=True))
+                if gateway_classes else [])
     caches, unread = objects.ingress_caches(ingresses, services, classes, params, namespaces)
     found.extend(unread)
     progress(f"checking {len(ingresses)} ingresses")
@@ -150,6 +154,13 @@ async def scan(client: KubeClient, *, deployment: str | None,
     found.extend(objects.bindings(bindings, scope))
     found.extend(objects.gateways(gateways, gateway_classes))
     return Report.of(found)
+
+
+def _within(watched: frozenset[str], items: list[Obj]) -> list[Obj]:
+    if not watched:
+        return items
+    return [i for i in items if isinstance(i.get("metadata"), dict)
+            and i["metadata"].get("namespace") in watched]
 
 
 def _stderr(message: str) -> None:

@@ -202,12 +202,14 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 
 def qualifies(service: Mapping[str, Any], *, load_balancer_class: str,
-              load_balancer_only: bool = True) -> bool:
+              load_balancer_only: bool = True, by_annotation: bool = True) -> bool:
     """Whether this controller provisions an NLB for `service`: a LoadBalancer Service whose
     `spec.loadBalancerClass` is ours, or, with no class, `aws-load-balancer-type: external`
     plus an `ip`/`instance` target type, or the deprecated `aws-load-balancer-type: nlb-ip`.
     `load_balancer_only` (upstream's ServiceTypeLoadBalancerOnly gate): false serves Services
-    of any type that ask for it so, as upstream does by default.
+    of any type that ask for it so, as upstream does by default. `by_annotation`: whether a
+    Service without a class is served by its annotations (the cluster's default controller
+    only: of several controllers, one with a `--controller-id` serves its class alone).
 
     Deletion is not considered: a deleted Service still qualifies, so that the reconciler
     cleans up what it provisioned (it decides by its finalizer)."""
@@ -217,6 +219,8 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str,
     cls = spec.get("loadBalancerClass")
     if cls is not None:
         return bool(cls == load_balancer_class)
+    if not by_annotation:
+        return False
     annotations = annotations_of(service)
     lb_type = annotations.get(PREFIX + LOAD_BALANCER_TYPE)
     if lb_type == TYPE_NLB_IP:
@@ -225,7 +229,7 @@ def qualifies(service: Mapping[str, Any], *, load_balancer_class: str,
 
 
 def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: str,
-                            load_balancer_only: bool = True) -> bool:
+                            load_balancer_only: bool = True, by_annotation: bool = True) -> bool:
     """Whether upstream with its default gates would serve `service` and this controller does
     not: with the ServiceTypeLoadBalancerOnly gate on, a Service of another type than
     LoadBalancer asking for an NLB by annotation (pkg/service/service_utils.go)."""
@@ -233,7 +237,8 @@ def served_by_upstream_only(service: Mapping[str, Any], *, load_balancer_class: 
     if not load_balancer_only or spec.get("type") == "LoadBalancer":
         return False
     as_load_balancer = {**service, "spec": {**spec, "type": "LoadBalancer"}}
-    return qualifies(as_load_balancer, load_balancer_class=load_balancer_class)
+    return qualifies(as_load_balancer, load_balancer_class=load_balancer_class,
+                     by_annotation=by_annotation)
 
 
 def relevant_annotations(service: Mapping[str, Any]) -> dict[str, str]:

@@ -28,7 +28,12 @@ from pydantic import ValidationError
 from controller import checkpoint, gates, validators
 from controller.annotationreview import UnsupportedAnnotation
 from controller.annotations import TRAFFIC_PORT, AnnotationError, TrafficPort
-from controller.apis import SERVICE_STACK_NAME_LABEL, SERVICE_STACK_NAMESPACE_LABEL
+from controller.apis import (
+    SERVICE_STACK_NAME_LABEL,
+    SERVICE_STACK_NAMESPACE_LABEL,
+    controller_labels,
+    service_finalizer,
+)
 from controller.defaults import DEFAULT_LOAD_BALANCER_CLASS
 from controller.errors import InvalidInput, MissingReference
 from controller.model import (
@@ -136,6 +141,17 @@ class ModelSettings:
     gates: FeatureGates = field(default_factory=FeatureGates)
 
     @property
+    def finalizer(self) -> str:
+        """This controller's finalizer on the Services it provisions for."""
+        return service_finalizer(self.cluster.controller_id)
+
+    @property
+    def by_annotation(self) -> bool:
+        """Services without a class are served by their annotations: by the cluster's
+        default controller only."""
+        return not self.cluster.controller_id
+
+    @property
     def load_balancer_only(self) -> bool:
         """The ServiceTypeLoadBalancerOnly gate: only Services of type LoadBalancer."""
         return gates.enabled(self.gates, "ServiceTypeLoadBalancerOnly")
@@ -198,7 +214,8 @@ def admission_refusal(service: Mapping[str, Any], *, settings: ModelSettings,
     the Service webhook to say at `kubectl apply`; None when it builds or is not ours. A key
     that narrows access is left to `admission_warnings`, which already says it."""
     if not qualifies(service, load_balancer_class=settings.load_balancer_class,
-                     load_balancer_only=settings.load_balancer_only):
+                     load_balancer_only=settings.load_balancer_only,
+                     by_annotation=settings.by_annotation):
         return None
     try:
         build_stack(service, settings=settings, services=services)
@@ -216,7 +233,8 @@ def checkpoint_input(service: Mapping[str, Any], *, settings: ModelSettings,
     if (service.get("metadata") or {}).get("deletionTimestamp"):
         return None
     if not qualifies(service, load_balancer_class=settings.load_balancer_class,
-                     load_balancer_only=settings.load_balancer_only):
+                     load_balancer_only=settings.load_balancer_only,
+                     by_annotation=settings.by_annotation):
         return None
     return build_stack(service, settings=settings, services=services)
 
@@ -646,7 +664,8 @@ class _Builder:
                 restricted=self.settings.backend_sg.restricted_rules,
                 protocols=["TCP", *(["UDP"] if port.protocol != "TCP" else [])]),
             labels={SERVICE_STACK_NAME_LABEL: self.name,
-                    SERVICE_STACK_NAMESPACE_LABEL: self.namespace}))
+                    SERVICE_STACK_NAMESPACE_LABEL: self.namespace,
+                    **controller_labels(self.settings.cluster.controller_id)}))
 
     def _target_port(self, port: Mapping[str, Any]) -> int:
         # Upstream: the node port for instance targets; the numeric target port for ip targets,

@@ -37,7 +37,6 @@ import structlog
 
 from controller import checkpoint, gates, targetgroupaccess
 from controller.annotationreview import Finding, FindingLog, summarized
-from controller.apis import SERVICE_FINALIZER
 from controller.aws import AWSError
 from controller.bindings import BindingWriter, matches_model
 from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
@@ -149,12 +148,14 @@ class ServiceReconciler:
             return Result()
         if is_deleting(svc) or not qualifies(  # 2. qualify
                 svc, load_balancer_class=self._settings.load_balancer_class,
-                load_balancer_only=self._settings.load_balancer_only):
-            if not has_finalizer(svc, SERVICE_FINALIZER):
+                load_balancer_only=self._settings.load_balancer_only,
+                by_annotation=self._settings.by_annotation):
+            if not has_finalizer(svc, self._settings.finalizer):
                 return Result()
             if not is_deleting(svc) and served_by_upstream_only(
                     svc, load_balancer_class=self._settings.load_balancer_class,
-                    load_balancer_only=self._settings.load_balancer_only):
+                    load_balancer_only=self._settings.load_balancer_only,
+                    by_annotation=self._settings.by_annotation):
                 self._leave_alone(svc)
                 return Result()
             return await self._cleanup(svc)
@@ -212,7 +213,7 @@ class ServiceReconciler:
 
     def _converged_in_cache(self, svc: Obj, stack: Stack) -> bool:
         cond = find_condition(svc, CONDITION_TYPE) or {}
-        if (not has_finalizer(svc, SERVICE_FINALIZER) or hostname_of(svc) is None
+        if (not has_finalizer(svc, self._settings.finalizer) or hostname_of(svc) is None
                 or not is_ready(svc)
                 or cond.get("observedGeneration") != meta(svc).get("generation")
                 or cond.get("message") != ready_message(self._findings(svc))):
@@ -229,7 +230,7 @@ class ServiceReconciler:
 
         try:
             applied = await self._apply.apply(
-                stack, value=value, owners=[svc], finalizer=SERVICE_FINALIZER,
+                stack, value=value, owners=[svc], finalizer=self._settings.finalizer,
                 current=list(self._managed_bindings(svc).values()), status=status)
         except (DeployError, AWSError) as exc:
             await self._fail(svc, "FailedDeployModel", "FailedDeployModel", str(exc))
@@ -255,7 +256,7 @@ class ServiceReconciler:
                                               vpc_id=self._settings.cluster.vpc_id)
             svc = await self._writer.patch_status(svc, clear_patch(svc))
             await self._writer.patch_metadata(
-                svc, remove_finalizer=SERVICE_FINALIZER,
+                svc, remove_finalizer=self._settings.finalizer,
                 annotations=checkpoint.removal_patch()["metadata"]["annotations"])
         except NotFound:
             return Result()
@@ -277,7 +278,7 @@ class ServiceReconciler:
             svc, "Warning", "NotServed",
             f"type {kind} asks for a load balancer by annotation, which this controller "
             f"provisions for type LoadBalancer only; the existing load balancer and the "
-            f"{SERVICE_FINALIZER} finalizer are left as they are (make the Service type "
+            f"{self._settings.finalizer} finalizer are left as they are (make the Service type "
             "LoadBalancer to manage it, or delete it to delete the load balancer)")
 
     async def _fail(self, svc: Obj, event_reason: str, reason: str, message: str) -> None:

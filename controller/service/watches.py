@@ -64,14 +64,16 @@ def service_for_binding(obj: Obj) -> list[Request]:
     return [Request(*key.split("/", 1)) for key in service_stack_index(obj)]
 
 
-def services_we_build(load_balancer_class: str, *, load_balancer_only: bool = True
+def services_we_build(load_balancer_class: str, *, load_balancer_only: bool = True,
+                      by_annotation: bool = True, finalizer: str = SERVICE_FINALIZER
                       ) -> Predicate:
     """Events of Services we build for, or still hold a finalizer on (an update: in either
     state); the rest never need us, so they are not even queued (most Services of a cluster
     are not load balancers)."""
     def ours(obj: Obj) -> bool:
-        return has_finalizer(obj, SERVICE_FINALIZER) or qualifies(
-            obj, load_balancer_class=load_balancer_class, load_balancer_only=load_balancer_only)
+        return has_finalizer(obj, finalizer) or qualifies(
+            obj, load_balancer_class=load_balancer_class, load_balancer_only=load_balancer_only,
+            by_annotation=by_annotation)
 
     def predicate(event: Event) -> bool:
         return ours(event.obj) or (event.kind is EventKind.UPDATE and event.old is not None

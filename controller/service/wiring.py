@@ -54,11 +54,13 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
     if deployer is None:
         if backend is None:
             backend = BackendSecurityGroup(cluster=settings.cluster.name,
+                                           controller_id=settings.cluster.controller_id,
                                            tags=settings.defaults.tags, clock=manager.clock,
                                            delete_backoff=settings.security_group_backoff)
         deployer = StackDeployer(pool, settings.deployer, clock=manager.clock, backend=backend,
                                  snapshot=snapshot)
-    deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list()))
+    finalizer = settings.model.finalizer
+    deployer.backend.add_claimants(lambda: _claimed_stacks(services.store.list(), finalizer))
     bindings = manager.informer(TARGETGROUPBINDINGS)
     bindings.add_indexer(SERVICE_STACK_INDEX, service_stack_index)
     bindings.add_indexer(TARGET_GROUP_INDEX, binding_target_group_index)
@@ -83,7 +85,9 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             .for_(informers.informer(manager, SERVICES), priority=reconciler.priority,
                   predicates=[services_we_build(
                       settings.config.load_balancer_class,
-                      load_balancer_only=settings.model.load_balancer_only),
+                      load_balancer_only=settings.model.load_balancer_only,
+                      by_annotation=settings.model.by_annotation,
+                      finalizer=settings.model.finalizer),
                       ViewChanged(service_view)])
             # Default priorities: a managed binding deleted or edited by hand wakes its Service
             # at NORMAL (and is put back); initial-list adds and resyncs stay LOW, so that they
@@ -100,10 +104,11 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings,
             .complete(talking(manager.registry, manager.clock, CONTROLLER_NAME, reconciler)))
 
 
-def _claimed_stacks(services: list[Obj]) -> list[StackKey]:
+def _claimed_stacks(services: list[Obj], finalizer: str = SERVICE_FINALIZER
+                    ) -> list[StackKey]:
     """Services carrying our finalizer: their stacks may still use the backend group."""
     return [("service", f"{namespace_of(s)}/{name_of(s)}") for s in services
-            if has_finalizer(s, SERVICE_FINALIZER)]
+            if has_finalizer(s, finalizer)]
 
 
 __all__ = ["CONTROLLER_NAME", "Settings", "build_reconciler", "setup"]

@@ -117,6 +117,7 @@ class Settings:
             return None
         return NetworkingPolicy(
             cluster=self.networking.cluster.name, vpc_id=self.networking.cluster.vpc_id,
+            controller_id=self.networking.cluster.controller_id,
             unrestricted_namespaces=self.config.networking_unrestricted_namespaces,
             backend_group_id=self.networking.backend.group_id,
             every_port=not self.networking.backend.restricted_rules)

@@ -136,6 +136,9 @@ class PodReadinessGateMutator:
         await _synced((self.bindings, self.services))
         pod = _object(request)
         namespace = str(pod["metadata"].get("namespace") or "")
+        if not self.bindings.serves(namespace):
+            # A namespace not served (or let go): no controller here would ever open the gate.
+            return allowed()
         gates = gates_for(pod, namespace, bindings=self.bindings.store,
                           services=self.services.store)
         return patched(pod, with_gates(pod, gates))

@@ -150,8 +150,12 @@ class Cluster:
             if on_setup is not None:
                 on_setup(manager)
 
-        # /metrics as the flags serve it (off unless `flags` say otherwise).
-        options = ManagerOptions(metrics_bind_address=config.metrics.bind_addr)
+        # /metrics as the flags serve it (off unless `flags` say otherwise), the namespaces
+        # the flags serve.
+        options = ManagerOptions(metrics_bind_address=config.metrics.bind_addr,
+                                 watch_namespaces=config.runtime.watch_namespace,
+                                 namespace_selector=config.runtime.selector,
+                                 informer_selectors=app.informer_selectors(config))
         return await self._launch(setup, client=client, options=options)
 
     async def _launch(self, setup: Callable[[Manager], None], *,

@@ -50,7 +50,8 @@ switch from upstream finds them where they were). */}}
 {{- define "aiolbc.webhookService" -}}aws-load-balancer-webhook-service{{- end -}}
 {{- define "aiolbc.webhookConfiguration" -}}aws-load-balancer-webhook{{- end -}}
 {{- define "aiolbc.webhookSecret" -}}aws-load-balancer-tls{{- end -}}
-{{- define "aiolbc.leaseName" -}}aws-load-balancer-controller-leader{{- end -}}
+{{- /* The controller's default --leader-election-id: with --controller-id, its own. */ -}}
+{{- define "aiolbc.leaseName" -}}aws-load-balancer-controller-leader{{ with .Values.controllerId }}-{{ . }}{{ end }}{{- end -}}
 
 {{/* How the webhook serving certificate comes: self-managed, cert-manager or given. */}}
 {{- define "aiolbc.webhookTLSMode" -}}

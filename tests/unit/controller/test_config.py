@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import app, main
+from controller.apis import TARGETGROUPBINDINGS
 from controller.app import aws_settings, ingress_settings, manager_options
 from controller.aws import DEFAULT_THROTTLE
 from controller.config import ConfigError, ControllerConfig, parse_config
@@ -138,6 +139,11 @@ def test_values_are_parsed() -> None:
         (["--cluster-name", "prod eu"], "--cluster-name: 'prod eu' may contain only"),
         (["--watch-namespace", "Team"], "--watch-namespace: 'Team' is not a lowercase RFC 1123"),
         (["--watch-namespace", "a" * 64], "--watch-namespace: 'aaa"),
+        (["--watch-namespace", "shop,Team"], "--watch-namespace: 'Team' is not a lowercase"),
+        (["--namespace-selector", "team=a b"], "--namespace-selector: 'team=a b' is not a "
+         "label selector"),
+        (["--namespace-selector", "team in (a"], "--namespace-selector: 'team in (a' is not"),
+        (["--namespace-selector", "Team/x=y"], "--namespace-selector: 'Team/x=y' is not"),
         (["--leader-election-namespace", "kube_system"], "--leader-election-namespace: "),
         (["--leader-election-id", "Leader"], "--leader-election-id: 'Leader' is not"),
         (["--ingress-class", "alb_"], "--ingress-class: 'alb_' is not a lowercase RFC 1123"),
@@ -222,6 +228,8 @@ def test_the_verification_budget_reaches_the_aws_pool_settings() -> None:
     ["--ingress-class", ""], ["--ingress-class", "internal.alb"],
     ["--load-balancer-class", "nlb"], ["--load-balancer-class", "example.com/internal-vip"],
     ["--watch-namespace", ""], ["--watch-namespace", "team-a"],
+    ["--watch-namespace", "team-a,team-b"], ["--namespace-selector", ""],
+    ["--namespace-selector", "team=shop,env!=test,tier in (a, b),!legacy,stage"],
     # Timings that only matter with leader election may be anything without it.
     ["--enable-leader-election=false", "--leader-election-renew-deadline", "1h"],
     ["--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",
@@ -265,6 +273,26 @@ def test_the_new_flags_reach_the_manager_options() -> None:
         "--cluster-name", "c", "--metrics-secure", "--metrics-bind-addr", ":8443"]))
     assert (options.metrics_secure, options.metrics_bind_address) == (True, ":8443")
     assert options.metrics_cert_dir is None
+
+
+def test_namespaces_and_the_controller_id_reach_the_manager_options() -> None:
+    options = manager_options(parse_config([
+        "--cluster-name", "c", "--watch-namespace", "shop,blog",
+        "--namespace-selector", "team=web", "--controller-id", "internal"]))
+    assert options.watch_namespaces == frozenset({"shop", "blog"})
+    assert options.namespace_selector is not None
+    assert options.namespace_selector.matches({"metadata": {"labels": {"team": "web"}}})
+    # A second controller's Lease is its own unless named.
+    assert options.leader_election_id == "aws-load-balancer-controller-leader-internal"
+    assert options.informer_selectors == {
+        TARGETGROUPBINDINGS: "elbv2.k8s.aws/controller=internal"}
+    named = manager_options(parse_config([
+        "--cluster-name", "c", "--controller-id", "internal", "--leader-election-id", "x"]))
+    assert named.leader_election_id == "x"
+    default = manager_options(parse_config(["--cluster-name", "c"]))
+    assert default.leader_election_id == "aws-load-balancer-controller-leader"
+    assert (default.watch_namespaces, default.namespace_selector) == (frozenset(), None)
+    assert default.informer_selectors == {TARGETGROUPBINDINGS: "!elbv2.k8s.aws/controller"}
 
 
 def test_the_ingress_group_namespace_policy_reaches_the_ingress_controller() -> None:

@@ -23,6 +23,7 @@ from helm_python.chart import Chart, lint
 from helm_python.errors import HelmValuesError
 
 from controller import flagrules
+from controller.app import leader_election_id
 from controller.config import ConfigError, parse_config
 from tests.support import chart
 from tests.support.chart import CHART, RELEASE
@@ -314,7 +315,9 @@ RICH: dict[str, Any] = {
     "serviceTargetENISGTags": "team=platform",
     "logLevel": "debug",
     "syncPeriod": "5h",
-    "watchNamespace": "shop",
+    "watchNamespace": ["shop", "blog"],
+    "namespaceSelector": "team=web",
+    "controllerId": "internal",
     "ingressMaxConcurrentReconciles": 4,
     "serviceMaxConcurrentReconciles": 4,
     "targetgroupbindingMaxConcurrentReconciles": 6,
@@ -385,7 +388,8 @@ def test_rich_values_become_the_flags_aiolbc_run_accepts() -> None:
         "--aws-max-retries=5", "--default-target-type=ip",
         "--default-tags=env=prod,team=platform", "--external-managed-tags=cost-center,owner",
         "--enable-pod-readiness-gate-inject=false", "--backend-security-group=sg-0123456789abcdef0",
-        "--log-level=debug", "--sync-period=5h", "--watch-namespace=shop",
+        "--log-level=debug", "--sync-period=5h", "--watch-namespace=shop,blog",
+        "--namespace-selector=team=web", "--controller-id=internal",
         "--targetgroupbinding-max-concurrent-reconciles=6",
         "--feature-gates=EnableRGTAPI=false,SubnetsClusterTagCheck=true",
         "--enable-checkpoints=true",
@@ -410,7 +414,8 @@ def test_rich_values_become_the_flags_aiolbc_run_accepts() -> None:
 def test_every_controller_flag_value_reaches_the_args() -> None:
     # Each value the chart maps to a flag, set alone, adds exactly that flag.
     base = args_of(render())
-    for key in ("awsMaxRetries", "logLevel", "syncPeriod", "watchNamespace",
+    for key in ("awsMaxRetries", "logLevel", "syncPeriod", "watchNamespace", "namespaceSelector",
+                "controllerId",
                 "ingressMaxConcurrentReconciles", "serviceMaxConcurrentReconciles",
                 "targetgroupbindingMaxExponentialBackoffDelay",
                 "targetgroupbindingRequeueDuration", "defaultSSLPolicy",
@@ -420,6 +425,14 @@ def test_every_controller_flag_value_reaches_the_args() -> None:
         added = [a for a in args if a not in base]
         assert len(added) == 1, (key, added)
         parse_config(args[1:])
+
+
+@pytest.mark.parametrize("value", ["shop", "shop,blog", ["shop"], ["shop", "blog"]])
+def test_watch_namespace_is_upstreams_string_or_a_list(value: str | list[str]) -> None:
+    args = args_of(render({"watchNamespace": value}))
+    joined = value if isinstance(value, str) else ",".join(value)
+    assert f"--watch-namespace={joined}" in args
+    assert parse_config(args[1:]).runtime.watch_namespace == frozenset(joined.split(","))
 
 
 # Upstream's chart values of the flags added after the chart, and aiolbc's Secret settings.
@@ -708,6 +721,15 @@ def test_ingress_class_resources() -> None:
     assert _one(docs, "IngressClassParams", "alb")["spec"] == {"scheme": "internal"}
     assert not [d for d in render({"createIngressClassResource": False})
                 if d["kind"] in ("IngressClass", "IngressClassParams")]
+    # A second controller of the cluster serves its own class, and holds its own Lease.
+    docs = render({"controllerId": "internal", "ingressClass": "internal"})
+    other = _one(docs, "IngressClass", "internal")
+    assert other["spec"]["controller"] == "ingress.k8s.aws/alb-internal"
+    role = next(d for d in docs if d["kind"] == "Role"
+                and d["metadata"]["name"].endswith("-leader-election"))
+    named = {n for rule in role["rules"] for n in rule.get("resourceNames", [])}
+    assert named == {leader_election_id(parse_config(args_of(docs)[1:]))}
+    assert named == {"aws-load-balancer-controller-leader-internal"}
 
 
 def test_another_release_namespace_moves_every_reference() -> None:

@@ -459,6 +459,25 @@ def test_the_certificate_directory_is_writable(built: list[Doc]) -> None:
     assert "emptyDir" in volume
 
 
+def test_namespaced_component_binds_nothing_namespaced_cluster_wide(tmp_path: Path) -> None:
+    base = os.path.relpath(ROOT, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        f"resources: [{base}]\ncomponents: [{base}/overlays/namespaced]\n")
+    proc = subprocess.run([str(KUBECTL), "kustomize", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    docs = _load_all(proc.stdout)
+    bound = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
+    assert "aiolbc" not in bound
+    assert "aiolbc-cluster-scoped" in bound
+    cluster_scoped = _one(docs, "ClusterRole", "aiolbc-cluster-scoped")
+    assert {r for rule in cluster_scoped["rules"] for r in rule["resources"]} == {
+        "nodes", "namespaces", "ingressclasses", "ingressclassparams",
+        "customresourcedefinitions"}
+    # The ClusterRole itself stays, for the RoleBindings in the served namespaces.
+    assert _one(docs, "ClusterRole", "aiolbc")
+
+
 def test_cert_manager_component_mounts_its_secret_and_serves_files(tmp_path: Path) -> None:
     # As a user's kustomization uses it (kustomize takes relative paths only).
     base = os.path.relpath(ROOT, tmp_path)

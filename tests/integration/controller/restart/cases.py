@@ -916,6 +916,12 @@ NON_MODEL_FLAGS: dict[str, str] = {
     "--kubeconfig": "which API server the controller talks to",
     "--watch-namespace": "which objects are seen at all; objects outside it keep their "
                          "resources, untouched",
+    "--controller-id": "which of the cluster's controllers this is, chosen at install: a "
+                       "controller under another id is another owner (its own rules, backend "
+                       "group, bindings and classes), not a change of what one deploys; the "
+                       "default id changes nothing deployed",
+    "--namespace-selector": "which objects are seen at all; objects of a namespace that "
+                            "stops matching keep their resources, untouched",
     "--ingress-group-namespaces": "which Ingresses are members of a group: what is deployed "
                                   "follows from the members (a change of policy is a change "
                                   "of membership, the o-group-leave case), and every policy "

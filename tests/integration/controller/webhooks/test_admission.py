@@ -326,6 +326,32 @@ async def test_new_pods_get_their_gates_and_load_balancers_our_class(
                        "plain": None}
 
 
+async def test_pods_of_a_namespace_not_served_get_no_gates(
+        cluster: Cluster, hooks: WebhookHarness) -> None:
+    """No controller here would open the gate of a pod in a namespace it does not serve, nor
+    in one let go, whose bindings the cache still holds."""
+    arn = await cluster.target_group("web")
+    inject = {"elbv2.k8s.aws/pod-readiness-gate-inject": "enabled", "team": "web"}
+    await cluster.label_namespace(inject)
+    await cluster.client.create(NAMESPACES, {"metadata": {"name": "other", "labels": inject}})
+    for namespace in ("default", "other"):
+        await cluster.client.create(SERVICES, objects.service(
+            "web", namespace=namespace, selector={"app": "web"}, type_="NodePort"))
+        await cluster.client.create(TARGETGROUPBINDINGS, objects.target_group_binding(
+            "web", service="web", arn=arn, namespace=namespace, multi_cluster=True))
+    manager = await cluster.start_app("--namespace-selector=team=web", on_setup=hooks.setup)
+    await hooks.install()
+    served = manager.served_namespaces()
+    assert served is not None
+    await cluster.client.patch(NAMESPACES, "other", {"metadata": {"labels": {"team": None}}})
+    await eventually(lambda: asyncio.sleep(0, not served.serves("other")))
+
+    assert (await apply(hooks.kubectl, _pod("web-1", "default"))).returncode == 0
+    assert await _gates(cluster, "web-1", "default") == [target_health_condition("web")]
+    assert (await apply(hooks.kubectl, _pod("web-1", "other"))).returncode == 0
+    assert await _gates(cluster, "web-1", "other") == []
+
+
 # ---- availability -----------------------------------------------------------------------------
 
 async def test_an_unreachable_or_slow_webhook_fails_open(cluster: Cluster,

@@ -8,8 +8,20 @@ from typing import Any
 import pytest
 
 from controller.annotations import AnnotationError
-from controller.ingress.classes import ClassError, classify, parse_params
-from controller.ingress.groups import check_group_name, finalizer_of, index_keys, stack_labels
+from controller.ingress.classes import (
+    ClassError,
+    classify,
+    parse_params,
+    served_controller,
+    served_elsewhere,
+)
+from controller.ingress.groups import (
+    check_group_name,
+    finalizer_of,
+    group_keys,
+    index_keys,
+    stack_labels,
+)
 from runtime.reconcile import Request
 from tests.support.objects import class_params, ingress, ingress_class, with_hostname
 from tests.unit.controller.ingress.caches import caches, loader
@@ -152,3 +164,36 @@ def test_upstream_group_names_are_groups(name: str) -> None:
 def test_names_upstream_rejects_are_errors(name: str) -> None:
     with pytest.raises(AnnotationError, match="not a valid group name"):
         check_group_name("alb.ingress.kubernetes.io/group.name", name)
+
+
+def test_each_controller_of_a_cluster_serves_its_own_classes() -> None:
+    internal = served_controller("internal")
+    assert internal == "ingress.k8s.aws/alb-internal"
+    assert served_controller("") == "ingress.k8s.aws/alb"
+    objs = (ingress_class("alb"), ingress_class("internal", controller=internal),
+            ingress_class("nginx", controller="k8s.io/ingress-nginx"))
+    c = caches(*objs)
+    a, b = ingress("a", class_name="alb"), ingress("b", class_name="internal")
+    n = ingress("n", class_name="nginx")
+    assert classify(a, c, ingress_class="alb") is not None
+    assert classify(b, c, ingress_class="alb") is None
+    assert classify(b, c, ingress_class="internal", controller=internal) is not None
+    assert classify(a, c, ingress_class="internal", controller=internal) is None
+    # What another ALB controller serves is its own, finalizer or not; another kind of
+    # controller's class is a class left (the Ingress leaves our group, as upstream).
+    assert served_elsewhere(b, c)
+    assert served_elsewhere(a, c, controller=internal)
+    assert not served_elsewhere(a, c)
+    assert not served_elsewhere(n, c)
+
+
+def test_an_ingress_of_another_controller_is_not_leaving_the_group_it_was_deployed_with(
+) -> None:
+    deployed = with_hostname(ingress("a", class_name="internal", annotations={
+        "alb.ingress.kubernetes.io/group.name": "g"}))
+    deployed["metadata"]["finalizers"] = [finalizer_of(Request("", "g"))]
+    c = caches(ingress_class("internal", controller=served_controller("internal")), deployed)
+    assert group_keys(deployed, c, ingress_class="alb") == []
+    group = loader(c).load(Request("", "g"))
+    assert group.members == ()
+    assert group.leaving == ()

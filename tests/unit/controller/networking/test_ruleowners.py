@@ -92,3 +92,33 @@ def test_held_rules_keep_only_what_our_rules_already_admit() -> None:
     assert [p.rule for p in merged["g"]] == [("tcp", 8080, 8080, "cidr", "10.0.0.0/8"),
                                              ("tcp", 8080, 9090, "group", "sg-backend")]
     assert clip(held, []) == []
+
+
+async def test_several_controllers_of_one_cluster_each_own_only_their_rules() -> None:
+    default_rule = Permission("tcp", 80, 80, "cidr", "10.0.0.0/8", description("prod"))
+    internal_rule = Permission("tcp", 81, 81, "cidr", "10.0.0.0/8",
+                               description("prod", "internal"))
+    other_rule = Permission("tcp", 82, 82, "cidr", "10.0.0.0/8", description("prod", "edge"))
+    legacy = Permission("tcp", 83, 83, "cidr", "10.0.0.0/8", LEGACY_DESCRIPTION)
+    # The default controller's description is the one written before there were ids.
+    assert description("prod") == ("elbv2.k8s.aws/cluster=prod,"
+                                   "elbv2.k8s.aws/targetGroupBinding=shared")
+    assert description("prod", "internal") == (
+        "elbv2.k8s.aws/cluster=prod,elbv2.k8s.aws/controller=internal,"
+        "elbv2.k8s.aws/targetGroupBinding=shared")
+    # The longest description still fits EC2's 255 characters.
+    assert len(description("c" * 100, "i" * 63)) <= 255
+    nodes = _group("sg-nodes", {"kubernetes.io/cluster/prod": "owned"},
+                   default_rule, internal_rule, other_rule, legacy)
+    async with AWSClientPool(unreachable_aws(), registry=CollectorRegistry()) as pool:
+        facts = GroupFactsCache(Caller(pool))
+        default = RuleOwners(POLICY, facts)
+        internal = RuleOwners(NetworkingPolicy(cluster="prod", vpc_id="vpc-1",
+                                               controller_id="internal"), facts)
+        assert internal.description == description("prod", "internal")
+        mine = default.owned(nodes)
+        assert [mine(r) for r in (default_rule, internal_rule, other_rule, legacy)] == [
+            True, False, False, True]  # upstream's, on a group of this cluster alone: adopted
+        theirs = internal.owned(nodes)
+        assert [theirs(r) for r in (default_rule, internal_rule, other_rule, legacy)] == [
+            False, True, False, False]  # upstream's rule is never another controller's

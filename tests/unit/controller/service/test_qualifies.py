@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from controller.apis import SERVICE_FINALIZER, service_finalizer
 from controller.service import SERVICE_ANNOTATION_KEYS, qualifies, relevant_annotations
 from controller.service.annotations import served_by_upstream_only
 from tests.support.objects import NLB_CLASS, web_service
@@ -145,3 +146,17 @@ def test_services_upstream_serves_and_we_do_not(type_: str, annotations: dict[st
     assert served_by_upstream_only(svc, load_balancer_class=NLB_CLASS) is upstream_only
     if upstream_only:
         assert not ok(svc)
+
+
+def test_of_several_controllers_one_with_an_id_serves_its_class_alone() -> None:
+    by_annotation = web_service({"aws-load-balancer-type": "external",
+                                 "aws-load-balancer-nlb-target-type": "ip"},
+                                load_balancer_class=None)
+    internal = web_service(load_balancer_class="example.com/internal")
+    assert qualifies(by_annotation, load_balancer_class=NLB_CLASS)
+    assert not qualifies(by_annotation, load_balancer_class="example.com/internal",
+                         by_annotation=False)
+    assert qualifies(internal, load_balancer_class="example.com/internal", by_annotation=False)
+    # Each cleans up only what carries its own finalizer; the default one's is upstream's.
+    assert service_finalizer("") == SERVICE_FINALIZER == "service.k8s.aws/resources"
+    assert service_finalizer("internal") == "internal.service.k8s.aws/resources"
