@@ -76,9 +76,12 @@ async def test_the_member_past_a_quota_is_left_out_alone_and_the_group_can_be_de
     assert not refused["metadata"].get("finalizers")
 
     # The rest keeps converging: c's path changes.
+    # A patch: the controller writes c (status, checkpoint) meanwhile, so an update of what was
+    # read could meet a newer resourceVersion.
     c = await cluster.get(INGRESSES, "c")
-    c["spec"]["rules"][0]["http"]["paths"] = [ingress_path("/c-new", "web")]
-    await cluster.client.update(INGRESSES, c)
+    rules = c["spec"]["rules"]
+    rules[0]["http"]["paths"] = [ingress_path("/c-new", "web")]
+    await cluster.patch(INGRESSES, "c", {"spec": {"rules": rules}})
 
     async def moved() -> bool:
         return await _paths(cluster) == ["/a1", "/a1/*", "/a2", "/a2/*", "/c-new", "/c-new/*"]
