@@ -12,6 +12,10 @@ labels so that its dashboards work:
   `awslbc_webhook_mutation_failure_total{...}`: admission denials, by webhook path and by the
   reason the reconciler's condition would carry for the same mistake (`InvalidAnnotation`,
   `InvalidSpec`, ...);
+- `awslbc_controller_reconcile_stage_duration{controller, reconcile_stage}`: how long each
+  stage of a reconcile took (`build_model`, `add_finalizers`, `deploy_model`, `update_status`,
+  `cleanup_load_balancer`, `reconcile_targetgroupbinding`: upstream's stage names), timed with
+  `stage(name)` inside a reconcile of a counted reconciler (`talking`);
 - `awslbc_controller_top_talkers{controller, namespace, name}`: the three objects (or Ingress
   groups) of each controller reconciled most often in the last complete three-minute window,
   with their counts. Upstream keeps every series it ever set; here a window replaces the last,
@@ -22,9 +26,12 @@ Registered once per registry (`lbc_metrics_for`)."""
 from __future__ import annotations
 
 import inspect
+import time
 import weakref
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -44,6 +51,26 @@ TOP_TALKERS = 3
 # The audit annotation a denial carries its category in (the API server records it in the
 # audit log, prefixed with the webhook's name); the failure counters read it.
 ERROR_CATEGORY_ANNOTATION = "error-category"
+# The stage histogram and the controller of the reconcile running in this task (set by the
+# counting wrapper, `talking`), so that a stage is timed without passing a recorder through
+# every reconciler and the deployer's caller.
+_STAGES: ContextVar[tuple[Histogram, str] | None] = ContextVar("reconcile_stages",
+                                                                default=None)
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Time the block as stage `name` of the reconcile running now (nothing outside one)."""
+    current = _STAGES.get()
+    if current is None:
+        yield
+        return
+    histogram, controller = current
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        histogram.labels(controller, name).observe(time.perf_counter() - started)
 # Upstream's controller names, by the kind a reconciler writes.
 CONTROLLER_NAMES: Mapping[str, str] = {"Ingress": "ingress", "Service": "service",
                                        "TargetGroupBinding": "targetGroupBinding"}
@@ -68,6 +95,9 @@ class LBCMetrics:
             "awslbc_webhook_mutation_failure_total",
             "Counts the number of webhook mutation failure, categorized by error type.",
             ["webhook_name", "error_category"], registry=registry)
+        self.stage_duration = Histogram(
+            "awslbc_controller_reconcile_stage_duration", "latencies of different reconcile "
+            "stages.", ["controller", "reconcile_stage"], registry=registry)
         self._registry = registry
         self._cache_sizes: _CacheSizes | None = None
         self._talkers: TopTalkers | None = None
@@ -90,7 +120,7 @@ class LBCMetrics:
     def top_talkers(self, clock: Clock) -> TopTalkers:
         """The one top-talker tally of this registry (made, and registered, on first use)."""
         if self._talkers is None:
-            self._talkers = TopTalkers(clock)
+            self._talkers = TopTalkers(clock, self.stage_duration)
             self._registry.register(self._talkers)
         return self._talkers
 
@@ -123,8 +153,9 @@ class TopTalkers(Collector):
     """Reconciles per object, per controller, in three-minute windows; a scrape reports the
     last complete window's top three of each controller."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, stages: Histogram | None = None) -> None:
         self._clock = clock
+        self.stages = stages
         self._started = clock.now()
         self._current: dict[str, Tally[tuple[str, str]]] = {}
         self._last: dict[str, list[tuple[tuple[str, str], int]]] = {}
@@ -172,7 +203,13 @@ class _Talking:
 
     async def reconcile(self, request: Request) -> Result:
         self._talkers.count(self._controller, request)
-        return await self.inner.reconcile(request)
+        if self._talkers.stages is None:
+            return await self.inner.reconcile(request)
+        token = _STAGES.set((self._talkers.stages, self._controller))
+        try:
+            return await self.inner.reconcile(request)
+        finally:
+            _STAGES.reset(token)
 
 
 class CountingRecorder:
@@ -215,4 +252,4 @@ def lbc_metrics_for(registry: CollectorRegistry) -> LBCMetrics:
 
 
 __all__ = ["CONTROLLER_NAMES", "ERROR_CATEGORY_ANNOTATION", "CountingRecorder", "LBCMetrics",
-           "TopTalkers", "counting_recorder", "lbc_metrics_for", "talking"]
+           "TopTalkers", "counting_recorder", "lbc_metrics_for", "stage", "talking"]

@@ -28,6 +28,7 @@ from controller import checkpoint
 from controller.apis import CHECKPOINT_ANNOTATION
 from controller.bindings import BindingWriter, retained_arns
 from controller.deploy import DeployResult, StackDeployer
+from controller.lbcmetrics import stage
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter
 from runtime.clock import Clock
@@ -83,16 +84,20 @@ class StackApplier:
         matched = all(checkpoint.stored(o) == value for o in owners)
         written: list[Obj] = []
         writes = 0
-        for owner in owners:
-            stored = checkpoint.stored(owner)
-            reset = {CHECKPOINT_ANNOTATION: ""} if stored and stored != value else None
-            after = await writer.patch_metadata(owner, add_finalizer=finalizer,
-                                                annotations=reset)
-            writes += after is not owner
-            written.append(after)
-        result = await self._deployer.deploy(stack, fresh=fresh, rewrite_write_only=not matched,
-                                             retain=retained_arns(current))
-        applied = await self._bindings.apply(result.target_group_bindings.values(), current)
+        with stage("add_finalizers"):
+            for owner in owners:
+                stored = checkpoint.stored(owner)
+                reset = {CHECKPOINT_ANNOTATION: ""} if stored and stored != value else None
+                after = await writer.patch_metadata(owner, add_finalizer=finalizer,
+                                                    annotations=reset)
+                writes += after is not owner
+                written.append(after)
+        with stage("deploy_model"):
+            result = await self._deployer.deploy(stack, fresh=fresh,
+                                                 rewrite_write_only=not matched,
+                                                 retain=retained_arns(current))
+            applied = await self._bindings.apply(result.target_group_bindings.values(),
+                                                 current)
         writes += applied.writes
         for name in applied.taken:
             for owner in written:
@@ -110,17 +115,18 @@ class StackApplier:
                          if result.load_balancer is None or st.arn != result.load_balancer.arn),
                         "")
         final: list[Obj] = []
-        for owner in written:
-            after = await writer.patch_status(
-                owner, status(owner, hostname) if frontend_status is None
-                else frontend_status(owner, hostname, frontend))
-            wanted: dict[str, str | None] = dict(annotations(owner)) if annotations else {}
-            if not unfinished and checkpoint.stored(after) != value:
-                wanted.update(checkpoint.patch(
-                    value, timestamp=self._clock.wall())["metadata"]["annotations"])
-            last = await writer.patch_metadata(after, annotations=wanted)
-            writes += (after is not owner) + (last is not after)
-            final.append(last)
+        with stage("update_status"):
+            for owner in written:
+                after = await writer.patch_status(
+                    owner, status(owner, hostname) if frontend_status is None
+                    else frontend_status(owner, hostname, frontend))
+                wanted: dict[str, str | None] = dict(annotations(owner)) if annotations else {}
+                if not unfinished and checkpoint.stored(after) != value:
+                    wanted.update(checkpoint.patch(
+                        value, timestamp=self._clock.wall())["metadata"]["annotations"])
+                last = await writer.patch_metadata(after, annotations=wanted)
+                writes += (after is not owner) + (last is not after)
+                final.append(last)
         changed = result.mutating_calls > 0 or writes > 0
         if changed:
             for owner in final:

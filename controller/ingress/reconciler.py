@@ -55,6 +55,7 @@ from controller.ingress.secrets import ReferencedSecrets, ingress_secrets
 from controller.ingress.status import converged_in_cache, hostname_patch, record_of
 from controller.ingress.vanished import VanishedMembers, recorded_members
 from controller.ingress.watches import BINDING_STACK_INDEX, ingress_service_index
+from controller.lbcmetrics import stage
 from controller.reconcilers import ObjectWriter, Recorder
 from controller.stackapply import StackApplier
 from runtime.client import KubeClient
@@ -108,7 +109,8 @@ class IngressReconciler:
         group = self._loader.load(request)  # 1. read
         try:
             await self._read_secrets(group)
-            settled = await self._qualifier.qualify(group)  # 2. qualify, 3. build
+            with stage("build_model"):
+                settled = await self._qualifier.qualify(group)  # 2. qualify, 3. build
             group = settled.group
             self._report_excluded(group)
             for ing in group.strays:  # never deployed with them: only their finalizer goes

@@ -42,6 +42,7 @@ from controller.bindings import BindingWriter, matches_model
 from controller.defaults import DEFAULT_LB_STABILIZATION_MONITOR_INTERVAL
 from controller.deploy import DeployError, StackDeployer
 from controller.errors import InvalidInput
+from controller.lbcmetrics import stage
 from controller.model import Stack
 from controller.reconcilers import ObjectWriter, Recorder
 from controller.service.actions import other_target_group_arns, parse_listener_actions
@@ -158,9 +159,11 @@ class ServiceReconciler:
                     by_annotation=self._settings.by_annotation):
                 self._leave_alone(svc)
                 return Result()
-            return await self._cleanup(svc)
+            with stage("cleanup_load_balancer"):
+                return await self._cleanup(svc)
         try:  # 3. build
-            stack = build_stack(svc, settings=self._settings, services=self._services.get)
+            with stage("build_model"):
+                stack = build_stack(svc, settings=self._settings, services=self._services.get)
             findings = self._findings(svc)
             await self._check_forwards(svc)
         except InvalidInput as exc:

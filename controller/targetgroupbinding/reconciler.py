@@ -58,6 +58,7 @@ from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSp
 from controller.aws import AssumeRoleFailed, AWSError
 from controller.aws.metrics import target_group_dimension
 from controller.errors import InvalidInput
+from controller.lbcmetrics import stage
 from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch, stable_message
 from controller.targetgroupbinding import checkpoint
@@ -238,7 +239,8 @@ class TargetGroupBindingReconciler:
             if is_deleting(tgb):  # 2. qualify
                 await self._finalize(tgb)
                 return Result()
-            result = await self._converge(tgb)
+            with stage("reconcile_targetgroupbinding"):
+                result = await self._converge(tgb)
         except AssumeRoleFailed as exc:
             self._target_groups.drop_role(exc.role)
             if is_deleting(tgb):  # retried: its targets may still be registered there

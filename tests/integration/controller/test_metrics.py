@@ -91,6 +91,10 @@ async def test_upstreams_families_on_a_running_controllers_metrics(
                     frozenset({("resource", "targetgroupbinding")}))] == 1
     assert samples[("awslbc_controller_cache_object_total",
                     frozenset({("resource", "service")}))] == 1
+    # upstream's stage latencies: the binding's reconciles were timed
+    assert _sum(samples, "awslbc_controller_reconcile_stage_duration_count",
+                controller="targetGroupBinding",
+                reconcile_stage="reconcile_targetgroupbinding") >= 1
 
 
 async def test_throttling_and_limits_are_told_apart(cluster: Cluster,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from controller.lbcmetrics import TOP_TALKERS_WINDOW, talking
+from controller.lbcmetrics import TOP_TALKERS_WINDOW, stage, talking
 from runtime.clock import FakeClock
 from runtime.reconcile import Request, Result
 
@@ -48,3 +48,29 @@ async def test_the_top_three_of_the_last_window_per_controller() -> None:
     # A window with no reconcile at all reports nothing, not an older window.
     await clock.advance(3 * TOP_TALKERS_WINDOW)
     assert _talkers(registry) == {}
+
+
+class Staged:
+    async def reconcile(self, request: Request) -> Result:
+        with stage("build_model"):
+            pass
+        with stage("deploy_model"):
+            pass
+        return Result()
+
+
+async def test_stages_are_timed_per_controller_inside_a_reconcile_only() -> None:
+    registry = CollectorRegistry()
+    reconciler = talking(registry, FakeClock(), "service", Staged())
+    await reconciler.reconcile(Request("shop", "web"))
+    await reconciler.reconcile(Request("shop", "web"))
+
+    def count(stage_name: str) -> float | None:
+        return registry.get_sample_value(
+            "awslbc_controller_reconcile_stage_duration_count",
+            {"controller": "service", "reconcile_stage": stage_name})
+
+    assert (count("build_model"), count("deploy_model")) == (2, 2)
+    # Outside a counted reconcile (an admission review building a model): not timed.
+    await Staged().reconcile(Request("shop", "web"))
+    assert count("build_model") == 2
