@@ -16,6 +16,9 @@ labels so that its dashboards work:
   stage of a reconcile took (`build_model`, `add_finalizers`, `deploy_model`, `update_status`,
   `cleanup_load_balancer`, `reconcile_targetgroupbinding`: upstream's stage names), timed with
   `stage(name)` inside a reconcile of a counted reconciler (`talking`);
+- `awslbc_quic_target_missing_server_id{namespace, name}`: QUIC targets of a binding left
+  unregistered because their pod has no server ID, counted per attempt (upstream's name, which
+  has no `_total`: served untyped, as a counter's sample would gain the suffix);
 - `awslbc_controller_top_talkers{controller, namespace, name}`: the three objects (or Ingress
   groups) of each controller reconciled most often in the last complete three-minute window,
   with their counts. Upstream keeps every series it ever set; here a window replaces the last,
@@ -35,7 +38,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, UnknownMetricFamily
 from prometheus_client.registry import Collector
 
 from runtime.clock import Clock
@@ -98,6 +101,8 @@ class LBCMetrics:
         self.stage_duration = Histogram(
             "awslbc_controller_reconcile_stage_duration", "latencies of different reconcile "
             "stages.", ["controller", "reconcile_stage"], registry=registry)
+        self.quic_missing_server_ids = QuicMissingServerIds()
+        registry.register(self.quic_missing_server_ids)
         self._registry = registry
         self._cache_sizes: _CacheSizes | None = None
         self._talkers: TopTalkers | None = None
@@ -146,6 +151,28 @@ class _CacheSizes(Collector):
         yield family
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())
+
+
+class QuicMissingServerIds(Collector):
+    """`awslbc_quic_target_missing_server_id`, by binding."""
+
+    def __init__(self) -> None:
+        self._counts: Tally[tuple[str, str]] = Tally()
+
+    def add(self, namespace: str, name: str, targets: int) -> None:
+        self._counts[(namespace, name)] += targets
+
+    def collect(self) -> Iterator[UnknownMetricFamily]:
+        family = UnknownMetricFamily(
+            "awslbc_quic_target_missing_server_id", "tracks the total number of QUIC targets "
+            "attempted to be registered without a generated server id.",
+            labels=["namespace", "name"])
+        for (namespace, name), count in sorted(self._counts.items()):
+            family.add_metric([namespace, name], float(count))
+        yield family
+
+    def describe(self) -> Iterator[UnknownMetricFamily]:
         return iter(())
 
 
@@ -252,4 +279,5 @@ def lbc_metrics_for(registry: CollectorRegistry) -> LBCMetrics:
 
 
 __all__ = ["CONTROLLER_NAMES", "ERROR_CATEGORY_ANNOTATION", "CountingRecorder", "LBCMetrics",
+           "QuicMissingServerIds",
            "TopTalkers", "counting_recorder", "lbc_metrics_for", "stage", "talking"]

@@ -58,7 +58,7 @@ from controller.apis.targetgroupbinding import InvalidSpec, TargetGroupBindingSp
 from controller.aws import AssumeRoleFailed, AWSError
 from controller.aws.metrics import target_group_dimension
 from controller.errors import InvalidInput
-from controller.lbcmetrics import stage
+from controller.lbcmetrics import QuicMissingServerIds, stage
 from controller.networking.enis import NetworkingError, PodAddress
 from controller.reconcilers import ObjectWriter, Recorder, condition_patch, stable_message
 from controller.targetgroupbinding import checkpoint
@@ -144,6 +144,7 @@ class TargetGroupBindingReconciler:
                  endpoints_fail_open: bool = True,
                  target_group_info: Gauge | None = None,
                  readiness_gate_ready: Histogram | None = None,
+                 quic_missing_server_ids: QuicMissingServerIds | None = None,
                  crd: CRDGuard | None = None,
                  quic_env: str = DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME) -> None:
         self._client = client
@@ -161,6 +162,7 @@ class TargetGroupBindingReconciler:
         # Pod readiness gates (ip targets); without a pod cache, pods only count once ready.
         self._pods = pods
         self._quic_env = quic_env  # --quic-environment-variable-name
+        self._quic_missing = quic_missing_server_ids
         self._gates = (ReadinessGates(client, pods, self._clock,
                                       ready_seconds=readiness_gate_ready)
                        if pods is not None else None)
@@ -489,6 +491,8 @@ class TargetGroupBindingReconciler:
             # with a log line; here the binding is told).
             missing = sorted(t for t in desired if t not in server_ids)
             if missing:
+                if self._quic_missing is not None:
+                    self._quic_missing.add(ns, name, len(missing))
                 self._writer.event(
                     tgb, "Warning", "QUICServerIDMissing",
                     f"{len(missing)} target(s) of {tg.protocol} target group {tg.name or tg.arn}"

@@ -136,6 +136,7 @@ def build_reconciler(manager: Manager, *, pool: AWSClientPool, settings: Setting
         endpoints_fail_open=gates.enabled(settings.gates, "EndpointsFailOpen"),
         target_group_info=metrics_for(manager.registry).target_group_info,
         readiness_gate_ready=lbc_metrics_for(manager.registry).readiness_gate_ready,
+        quic_missing_server_ids=lbc_metrics_for(manager.registry).quic_missing_server_ids,
         crd=CRDGuard(manager.client, crd_informer(manager).store))
 
 

@@ -88,6 +88,11 @@ async def test_quic_listener_target_group_and_server_ids(cluster: Cluster,
         return "QUICServerIDMissing" in reasons
 
     await eventually(told)
+    # Counted as upstream counts it, per binding (the pod without an ID, each attempt).
+    [binding] = await c.bindings("web")
+    assert (c.registry.get_sample_value("awslbc_quic_target_missing_server_id", {
+        "namespace": binding["metadata"]["namespace"], "name": binding["metadata"]["name"]})
+        or 0) >= 1
     # Without the annotation the listener is UDP again, on a new UDP target group, and every
     # pod is registered (without server IDs).
     await c.annotate(SERVICES, "web", {P + "aws-load-balancer-quic-enabled-ports": None})
