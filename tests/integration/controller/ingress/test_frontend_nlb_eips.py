@@ -1,8 +1,9 @@
 """The frontend NLB's Elastic IPs (`frontend-nlb-eip-allocations`) against the local API server
 and moto: created with SubnetMappings pairing the EIPs with the listed subnets in their order;
 a change AWS cannot make in place leaves the NLB as it is with a Warning Event saying so
-(upstream makes no call and replaces nothing); EIPs on an internal frontend NLB are one
-message (a Warning Event) and nothing is created."""
+(upstream makes no call and replaces nothing); EIPs on an internal frontend NLB, or a count
+that does not match the discovered subnets, are one message (a Warning Event) and nothing is
+created."""
 
 from __future__ import annotations
 
@@ -97,6 +98,29 @@ async def test_elastic_ips_on_an_internal_frontend_nlb_are_one_message(
         return any(said in message for _, message in await _warnings(c, "inside"))
 
     await eventually(refused, message="no clear report of the scheme")
+    await c.settled()
+    assert not aws_proxy.records(operation="CreateLoadBalancer")
+    assert await c.aws.load_balancers() == []
+    assert await c.stop() == 0
+
+
+async def test_a_count_that_does_not_match_the_discovered_subnets_is_one_message(
+        cluster: Cluster, aws_proxy: AWSFaultProxy, aws_seed: AwsSeed) -> None:
+    c = cluster
+    [eip] = await _allocate(c, 1)
+    await c.ingress_class("alb")
+    await c.backend("web")
+    await c.ingress("short", paths=[ingress_path("/", "web")], annotations={
+        A + "enable-frontend-nlb": "true", A + "frontend-nlb-scheme": "internet-facing",
+        EIPS: eip})
+    await c.start()
+    public = ", ".join(sorted(aws_seed.public_subnets))
+    said = f": count of EIP allocations (1) and subnets (2: {public}) must match"
+
+    async def refused() -> bool:
+        return any(said in message for _, message in await _warnings(c, "short"))
+
+    await eventually(refused, timeout=30, message="no clear report of the count")
     await c.settled()
     assert not aws_proxy.records(operation="CreateLoadBalancer")
     assert await c.aws.load_balancers() == []
