@@ -3,17 +3,25 @@ and moto: created with SubnetMappings pairing the EIPs with the listed subnets i
 a change AWS cannot make in place leaves the NLB as it is with a Warning Event saying so
 (upstream makes no call and replaces nothing); EIPs on an internal frontend NLB, or a count
 that does not match the discovered subnets, are one message (a Warning Event) and nothing is
-created."""
+created, and the admission webhook denies it with the same text."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from controller.standins import AWSFaultProxy, AwsSeed
 from runtime.resources import INGRESSES
-from tests.support.cluster import Cluster
+from tests.support import objects
+from tests.support.cluster import INGRESS, SERVICE, TARGETGROUPBINDING, Cluster
+from tests.support.fixtures.cluster import MakeCluster
+from tests.support.kubectl import Kubectl
 from tests.support.objects import ingress_path
 from tests.support.waiting import eventually
+from tests.support.webhooks import WebhookHarness
 
 A = "alb.ingress.kubernetes.io/"
 EIPS = A + "frontend-nlb-eip-allocations"
@@ -125,3 +133,45 @@ async def test_a_count_that_does_not_match_the_discovered_subnets_is_one_message
     assert not aws_proxy.records(operation="CreateLoadBalancer")
     assert await c.aws.load_balancers() == []
     assert await c.stop() == 0
+
+
+@pytest.fixture
+async def app_cluster(make_cluster: MakeCluster) -> Cluster:
+    return await make_cluster(SERVICE, INGRESS, TARGETGROUPBINDING)
+
+
+@pytest.fixture
+def hooks(app_cluster: Cluster, tmp_path: Path) -> WebhookHarness:
+    assert app_cluster.kubeconfig is not None
+    home = tmp_path / "kubectl-home"
+    home.mkdir()
+    return WebhookHarness(app_cluster, Kubectl(app_cluster.kubeconfig, home), tmp_path)
+
+
+async def test_admission_denies_what_the_reconciler_refuses_with_its_text(
+        app_cluster: Cluster, hooks: WebhookHarness, aws_proxy: AWSFaultProxy) -> None:
+    c = app_cluster
+    notes = {"enable-frontend-nlb": "true", "frontend-nlb-eip-allocations": "eipalloc-1"}
+    await c.ingress_class()
+    await c.backend("web")
+    await c.start_app(on_setup=hooks.setup)
+    # Written before the webhooks are configured: the reconciler refuses it.
+    await c.ingress("early", {A + k: v for k, v in notes.items()}, backend="web")
+
+    async def told() -> str | None:
+        found = [m for r, m in await _warnings(c, "early") if r == "FailedBuildModel"]
+        return found[0] if found else None
+
+    text = await eventually(told, message="no FailedBuildModel for the internal NLB's EIPs")
+    assert text.endswith(f"annotation {EIPS}: EIP allocations can be set for an "
+                         "internet-facing load balancer only (the frontend NLB's scheme is "
+                         "internal)")
+    await hooks.install()
+    late = objects.ingress("late", notes, paths=[objects.ingress_path("/", "web")])
+    result = await hooks.kubectl("apply", "-f", "-", input=json.dumps(late), check=False)
+    assert result.returncode != 0
+    assert ('admission webhook "vingress.elbv2.k8s.aws" denied the request: '
+            + text.replace("early", "late")) in result.stderr
+    assert await c.find(INGRESSES, "late") is None
+    await c.settled()
+    assert not aws_proxy.records(operation="CreateLoadBalancer")
