@@ -9,11 +9,11 @@ upstream does). The keys are read only when the group enables the NLB, as upstre
 
 Group rules (upstream's): `enable-frontend-nlb` must not conflict; scheme, subnets, security
 groups, attributes and tags are set on one member or the same on all (EIP allocations: the same
-in any order, the first member's order kept); a health-check setting
-given on two members sharing an NLB port must agree, a default never conflicts; one NLB port
-maps to one ALB port. Defaults: `--default-load-balancer-scheme` (internal), discovered subnets,
-the ALB's security groups, the ALB's tags, health checks HTTP on the traffic port, path `/`,
-15 s interval, 5 s timeout, thresholds 2 and 2, success code 200.
+in any order, the first member's order kept); a health-check setting given on two members
+sharing an NLB port must agree, a default never conflicts; one NLB port maps to one ALB port.
+Defaults: `--default-load-balancer-scheme` (internal), discovered subnets, the ALB's security
+groups, the ALB's tags, health checks HTTP on the traffic port, path `/`, 15 s interval, 5 s
+timeout, thresholds 2 and 2, success code 200.
 
 `frontend-nlb-eip-allocations` (upstream's buildFrontendNlbSubnetMappings): an internet-facing
 NLB only, one allocation per subnet, paired by position with the subnets in the order
