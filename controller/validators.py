@@ -69,6 +69,26 @@ def security_groups(key: str, raw: str) -> tuple[str, ...]:
     return found
 
 
+_EIP_ALLOCATION: Final = re.compile(r"eipalloc-[0-9a-f]{1,32}")
+
+
+def eip_allocations(key: str, raw: str) -> tuple[str, ...]:
+    """Elastic IP allocation IDs, one per subnet of a network load balancer: at least one, each
+    once (AWS refuses one allocation on two subnets)."""
+    items = split_list(raw)
+    for item in items:
+        if _EIP_ALLOCATION.fullmatch(item) is None:
+            raise AnnotationError(key, raw, f"has {quote(item)}, which is not an Elastic IP "
+                                  "allocation ID (eipalloc-...)")
+    if not items:
+        raise AnnotationError(key, raw, "lists no EIP allocation")
+    for index, item in enumerate(items):
+        if item in items[:index]:
+            raise AnnotationError(key, raw, f"lists {quote(item)} twice; each subnet needs "
+                                  "EIP allocation of its own")
+    return tuple(items)
+
+
 _PREFIX_LIST_ID: Final = re.compile(r"pl-[0-9a-f]{1,32}")
 
 

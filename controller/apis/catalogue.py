@@ -161,7 +161,7 @@ INGRESS_KEYS: Final[tuple[AnnotationKey, ...]] = (
         "healthcheck-healthy-threshold-count", "healthcheck-unhealthy-threshold-count",
         "healthcheck-success-codes", "attributes", "tags")),
     _ingress("frontend-nlb-eip-allocations", "static EIP addresses for a frontend NLB",
-             acted=False),
+             acted=True),
     _ingress("use-regex-path-match", "regular-expression path matching", acted=True),
     _ingress("target-control-port.*", "the ALB Target Control Agent's port", acted=True,
              backend="acted", placeholder="<service>.<port>"),

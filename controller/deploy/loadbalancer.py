@@ -125,11 +125,14 @@ async def _converge_subnets(run: DeployRun, lb: LoadBalancer, arn: str,
             params["EnablePrefixForIpv6SourceNat"] = plan.enable
         await run.calls.call("SetSubnets", **params)
     if plan.kept:
+        # An Ingress's network load balancer is its frontend NLB, which goes with the key.
+        again = ("turn the Ingress group's frontend NLB off (enable-frontend-nlb) and on "
+                 "again" if run.tracking.kind == "ingress" else
+                 "delete the Service and create it again")
         run.warn("StaticAddressesKept", (
             f"load balancer {lb.name}: subnet {'; subnet '.join(plan.kept)}: AWS cannot "
             "change the addresses of a subnet a network load balancer already uses, and the "
-            "load balancer is not replaced for it (as upstream); to change them, delete the "
-            "Service and create it again"))
+            f"load balancer is not replaced for it (as upstream); to change them, {again}"))
 
 
 async def _create(run: DeployRun, _resource_id: str, lb: LoadBalancer,

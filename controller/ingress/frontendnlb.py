@@ -8,14 +8,18 @@ says which NLB ports to open (an ALB port the member does not listen on is passe
 upstream does). The keys are read only when the group enables the NLB, as upstream reads them.
 
 Group rules (upstream's): `enable-frontend-nlb` must not conflict; scheme, subnets, security
-groups, attributes and tags are set on one member or the same on all; a health-check setting
-given on two members sharing an NLB port must agree, a default never conflicts; one NLB port
-maps to one ALB port. Defaults: `--default-load-balancer-scheme` (internal), discovered subnets,
-the ALB's security groups, the ALB's tags, health checks HTTP on the traffic port, path `/`,
-15 s interval, 5 s timeout, thresholds 2 and 2, success code 200.
+groups, attributes and tags are set on one member or the same on all (EIP allocations: the same
+in any order, the first member's order kept); a health-check setting given on two members
+sharing an NLB port must agree, a default never conflicts; one NLB port maps to one ALB port.
+Defaults: `--default-load-balancer-scheme` (internal), discovered subnets, the ALB's security
+groups, the ALB's tags, health checks HTTP on the traffic port, path `/`, 15 s interval, 5 s
+timeout, thresholds 2 and 2, success code 200.
 
-`frontend-nlb-eip-allocations` is not acted on (the model has no subnet mappings yet): the
-annotation review reports it.
+`frontend-nlb-eip-allocations` (upstream's buildFrontendNlbSubnetMappings): an internet-facing
+NLB only, one allocation per subnet, paired by position with the subnets in the order
+`frontend-nlb-subnets` lists them, else in the order of their IDs (the resolve stage pairs them
+and checks the count for discovered subnets); AWS cannot change an NLB's Elastic IPs in place,
+so a change is reported (`StaticAddressesKept`) and the addresses kept, as for Services.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from runtime.objects import Obj
 
 FRONTEND_NLB_ID: Final = "FrontendNlb"
 ENABLE_KEY: Final = PREFIX + "enable-frontend-nlb"
+EIP_KEY: Final = PREFIX + "frontend-nlb-eip-allocations"
 _ROUTING_POLICIES: Final = ("any_availability_zone", "partial_availability_zone_affinity",
                             "availability_zone_affinity")
 _ROUTING_POLICY: Final = "dns_record.client_routing_policy"
@@ -96,6 +101,7 @@ class FrontendNlbAnnotations:
 
     scheme: Scheme | None = None
     subnets: tuple[str, ...] | None = None
+    eip_allocations: tuple[str, ...] | None = None
     security_groups: tuple[str, ...] | None = None
     port_mapping: Mapping[int, int] | None = None  # NLB port → ALB port
     attributes: Mapping[str, str] | None = None
@@ -125,7 +131,7 @@ def enabled(ingresses: Sequence[tuple[str, Obj]]) -> bool:
 
 _KEYS: Final = ("frontend-nlb-scheme", "frontend-nlb-subnets", "frontend-nlb-security-groups",
                  "frontend-nlb-listener-port-mapping", "frontend-nlb-attributes",
-                 "frontend-nlb-tags", *_HEALTH_KEYS.values())
+                 "frontend-nlb-tags", "frontend-nlb-eip-allocations", *_HEALTH_KEYS.values())
 
 
 def without_effect(ingresses: Sequence[tuple[str, Obj]]) -> dict[str, str]:
@@ -178,6 +184,7 @@ def parse_member(ing: Obj) -> FrontendNlbAnnotations:
     return FrontendNlbAnnotations(
         scheme=reader.get_enum("frontend-nlb-scheme", ("internal", "internet-facing")),
         subnets=reader.get("frontend-nlb-subnets", validators.subnets),
+        eip_allocations=reader.get("frontend-nlb-eip-allocations", validators.eip_allocations),
         security_groups=reader.get("frontend-nlb-security-groups",
                                    validators.security_groups),
         port_mapping=reader.get("frontend-nlb-listener-port-mapping", _port_mapping),
@@ -269,6 +276,7 @@ def build_frontend_nlb(builder: StackBuilder, members: Sequence[FrontendMember],
     scheme: Scheme = _exclusive(parsed, "scheme", "frontend-nlb-scheme") \
         or settings.default_scheme
     subnets = _exclusive(parsed, "subnets", "frontend-nlb-subnets", as_set=True)
+    eips = _eip_allocations(parsed, scheme, subnets)
     groups = _exclusive(parsed, "security_groups", "frontend-nlb-security-groups",
                         as_set=True)
     attributes = _exclusive(parsed, "attributes", "frontend-nlb-attributes") or {}
@@ -286,7 +294,8 @@ def build_frontend_nlb(builder: StackBuilder, members: Sequence[FrontendMember],
             subnets=subnets if subnets is not None else SubnetDiscovery(
                 role="elb" if scheme == "internet-facing" else "internal-elb"),
             security_groups=groups if groups is not None else alb.security_groups,
-            attributes=dict(attributes), tags=tags))
+            attributes=dict(attributes), tags=tags, eip_allocations=eips,
+            subnet_order=subnets if eips is not None and subnets is not None else None))
         for port, cfg in sorted(ports.items()):
             hc = cfg.health
             tg_ref = builder.add_target_group(f"{FRONTEND_NLB_ID}-tg-TCP-{port}", TargetGroup(
@@ -307,6 +316,25 @@ def build_frontend_nlb(builder: StackBuilder, members: Sequence[FrontendMember],
                 tags=dict(tags)))
     except ValueError as exc:
         raise BuildError(f"frontend NLB: {_first_line(exc)}") from None
+
+
+def _eip_allocations(parsed: Sequence[tuple[str, FrontendNlbAnnotations]], scheme: Scheme,
+                     subnets: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The group's EIP allocations (upstream's validateEIPAllocations): the same set on every
+    member that sets them, the first member's order kept; internet-facing only; as many as
+    the listed subnets."""
+    eips: tuple[str, ...] | None = _exclusive(parsed, "eip_allocations", EIP_KEY.removeprefix(
+        PREFIX), as_set=True)
+    if eips is None:
+        return None
+    if scheme != "internet-facing":
+        raise BuildError(f"annotation {EIP_KEY}: EIP allocations can be set for an "
+                         "internet-facing load balancer only (the frontend NLB's scheme is "
+                         f"{scheme})")
+    if subnets is not None and len(eips) != len(subnets):
+        raise BuildError(f"annotation {EIP_KEY}: count of EIP allocations ({len(eips)}) and "
+                         f"subnets ({len(subnets)}) must match")
+    return eips
 
 
 def _first_line(exc: Exception) -> str:

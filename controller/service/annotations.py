@@ -310,9 +310,6 @@ def _check_bool_attribute(key: str, raw: str, attributes: Mapping[str, str], nam
                               "false") from None
 
 
-_EIP_ALLOCATION = re.compile(r"eipalloc-[0-9a-f]{1,32}")
-
-
 def _distinct(key: str, raw: str, items: list[str], what: str) -> tuple[str, ...]:
     if not items:
         raise AnnotationError(key, raw, f"lists no {what}")
@@ -321,15 +318,6 @@ def _distinct(key: str, raw: str, items: list[str], what: str) -> tuple[str, ...
             raise AnnotationError(key, raw, f"lists {quote(item)} twice; each subnet needs "
                                   f"{what} of its own")
     return tuple(items)
-
-
-def _eip_allocations(key: str, raw: str) -> tuple[str, ...]:
-    items = split_list(raw)
-    for item in items:
-        if _EIP_ALLOCATION.fullmatch(item) is None:
-            raise AnnotationError(key, raw, f"has {quote(item)}, which is not an Elastic IP "
-                                  "allocation ID (eipalloc-...)")
-    return _distinct(key, raw, items, "EIP allocation")
 
 
 def _addresses(version: int) -> Callable[[str, str], tuple[str, ...]]:
@@ -378,7 +366,7 @@ def _source_nat_prefixes(key: str, raw: str) -> tuple[str, ...]:
 def _placement(reader: AnnotationReader) -> Placement:
     return Placement(
         subnets=reader.get(SUBNETS, validators.subnets),
-        eip_allocations=reader.get(EIP_ALLOCATIONS, _eip_allocations),
+        eip_allocations=reader.get(EIP_ALLOCATIONS, validators.eip_allocations),
         private_ipv4_addresses=reader.get(PRIVATE_IPV4_ADDRESSES, _addresses(4)),
         ipv6_addresses=reader.get(IPV6_ADDRESSES, _addresses(6)),
         enable_prefix_for_ipv6_source_nat=reader.get_enum(ENABLE_SOURCE_NAT_PREFIX, ON_OFF),

@@ -92,16 +92,18 @@ async def test_a_misspelt_narrowing_key_is_refused_before_any_aws_call(
             + text.replace("default/early", "default/late")) in result.stderr
     assert await cluster.find(INGRESSES, "late") is None
 
-    # A key aiolbc does not act on: admitted with a warning kubectl prints, the same Warning
+    # A key aiolbc does not act on (every upstream Ingress key is acted on now, so a typo
+    # upstream does not know either): admitted with a warning kubectl prints, the same Warning
     # Event, and the load balancer built without it.
-    said = ("annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations is not acted on "
-            "(aiolbc does not support static EIP addresses for a frontend NLB); it is ignored")
-    plain = objects.ingress("plain", {"frontend-nlb-eip-allocations": "eipalloc-1"},
+    said = ("annotation alb.ingress.kubernetes.io/frontend-nlb-eip-alocations is not a known "
+            "annotation (did you mean alb.ingress.kubernetes.io/frontend-nlb-eip-allocations?); "
+            "it is ignored")
+    plain = objects.ingress("plain", {"frontend-nlb-eip-alocations": "eipalloc-1"},
                             paths=[objects.ingress_path("/", "web")])
     result = await apply(hooks, plain)
     assert result.returncode == 0, result.stderr
     assert f"Warning: {said}" in result.stderr
-    assert (await one_warning(cluster, "plain", "UnsupportedAnnotation"))["message"] == said
+    assert (await one_warning(cluster, "plain", "UnknownAnnotation"))["message"] == said
 
     async def deployed() -> bool:
         return bool(hostname(await cluster.get(INGRESSES, "plain")))
@@ -114,7 +116,7 @@ async def test_a_misspelt_narrowing_key_is_refused_before_any_aws_call(
         A + "tags": "team=shop"}}})
     await cluster.settled()
     assert cluster.reconciles(METRIC_NAMES[INGRESS]) > before
-    [event] = await warnings(cluster, "plain", "UnsupportedAnnotation")
+    [event] = await warnings(cluster, "plain", "UnknownAnnotation")
     assert event.get("count", 1) == 1
     # Removing the refused key lets the first one deploy.
     await cluster.patch(INGRESSES, "early", {"metadata": {"annotations": {

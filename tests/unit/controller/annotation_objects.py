@@ -152,6 +152,7 @@ FRONTEND_NLB: Final = {
     "frontend-nlb-healthcheck-success-codes": "200-299",
     "frontend-nlb-attributes": "load_balancing.cross_zone.enabled=true",
     "frontend-nlb-tags": "team=edge",
+    "frontend-nlb-eip-allocations": "eipalloc-3,eipalloc-4",
 }
 INGRESS_GROUP: Final = {"group.name": "shop", **FRONTEND_NLB}
 

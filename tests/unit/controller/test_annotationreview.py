@@ -17,7 +17,6 @@ from controller.annotationreview import (
     MAX_REPORTED,
     MAX_UNKNOWN,
     UNKNOWN,
-    UNSUPPORTED,
     Finding,
     FindingLog,
     UnsupportedAnnotation,
@@ -162,11 +161,15 @@ def test_a_narrowing_key_not_acted_on_would_refuse() -> None:
 
 
 def test_a_key_not_acted_on_is_a_warning_naming_it() -> None:
-    [finding] = review({A + "frontend-nlb-eip-allocations": "eipalloc-1"}, where="ingress")
+    # Every upstream Ingress key is acted on now, so a key upstream does not know either (a
+    # typo): named, with the nearest known key, and ignored.
+    [finding] = review({A + "frontend-nlb-eip-alocations": "eipalloc-1"}, where="ingress")
     assert finding == Finding(
-        A + "frontend-nlb-eip-allocations", UNSUPPORTED,
-        "annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations is not acted on "
-        "(aiolbc does not support static EIP addresses for a frontend NLB); it is ignored")
+        A + "frontend-nlb-eip-alocations", UNKNOWN,
+        "annotation alb.ingress.kubernetes.io/frontend-nlb-eip-alocations is not a known "
+        "annotation (did you mean alb.ingress.kubernetes.io/frontend-nlb-eip-allocations?); "
+        "it is ignored")
+    assert not review({A + "frontend-nlb-eip-allocations": "eipalloc-1"}, where="ingress")
     # The dry-run plan is the controller's own output (IngressPlanAnnotation): nothing to tell.
     assert not review({A + "dry-run-plan": "{}"}, where="ingress")
 

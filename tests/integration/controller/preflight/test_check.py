@@ -161,7 +161,7 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     await create(kube, INGRESSCLASSES, objects.ingress_class("alb", params="shared"))
     await create(kube, SERVICES, objects.backend_service("web"), "default")
     await create(kube, INGRESSES, objects.ingress(
-        "shop", {"frontend-nlb-eip-allocations": "eipalloc-1"},
+        "shop", {"frontend-nlb-eip-alocations": "eipalloc-1"},
         finalizers=["ingress.k8s.aws/resources"]), "default")
     await create(kube, SERVICES, {**objects.nlb_service(
         "api", {"aws-load-balancer-healthcheck-interval": "ten"})}, "default")
@@ -197,7 +197,8 @@ async def test_a_cluster_as_upstream_leaves_it_names_everything(
     # minimumLoadBalancerCapacity and ipamConfiguration are acted on: nothing to say.
     assert params == []
     shop = {f["category"]: f for f in done.of("Ingress", "default/shop")}
-    assert "frontend-nlb-eip-allocations" in shop["not-honoured"]["subject"]
+    # Every upstream Ingress key is acted on: a typo upstream does not know either.
+    assert "frontend-nlb-eip-alocations" in shop["not-honoured"]["subject"]
     assert shop["adopted"]["message"].startswith("adopted (by upstream's tags)")
     api = done.of("Service", "default/api")
     assert [f["category"] for f in api] == ["not-honoured"]

@@ -332,6 +332,11 @@ def frontend_nlb_cases() -> list[Case]:
         case("healthcheck-success-codes", "200-299", "hc-codes"),
         case("attributes", "load_balancing.cross_zone.enabled=true", "attributes"),
         case("tags", "team=x", "tags"),
+        # AWS cannot change a subnet's Elastic IP in place: the change is reported, not applied.
+        _observed(ingress("frontend-nlb-eip-allocations", "{eip6},{eip5}",
+                          {**FRONTEND_NLB, "frontend-nlb-scheme": "internet-facing",
+                           "frontend-nlb-eip-allocations": "{eip4},{eip5}"},
+                          name="i-fnlb-eips"), warnings),
     ]
 
 

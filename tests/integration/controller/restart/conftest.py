@@ -36,7 +36,8 @@ async def world(aws_seed: AwsSeed, aws_pool: AWSClientPool, aws_inspector: AwsIn
             "ec2", "CreateManagedPrefixList", PrefixListName="office", MaxEntries=2,
             AddressFamily="IPv4", Entries=[{"Cidr": "198.51.100.0/24"}]))["PrefixList"][
             "PrefixListId"])
-        for index in (1, 2, 3):
+        # Three for a Service, three for a frontend NLB: an Elastic IP serves one subnet.
+        for index in range(1, 7):
             w.extra[f"eip{index}"] = str((await w.aws.call(
                 "ec2", "AllocateAddress", Domain="vpc"))["AllocationId"])
         # IPv6 CIDRs on the private subnets (dualstack addresses, source NAT prefixes).

@@ -46,7 +46,7 @@ class World(Cluster):
                 "public_subnets": ",".join(self.seed.public_subnets),
                 "security_group": self.extra.get("security_group", ""),
                 "prefix_list": self.extra.get("prefix_list", ""),
-                **{f"eip{i}": self.extra.get(f"eip{i}", "") for i in (1, 2, 3)},
+                **{f"eip{i}": self.extra.get(f"eip{i}", "") for i in range(1, 7)},
                 **{k: self.extra.get(k, "") for k in ("ipv6_a", "ipv6_b", "nat_prefix_b")},
                 "oidc": oidc("https://idp.example.com"),
                 "oidc2": oidc("https://idp2.example.com"),

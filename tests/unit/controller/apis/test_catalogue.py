@@ -63,10 +63,10 @@ def test_families_and_exact_keys_are_told_apart() -> None:
 def test_the_parsers_key_sets_are_views_of_the_catalogue() -> None:
     assert ingress_annotations.INGRESS_ANNOTATION_KEYS is INGRESS_ANNOTATION_KEYS
     assert service_annotations.SERVICE_ANNOTATION_KEYS is SERVICE_ANNOTATION_KEYS
-    # The frontend NLB's enable-frontend-nlb and 14 frontend-nlb-* keys among them.
-    assert len(INGRESS_ANNOTATION_KEYS) == 71
+    # The frontend NLB's enable-frontend-nlb and its 15 frontend-nlb-* keys among them.
+    assert len(INGRESS_ANNOTATION_KEYS) == 72
     assert A + "enable-frontend-nlb" in INGRESS_ANNOTATION_KEYS
-    assert A + "frontend-nlb-eip-allocations" not in INGRESS_ANNOTATION_KEYS
+    assert A + "frontend-nlb-eip-allocations" in INGRESS_ANNOTATION_KEYS
     assert len(SERVICE_ANNOTATION_KEYS) == 49
     assert A + "actions.*" in INGRESS_ANNOTATION_KEYS
     assert A + "wafv2-acl-arn" in INGRESS_ANNOTATION_KEYS

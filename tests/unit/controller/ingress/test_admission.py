@@ -102,11 +102,13 @@ def test_group_names_follow_the_reconcilers_rule(name: str) -> None:
 
 
 def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
-    own = ("annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations is not acted on "
-           "(aiolbc does not support static EIP addresses for a frontend NLB); it is ignored")
+    # Every upstream Ingress key is acted on: a typo upstream does not know either.
+    own = ("annotation alb.ingress.kubernetes.io/frontend-nlb-eip-alocations is not a known "
+           "annotation (did you mean alb.ingress.kubernetes.io/frontend-nlb-eip-allocations?); "
+           "it is ignored")
     backend = ("backend Service default/web: annotation alb.ingress.kubernetes.io/scheme is "
                "read on the Ingress, not on a backend Service; it is ignored here")
-    ing = ingress("web", annotations={A + "frontend-nlb-eip-allocations": "eipalloc-1"})
+    ing = ingress("web", annotations={A + "frontend-nlb-eip-alocations": "eipalloc-1"})
     c = caches(ingress_class(), backend_service("web", {"scheme": "internal"}))
     assert admit(ing, None, c, SETTINGS) == [own, backend]
     built = build_group(loader(caches(ingress_class(), backend_service(
@@ -116,7 +118,7 @@ def test_keys_not_acted_on_are_warnings_with_the_events_text() -> None:
     assert admit(ing, None, caches(ingress_class()), SETTINGS) == [
         "Ingress default/web: backend Service default/web not found", own]
     # Not ours: not a word.
-    other = ingress("web", annotations={A + "frontend-nlb-eip-allocations": "eipalloc-1"},
+    other = ingress("web", annotations={A + "frontend-nlb-eip-alocations": "eipalloc-1"},
                     class_name="nginx")
     assert admit(other, None, c, SETTINGS) == []
 

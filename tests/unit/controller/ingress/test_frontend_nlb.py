@@ -214,3 +214,109 @@ def test_admission_warns_of_keys_without_the_nlb() -> None:
     c = caches(ingress_class("alb"), backend_service("web"))
     said = admit(member, None, c, SETTINGS)
     assert said == [build(ONE, member).frontend_nlb_unused["default/shop"]]
+
+
+PUBLIC = {"enable-frontend-nlb": "true", "frontend-nlb-scheme": "internet-facing"}
+
+
+def test_eip_allocations_pair_with_the_listed_subnets_in_their_order() -> None:
+    built = build(ONE, _ing("shop", {**PUBLIC, "frontend-nlb-subnets": "subnet-b, subnet-a",
+                                     "frontend-nlb-eip-allocations": "eipalloc-2,eipalloc-1"}))
+    nlb = built.stack.load_balancers[FRONTEND_NLB_ID]
+    assert nlb.eip_allocations == ("eipalloc-2", "eipalloc-1")
+    assert nlb.subnet_order == ("subnet-b", "subnet-a")
+    # The ALB has none of it.
+    assert built.stack.load_balancers[LOAD_BALANCER_ID].eip_allocations is None
+
+
+def test_eip_allocations_with_discovered_subnets_leave_the_pairing_to_the_resolve_stage() -> None:
+    built = build(ONE, _ing("shop", {**PUBLIC, "frontend-nlb-eip-allocations": "eipalloc-1"}))
+    nlb = built.stack.load_balancers[FRONTEND_NLB_ID]
+    assert nlb.eip_allocations == ("eipalloc-1",)
+    assert nlb.subnet_order is None
+    assert isinstance(nlb.subnets, SubnetDiscovery)
+
+
+def test_without_eip_allocations_the_nlb_has_no_static_addresses() -> None:
+    built = build(ONE, _ing("shop", {**PUBLIC, "frontend-nlb-subnets": "subnet-a"}))
+    nlb = built.stack.load_balancers[FRONTEND_NLB_ID]
+    assert nlb.eip_allocations is None
+    assert nlb.subnet_order is None
+    assert b"eip_allocations" not in canonical_json(built.stack)
+
+
+def test_group_members_eip_allocations_agree_in_any_order_and_the_first_order_is_kept() -> None:
+    built = build(GROUP,
+                  _ing("a", {**PUBLIC, "frontend-nlb-eip-allocations": "eipalloc-1,eipalloc-2"},
+                       group=True),
+                  _ing("b", {"frontend-nlb-eip-allocations": "eipalloc-2, eipalloc-1"},
+                       group=True),
+                  _ing("c", {}, group=True))
+    assert built.stack.load_balancers[FRONTEND_NLB_ID].eip_allocations == (
+        "eipalloc-1", "eipalloc-2")
+
+
+@pytest.mark.parametrize(("members", "said"), [
+    ([{**PUBLIC, "frontend-nlb-eip-allocations": "eipalloc-1,eipalloc-2"},
+      {"frontend-nlb-eip-allocations": "eipalloc-1"}],
+     'annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations conflicts within the '
+     'group: default/edge-a has "eipalloc-1,eipalloc-2", default/edge-b has "eipalloc-1"'),
+    ([{"enable-frontend-nlb": "true", "frontend-nlb-eip-allocations": "eipalloc-1"}, {}],
+     "annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations: EIP allocations can "
+     "be set for an internet-facing load balancer only (the frontend NLB's scheme is "
+     "internal)"),
+    ([{**PUBLIC, "frontend-nlb-subnets": "subnet-a,subnet-b"},
+      {"frontend-nlb-eip-allocations": "eipalloc-1"}],
+     "annotation alb.ingress.kubernetes.io/frontend-nlb-eip-allocations: count of EIP "
+     "allocations (1) and subnets (2) must match"),
+])
+def test_eip_allocations_refused_as_upstream_in_one_message(members: list[dict[str, str]],
+                                                            said: str) -> None:
+    ings = [_ing(f"edge-{chr(ord('a') + i)}", notes, group=True)
+            for i, notes in enumerate(members)]
+    with pytest.raises(BuildError) as exc:
+        build(GROUP, *ings)
+    assert said in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("eip-1", '"eip-1", which is not an Elastic IP allocation ID (eipalloc-...)'),
+    ("eipalloc-1,eipalloc-1", 'lists "eipalloc-1" twice; each subnet needs EIP allocation of '
+                              "its own"),
+    (" , ", "lists no EIP allocation"),
+    ("eipalloc-1\x1b[2J", "which is not an Elastic IP allocation ID"),
+])
+def test_bad_eip_allocations_are_one_line_and_nothing_is_built(value: str, said: str) -> None:
+    member = _ing("shop", {**PUBLIC, "frontend-nlb-eip-allocations": value})
+    with pytest.raises(BuildError) as exc:
+        build(ONE, member)
+    text = str(exc.value)
+    assert text.startswith("Ingress default/shop: annotation "
+                           "alb.ingress.kubernetes.io/frontend-nlb-eip-allocations")
+    assert said in text
+    assert "\n" not in text
+    assert "\x1b" not in text
+    # The same message at admission, and the Ingress refused.
+    c = caches(ingress_class("alb"), backend_service("web"))
+    with pytest.raises(BuildError) as refused:
+        admit(member, None, c, SETTINGS)
+    assert str(refused.value) == text
+
+
+def test_admission_refuses_eips_on_an_internal_frontend_nlb_with_the_build_message() -> None:
+    member = _ing("shop", {"enable-frontend-nlb": "true",
+                           "frontend-nlb-eip-allocations": "eipalloc-1"})
+    with pytest.raises(BuildError) as built:
+        build(ONE, member)
+    c = caches(ingress_class("alb"), backend_service("web"))
+    with pytest.raises(BuildError) as refused:
+        admit(member, None, c, SETTINGS)
+    assert str(refused.value) == str(built.value)
+
+
+def test_eip_allocations_without_the_nlb_do_nothing_and_are_said() -> None:
+    built = build(ONE, _ing("shop", {"frontend-nlb-eip-allocations": "eipalloc-1"}))
+    assert list(built.stack.load_balancers) == [LOAD_BALANCER_ID]
+    assert "frontend-nlb-eip-allocations has no effect without" in built.frontend_nlb_unused[
+        "default/shop"]
