@@ -112,7 +112,8 @@ def test_build_output_is_valid(built: list[Doc]) -> None:
 def test_crds_and_namespace_are_kustomizations_of_their_own() -> None:
     crds = _build(ROOT / "crds")
     assert sorted(d["metadata"]["name"] for d in crds) == [
-        "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]
+        "albtargetcontrolconfigs.elbv2.k8s.aws", "ingressclassparams.elbv2.k8s.aws",
+        "targetgroupbindings.elbv2.k8s.aws"]
     listed = yaml.safe_load((ROOT / "crds" / "Kustomization").read_text())["resources"]
     assert sorted(listed) == sorted(p.name for p in (ROOT / "crds").glob("*.yaml"))
     [namespace] = _build(ROOT / "namespace")
