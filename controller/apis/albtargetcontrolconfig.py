@@ -50,8 +50,8 @@ class ALBTargetControlConfigSpec(_Model):
     data_address: str = Field(alias="dataAddress", pattern=_ADDRESS)
     control_address: str = Field(alias="controlAddress", pattern=_ADDRESS)
     destination_address: str = Field(alias="destinationAddress", pattern=_ADDRESS)
-    # The CRD defaults it to 1; a config stored without the default reads as Go's zero value.
-    max_concurrency: int = Field(default=0, alias="maxConcurrency", ge=0, le=1000)
+    # The CRD's default: the API server fills it in on every read.
+    max_concurrency: int = Field(default=1, alias="maxConcurrency", ge=0, le=1000)
     tls_cert_path: str | None = Field(default=None, alias="tlsCertPath")
     tls_key_path: str | None = Field(default=None, alias="tlsKeyPath")
     tls_security_policy: str | None = Field(default=None, alias="tlsSecurityPolicy")
