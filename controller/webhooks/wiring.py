@@ -4,7 +4,7 @@ shared informers, reading AWS through one `ReadCache` (controller/aws/readcache.
 
 from __future__ import annotations
 
-from controller import informers, ingress, service
+from controller import gates, informers, ingress, service
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
 from controller.lbcmetrics import lbc_metrics_for
@@ -83,7 +83,7 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     }
     generator = ServerIdGenerator(WorkerIds(manager.client).take, clock=manager.clock)
     handlers[MUTATE_POD_SERVER_ID] = PodServerIdMutator(settings.quic_env, generator.generate)
-    if settings.gates.enabled("ALBTargetControlAgent"):
+    if gates.enabled(settings.gates, "ALBTargetControlAgent"):
         # Only with the gate on, as upstream: off, a configuration that still names these paths
         # fails closed, and the pods it selects wait for the gate (or the configuration's
         # removal) rather than start without the sidecar they asked for.
