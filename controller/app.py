@@ -220,7 +220,8 @@ def webhook_settings(config: ControllerConfig, *, region: str) -> webhooks.Setti
         scope=targetgroupbinding.Scope(cluster_name=cluster.name, vpc_id=cluster.vpc_id),
         networking=targetgroupbinding_settings(config, region=region).networking_policy,
         config=hooks, service=config.service, gates=config.gates,
-        quic_env=config.targetgroupbinding.quic_environment_variable_name)
+        quic_env=config.targetgroupbinding.quic_environment_variable_name,
+        controller_namespace=leader_election_namespace(config))
 
 
 def setup_controllers(manager: Manager, pool: AWSClientPool, config: ControllerConfig) -> None:

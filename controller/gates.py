@@ -27,6 +27,7 @@ UPSTREAM_DEFAULTS: Final = {
     "SubnetDiscoveryByReachability": True,
     "IngressPlanAnnotation": False,
     "LBCapacityReservation": True,
+    "ALBTargetControlAgent": False,
 }
 
 

@@ -36,10 +36,15 @@ from controller.apis.names import (
     service_finalizer,
     target_health_condition,
 )
-from controller.apis.resources import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
+from controller.apis.resources import (
+    ALBTARGETCONTROLCONFIGS,
+    INGRESSCLASSPARAMS,
+    TARGETGROUPBINDINGS,
+)
 from controller.apis.selectors import LabelSelector, LabelSelectorRequirement
 
 __all__ = [
+    "ALBTARGETCONTROLCONFIGS",
     "ALB_CONTROLLER",
     "CHECKPOINT_ANNOTATION",
     "CHECKPOINT_ANNOTATIONS",

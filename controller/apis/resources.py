@@ -10,3 +10,5 @@ TARGETGROUPBINDINGS: Final = Resource("elbv2.k8s.aws", "v1beta1", "targetgroupbi
                                       "TargetGroupBinding")
 INGRESSCLASSPARAMS: Final = Resource("elbv2.k8s.aws", "v1beta1", "ingressclassparams",
                                      "IngressClassParams", namespaced=False)
+ALBTARGETCONTROLCONFIGS: Final = Resource("elbv2.k8s.aws", "v1beta1", "albtargetcontrolconfigs",
+                                          "ALBTargetControlConfig")

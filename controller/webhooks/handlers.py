@@ -25,6 +25,13 @@ from typing import Final
 import structlog
 
 from controller import ingress, service
+from controller.apis import ALBTARGETCONTROLCONFIGS
+from controller.apis.albtargetcontrolconfig import (
+    CONFIG_NAME,
+    ALBTargetControlConfigSpec,
+    InvalidConfig,
+    parse_spec,
+)
 from controller.aws import AWSError, LookupUnavailable, ReadCache
 from controller.errors import InvalidInput
 from controller.ingress.exclusions import GroupNamespaces
@@ -36,7 +43,15 @@ from controller.targetgroupbinding import (
     with_gates,
     with_server_ids,
 )
+from controller.webhooks.targetcontrol import (
+    INJECT_LABEL,
+    has_agent,
+    injection_enabled,
+    with_agent,
+)
+from runtime.client import KubeClient
 from runtime.clock import Clock, RealClock
+from runtime.errors import ApiError
 from runtime.failures import describe
 from runtime.informer import SharedInformer
 from runtime.objects import Obj, dig, key_of
@@ -55,6 +70,10 @@ log = structlog.get_logger("webhooks")
 # Upstream's paths, so that either controller's webhook configurations reach the other's server.
 MUTATE_POD: Final = "/mutate-v1-pod"
 MUTATE_POD_SERVER_ID: Final = "/mutate-v1-pod-server-id"
+# The ALB target control agent's two webhooks (a labelled namespace; a labelled pod elsewhere),
+# one handler; registered only with the ALBTargetControlAgent gate on, as upstream.
+MUTATE_TARGET_CONTROL_NAMESPACE: Final = "/mutate-alb-target-control-namespace-v1-pod"
+MUTATE_TARGET_CONTROL_OBJECT: Final = "/mutate-alb-target-control-object-v1-pod"
 MUTATE_SERVICE: Final = "/mutate-v1-service"
 MUTATE_TARGETGROUPBINDING: Final = "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
 VALIDATE_TARGETGROUPBINDING: Final = "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
@@ -66,7 +85,12 @@ FAILURE_POLICY: Final[FailurePolicy] = "Ignore"
 # Except the QUIC server IDs' (upstream's Fail): a pod admitted without its ID can never get one
 # (a container's environment is fixed), so its targets would never be registered; better the
 # pod waits for the controller than serves nothing.
-FAILURE_POLICIES: Final[Mapping[str, FailurePolicy]] = {MUTATE_POD_SERVER_ID: "Fail"}
+# The agent's webhooks fail closed too (upstream's Fail): a pod that asked for the sidecar and
+# started without it would get the load balancer's traffic with nothing serving the target
+# control port.
+FAILURE_POLICIES: Final[Mapping[str, FailurePolicy]] = {
+    MUTATE_POD_SERVER_ID: "Fail", MUTATE_TARGET_CONTROL_NAMESPACE: "Fail",
+    MUTATE_TARGET_CONTROL_OBJECT: "Fail"}
 
 
 def failure_policy(path: str) -> FailurePolicy:
@@ -158,6 +182,65 @@ class PodServerIdMutator:
             return allowed()
         pod = _object(request)
         return patched(pod, await with_server_ids(pod, self.env_name, self.generate))
+
+
+@dataclass(frozen=True, slots=True)
+class ALBTargetControlAgentMutator:
+    """`alb-target-control.namespace.elbv2.k8s.aws` and `alb-target-control.object.elbv2.k8s.aws`:
+    the ALB target control agent sidecar for a new pod that asks for it
+    (`controller.webhooks.targetcontrol`), made from the ALBTargetControlConfig named
+    `CONFIG_NAME` in the pod's namespace, else in the controller's. Read from the API server at
+    each pod (upstream caches a config, or its absence, until it restarts)."""
+
+    client: KubeClient
+    namespaces: SharedInformer
+    controller_namespace: str
+
+    async def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        await _synced((self.namespaces,))
+        obj = self.namespaces.store.get(namespace)
+        if obj is None:  # upstream: a namespace it cannot read gets no agent
+            return None
+        return dict((obj.get("metadata") or {}).get("labels") or {})
+
+    async def _config(self, namespace: str) -> tuple[ALBTargetControlConfigSpec | None, str]:
+        """The spec, or None with what was looked at."""
+        looked: list[str] = []
+        for where in dict.fromkeys((namespace, self.controller_namespace)):
+            if not where:
+                continue
+            try:
+                obj = await self.client.get(ALBTARGETCONTROLCONFIGS, CONFIG_NAME, where)
+            except ApiError as exc:
+                looked.append(f"{where} ({exc.code or 'unreachable'})")
+                continue
+            return parse_spec(obj), ""
+        return None, ", ".join(looked)
+
+    async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
+        if request.operation != "CREATE":
+            return allowed()
+        pod = _object(request)
+        namespace = str(pod["metadata"].get("namespace") or "")
+        if has_agent(pod):
+            return allowed()
+        labels = pod["metadata"].get("labels") or {}
+        namespace_labels = (None if labels.get(INJECT_LABEL) in ("true", "false")
+                            else await self._namespace_labels(namespace))
+        if not injection_enabled(pod, namespace_labels):
+            return allowed()
+        try:
+            spec, looked = await self._config(namespace)
+            if spec is None:
+                return allowed(warnings=[
+                    f"no ALBTargetControlConfig {CONFIG_NAME} in namespace {looked}: the ALB "
+                    f"target control agent sidecar was not added to pod {key_of(pod)}"])
+            return patched(pod, with_agent(pod, spec))
+        except InvalidConfig as exc:
+            return _denial(exc)
+        except InvalidInput as exc:
+            return _denial(InvalidInput(f"pod {key_of(pod)}: {exc}"),
+                           category=exc.condition_reason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,6 +118,9 @@ class Settings:
     # --quic-environment-variable-name (the TargetGroupBinding controller's flag, which reads
     # the IDs the pod webhook injects).
     quic_env: str = DEFAULT_QUIC_ENVIRONMENT_VARIABLE_NAME
+    # Where the ALB target control agent's config is looked for after the pod's namespace
+    # (upstream: kube-system, where it is installed; here, wherever the controller runs).
+    controller_namespace: str = "kube-system"
 
 
 __all__ = ["Settings", "WebhookConfig"]

@@ -4,7 +4,7 @@ shared informers, reading AWS through one `ReadCache` (controller/aws/readcache.
 
 from __future__ import annotations
 
-from controller import informers, ingress, service
+from controller import gates, informers, ingress, service
 from controller.apis import INGRESSCLASSPARAMS, TARGETGROUPBINDINGS
 from controller.aws import AWSClientPool, Caller, DirectReader, ReadCache
 from controller.lbcmetrics import lbc_metrics_for
@@ -14,10 +14,13 @@ from controller.webhooks.handlers import (
     MUTATE_POD,
     MUTATE_POD_SERVER_ID,
     MUTATE_SERVICE,
+    MUTATE_TARGET_CONTROL_NAMESPACE,
+    MUTATE_TARGET_CONTROL_OBJECT,
     MUTATE_TARGETGROUPBINDING,
     VALIDATE_INGRESS,
     VALIDATE_INGRESSCLASSPARAMS,
     VALIDATE_TARGETGROUPBINDING,
+    ALBTargetControlAgentMutator,
     IngressClassParamsValidator,
     IngressValidator,
     PodReadinessGateMutator,
@@ -80,6 +83,15 @@ def setup(manager: Manager, *, pool: AWSClientPool, settings: Settings) -> Webho
     }
     generator = ServerIdGenerator(WorkerIds(manager.client).take, clock=manager.clock)
     handlers[MUTATE_POD_SERVER_ID] = PodServerIdMutator(settings.quic_env, generator.generate)
+    if gates.enabled(settings.gates, "ALBTargetControlAgent"):
+        # Only with the gate on, as upstream: off, a configuration that still names these paths
+        # fails closed, and the pods it selects wait for the gate (or the configuration's
+        # removal) rather than start without the sidecar they asked for.
+        agent = ALBTargetControlAgentMutator(
+            manager.client, informers.informer(manager, NAMESPACES),
+            settings.controller_namespace)
+        handlers[MUTATE_TARGET_CONTROL_NAMESPACE] = agent
+        handlers[MUTATE_TARGET_CONTROL_OBJECT] = agent
     metrics = lbc_metrics_for(manager.registry)
     for path, handler in handlers.items():
         server.register(path, metrics.counting_failures(path, handler),

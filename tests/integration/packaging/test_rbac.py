@@ -46,11 +46,13 @@ import aiohttp
 from prometheus_client import CollectorRegistry
 
 from controller.apis import (
+    ALBTARGETCONTROLCONFIGS,
     SERVICE_STACK_NAME_LABEL,
     SERVICE_STACK_NAMESPACE_LABEL,
     TARGETGROUPBINDINGS,
     target_health_condition,
 )
+from controller.apis.albtargetcontrolconfig import CONFIG_NAME
 from controller.app import aws_settings, build_manager
 from controller.aws import AWSClientPool
 from controller.config import ControllerConfig, parse_config
@@ -347,6 +349,18 @@ async def readiness_gate(c: Cluster) -> None:
                      message="readiness gate: binding not finalized")
 
 
+async def target_control_agent(c: Cluster) -> None:
+    """A pod that asks for the ALB target control agent (ALBTargetControlAgent gate on): the
+    webhook reads the one config by name, in the pod's namespace and then the controller's."""
+    await c.client.create(ALBTARGETCONTROLCONFIGS, {
+        "metadata": {"name": CONFIG_NAME, "namespace": NAMESPACE},
+        "spec": {"image": "agent:1", "dataAddress": "0.0.0.0:80",
+                 "controlAddress": "0.0.0.0:3000", "destinationAddress": "127.0.0.1:8080"}},
+        NAMESPACE)
+    pod = await c.pod("agent-1", labels={"elbv2.k8s.aws/alb-target-control-agent-inject": "true"})
+    assert [x["name"] for x in pod["spec"]["containers"]][-1] == "alb-target-control-agent"
+
+
 async def webhook_configurations(c: Cluster) -> None:
     """The shipped configurations, and a Secret of that name the controller cannot use."""
     for doc in configurations():
@@ -420,7 +434,9 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
         aws_inspector: AwsInspector, no_retry_backoff: None, tmp_path: Path) -> None:
     docs = rbac_documents()
     # Steady leases: the run tests what is granted, and a loaded machine must not end it.
-    config = controller_config(aws_seed, aws_proxy, *STEADY_LEASE, webhooks=tmp_path / "certs")
+    config = controller_config(aws_seed, aws_proxy, *STEADY_LEASE,
+                               "--feature-gates=ALBTargetControlAgent=true",
+                               webhooks=tmp_path / "certs")
     async with installation(docs, seed=aws_seed, pool=aws_pool, aws=aws_inspector,
                             tmp_path=tmp_path) as (c, controller):
         await webhook_configurations(c)
@@ -432,6 +448,7 @@ async def test_whole_lifecycle_is_refused_nothing_and_needs_every_grant(
             await network_load_balancer(c)
             await application_load_balancer(c, aws_proxy)
             await readiness_gate(c)
+            await target_control_agent(c)
             await secure_metrics(c, manager)
             manager.stop()
             assert await asyncio.wait_for(task, 15) == 0

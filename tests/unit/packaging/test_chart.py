@@ -626,11 +626,13 @@ def _hook(docs: list[Doc], kind: str, name: str) -> Doc:
 def test_upstream_webhook_values_shape_the_webhooks() -> None:
     mutating, validating = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
     # Defaults: every webhook fails open but the QUIC server IDs' (as upstream's: a pod admitted
-    # without its ID could never be registered); the Service mutator ships on, as upstream's.
+    # without its ID could never be registered) and the ALB target control agent's (upstream's);
+    # the Service mutator ships on, as upstream's.
     docs = render()
     assert {h["name"]: h["failurePolicy"] for kind in (mutating, validating)
             for h in _one(docs, kind)["webhooks"] if h["failurePolicy"] != "Ignore"} == {
-        "quicid.elbv2.k8s.aws": "Fail"}
+        "quicid.elbv2.k8s.aws": "Fail", "alb-target-control.namespace.elbv2.k8s.aws": "Fail",
+        "alb-target-control.object.elbv2.k8s.aws": "Fail"}
     assert _hook(docs, mutating, "mservice.elbv2.k8s.aws")["rules"][0]["operations"] == [
         "CREATE"]
     assert "--enable-service-mutator-webhook=true" in args_of(docs)

@@ -135,3 +135,32 @@ async def test_a_field_the_crd_does_not_specify_is_pruned(kubectl: Kubectl,
     await kubectl("apply", "-f", str(path))
     shown = json.loads((await kubectl("get", "ingressclassparams", "p", "-o", "json")).stdout)
     assert shown["spec"] == {"scheme": "internal"}
+
+
+UPSTREAM_AGENT_CONFIG = {  # every field of upstream's ALBTargetControlConfigSpec
+    "image": "public.ecr.aws/aws-elb/target-optimizer/target-control-agent:latest",
+    "dataAddress": "0.0.0.0:80", "controlAddress": "0.0.0.0:3000",
+    "destinationAddress": "127.0.0.1:8080", "maxConcurrency": 5,
+    "tlsCertPath": "/certs/tls.crt", "tlsKeyPath": "/certs/tls.key",
+    "tlsSecurityPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06", "protocolVersion": "HTTP2",
+    "rustLog": "info",
+    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "100m"}},
+}
+
+
+def _agent_config(tmp_path: Path, spec: dict[str, object]) -> str:
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "ALBTargetControlConfig",
+        "metadata": {"name": "agent", "namespace": "default"}, "spec": spec}))
+    return str(path)
+
+
+async def test_upstreams_agent_config_is_kept_as_written(kubectl: Kubectl,
+                                                         tmp_path: Path) -> None:
+    await kubectl("apply", "-k", str(CRDS))
+    await kubectl("apply", "-f", _agent_config(tmp_path, UPSTREAM_AGENT_CONFIG))
+    shown = json.loads((await kubectl("get", "albtargetcontrolconfigs", "agent", "-n",
+                                      "default", "-o", "json")).stdout)
+    assert shown["spec"] == UPSTREAM_AGENT_CONFIG
+

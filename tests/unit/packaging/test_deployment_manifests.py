@@ -112,7 +112,8 @@ def test_build_output_is_valid(built: list[Doc]) -> None:
 def test_crds_and_namespace_are_kustomizations_of_their_own() -> None:
     crds = _build(ROOT / "crds")
     assert sorted(d["metadata"]["name"] for d in crds) == [
-        "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]
+        "albtargetcontrolconfigs.elbv2.k8s.aws", "ingressclassparams.elbv2.k8s.aws",
+        "targetgroupbindings.elbv2.k8s.aws"]
     listed = yaml.safe_load((ROOT / "crds" / "Kustomization").read_text())["resources"]
     assert sorted(listed) == sorted(p.name for p in (ROOT / "crds").glob("*.yaml"))
     [namespace] = _build(ROOT / "namespace")
@@ -390,7 +391,8 @@ def test_webhooks_reach_the_server_every_replica_runs(built: list[Doc]) -> None:
     served = {handlers.MUTATE_POD, handlers.MUTATE_POD_SERVER_ID,
               handlers.MUTATE_TARGETGROUPBINDING,
               handlers.VALIDATE_TARGETGROUPBINDING, handlers.VALIDATE_INGRESS,
-              handlers.VALIDATE_INGRESSCLASSPARAMS, handlers.MUTATE_SERVICE}
+              handlers.VALIDATE_INGRESSCLASSPARAMS, handlers.MUTATE_SERVICE,
+              handlers.MUTATE_TARGET_CONTROL_NAMESPACE, handlers.MUTATE_TARGET_CONTROL_OBJECT}
     for _, hook in _hooks(built):
         target = hook["clientConfig"]["service"]
         assert (target["name"], target["namespace"]) == (config.webhooks.service_name, NAMESPACE)
@@ -405,11 +407,16 @@ def test_every_webhook_fails_open_and_the_pod_webhook_is_scoped(built: list[Doc]
     assert set(hooks) == {"mpod.elbv2.k8s.aws", "quicid.elbv2.k8s.aws",
                           "mtargetgroupbinding.elbv2.k8s.aws",
                           "vtargetgroupbinding.elbv2.k8s.aws", "vingress.elbv2.k8s.aws",
-                          "vingressclassparams.elbv2.k8s.aws", "mservice.elbv2.k8s.aws"}
+                          "vingressclassparams.elbv2.k8s.aws", "mservice.elbv2.k8s.aws",
+                          "alb-target-control.namespace.elbv2.k8s.aws",
+                          "alb-target-control.object.elbv2.k8s.aws"}
     # The QUIC server IDs' webhook fails closed, as upstream's (a pod admitted without its ID
-    # could never be registered); every other one fails open.
+    # could never be registered), and so do the ALB target control agent's (upstream's); every
+    # other one fails open.
     assert {n: h["failurePolicy"] for n, h in hooks.items() if h["failurePolicy"] != "Ignore"
-            } == {"quicid.elbv2.k8s.aws": "Fail"}
+            } == {"quicid.elbv2.k8s.aws": "Fail",
+                  "alb-target-control.namespace.elbv2.k8s.aws": "Fail",
+                  "alb-target-control.object.elbv2.k8s.aws": "Fail"}
     assert all(h["timeoutSeconds"] <= 10 for h in hooks.values())
     labels = _one(built, "Deployment")["spec"]["template"]["metadata"]["labels"]
     for name, label, value in (
@@ -423,6 +430,21 @@ def test_every_webhook_fails_open_and_the_pod_webhook_is_scoped(built: list[Doc]
         assert excluded["operator"] == "NotIn"
         assert labels[excluded["key"]] in excluded["values"]
         assert [r["operations"] for r in pod["rules"]] == [["CREATE"]]
+    # The agent's: a labelled namespace unless the pod opts out; a labelled pod elsewhere
+    # (upstream's chart's selectors); never the controller's own pods.
+    agent_ns = "elbv2.k8s.aws/alb-target-control-agent-injection"
+    agent_pod = "elbv2.k8s.aws/alb-target-control-agent-inject"
+    for name, namespaces, pods in (
+            ("alb-target-control.namespace.elbv2.k8s.aws",
+             {"key": agent_ns, "operator": "In", "values": ["enabled"]},
+             {"key": agent_pod, "operator": "NotIn", "values": ["false"]}),
+            ("alb-target-control.object.elbv2.k8s.aws",
+             {"key": agent_ns, "operator": "DoesNotExist"},
+             {"key": agent_pod, "operator": "In", "values": ["true"]})):
+        hook = hooks[name]
+        assert hook["namespaceSelector"]["matchExpressions"] == [namespaces]
+        assert hook["objectSelector"]["matchExpressions"] == [excluded, pods]
+        assert [r["operations"] for r in hook["rules"]] == [["CREATE"]]
     # The Service mutator ships on as upstream's (the controller is told so), never for the
     # controller's own Services.
     service = hooks["mservice.elbv2.k8s.aws"]

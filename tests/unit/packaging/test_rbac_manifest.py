@@ -9,6 +9,7 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
+from controller.apis.albtargetcontrolconfig import CONFIG_NAME
 from tests.support.paths import MANIFESTS
 
 RBAC = MANIFESTS / "rbac"
@@ -70,6 +71,8 @@ INGRESS_CONTROLLER = _rules(
     ("elbv2.k8s.aws", "targetgroupbindings", (*LIST_WATCH, "get", "create", "update", "delete")),
     ("", "events", ("create", "patch")),
 )
+# the ALB target control agent's pod webhooks (ALBTargetControlAgent gate): its one config
+TARGET_CONTROL_AGENT = _rules(("elbv2.k8s.aws", "albtargetcontrolconfigs", ("get",)))
 
 
 def test_the_shipped_cluster_roles() -> None:
@@ -80,15 +83,18 @@ def test_the_shipped_cluster_roles() -> None:
 def test_cluster_role_grants_what_the_controllers_use_and_no_more() -> None:
     role = _role("aiolbc")  # deployment/clusterrolebinding.yaml binds it
     assert _grants(role) == TARGETGROUPBINDING_CONTROLLER | SERVICE_CONTROLLER | \
-        INGRESS_CONTROLLER
+        INGRESS_CONTROLLER | TARGET_CONTROL_AGENT
     assert all("*" not in rule["verbs"] and "*" not in rule["resources"]
                for rule in role["rules"])
-    # Names narrow one rule only: the CRD the controller reads is its own (crdguard.py).
+    # Names narrow two rules: the CRD the controller reads is its own (crdguard.py); the agent
+    # config read is upstream's one name.
     named = [rule for rule in role["rules"] if "resourceNames" in rule]
     assert named == [{"apiGroups": ["apiextensions.k8s.io"],
                       "resources": ["customresourcedefinitions"],
                       "resourceNames": ["targetgroupbindings.elbv2.k8s.aws"],
-                      "verbs": ["get", "list", "watch"]}]
+                      "verbs": ["get", "list", "watch"]},
+                     {"apiGroups": ["elbv2.k8s.aws"], "resources": ["albtargetcontrolconfigs"],
+                      "resourceNames": [CONFIG_NAME], "verbs": ["get"]}]
 
 
 def test_every_rule_says_why() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.config import ConfigError, parse_config
+from controller.config import parse_config
 from controller.ingress.merge import BuildError
 from controller.model import TargetGroup
 from tests.unit.controller.annotation_objects import build, ingress_world
@@ -46,13 +46,15 @@ def test_bad_values_and_instance_targets_are_one_message() -> None:
         build(c)
 
 
-def test_the_agent_gate_is_off_by_default_and_refused_on() -> None:
+def test_the_agent_gate_is_off_by_default_and_can_be_turned_on() -> None:
+    # Acted on (the agent's pod webhooks, tests/integration/controller/webhooks/
+    # test_target_control_agent.py), off by default as upstream.
     assert not parse_config(["--cluster-name", "c"]).gates.enabled("ALBTargetControlAgent")
     assert not parse_config(["--cluster-name", "c", "--feature-gates",
                              "ALBTargetControlAgent=false"]).gates.enabled(
         "ALBTargetControlAgent")
-    with pytest.raises(ConfigError, match="ALBTargetControlAgent: not supported yet"):
-        parse_config(["--cluster-name", "c", "--feature-gates", "ALBTargetControlAgent=true"])
+    assert parse_config(["--cluster-name", "c", "--feature-gates",
+                         "ALBTargetControlAgent=true"]).gates.enabled("ALBTargetControlAgent")
 
 
 def test_a_target_group_without_the_port_keeps_its_canonical_json() -> None:

@@ -27,8 +27,11 @@ def test_the_server_answers_as_the_shipped_failure_policy_says() -> None:
         path = hook["clientConfig"]["service"]["path"]  # type: ignore[index]
         assert hook["failurePolicy"] == handlers.failure_policy(str(path)), hook["name"]
     # Fail only where upstream has it and a pod admitted without the webhook could never be
-    # served: the QUIC server IDs.
-    assert {h["name"] for h in hooks if h["failurePolicy"] == "Fail"} == {"quicid.elbv2.k8s.aws"}
+    # served: the QUIC server IDs, and the ALB target control agent (a pod that asked for the
+    # sidecar would take the load balancer's traffic without it).
+    assert {h["name"] for h in hooks if h["failurePolicy"] == "Fail"} == {
+        "quicid.elbv2.k8s.aws", "alb-target-control.namespace.elbv2.k8s.aws",
+        "alb-target-control.object.elbv2.k8s.aws"}
 
 
 def test_every_handler_has_half_the_shipped_timeout_and_seconds_to_spare() -> None:
