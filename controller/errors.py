@@ -19,3 +19,18 @@ class MissingReference(InvalidInput):
     """Bad input that can resolve itself: an object the input names does not exist (yet).
     Admission allows it, with a warning, since objects applied together arrive in any order;
     the reconciler reports it like any other bad input until the object appears."""
+
+
+def first_line(exc: Exception) -> str:
+    """One line for a model's construction error: pydantic's first error with its location
+    (the rest would repeat it), else the exception's first line."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            msg = str(first.get("msg", exc)).removeprefix("Value error, ")
+            return f"{loc}: {msg}" if loc else msg
+        except Exception:
+            pass
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

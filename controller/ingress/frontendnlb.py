@@ -37,6 +37,7 @@ from controller.annotations import (
     quote,
 )
 from controller.apis import INGRESS_ANNOTATION_PREFIX as PREFIX
+from controller.errors import first_line
 from controller.ingress.merge import BuildError
 from controller.model import (
     ForwardAction,
@@ -315,7 +316,7 @@ def build_frontend_nlb(builder: StackBuilder, members: Sequence[FrontendMember],
                     WeightedTargetGroup(target_group_arn=tg_ref)])],
                 tags=dict(tags)))
     except ValueError as exc:
-        raise BuildError(f"frontend NLB: {_first_line(exc)}") from None
+        raise BuildError(f"frontend NLB: {first_line(exc)}") from None
 
 
 def _eip_allocations(parsed: Sequence[tuple[str, FrontendNlbAnnotations]], scheme: Scheme,
@@ -335,19 +336,6 @@ def _eip_allocations(parsed: Sequence[tuple[str, FrontendNlbAnnotations]], schem
         raise BuildError(f"annotation {EIP_KEY}: count of EIP allocations ({len(eips)}) and "
                          f"subnets ({len(subnets)}) must match")
     return eips
-
-
-def _first_line(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            first = errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            msg = str(first.get("msg", exc)).removeprefix("Value error, ")
-            return f"{loc}: {msg}" if loc else msg
-        except Exception:
-            pass
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _listener_ports(members: Sequence[FrontendMember],

@@ -42,6 +42,7 @@ from controller.defaults import (
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_ACTION,
     DEFAULT_TOLERATE_NON_EXISTENT_BACKEND_SERVICE,
 )
+from controller.errors import first_line
 from controller.ingress.acmcerts import RequestedCertificates
 from controller.ingress.addons import AddonSettings, build_addons
 from controller.ingress.annotations import IngressAnnotations, parse_ingress
@@ -284,7 +285,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
             customer_owned_ipv4_pool=customer_owned_pool)
         lb_ref = builder.add_load_balancer(LOAD_BALANCER_ID, alb)
     except ValueError as exc:
-        raise BuildError(f"group {request.key}: {_message(exc)}") from None
+        raise BuildError(f"group {request.key}: {first_line(exc)}") from None
 
     per_listener = listener_settings(
         [(m, a, _ports_of(a, m.ingress)) for m, a in parsed], ports,
@@ -342,7 +343,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                 attributes=dict(per_listener.attributes.get(port) or {}),
                 default_actions=defaults, tags=listener_tags))
         except ValueError as exc:
-            raise BuildError(f"group {request.key}: listener {port}: {_message(exc)}") from None
+            raise BuildError(f"group {request.key}: listener {port}: {first_line(exc)}") from None
         if redirect:
             continue  # every HTTP request is redirected: rules there would never match
         for priority, rule in enumerate(optimize(port, protocol, rules[port]), start=1):
@@ -355,7 +356,7 @@ def _build_group(group: Group, caches: Caches, settings: BuilderSettings) -> Bui
                     actions=actions, transforms=rule.transforms, tags=rule.tags))
             except ValueError as exc:
                 raise BuildError(f"group {request.key}: rule {priority} on port {port}: "
-                                 f"{_message(exc)}") from None
+                                 f"{first_line(exc)}") from None
     keyed = [(m.key, m.ingress) for m in group.members]
     frontend_unused: dict[str, str] = {}
     if not frontend_nlb_enabled(keyed):
@@ -510,26 +511,13 @@ def _security_groups(group: Group, lb: LoadBalancerConfig,
                     settings.backend_sg, security_groups_per_load_balancer=(
                         settings.quotas.security_groups_per_load_balancer)))
         except ValueError as exc:
-            raise BuildError(f"group {request.key}: {_message(exc)}") from None
+            raise BuildError(f"group {request.key}: {first_line(exc)}") from None
     try:
         return load_balancer_groups(managed=managed, user_groups=lb.security_groups,
                                     manage_backend_rules=manage, backend=settings.backend_sg,
                                     where=f"group {request.key}")
     except ValueError as exc:
         raise BuildError(str(exc)) from None
-
-
-def _message(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        try:
-            first = errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            msg = str(first.get("msg", exc)).removeprefix("Value error, ")
-            return f"{loc}: {msg}" if loc else msg
-        except Exception:
-            pass
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _has_tls(ing: Obj) -> bool:
@@ -773,7 +761,7 @@ def _rule_conditions(member: Member, ann: IngressAnnotations, host: str, path: A
         if paths or path_regexes:
             out.append(PathPatternCondition(values=paths, regex_values=path_regexes))
     except ValueError as exc:
-        raise BuildError(f"{where}: {_message(exc)}") from None
+        raise BuildError(f"{where}: {first_line(exc)}") from None
     if not out:
         out.append(PathPatternCondition(values=["/*"]))
     return out
